@@ -1,0 +1,39 @@
+/*
+ * args.h - one flag parser for every lssar command, so --help and errors look the same everywhere.
+ *
+ *   int steps = 100; const char *out = NULL; int resume = 0;
+ *   arg_spec specs[] = {
+ *       {"steps", ARG_INT, &steps, "optimizer steps", 0},
+ *       {"out", ARG_STR, &out, "output directory", 1},      // 1 = required
+ *       {"resume", ARG_BOOL, &resume, "continue the run in --out", 0},
+ *       {0}};
+ *   int rc = args_parse("train", "Train a GPT model.", specs, argc, argv);
+ *   if (rc >= 0) return rc;   // 0 after --help, 2 after an error (already printed)
+ *
+ * Flags are --name VALUE or --name=VALUE; ARG_BOOL takes no value. The defaults shown by --help are
+ * the values the variables hold before parsing. argv[0] is the command name and is skipped.
+ */
+#ifndef LSSAR_ARGS_H
+#define LSSAR_ARGS_H
+
+#include <stdint.h>
+
+typedef enum { ARG_END = 0, ARG_INT, ARG_FLOAT, ARG_STR, ARG_BOOL, ARG_U64 } arg_type;
+typedef struct {
+    const char *name;   // without the leading "--"
+    arg_type type;
+    void *dst;          // int*, float*, const char**, int* (bool), uint64_t*
+    const char *help;
+    int required;
+    int seen;           // set by the parser
+} arg_spec;
+
+/* Returns -1 when the command should run, 0 if --help was printed, 2 on an error (printed with
+   the flag's name and the fix). `about` is the command's description for --help. */
+int args_parse(const char *cmd, const char *about, arg_spec *specs, int argc, char **argv);
+/* Print an error in the common form "lssar CMD: MESSAGE" and return 2 (for exit codes). */
+int args_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Split "a,b,c" of integers into out[] (at most max); returns the count or -1 (error printed). */
+int args_int_list(const char *cmd, const char *flag, const char *s, int *out, int max);
+
+#endif

@@ -1,0 +1,101 @@
+// fileio.c - atomic file replacement, mkdir -p and whole-file reads.
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "util.h"
+
+int lssar_afile_open(lssar_afile *a, const char *path) {
+    a->f = NULL; a->path = a->tmp = NULL;
+    if (!path || !*path) return lssar_fail(LSSAR_E_ARG, "empty output path");
+    size_t n = strlen(path) + 32;
+    a->path = strdup(path);
+    a->tmp = malloc(n);
+    if (!a->path || !a->tmp) { free(a->path); free(a->tmp); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    snprintf(a->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    a->f = fopen(a->tmp, "wb");
+    if (!a->f) {
+        int e = errno;
+        free(a->path); free(a->tmp); a->path = a->tmp = NULL;
+        return lssar_fail(LSSAR_E_IO, "cannot create %s.tmp: %s (does the directory exist and is it writable?)", path, strerror(e));
+    }
+    return 0;
+}
+
+void lssar_afile_abort(lssar_afile *a) {
+    if (a->f) fclose(a->f);
+    if (a->tmp) unlink(a->tmp);
+    free(a->path); free(a->tmp);
+    a->f = NULL; a->path = a->tmp = NULL;
+}
+
+int lssar_afile_commit(lssar_afile *a) {
+    int rc = 0;
+    if (fflush(a->f) != 0 || ferror(a->f) || fsync(fileno(a->f)) != 0)
+        rc = lssar_fail(LSSAR_E_IO, "writing %s failed: %s (disk full?)", a->path, strerror(errno));
+    if (fclose(a->f) != 0 && rc == 0)
+        rc = lssar_fail(LSSAR_E_IO, "closing %s failed: %s", a->path, strerror(errno));
+    a->f = NULL;
+    if (rc == 0 && rename(a->tmp, a->path) != 0)
+        rc = lssar_fail(LSSAR_E_IO, "renaming %s to %s failed: %s", a->tmp, a->path, strerror(errno));
+    if (rc != 0) unlink(a->tmp);
+    else {  // make the rename itself durable
+        char *d = strdup(a->path);
+        if (d) {
+            int fd = open(dirname(d), O_RDONLY);
+            if (fd >= 0) { fsync(fd); close(fd); }
+            free(d);
+        }
+    }
+    free(a->path); free(a->tmp);
+    a->path = a->tmp = NULL;
+    return rc;
+}
+
+int lssar_mkdirs(const char *path) {
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) return lssar_fail(LSSAR_E_ARG, "bad directory path '%s'", path);
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return lssar_fail(LSSAR_E_IO, "cannot create directory %s: %s", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return lssar_fail(LSSAR_E_IO, "%s exists and is not a directory", path);
+    return 0;
+}
+
+int lssar_read_file(const char *path, char **data, size_t *len) {
+    *data = NULL; *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return lssar_fail(LSSAR_E_IO, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) { fclose(f); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); }
+    for (;;) {
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        char *nb = realloc(buf, 2 * cap + 1);
+        if (!nb) { free(buf); fclose(f); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); }
+        buf = nb; cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) { free(buf); return lssar_fail(LSSAR_E_IO, "error reading %s", path); }
+    buf[n] = 0;
+    *data = buf; *len = n;
+    return 0;
+}

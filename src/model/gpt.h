@@ -1,0 +1,106 @@
+/*
+ * gpt.h - the GPT-2-style model: pre-LayerNorm blocks, GELU(tanh) MLP 4x, one of four attention
+ * kinds, RoPE / learned / no positions, C token channels per position (one embedding table per
+ * channel, summed; one output head per channel), AdamW state kept beside the parameters.
+ *
+ * Backend seam: everything here that touches tensors goes through the layer functions in src/nn/,
+ * and callers above this level (trainer, CLI, experiments) only move data through the copy-in /
+ * copy-out functions below, never through raw pointers, so a CUDA backend can keep every buffer
+ * on the device.
+ *
+ * Parameter tensor names follow PyTorch GPT-2 conventions so model.safetensors loads with a few
+ * lines of Python (see docs/pytorch.md):
+ *   wte.{c}            (V, C)   token embedding of channel c
+ *   wpe                (maxT, C) learned positions only
+ *   h.{l}.ln_1.weight / .bias           (C)
+ *   h.{l}.attn.c_attn.weight (3C, C), .bias (3C)      q, k, v = x W^T + b, heads split as (NH, HS)
+ *   h.{l}.attn.c_proj.weight (C, C),  .bias (C)
+ *   h.{l}.attn.ssmax_s      (NH)     SSMax only
+ *   h.{l}.ln_2.weight / .bias           (C)
+ *   h.{l}.mlp.c_fc.weight (4C, C), .bias (4C)
+ *   h.{l}.mlp.c_proj.weight (C, 4C), .bias (C)
+ *   ln_f.weight / .bias  (C)
+ *   lm_head.{c}        (V, C)   untied models only; tied models use wte.{c}
+ */
+#ifndef LSSAR_GPT_H
+#define LSSAR_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "lssar.h"
+
+typedef enum { GPT_POS_ROPE = 0, GPT_POS_LEARNED = 1, GPT_POS_NONE = 2 } gpt_pos;
+#define GPT_IGNORE 0xFFFF   /* a target token that contributes no loss */
+
+typedef struct {
+    int layers;          // L
+    int heads;           // NH
+    int dim;             // C (width); head size HS = C / NH
+    int vocab;           // V, per channel
+    int channels;        // token channels per position: 1 for text, 2 for orbits
+    int max_seq;         // training length; the size of wpe with learned positions
+    gpt_pos pos;
+    lssar_attn_kind attn;
+    float p;             // LSSAR power (used by lssar only)
+    int tied;            // 1: output head = wte (per channel)
+} gpt_config;
+
+typedef struct gpt gpt;
+
+/* Validate a config (errors name the field); 0 if usable. */
+int gpt_config_check(const gpt_config *cfg);
+const char *gpt_pos_name(gpt_pos pos);
+int gpt_pos_parse(const char *name);   /* -1 if unknown */
+
+/* Create a model with parameters initialised GPT-2 style from `seed` (N(0, 0.02), residual
+   projections scaled by 1/sqrt(2L), LayerNorm 1/0, SSMax scales 0.43). No activations yet. */
+int gpt_create(const gpt_config *cfg, uint64_t seed, gpt **out);
+void gpt_free(gpt *m);
+const gpt_config *gpt_get_config(const gpt *m);
+size_t gpt_num_params(const gpt *m);
+
+/* Allocate activations once, up front, for batches of up to B x T (train = 1 also keeps what the
+   backward pass needs, and gradients and AdamW state). Calling again with a smaller or equal
+   shape is free. Memory grows linearly in T: no T x T matrix is stored, and in evaluation the
+   logits are produced in chunks and reduced to per-position loss and argmax. */
+int gpt_reserve(gpt *m, int B, int T, int train);
+
+/* Forward pass. inputs, targets: (B, T, channels) uint16, host memory; targets may be NULL (then
+   no loss) and may hold GPT_IGNORE. On success *loss (if non-NULL) is the mean over channels and
+   counted positions of the cross-entropy. Longer T than max_seq is an error with learned
+   positions. */
+int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T, float *loss);
+/* Per-position results of the last forward: loss (B, T, channels) (0 where ignored) and argmax
+   prediction (B, T, channels). */
+int gpt_get_losses(const gpt *m, float *out);
+int gpt_get_argmax(const gpt *m, uint16_t *out);
+
+/* Backward of the last forward's mean loss; gradients are ACCUMULATED (call gpt_zero_grad first),
+   scaled by grad_scale (1/accum steps for gradient accumulation). */
+int gpt_zero_grad(gpt *m);
+int gpt_backward(gpt *m, float grad_scale);
+/* Global l2 norm of the gradients; if max_norm > 0 and the norm exceeds it, scale the gradients
+   down to max_norm. Returns the pre-clip norm (NaN if any gradient is not finite). */
+float gpt_clip_grad_norm(gpt *m, float max_norm);
+/* One AdamW step (t = 1, 2, ...): decoupled weight decay on 2-D weight matrices only (not
+   biases, LayerNorm, SSMax scales; embeddings count as 2-D). */
+int gpt_adamw_step(gpt *m, int t, float lr, float beta1, float beta2, float eps, float weight_decay);
+
+/* Incremental decoding with a KV cache: reset, then feed one position at a time (channels
+   tokens); logits (channels, V) of the next position are copied to host memory. */
+int gpt_decode_reset(gpt *m, int max_T);
+int gpt_decode_step(gpt *m, const uint16_t *tokens, float *logits);
+
+/* Tensor table, for checkpoints and tests. Buffers: parameters, gradients, AdamW m and v. */
+typedef enum { GPT_BUF_PARAM = 0, GPT_BUF_GRAD = 1, GPT_BUF_ADAM_M = 2, GPT_BUF_ADAM_V = 3 } gpt_buffer;
+int gpt_num_tensors(const gpt *m);
+const char *gpt_tensor_name(const gpt *m, int i);
+int gpt_tensor_ndim(const gpt *m, int i);
+const int *gpt_tensor_shape(const gpt *m, int i);   /* ndim ints */
+size_t gpt_tensor_numel(const gpt *m, int i);
+int gpt_tensor_index(const gpt *m, const char *name);  /* -1 if absent */
+/* Copy tensor i of buffer `which` out to / in from host memory (numel floats). */
+int gpt_read_tensor(const gpt *m, gpt_buffer which, int i, float *dst);
+int gpt_write_tensor(gpt *m, gpt_buffer which, int i, const float *src);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * harness.h - a minimal test harness. Each test is a function; CHECK records a failed property
+ * with its message and lets the test continue; the binary ends with the line
+ * "<suite>: N passed, M failed" that tests/run.sh sums.
+ *
+ *   static void test_something(void) { CHECK(x == 1, "x is %d", x); }
+ *   int main(void) { RUN(test_something); return test_summary("suite"); }
+ */
+#ifndef LSSAR_TEST_HARNESS_H
+#define LSSAR_TEST_HARNESS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int th_tests_passed, th_tests_failed, th_current_failed;
+static const char *th_current = "";
+
+#define CHECK(cond, ...)                                                            \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
+            th_current_failed++;                                                    \
+            fprintf(stderr, "  FAIL %s (%s:%d): ", th_current, __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                           \
+            fputc('\n', stderr);                                                    \
+        }                                                                           \
+    } while (0)
+
+/* |got - want| <= tol * max(1, |want|) */
+#define CHECK_CLOSE(got, want, tol)                                                              \
+    CHECK(fabs((double)(got) - (double)(want)) <= (tol) * fmax(1.0, fabs((double)(want))),       \
+          "%s = %.9g, expected %.9g (tol %g)", #got, (double)(got), (double)(want), (double)(tol))
+
+static inline void th_run(const char *name, void (*fn)(void)) {
+    th_current = name;
+    th_current_failed = 0;
+    fn();
+    if (th_current_failed) { th_tests_failed++; printf("not ok - %s\n", name); }
+    else { th_tests_passed++; printf("ok - %s\n", name); }
+    fflush(stdout);
+}
+#define RUN(fn) th_run(#fn, fn)
+
+static inline int test_summary(const char *suite) {
+    printf("%s: %d passed, %d failed\n", suite, th_tests_passed, th_tests_failed);
+    return th_tests_failed ? 1 : 0;
+}
+
+#endif
