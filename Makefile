@@ -5,11 +5,24 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 BUILD   := build
-PKGS    := openblas libcjson libpcre2-8
+PKGS    := libcjson libpcre2-8 zlib
+
+# OpenBLAS: Debian's OpenMP flavour, so a sgemm called inside our own OpenMP parallel regions runs
+# on the calling thread instead of starting a second pool of spinning threads that fights ours
+# for the cores. Fall back to whatever `pkg-config openblas` gives elsewhere.
+MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
+BLAS_DIR   := /usr/lib/$(MULTIARCH)/openblas-openmp
+ifneq ($(wildcard $(BLAS_DIR)/libopenblas.so),)
+BLAS_CFLAGS := -I/usr/include/$(MULTIARCH)/openblas-openmp
+BLAS_LIBS   := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas
+else
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
+endif
 
 # Flags for our own code; the user's CFLAGS come last so they can override optimisation.
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(BLAS_CFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(BLAS_LIBS) $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 OPT     ?= -O3 -march=native
 WARN    := -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fopenmp $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)

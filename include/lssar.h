@@ -65,6 +65,38 @@ int lssar_attn_parse(const char *name);
 
 /* ---------------------------------------------------------- model (GPT) */
 /* @@MODEL-API@@ (the model, trainer and checkpoint API goes here) */
+/* A trained GPT model as `lssar train` writes it: DIR/model.safetensors, standard safetensors with
+   float32 tensors under GPT-2 names and the config in __metadata__ (docs/pytorch.md). Training
+   itself is the `lssar train` command (src/train/train.h inside the library). */
+typedef struct lssar_model lssar_model;
+typedef struct {
+    int layers, heads, dim;   /* blocks, attention heads, width */
+    int vocab, channels;      /* ids per channel; token channels per position (1 for text) */
+    int max_seq;              /* training length */
+    const char *pos;          /* "rope", "learned" or "none" */
+    lssar_attn_kind attn;
+    float p;                  /* LSSAR power */
+    int tied;                 /* output head shares the token embedding */
+    size_t params;
+    long long step;           /* optimizer steps it was trained for */
+} lssar_model_info;
+
+/* Load a run directory (its model.safetensors) or a .safetensors file; a damaged file or one that
+   does not match its own config is refused (LSSAR_E_FORMAT). attn < 0 keeps the trained kind;
+   LSSAR_ATTN_LSSA or LSSAR_ATTN_LSSAR swaps between those two (they share every parameter), other
+   swaps are refused. p > 0 overrides the LSSAR power, p = 0 keeps it. */
+int lssar_model_load(const char *path, int attn, float p, lssar_model **out);
+void lssar_model_free(lssar_model *m);
+int lssar_model_describe(const lssar_model *m, lssar_model_info *info);
+/* Mean next-token cross-entropy (nats per token, over positions and channels) of B windows of
+   T + 1 positions: windows (B, T + 1, channels) uint16, inputs the first T, targets the next T. */
+int lssar_model_loss(lssar_model *m, const uint16_t *windows, int B, int T, double *loss);
+/* Mean loss on a token shard at context length T: its consecutive non-overlapping windows from
+   the start (window k at position k T), at most max_windows of them (0: all), B per batch.
+   tokens (may be NULL) receives the number of targets; per_pos (T doubles, may be NULL) the mean
+   loss at each position. T beyond the training length works with rope or none positions. */
+int lssar_model_eval_shard(lssar_model *m, const char *shard_path, int T, int B, int max_windows,
+                           double *loss, size_t *tokens, double *per_pos);
 
 /* ------------------------------------------------------------- tokenizer */
 /* GPT-2's byte-level BPE (identical to OpenAI's tokenizer) or a byte tokenizer (ids 0..255 are
@@ -88,13 +120,89 @@ int lssar_encode(const lssar_tokenizer *t, const char *text, size_t len, int all
 /* Decode ids back to bytes; *text is malloc'd and NUL-terminated, *len excludes the NUL.
    An id out of range is an error. */
 int lssar_decode(const lssar_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+/* "gpt2" or "byte" (for metadata files). */
+const char *lssar_tokenizer_name(const lssar_tokenizer *t);
 /* @@TOKENIZER-API@@ (more tokenizer declarations go here) */
 
 /* ----------------------------------------------------- symbolic regression */
 /* @@SYMREG-API@@ */
+/* Search for a formula y ~ f(x1..xk) by PySR-style regularised evolution on islands (OpenMP
+   threads). Deterministic for a given seed whatever the thread count, unless time_limit stops it.
+   Equations use the feature names and parse with SymPy's sympify unchanged. */
+typedef enum { LSSAR_SR_L2 = 0, LSSAR_SR_L1 = 1, LSSAR_SR_L1DZ = 2, LSSAR_SR_REL = 3 } lssar_sr_loss;
+typedef enum { LSSAR_SR_SCORE = 0, LSSAR_SR_BEST = 1, LSSAR_SR_ACCURACY = 2 } lssar_sr_select;
+typedef struct {
+    const char *ops;        /* comma list of + - * / pow neg sin cos exp log inv sqrt square cube abs */
+    const char *complexity; /* per-operator complexity "pow=2,exp=2" (others 1); NULL: all 1 */
+    int maxsize;            /* largest complexity searched (20; at most 60) */
+    int loss;               /* lssar_sr_loss (L2) */
+    int select;             /* lssar_sr_select: score (largest drop in log-loss per complexity),
+                               best (highest score with loss <= 1.5 x min), accuracy (min loss) */
+    int populations;        /* islands (12) */
+    int population_size;    /* members per island (40) */
+    int iterations;         /* synchronised generations: evolve, optimise, migrate (100) */
+    int cycles;             /* mutations per island per iteration (300) */
+    int restarts;           /* independent searches (seeds seed, seed+1, ..), fronts merged (1) */
+    int opt_iterations;     /* Levenberg-Marquardt iterations per constant optimisation (8) */
+    int opt_restarts;       /* extra starts of the constant optimiser from perturbed constants (2) */
+    double opt_probability; /* fraction of members whose constants are optimised each iteration (0.14) */
+    double early_stop;      /* stop when min loss <= early_stop x loss of the best constant; 0: never (1e-11) */
+    double time_limit;      /* seconds (0: none); stops between iterations, so not deterministic */
+    uint64_t seed;          /* (0) */
+    int threads;            /* 0: all OpenMP threads */
+    int verbose;            /* progress lines on stderr (iteration, best loss, evaluations/s) */
+} lssar_sr_options;
+void lssar_sr_defaults(lssar_sr_options *o);
+
+typedef struct { char *equation; int complexity; double loss, score; } lssar_sr_equation;
+typedef struct {
+    int n;                       /* Pareto front, complexity increasing, loss strictly decreasing */
+    lssar_sr_equation *front;
+    int selected;                /* index into front chosen by options.select */
+    int iterations;              /* iterations run (per restart, summed) */
+    double seconds;              /* wall time */
+    double evaluations;          /* expressions evaluated (including inside the constant optimiser) */
+    double node_evals_per_s;     /* rows x nodes evaluated per second */
+} lssar_sr_result;
+/* X: column-major features, X[f * rows + i] for feature f < nfeat; y: rows targets; names: nfeat
+   identifiers used in the equations. The result must be freed with lssar_sr_result_free. */
+int lssar_symreg(const lssar_sr_options *o, const double *X, const double *y, int rows, int nfeat,
+                 const char *const *names, lssar_sr_result *res);
+void lssar_sr_result_free(lssar_sr_result *res);
+/* Evaluate an equation (as returned, or typed: + - * / ** sin cos exp log sqrt abs, names) on
+   column-major X into pred[rows]. Returns LSSAR_E_ARG for a syntax error or unknown name,
+   LSSAR_E_NAN if any prediction is not finite (pred is still written). */
+int lssar_sr_eval(const char *equation, const double *X, int rows, int nfeat,
+                  const char *const *names, double *pred);
 
 /* ---------------------------------------------------------------- orbits */
 /* @@ORBITS-API@@ */
+/* Planetary-trajectory data after Vafa et al. (ICML 2025); the spec is spec/orbits.md and the
+   files written are described in src/orbits/format.h. One system = one sequence of 1000 rows
+   of 2 channels (x, y): row 0 the dt token, then positions binned into 7000 bins over [-50, 50] AU. */
+#define LSSAR_ORB_ROWS 1000       /* rows per sequence, the dt row included */
+#define LSSAR_ORB_BINS 7000
+#define LSSAR_ORB_VOCAB 7003      /* 7000 bins, 2 dt tokens (7000 = 1 week, 7001 = 6 months), 1 spare */
+typedef struct {
+    int64_t systems;        /* systems = sequences to generate (> 0) */
+    uint64_t seed;          /* system i draws from its own stream (seed, i): any thread count gives the same bytes */
+    int preset;             /* 0: the released code's distributions (default); 1: the paper appendix's */
+    int two_body;           /* 1: K = 1 planet in every system (the force set) */
+    int state;              /* 1: also write NAME_state.bin, per-row physical state and |F| */
+    int64_t shard_systems;  /* sequences per token shard (default 100000: 1e8 rows, 400 MB) */
+    int threads;            /* 0: OpenMP's default */
+    const char *split;      /* file-name prefix in the output directory (default "train") */
+    const char *csv_path;   /* optional CSV "system,body,step,t,x,y,vx,vy,mass,star_mass" */
+    int progress;           /* 1: progress lines with rate and ETA on stderr */
+} lssar_orb_opts;
+typedef struct { int64_t rows; double seconds; } lssar_orb_stats;
+void lssar_orb_defaults(lssar_orb_opts *o);
+/* Simulate o->systems systems into dir (created if needed). dir NULL computes everything and writes
+   nothing (for benchmarks). st may be NULL. */
+int lssar_orbits_simulate(const char *dir, const lssar_orb_opts *o, lssar_orb_stats *st);
+/* A coordinate (AU) -> its bin 0..6999 (clipped to [-50, 50]); a bin -> its midpoint. */
+int lssar_orb_bin(double v);
+double lssar_orb_unbin(int bin);
 
 #ifdef __cplusplus
 }

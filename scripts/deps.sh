@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages lssar needs, only those missing, and say which.
 set -euo pipefail
-pkgs=(build-essential pkg-config libopenblas-dev libcjson-dev libpcre2-dev gnuplot-nox
+pkgs=(build-essential pkg-config libopenblas-openmp-dev libcjson-dev libpcre2-dev zlib1g-dev gnuplot-nox
       nodejs npm python3-torch python3-numpy python3-scipy python3-sympy)
 missing=()
 for p in "${pkgs[@]}"; do

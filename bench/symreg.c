@@ -1,0 +1,138 @@
+// bench/symreg.c - symbolic regression benchmarks (timings are goals, not tests):
+//   symreg eval   [--threads 2]             node evaluations per second (rows x nodes / s)
+//   symreg newton [--seeds 10 --threads 2]  seconds to recover Newton's law from 1,000 points
+//   symreg laws   [--seeds 10 --threads 2 --law K --noise 0.01 --time-limit S]
+//                                           recovery rate of the 10 public laws
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "symreg/sr.h"
+
+static int arg_int(int argc, char **argv, const char *name, int def) {
+    for (int i = 2; i + 1 < argc; i++) if (!strcmp(argv[i], name)) return atoi(argv[i + 1]);
+    return def;
+}
+static double arg_f(int argc, char **argv, const char *name, double def) {
+    for (int i = 2; i + 1 < argc; i++) if (!strcmp(argv[i], name)) return atof(argv[i + 1]);
+    return def;
+}
+
+// Random well-formed postfix expressions of `len` nodes over nf features (ops from `ops`).
+static void random_prog(lssar_rng *r, sr_prog *p, int len, int nf, const int *ops, int nops) {
+    int sp = 0;
+    p->len = 0;
+    while (p->len < len) {
+        int left = len - p->len;
+        // must end with exactly one value: push a leaf when the stack is short, else an op
+        int want_leaf = sp < 2 ? 1 : (sp - 1 >= left ? 0 : (int)lssar_rng_below(r, 2));
+        if (sp >= 1 && left == 1) want_leaf = 0;
+        sr_node n = {SR_CONST, 0, 0, 1 + lssar_rng_uniform(r)};
+        if (want_leaf) {
+            if (lssar_rng_below(r, 3)) { n.op = SR_VAR; n.feat = (uint16_t)lssar_rng_below(r, nf); }
+            sp++;
+        } else {
+            int op = ops[lssar_rng_below(r, nops)];
+            if (sr_arity(op) == 1 && sp >= 2 && left <= sp - 1) op = SR_ADD;
+            n.op = (uint8_t)op;
+            sp += 1 - sr_arity(op);
+        }
+        p->n[p->len++] = n;
+    }
+    if (!sr_valid(p)) p->len = 1, p->n[0].op = SR_VAR, p->n[0].feat = 0;
+}
+
+static void bench_eval(int threads) {
+    enum { ROWS = 1000, NF = 3, NPROG = 2000, LEN = 15 };
+    double *X = malloc(sizeof(double) * ROWS * NF), *y = malloc(sizeof(double) * ROWS);
+    lssar_rng r;
+    lssar_rng_seed(&r, 7);
+    for (int i = 0; i < ROWS * NF; i++) X[i] = 0.5 + 4 * lssar_rng_uniform(&r);
+    for (int i = 0; i < ROWS; i++) y[i] = lssar_rng_uniform(&r);
+    sr_data d = {X, y, ROWS, NF, LSSAR_SR_L2};
+    static const int arith[] = {SR_ADD, SR_SUB, SR_MUL, SR_DIV, SR_SQUARE};
+    static const int mixed[] = {SR_ADD, SR_SUB, SR_MUL, SR_DIV, SR_SQUARE, SR_SQRT, SR_EXP, SR_LOG, SR_SIN, SR_COS};
+    const struct { const char *name; const int *ops; int n; } sets[] = {
+        {"arithmetic (+ - * / square)", arith, 5}, {"mixed (+ sqrt exp log sin cos)", mixed, 10}};
+    sr_prog *progs = malloc(sizeof(sr_prog) * NPROG);
+    for (int s = 0; s < 2; s++) {
+        double nodes = 0;
+        for (int k = 0; k < NPROG; k++) { random_prog(&r, &progs[k], 5 + (int)lssar_rng_below(&r, LEN), NF, sets[s].ops, sets[s].n); nodes += progs[k].len; }
+        double best = 0;
+        for (int rep = 0; rep < 5; rep++) {
+            double t0 = lssar_now(), sink = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : sink) schedule(static)
+            for (int k = 0; k < NPROG; k++) sink += sr_loss(&progs[k], &d) > 0;
+            double rate = nodes * ROWS / (lssar_now() - t0);
+            if (rate > best) best = rate;
+            (void)sink;
+        }
+        printf("eval %-32s %d threads: %.3g node-evals/s (best of 5; %d expressions of mean %.1f nodes x %d rows)\n",
+               sets[s].name, threads, best, NPROG, nodes / NPROG, ROWS);
+    }
+    free(progs); free(X); free(y);
+}
+
+// Run one law for one seed; returns seconds, sets *ok if the selected equation is the law.
+static double run_law(int li, uint64_t seed, int threads, double noise, double time_limit, int *ok, char **eq_out) {
+    const sr_law *L = &sr_laws[li];
+    enum { ROWS = 1000 };
+    double *X = malloc(sizeof(double) * ROWS * L->nf), *y = malloc(sizeof(double) * ROWS);
+    sr_law_data(L, ROWS, 1000 + seed, noise, X, y);
+    lssar_sr_options o;
+    lssar_sr_defaults(&o);
+    o.seed = seed; o.threads = threads; o.time_limit = time_limit;
+    // Overrides for tuning experiments (defaults are what the tests and the CLI use).
+    if (getenv("SR_OPS")) o.ops = getenv("SR_OPS");
+    if (getenv("SR_ITERS")) o.iterations = atoi(getenv("SR_ITERS"));
+    if (getenv("SR_CYCLES")) o.cycles = atoi(getenv("SR_CYCLES"));
+    if (getenv("SR_POPS")) o.populations = atoi(getenv("SR_POPS"));
+    if (getenv("SR_POPSIZE")) o.population_size = atoi(getenv("SR_POPSIZE"));
+    if (getenv("SR_OPTP")) o.opt_probability = atof(getenv("SR_OPTP"));
+    if (noise > 0) o.early_stop = 0;
+    lssar_sr_result res;
+    double t0 = lssar_now();
+    int rc = lssar_symreg(&o, X, y, ROWS, L->nf, L->feat, &res);
+    double sec = lssar_now() - t0;
+    *ok = 0;
+    *eq_out = NULL;
+    if (!rc && res.selected >= 0) {
+        const char *eq = res.front[res.selected].equation;
+        double err = sr_law_max_relerr(L, eq, 1000, 99 + seed);
+        *ok = err < (noise > 0 ? 3 * noise : 1e-6);
+        *eq_out = strdup(eq);
+    }
+    if (!rc) lssar_sr_result_free(&res);
+    free(X); free(y);
+    return sec;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "eval";
+    int threads = arg_int(argc, argv, "--threads", 2);
+    if (!strcmp(mode, "eval")) { bench_eval(threads); return 0; }
+    int seeds = arg_int(argc, argv, "--seeds", 10), only = arg_int(argc, argv, "--law", 0);
+    double noise = arg_f(argc, argv, "--noise", 0), tl = arg_f(argc, argv, "--time-limit", 0);
+    if (!strcmp(mode, "newton")) only = 1;
+    else if (strcmp(mode, "laws")) { fprintf(stderr, "usage: symreg eval|newton|laws [--seeds N --threads T --law K --noise X --time-limit S]\n"); return 2; }
+    int total_ok = 0, total = 0;
+    for (int li = 0; li < SR_NLAWS; li++) {
+        if (only && li != only - 1) continue;
+        int ok_n = 0, fast = 0;
+        double tsum = 0;
+        for (int s = 0; s < seeds; s++) {
+            int ok;
+            char *eq;
+            double sec = run_law(li, (uint64_t)s, threads, noise, tl, &ok, &eq);
+            ok_n += ok; tsum += sec; fast += ok && sec < 10;
+            printf("%-18s seed %d: %s in %6.2f s  %s\n", sr_laws[li].name, s, ok ? "RECOVERED" : "missed   ", sec, eq ? eq : "(none)");
+            fflush(stdout);
+            free(eq);
+        }
+        printf("%-18s recovered %d/%d (%d under 10 s), mean %.2f s\n", sr_laws[li].name, ok_n, seeds, fast, tsum / seeds);
+        total_ok += ok_n; total += seeds;
+    }
+    printf("total recovered %d/%d (%.0f%%)%s\n", total_ok, total, 100.0 * total_ok / total, noise > 0 ? " with noise" : "");
+    return 0;
+}

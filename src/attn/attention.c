@@ -1,0 +1,280 @@
+/*
+ * attention.c - causal attention forward and backward on the CPU for softmax, SSMax, LSSA and
+ * LSSAR (the math: docs/attention.md).
+ *
+ * Layout: q, k, v, out and their gradients are (B, T, H, D) float32, so the rows of one head are
+ * strided by H*D; sgemm's leading dimension takes that stride and nothing is copied.
+ *
+ * No T x T matrix: query rows are processed in blocks of BQ rows against the keys they can see
+ * (0..i1-1), so the scratch is a few BQ x T float buffers per thread. The backward recomputes the
+ * forward of each block (nothing is kept between the two calls), then
+ *   dW = dY V^T,  dV += W^T dY,  dS = rows(dW),  dQ = dS K,  dK += dS^T Q    (all sgemm).
+ *
+ * Threads: OpenMP over (b, h, row block) in the forward (each task writes its own output rows)
+ * and over (b, h) in the backward (dK and dV of a head are sums over its row blocks, so one task
+ * owns a head and adds the blocks in a fixed order). Results therefore do not depend on the
+ * thread count. OpenBLAS is set to one thread while we are inside our own parallel region, so it
+ * does not start its own threads on top of ours; its previous setting is restored afterwards.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include <cblas.h>
+#include "lssar.h"
+#include "core/util.h"
+#include "attn/attn_rows.h"
+
+#ifndef BQ
+#define BQ 64  // query rows per block
+#endif
+
+// ------------------------------------------------------------------ argument checks
+
+static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
+    if (!a) return lssar_fail(LSSAR_E_NULL, "attention: the descriptor is NULL; pass a lssar_attn_desc");
+    if ((unsigned)a->kind > LSSAR_ATTN_LSSAR)
+        return lssar_fail(LSSAR_E_KIND, "attention: unknown kind %d; use softmax, ssmax, lssa or lssar",
+                          (int)a->kind);
+    if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))
+        return lssar_fail(LSSAR_E_P, "attention: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)",
+                          (double)a->p);
+    if (a->kind == LSSAR_ATTN_SSMAX) {
+        if (!a->ssmax_s)
+            return lssar_fail(LSSAR_E_SSMAX, "attention: SSMax needs ssmax_s (H per-head scales, e.g. 0.43)");
+    }
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0)
+        return lssar_fail(LSSAR_E_SIZE, "attention: B=%d T=%d H=%d D=%d; every size must be > 0", B, T, H, D);
+    // Element counts must fit size_t (bytes) and the row stride H*D must fit sgemm's int.
+    size_t n = (size_t)B;
+    if (n > SIZE_MAX / (size_t)T) goto too_big;
+    n *= (size_t)T;
+    if (n > SIZE_MAX / (size_t)H) goto too_big;
+    n *= (size_t)H;
+    if (n > SIZE_MAX / (size_t)D / sizeof(float)) goto too_big;
+    if ((int64_t)H * D > INT32_MAX / 2) goto too_big;
+    if ((size_t)T > SIZE_MAX / sizeof(float) / 4 / BQ) goto too_big;
+    if (a->kind == LSSAR_ATTN_SSMAX)
+        for (int h = 0; h < H; h++)
+            if (!isfinite(a->ssmax_s[h]))
+                return lssar_fail(LSSAR_E_ARG, "attention: ssmax_s[%d] = %g is not finite", h, (double)a->ssmax_s[h]);
+    return LSSAR_OK;
+too_big:
+    return lssar_fail(LSSAR_E_SIZE, "attention: B=%d T=%d H=%d D=%d is too large to index; use smaller tensors",
+                      B, T, H, D);
+}
+
+// ------------------------------------------------------------------ per-thread scratch
+
+// Each OpenMP thread keeps its scratch between calls: fresh pages are very slow to touch on the
+// machines we use, and the model calls attention with the same shapes every step. The buffers live
+// until the thread ends (OpenMP threads live as long as the process).
+static _Thread_local float *tl_buf;
+static _Thread_local size_t tl_cap;
+
+static float *scratch(size_t nfloats) {
+    if (nfloats > tl_cap) {
+        free(tl_buf);
+        tl_buf = NULL;
+        tl_cap = 0;
+        if (posix_memalign((void **)&tl_buf, 64, nfloats * sizeof(float))) { tl_buf = NULL; return NULL; }
+        tl_cap = nfloats;
+    }
+    return tl_buf;
+}
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+// 1 / max(|x_r|, 1e-12) for n rows of length D with stride ld.
+static void inv_norms(const float *x, int n, int D, int ld, float *out) {
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * ld;
+        double ss = 0.0;  // double: |x|^2 must not overflow for large (but finite-product) inputs
+#pragma omp simd reduction(+ : ss)
+        for (int d = 0; d < D; d++) ss += (double)xr[d] * xr[d];
+        out[r] = (float)(1.0 / fmax(sqrt(ss), 1e-12));
+    }
+}
+
+// g <- g - xh (xh . g) with xh = x * rx: the backward of the l2 normalisation, given g already
+// multiplied by rx (see attention.c's header and docs/attention.md).
+static void project_rows(float *g, const float *x, const float *rx, int n, int D, int ld) {
+    for (int r = 0; r < n; r++) {
+        float *gr = g + (size_t)r * ld;
+        const float *xr = x + (size_t)r * ld;
+        float dot = 0.0f;
+        for (int d = 0; d < D; d++) dot += xr[d] * gr[d];
+        float c = dot * rx[r] * rx[r];
+        for (int d = 0; d < D; d++) gr[d] -= c * xr[d];
+    }
+}
+
+// OpenBLAS would start its own threads inside each of ours: run it single-threaded while we are in
+// our parallel region and restore its setting afterwards. Skipped when the caller is already inside
+// a parallel region (then our region is one thread, and flipping a process-wide setting from
+// several threads at once could leave it wrong).
+static int blas_single_begin(void) {
+    if (omp_in_parallel()) return 0;
+    int n = openblas_get_num_threads();
+    if (n != 1) openblas_set_num_threads(1);
+    return n;
+}
+static void blas_single_end(int saved) {
+    if (saved > 1) openblas_set_num_threads(saved);
+}
+
+static void row_params(const lssar_attn_desc *a, int D, int h, attn_row_params *pp) {
+    pp->kind = a->kind;
+    pp->p = a->p;
+    pp->inv_sqrt_d = 1.0f / sqrtf((float)D);
+    pp->ln_d = logf((float)D);
+    pp->d = (float)D;
+    pp->s_h = a->kind == LSSAR_ATTN_SSMAX ? a->ssmax_s[h] : 0.0f;
+}
+
+static int is_normed(int kind) { return kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR; }
+
+// ------------------------------------------------------------------ forward
+
+int lssar_attn_forward(const lssar_attn_desc *a, int B, int T, int H, int D,
+                       const float *q, const float *k, const float *v, float *out) {
+    int rc = check_common(a, B, T, H, D);
+    if (rc) return rc;
+    if (!q || !k || !v || !out)
+        return lssar_fail(LSSAR_E_NULL, "attention forward: q, k, v and out must be non-NULL");
+    const int HD = H * D, nb = (T + BQ - 1) / BQ;
+    const int64_t ntask = (int64_t)B * H * nb;
+    const size_t ldt = round16((size_t)T);
+    int failed = 0;
+    int blas_threads = blas_single_begin();
+#pragma omp parallel
+    {
+        // s: scores / logits (BQ, T); al: alpha (BQ, T); w: weights (BQ, T); rk: (T); rq: (BQ)
+        float *buf = scratch(3 * BQ * ldt + ldt + BQ);
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < ntask; t++) {
+            if (!buf) continue;
+            float *s = buf, *al = s + BQ * ldt, *w = al + BQ * ldt, *rk = w + BQ * ldt, *rq = rk + ldt;
+            // Largest (last) row blocks first: better load balance under causal masking.
+            int rb = nb - 1 - (int)(t % nb);
+            int h = (int)((t / nb) % H), b = (int)(t / nb / H);
+            int i0 = rb * BQ, i1 = i0 + BQ < T ? i0 + BQ : T, bq = i1 - i0, n = i1;
+            const float *qb = q + ((size_t)b * T + i0) * HD + (size_t)h * D;  // (bq, D) stride HD
+            const float *kh = k + (size_t)b * T * HD + (size_t)h * D;        // (n, D) stride HD
+            const float *vh = v + (size_t)b * T * HD + (size_t)h * D;
+            float *ob = out + ((size_t)b * T + i0) * HD + (size_t)h * D;
+            attn_row_params pp;
+            row_params(a, D, h, &pp);
+            // S = Q_blk K^T  (bq, n)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, qb, HD, kh, HD,
+                        0.0f, s, (int)ldt);
+            if (is_normed(a->kind)) {
+                inv_norms(kh, n, D, HD, rk);
+                inv_norms(qb, bq, D, HD, rq);
+            }
+            for (int r = 0; r < bq; r++) {
+                attn_row_stats st;
+                attn_row_forward(&pp, i0 + r, n, rq[r], rk, s + r * ldt, al + r * ldt, w + r * ldt, &st);
+            }
+            // Y = W V  (bq, D)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, D, n, 1.0f, w, (int)ldt, vh, HD,
+                        0.0f, ob, HD);
+        }
+    }
+    blas_single_end(blas_threads);
+    if (failed) return lssar_fail(LSSAR_E_NOMEM, "attention forward: cannot allocate scratch for T=%d", T);
+    return LSSAR_OK;
+}
+
+// ------------------------------------------------------------------ backward
+
+int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
+                        const float *q, const float *k, const float *v, const float *dout,
+                        float *dq, float *dk, float *dv, float *ds) {
+    int rc = check_common(a, B, T, H, D);
+    if (rc) return rc;
+    if (!q || !k || !v || !dout || !dq || !dk || !dv)
+        return lssar_fail(LSSAR_E_NULL, "attention backward: q, k, v, dout, dq, dk and dv must be non-NULL");
+    const int HD = H * D, nb = (T + BQ - 1) / BQ, nbh = B * H;
+    const size_t ldt = round16((size_t)T);
+    const int normed = is_normed(a->kind);
+    double *dsp = NULL;  // per-(b, h) partial d(loss)/d(s_h), summed in a fixed order at the end
+    if (a->kind == LSSAR_ATTN_SSMAX && ds) {
+        dsp = calloc((size_t)nbh, sizeof(double));
+        if (!dsp) return lssar_fail(LSSAR_E_NOMEM, "attention backward: out of memory");
+    }
+    int failed = 0;
+    int blas_threads = blas_single_begin();
+#pragma omp parallel
+    {
+        // s, al, w, dw: (BQ, T) each; rk: (T); rq: (BQ)
+        float *buf = scratch(4 * BQ * ldt + ldt + BQ);
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int bh = 0; bh < nbh; bh++) {
+            if (!buf) continue;
+            float *s = buf, *al = s + BQ * ldt, *w = al + BQ * ldt, *dw = w + BQ * ldt;
+            float *rk = dw + BQ * ldt, *rq = rk + ldt;
+            int b = bh / H, h = bh % H;
+            size_t head = (size_t)b * T * HD + (size_t)h * D;
+            const float *qh = q + head, *kh = k + head, *vh = v + head, *dyh = dout + head;
+            float *dqh = dq + head, *dkh = dk + head, *dvh = dv + head;
+            attn_row_params pp;
+            row_params(a, D, h, &pp);
+            for (int t = 0; t < T; t++) {
+                memset(dkh + (size_t)t * HD, 0, D * sizeof(float));
+                memset(dvh + (size_t)t * HD, 0, D * sizeof(float));
+            }
+            if (normed) inv_norms(kh, T, D, HD, rk);
+            double dsacc = 0.0;
+            for (int rb = 0; rb < nb; rb++) {
+                int i0 = rb * BQ, i1 = i0 + BQ < T ? i0 + BQ : T, bq = i1 - i0, n = i1;
+                const float *qb = qh + (size_t)i0 * HD, *dyb = dyh + (size_t)i0 * HD;
+                float *dqb = dqh + (size_t)i0 * HD;
+                // recompute the forward of this block: S = Q_blk K^T, weights W  (bq, n)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, qb, HD, kh, HD,
+                            0.0f, s, (int)ldt);
+                if (normed) inv_norms(qb, bq, D, HD, rq);
+                attn_row_stats st[BQ];
+                for (int r = 0; r < bq; r++)
+                    attn_row_forward(&pp, i0 + r, n, rq[r], rk, s + r * ldt, al + r * ldt, w + r * ldt, &st[r]);
+                // dW = dY V^T  (bq, n)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, dyb, HD, vh, HD,
+                            0.0f, dw, (int)ldt);
+                // dV += W^T dY  (n, D)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, bq, 1.0f, w, (int)ldt, dyb, HD,
+                            1.0f, dvh, HD);
+                for (int r = 0; r < bq; r++)
+                    attn_row_backward(&pp, i0 + r, n, rq[r], rk, s + r * ldt, al + r * ldt, w + r * ldt,
+                                      &st[r], dw + r * ldt, &dsacc);
+                // dQ = dS K  (bq, D);  dK += dS^T Q  (n, D)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, D, n, 1.0f, dw, (int)ldt, kh, HD,
+                            0.0f, dqb, HD);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, bq, 1.0f, dw, (int)ldt, qb, HD,
+                            1.0f, dkh, HD);
+                if (normed) project_rows(dqb, qb, rq, bq, D, HD);
+            }
+            if (normed) project_rows(dkh, kh, rk, T, D, HD);
+            if (dsp) dsp[bh] = dsacc;
+        }
+    }
+    blas_single_end(blas_threads);
+    if (dsp) {
+        for (int h = 0; h < H; h++) {
+            double sum = 0.0;
+            for (int b = 0; b < B; b++) sum += dsp[b * H + h];
+            ds[h] = (float)sum;
+        }
+        free(dsp);
+    }
+    if (failed) return lssar_fail(LSSAR_E_NOMEM, "attention backward: cannot allocate scratch for T=%d", T);
+    return LSSAR_OK;
+}

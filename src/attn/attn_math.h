@@ -1,0 +1,113 @@
+/*
+ * attn_math.h - exp, log, log1p, softplus and sigmoid for float32 written so that GCC vectorises
+ * loops that call them (internal to src/attn).
+ *
+ * glibc's expf/log1pf/powf are scalar calls unless the whole build uses -ffast-math, and in
+ * attention they run once or twice per score: at T = 1024 that was 80% of the time. These are
+ * plain arithmetic (Cody-Waite range reduction + polynomials), branch-free, accurate to about
+ * 2 float32 ulp over the ranges attention uses, and tested through the float64 comparisons in
+ * tests/test_attention.c.
+ */
+#ifndef LSSAR_ATTN_MATH_H
+#define LSSAR_ATTN_MATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline float am_bits_to_float(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
+static inline int32_t am_float_to_bits(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
+
+/* exp(x). Exactly 0 below -87.3 (where float32 would go subnormal), clamped to exp(88) above. */
+static inline float am_exp(float x) {
+    float xc = x > 88.0f ? 88.0f : x;
+    xc = xc < -87.0f ? -87.0f : xc;
+    // n = round(x / ln 2) with the 1.5 * 2^23 trick (exact, no libm call)
+    float t = xc * 1.44269504088896341f;
+    float n = (t + 12582912.0f) - 12582912.0f;
+    // r = x - n ln2 in two pieces so r keeps full precision
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    // exp(r) on |r| <= ln2 / 2: 1 + r + r^2 P(r), P of degree 5 (minimax-fitted coefficients)
+    float r2 = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r2 + r + 1.0f;
+    float scale = am_bits_to_float(((int32_t)n + 127) << 23);
+    float y = p * scale;
+    return x < -87.3f ? 0.0f : y;
+}
+
+/* log(x) for normal x > 0 (x < FLT_MIN gives a large negative number, not -inf). */
+static inline float am_log(float x) {
+    int32_t b = am_float_to_bits(x);
+    int32_t e = ((b >> 23) & 0xff) - 127;
+    float m = am_bits_to_float((b & 0x007fffff) | 0x3f800000);  // [1, 2)
+    // move m to [sqrt(1/2), sqrt(2)) so s below stays small
+    int big = m > 1.41421356f;
+    m = big ? m * 0.5f : m;
+    float fe = (float)(e + big);
+    // log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.1716
+    float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+    float p = 1.0f / 11.0f;
+    p = p * s2 + 1.0f / 9.0f;
+    p = p * s2 + 1.0f / 7.0f;
+    p = p * s2 + 1.0f / 5.0f;
+    p = p * s2 + 1.0f / 3.0f;
+    p = p * s2 + 1.0f;
+    return fe * 0.693147180559945f + 2.0f * s * p;
+}
+
+/* log1p(y) for y in [0, 1]: 2 atanh(y / (2 + y)), accurate for tiny y too. */
+static inline float am_log1p01(float y) {
+    float s = y / (2.0f + y), s2 = s * s;  // s <= 1/3
+    float p = 1.0f / 15.0f;
+    p = p * s2 + 1.0f / 13.0f;
+    p = p * s2 + 1.0f / 11.0f;
+    p = p * s2 + 1.0f / 9.0f;
+    p = p * s2 + 1.0f / 7.0f;
+    p = p * s2 + 1.0f / 5.0f;
+    p = p * s2 + 1.0f / 3.0f;
+    p = p * s2 + 1.0f;
+    return 2.0f * s * p;
+}
+
+/* softplus(x) = max(x, 0) + log1p(exp(-|x|)); never overflows. */
+static inline float am_softplus(float x) {
+    float ax = x < 0.0f ? -x : x;
+    return (x > 0.0f ? x : 0.0f) + am_log1p01(am_exp(-ax));
+}
+
+/* sigmoid(x) = 1 / (1 + exp(-x)) through exp(-|x|) so it never overflows. */
+static inline float am_sigmoid(float x) {
+    float ax = x < 0.0f ? -x : x;
+    float e = am_exp(-ax);
+    float inv = 1.0f / (1.0f + e);
+    return x >= 0.0f ? inv : e * inv;
+}
+
+/* r^p for normal r in (0, 1] and p > 0 (0 when below float32's normal range). The caller masks
+   r <= FLT_MIN itself with a select AFTER the call: a clamp inside (r < FLT_MIN ? FLT_MIN : r)
+   lets GCC split off a constant-folded path and then it no longer vectorises the loop. */
+static inline float am_pow01(float r, float p) { return am_exp(p * am_log(r)); }
+
+/* r^ip for an integer 1 <= ip < 2^NB by repeated squaring: NB squarings, exact to a few ulp and
+   much cheaper than exp(p log r). NB is a constant at each call site, so the bit loop unrolls and
+   the caller's loop still vectorises. */
+#define AM_POWI(NB)                                                          \
+    static inline float am_powi##NB(float r, int ip) {                       \
+        float acc = 1.0f, base = r;                                          \
+        for (int t = 0; t < NB; t++) {                                       \
+            acc = (ip >> t) & 1 ? acc * base : acc;                          \
+            base = base * base;                                              \
+        }                                                                    \
+        return acc;                                                          \
+    }
+AM_POWI(4)
+AM_POWI(6)
+#undef AM_POWI
+
+#endif

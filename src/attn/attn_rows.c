@@ -1,0 +1,203 @@
+/*
+ * attn_rows.c - per-row forward and backward of the four attention kinds (see attn_rows.h).
+ *
+ * Every loop over a row is a `#pragma omp simd` loop calling the branch-free functions of
+ * attn_math.h, so GCC vectorises them (the sums become per-lane partial sums: deterministic for a
+ * given build, independent of the thread count).
+ *
+ * Two numerical choices, both exact in real arithmetic (docs/attention.md explains them):
+ *
+ * 1. Centred normalisation backward. Each l1/softmax normalisation has a backward of the form
+ *    g_j - sum_k w_k g_k with sum_k w_k = 1. When w is nearly one-hot (a peaked row; LSSAR with
+ *    p = 15 nearly always) the two terms cancel and float32 keeps only rounding noise. We subtract
+ *    c = g_jmax first (jmax = argmax of w): g_j - sum_k w_k g_k = (g_j - c) - sum_k w_k (g_k - c),
+ *    and the jmax term of the sum is exactly zero, so the result keeps full relative accuracy.
+ *    jmax is the argmax of the logit x, which is also the argmax of every weight (softmax, softplus
+ *    and max(u, 0)^p are all non-decreasing).
+ *
+ * 2. LSSAR fallback test. sum_j b_j == 0 means every u_j <= 0, i.e. every alpha_j <= 1/n, i.e. the
+ *    lssa row is exactly uniform: all x_j equal. Testing the sign of n * alpha_j - 1 instead would
+ *    read rounding noise of either sign on a uniform row. And x_j of identical keys need not be
+ *    bit-identical: sgemm may sum the D products of different columns in different orders, so
+ *    c = q^.k^ carries an error of about sqrt(D) float32 epsilons. So a row whose logits all lie
+ *    within lambda * 8 sqrt(D) eps of each other (the rounding level; 4.5e-5 at n = 17, D = 64) is
+ *    treated as uniform. Finer differences than that are not resolved by float32 scores anyway,
+ *    and p = 15 would amplify that noise into arbitrary weights.
+ */
+#include <float.h>
+#include <math.h>
+#include "lssar.h"
+#include "attn/attn_math.h"
+#include "attn/attn_rows.h"
+
+// softmax/ssmax: the factor between the raw dot product and the logit of row i.
+static inline float logit_scale(const attn_row_params *pp, int i) {
+    float sc = pp->inv_sqrt_d;
+    if (pp->kind == LSSAR_ATTN_SSMAX) sc *= pp->s_h * logf((float)(i + 1));
+    return sc;
+}
+
+// First j with x[j] == m (m is the row maximum, so this always finds one). Scans 16 at a time
+// with a branch-free inner loop that vectorises; a plain scalar scan cost as much as a row pass.
+static inline int first_index_of(const float *x, int n, float m) {
+    int j0 = 0;
+    for (; j0 + 16 <= n; j0 += 16) {
+        int hit = 0;
+        for (int t = 0; t < 16; t++) hit |= x[j0 + t] == m;
+        if (hit) break;
+    }
+    for (int j = j0; j < n; j++)
+        if (x[j] == m) return j;
+    return 0;
+}
+
+static void softmax_forward(const attn_row_params *pp, int i, float *s, float *w, attn_row_stats *st) {
+    int n = i + 1;
+    float sc = logit_scale(pp, i);
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < n; j++) {
+        float x = sc * s[j];
+        m = x > m ? x : m;  // not fmaxf: its NaN rules keep GCC from vectorising
+    }
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < n; j++) {
+        float e = am_exp(sc * s[j] - m);
+        w[j] = e;
+        sum += e;
+    }
+    float inv = 1.0f / sum;
+#pragma omp simd
+    for (int j = 0; j < n; j++) w[j] *= inv;
+    st->z = sum;
+    // the argmax: s_j with sc * s_j == m (recomputed exactly as above)
+    st->jmax = 0;
+    for (int j0 = 0; j0 < n; j0 += 16) {
+        int hit = 0, e = j0 + 16 < n ? j0 + 16 : n;
+        for (int j = j0; j < e; j++) hit |= sc * s[j] == m;
+        if (!hit) continue;
+        for (int j = j0; j < e; j++)
+            if (sc * s[j] == m) { st->jmax = j; break; }
+        break;
+    }
+}
+
+void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, const float *rk,
+                      float *s, float *alpha, float *w, attn_row_stats *st) {
+    int n = i + 1;
+    for (int j = n; j < ncols; j++) w[j] = 0.0f;
+    st->fallback = 0;
+    if (pp->kind == LSSAR_ATTN_SOFTMAX || pp->kind == LSSAR_ATTN_SSMAX) {
+        softmax_forward(pp, i, s, w, st);
+        return;
+    }
+    // lssa: x = lambda c, a = softplus(x), alpha = a / Z. Row 0 has lambda = 0.
+    float lam = pp->ln_d * logf((float)n) * rq;
+    float *al = pp->kind == LSSAR_ATTN_LSSAR ? alpha : w;
+    float z = 0.0f, xmax = -INFINITY, xmin = INFINITY;
+#pragma omp simd reduction(+ : z) reduction(max : xmax) reduction(min : xmin)
+    for (int j = 0; j < n; j++) {
+        float x = lam * (s[j] * rk[j]);
+        s[j] = x;
+        float a = am_softplus(x);
+        al[j] = a;
+        z += a;
+        xmax = x > xmax ? x : xmax;
+        xmin = x < xmin ? x : xmin;
+    }
+    float invz = 1.0f / z;
+#pragma omp simd
+    for (int j = 0; j < n; j++) al[j] *= invz;
+    int jm = first_index_of(s, n, xmax);
+    st->z = z;
+    st->jmax = jm;
+    if (pp->kind != LSSAR_ATTN_LSSAR) return;
+    float o = i < 3 ? 0.0f : 1.0f, fn = (float)n;
+    // lssar: u = n alpha - o, b = max(u, 0)^p computed as (u / max u)^p so nothing overflows.
+    float m = fn * al[jm] - o;
+    float uniform_tol = pp->ln_d * logf(fn) * 8.0f * sqrtf(pp->d) * FLT_EPSILON;
+    if (i >= 3 && (xmax - xmin <= uniform_tol || !(m > 0.0f))) {  // uniform: sum b == 0 -> beta = alpha
+#pragma omp simd
+        for (int j = 0; j < n; j++) w[j] = al[j];
+        st->fallback = 1;
+        return;
+    }
+    float invm = 1.0f / m, sb = 0.0f, p = pp->p;
+    // b / max b = (u / max u)^p; u <= 0 (or below FLT_MIN of max u) gives b = 0.
+    int ip = (int)p;
+    if (p == (float)ip && ip >= 1 && ip < 16) {  // integer p (the paper's 15): repeated squaring
+#pragma omp simd
+        for (int j = 0; j < n; j++) {
+            float r = (fn * al[j] - o) * invm;
+            float b = am_powi4(r, ip);
+            w[j] = r > FLT_MIN ? b : 0.0f;
+        }
+    } else if (p == (float)ip && ip >= 16 && ip < 64) {
+#pragma omp simd
+        for (int j = 0; j < n; j++) {
+            float r = (fn * al[j] - o) * invm;
+            float b = am_powi6(r, ip);
+            w[j] = r > FLT_MIN ? b : 0.0f;
+        }
+    } else {
+#pragma omp simd
+        for (int j = 0; j < n; j++) {
+            float r = (fn * al[j] - o) * invm;
+            float b = am_pow01(r, p);
+            w[j] = r > FLT_MIN ? b : 0.0f;
+        }
+    }
+#pragma omp simd reduction(+ : sb)
+    for (int j = 0; j < n; j++) sb += w[j];
+    float invsb = 1.0f / sb;
+#pragma omp simd
+    for (int j = 0; j < n; j++) w[j] *= invsb;
+}
+
+void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, const float *rk,
+                       const float *s, const float *alpha, const float *w,
+                       const attn_row_stats *st, float *dw, double *ds_acc) {
+    int n = i + 1, jm = st->jmax;
+    for (int j = n; j < ncols; j++) dw[j] = 0.0f;
+    if (pp->kind == LSSAR_ATTN_SOFTMAX || pp->kind == LSSAR_ATTN_SSMAX) {
+        float sc = logit_scale(pp, i);
+        float c = dw[jm], d = 0.0f;
+#pragma omp simd reduction(+ : d)
+        for (int j = 0; j < n; j++) d += w[j] * (dw[j] - c);
+        float dss = 0.0f;  // sum_j dx_j S_j, for d(loss)/d(s_h)
+#pragma omp simd reduction(+ : dss)
+        for (int j = 0; j < n; j++) {
+            float dx = w[j] * ((dw[j] - c) - d);
+            dss += dx * s[j];
+            dw[j] = dx * sc;
+        }
+        if (pp->kind == LSSAR_ATTN_SSMAX && ds_acc)
+            *ds_acc += (double)dss * log((double)n) * pp->inv_sqrt_d;
+        return;
+    }
+    const float *al = pp->kind == LSSAR_ATTN_LSSAR ? alpha : w;
+    // dw holds dbeta; turn it into dalpha (lssa and the fallback row: dalpha = dbeta).
+    if (pp->kind == LSSAR_ATTN_LSSAR && !st->fallback) {
+        float o = i < 3 ? 0.0f : 1.0f, fn = (float)n;
+        float c = dw[jm], d1 = 0.0f;
+#pragma omp simd reduction(+ : d1)
+        for (int j = 0; j < n; j++) d1 += w[j] * (dw[j] - c);
+        float np = fn * pp->p;
+#pragma omp simd
+        for (int j = 0; j < n; j++) {
+            float u = fn * al[j] - o;
+            float uu = u > 0.0f ? u : 1.0f;
+            float g = np * w[j] / uu * ((dw[j] - c) - d1);
+            dw[j] = u > 0.0f ? g : 0.0f;
+        }
+    }
+    // dalpha -> da -> dx -> dc -> dS (dS = dc rq rk since c = rq rk S).
+    float c = dw[jm], d2 = 0.0f;
+#pragma omp simd reduction(+ : d2)
+    for (int j = 0; j < n; j++) d2 += al[j] * (dw[j] - c);
+    float lam = pp->ln_d * logf((float)n) * rq;
+    float f = lam / st->z;
+#pragma omp simd
+    for (int j = 0; j < n; j++) dw[j] = f * ((dw[j] - c) - d2) * am_sigmoid(s[j]) * rk[j];
+}

@@ -1,0 +1,49 @@
+/*
+ * attn_rows.h - the per-row elementwise part of causal attention (internal).
+ *
+ * The driver (attention.c) computes raw dot products S_ij = q_i . k_j for a block of query rows
+ * with sgemm, hands each row to attn_row_forward, which turns it into the final weights w_ij
+ * (softmax probabilities, LSSA alpha or LSSAR beta), and multiplies the weights by V with sgemm.
+ * The backward does the same recomputation, then attn_row_backward turns dw_ij = dy_i . v_j into
+ * dS_ij, the gradient with respect to the raw dot product, so that dq = dS K and dk = dS^T Q are
+ * again plain sgemms. For LSSA/LSSAR the l2 normalisation of q and k is folded in:
+ * c_ij = rq_i * rk_j * S_ij with rq = 1 / max(|q|, 1e-12), and the driver projects the sgemm
+ * results afterwards (see attention.c). The exact math is in docs/attention.md.
+ */
+#ifndef LSSAR_ATTN_ROWS_H
+#define LSSAR_ATTN_ROWS_H
+
+typedef struct {
+    int kind;          // lssar_attn_kind
+    float p;           // LSSAR power
+    float inv_sqrt_d;  // 1 / sqrt(D) (softmax, ssmax)
+    float ln_d;        // ln(D) (lssa, lssar)
+    float d;           // D
+    float s_h;         // SSMax scale of this head
+} attn_row_params;
+
+// What the backward needs from the forward of one row besides the stored row buffers.
+typedef struct {
+    float z;           // lssa/lssar: sum_j a_j (softplus row sum)
+    int fallback;      // lssar: 1 when sum_j b_j == 0 and beta = alpha
+    int jmax;          // argmax_j of the logit x_j, hence of every weight (see attn_rows.c)
+} attn_row_stats;
+
+/* Row i (0-based) of a block; the row sees keys 0..i and the buffers have ncols >= i+1 columns,
+   entries past i are set to 0 in w (and in dS by the backward).
+   s:     in: raw dot products q_i . k_j (ncols). softmax/ssmax: left as is.
+          lssa/lssar: overwritten with x_ij = lambda_i c_ij.
+   alpha: lssar only: receives alpha (may be NULL for other kinds).
+   w:     out: final weights (ncols).
+   rq, rk: lssa/lssar: 1 / max(|q_i|, 1e-12) and the same for every key j (ignored otherwise). */
+void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, const float *rk,
+                      float *s, float *alpha, float *w, attn_row_stats *st);
+
+/* Backward of the same row after attn_row_forward: dw holds dy_i . v_j on entry and dS_ij (the
+   gradient with respect to the raw dot product q_i . k_j) on return. ssmax adds its contribution
+   to d(loss)/d(s_h) into *ds_acc. */
+void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, const float *rk,
+                       const float *s, const float *alpha, const float *w,
+                       const attn_row_stats *st, float *dw, double *ds_acc);
+
+#endif

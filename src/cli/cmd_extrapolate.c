@@ -1,0 +1,473 @@
+// cmd_extrapolate.c - `lssar extrapolate`: train one model per attention kind with the same data
+// order, size, seed and budget, then evaluate each at T x factor (src/exp/).
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "args.h"
+#include "lssar.h"
+#include "data/shard.h"
+#include "exp/common.h"
+#include "exp/docwin.h"
+#include "exp/mqar.h"
+#include "exp/passkey.h"
+#include "exp/plot.h"
+#include "train/checkpoint.h"
+#include "train/train.h"
+
+static const char *ABOUT =
+    "Length extrapolation: train one model per attention kind (identical data order, size, seed and\n"
+    "step budget), then evaluate each at T x factor for every --factors entry.\n"
+    "\n"
+    "--task text (default): --data DIR is a folder written by `lssar data build` (train_*.bin, val.bin,\n"
+    "val_index.json). Evaluation windows lie inside one held-out document each (val_index.json);\n"
+    "at most --max-windows per length, evenly spaced; the table gives the mean next-token loss over\n"
+    "windows +- its standard error.\n"
+    "--task mqar: multi-query associative recall (Zoology): --pairs key-value pairs then the keys as\n"
+    "queries; trained at --seq, tested on --mqar-eval fresh sequences per length; the table gives the\n"
+    "accuracy of the values predicted after the queries (95% Wilson interval in results.json).\n"
+    "\n"
+    "Runs: every kind in --attn; lssar once per power in --lssar-p (default 15 and 3); and, when lssa\n"
+    "is trained, the lssa model evaluated with LSSAR re-weighting switched on at evaluation only\n"
+    "(p = the first --lssar-p): the paper's \"fine-tuning-free\" claim.\n"
+    "\n"
+    "Writes --out/RUN/ (each run's checkpoint and log.jsonl), --out/results.json\n"
+    "({\"runs\": [{\"name\", \"attn\", \"p\", \"train_seq\", \"results\": [{\"seq\", \"loss\", \"stderr\"}]}]}),\n"
+    "--out/results.md (table) and --out/loss_vs_length.png (gnuplot; skipped with a note if missing).\n"
+    "Resumable: a run whose model reached --steps is not retrained; an interrupted one resumes from\n"
+    "its checkpoint; evaluations are cached in RUN/extrap*.json.";
+
+#define MAXF 16
+#define MAXR 16
+
+typedef struct {
+    char name[64];      // run directory / table label
+    int attn;           // kind evaluated
+    float p;
+    int eval_only;      // 1: evaluate the model trained in dir `src` with `attn` switched on
+    char src[64];
+    int64_t step;
+    double train_s;
+    double loss[MAXF], se[MAXF], lo[MAXF], hi[MAXF];
+    int windows[MAXF];
+} run_t;
+
+static int file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
+
+// Train (or resume) one run unless its model already reached the step budget.
+static int ensure_trained(const train_opts *base, const char *out, run_t *r, int quiet) {
+    char dir[4096], mp[4200], tp[4200];
+    snprintf(dir, sizeof dir, "%s/%s", out, r->name);
+    snprintf(mp, sizeof mp, "%s/%s", dir, CKPT_MODEL_FILE);
+    snprintf(tp, sizeof tp, "%s/%s", dir, CKPT_TRAINER_FILE);
+    if (file_exists(mp)) {
+        gpt *g = NULL;
+        int64_t step = 0;
+        int rc = exp_load_model(dir, -1, 0, &g, &step);
+        if (rc) return rc;
+        gpt_free(g);
+        if (step >= base->steps) {
+            if (!quiet) fprintf(stderr, "extrapolate: %s already trained (%lld steps), not retrained\n", r->name, (long long)step);
+            r->step = step;
+            return 0;
+        }
+    }
+    train_opts o = *base;
+    o.out = dir;
+    o.attn = (lssar_attn_kind)r->attn;
+    o.p = r->p;
+    if (file_exists(mp) && file_exists(tp)) {
+        o.resume = 1;
+        if (!quiet) fprintf(stderr, "extrapolate: resuming %s\n", r->name);
+    } else if (!quiet) fprintf(stderr, "extrapolate: training %s (%d steps, T = %d)\n", r->name, o.steps, o.seq);
+    train_result res;
+    double t0 = lssar_now();
+    int rc = train_run(&o, &res);
+    if (rc) return rc;
+    r->step = res.step;
+    r->train_s = lssar_now() - t0;
+    // remember the wall time beside the checkpoint (a later resumable call reads it back)
+    char wp[4200], buf[64];
+    snprintf(wp, sizeof wp, "%s/train_seconds.txt", dir);
+    snprintf(buf, sizeof buf, "%.1f\n", r->train_s);
+    exp_write_text(wp, buf);
+    return 0;
+}
+
+static double read_train_seconds(const char *out, const char *name) {
+    char wp[4200];
+    snprintf(wp, sizeof wp, "%s/%s/train_seconds.txt", out, name);
+    char *s = NULL;
+    size_t n;
+    if (lssar_read_file(wp, &s, &n)) return NAN;
+    double v = atof(s);
+    free(s);
+    return v;
+}
+
+// The cache key of an evaluation: everything its numbers depend on.
+static void cache_key(char *buf, size_t n, const char *task, const int *seqs, int nf, int maxw, int64_t step, const char *extra) {
+    int k = snprintf(buf, n, "%s|step=%lld|maxw=%d|%s|seqs=", task, (long long)step, maxw, extra);
+    for (int i = 0; i < nf && k < (int)n; i++) k += snprintf(buf + k, n - k, "%d,", seqs[i]);
+}
+
+static int load_cache(const char *path, const char *key, run_t *r, int nf) {
+    char *s = NULL;
+    size_t n;
+    if (lssar_read_file(path, &s, &n)) return 0;
+    cJSON *j = cJSON_Parse(s);
+    free(s);
+    if (!j) return 0;
+    cJSON *k = cJSON_GetObjectItem(j, "key"), *res = cJSON_GetObjectItem(j, "results");
+    int ok = cJSON_IsString(k) && !strcmp(k->valuestring, key) && cJSON_IsArray(res) && cJSON_GetArraySize(res) == nf;
+    for (int i = 0; ok && i < nf; i++) {
+        cJSON *e = cJSON_GetArrayItem(res, i);
+        cJSON *l = cJSON_GetObjectItem(e, "loss"), *se = cJSON_GetObjectItem(e, "stderr"), *w = cJSON_GetObjectItem(e, "windows");
+        cJSON *lo = cJSON_GetObjectItem(e, "lo"), *hi = cJSON_GetObjectItem(e, "hi");
+        r->loss[i] = cJSON_IsNumber(l) ? l->valuedouble : NAN;
+        r->se[i] = cJSON_IsNumber(se) ? se->valuedouble : NAN;
+        r->lo[i] = cJSON_IsNumber(lo) ? lo->valuedouble : NAN;
+        r->hi[i] = cJSON_IsNumber(hi) ? hi->valuedouble : NAN;
+        r->windows[i] = cJSON_IsNumber(w) ? w->valueint : 0;
+    }
+    cJSON_Delete(j);
+    return ok;
+}
+
+static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static cJSON *results_json(const run_t *r, const int *seqs, int nf, int mqar) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < nf; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "seq", seqs[i]);
+        if (mqar) {
+            cJSON_AddItemToObject(e, "accuracy", num_or_null(r->loss[i]));
+            cJSON_AddItemToObject(e, "lo", num_or_null(r->lo[i]));
+            cJSON_AddItemToObject(e, "hi", num_or_null(r->hi[i]));
+            cJSON_AddNumberToObject(e, "queries", r->windows[i]);
+        } else {
+            cJSON_AddItemToObject(e, "loss", num_or_null(r->loss[i]));
+            cJSON_AddItemToObject(e, "stderr", num_or_null(r->se[i]));
+            cJSON_AddNumberToObject(e, "windows", r->windows[i]);
+        }
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+static void save_cache(const char *path, const char *key, const run_t *r, const int *seqs, int nf, int mqar) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "key", key);
+    cJSON *a = results_json(r, seqs, nf, mqar);
+    // keep loss/stderr names for the reader whatever the task
+    cJSON *e;
+    int i = 0;
+    cJSON_ArrayForEach(e, a) {
+        if (mqar) { cJSON_AddItemToObject(e, "loss", num_or_null(r->loss[i])); cJSON_AddNumberToObject(e, "windows", r->windows[i]); }
+        i++;
+    }
+    cJSON_AddItemToObject(j, "results", a);
+    exp_write_json(path, j);
+    cJSON_Delete(j);
+}
+
+int cmd_extrapolate(int argc, char **argv) {
+    train_opts o;
+    train_opts_default(&o);
+    const char *data = NULL, *out = NULL, *attn_list = "softmax,ssmax,lssa,lssar", *factors = "1,2,4,8,16";
+    const char *lssar_p = "15,3", *pos = "rope", *task = "text";
+    int steps = 200, max_windows = 64, eval_batch = 4, no_zeroshot = 0, no_plot = 0;
+    int pairs = 8, mqar_keys = 64, mqar_values = 64, mqar_eval_n = 64, mqar_train_seqs = 0;
+    o.quiet = 0;
+    arg_spec sp[] = {
+        {"task", ARG_STR, &task, "text (held-out documents) or mqar (associative recall)", 0, 0},
+        {"data", ARG_STR, &data, "folder from `lssar data build` (text task)", 0, 0},
+        {"out", ARG_STR, &out, "output folder (one sub-folder per run, results.*)", 1, 0},
+        {"attn", ARG_STR, &attn_list, "attention kinds to train, comma-separated", 0, 0},
+        {"lssar-p", ARG_STR, &lssar_p, "LSSAR powers, one run each (the first is also used for the lssa->lssar evaluation)", 0, 0},
+        {"factors", ARG_STR, &factors, "evaluation lengths as multiples of --seq", 0, 0},
+        {"max-windows", ARG_INT, &max_windows, "text: windows per length at most (evenly spaced)", 0, 0},
+        {"eval-batch", ARG_INT, &eval_batch, "windows per forward pass in evaluation", 0, 0},
+        {"no-zeroshot", ARG_BOOL, &no_zeroshot, "skip the lssa model evaluated with LSSAR re-weighting", 0, 0},
+        {"no-plot", ARG_BOOL, &no_plot, "do not run gnuplot", 0, 0},
+        {"pairs", ARG_INT, &pairs, "mqar: key-value pairs per sequence", 0, 0},
+        {"mqar-keys", ARG_INT, &mqar_keys, "mqar: key alphabet", 0, 0},
+        {"mqar-values", ARG_INT, &mqar_values, "mqar: value alphabet", 0, 0},
+        {"mqar-eval", ARG_INT, &mqar_eval_n, "mqar: test sequences per length", 0, 0},
+        {"mqar-train-seqs", ARG_INT, &mqar_train_seqs, "mqar: training sequences (0: steps x batch x accum x 2)", 0, 0},
+        {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
+        {"layers", ARG_INT, &o.layers, "transformer blocks", 0, 0},
+        {"heads", ARG_INT, &o.heads, "attention heads", 0, 0},
+        {"dim", ARG_INT, &o.dim, "model width", 0, 0},
+        {"vocab", ARG_INT, &o.vocab, "token ids (0: from the data; byte data wants 257)", 0, 0},
+        {"untied", ARG_BOOL, &o.untied, "separate output head", 0, 0},
+        {"seq", ARG_INT, &o.seq, "training length T", 0, 0},
+        {"batch", ARG_INT, &o.batch, "sequences per micro-batch", 0, 0},
+        {"accum", ARG_INT, &o.accum, "micro-batches per step", 0, 0},
+        {"steps", ARG_INT, &steps, "optimizer steps per run (the same budget for every kind)", 0, 0},
+        {"lr", ARG_FLOAT, &o.lr, "peak learning rate", 0, 0},
+        {"warmup", ARG_INT, &o.warmup, "warmup steps (-1: 10%)", 0, 0},
+        {"lr-floor", ARG_FLOAT, &o.min_lr_frac, "cosine floor as a fraction of --lr", 0, 0},
+        {"wd", ARG_FLOAT, &o.wd, "AdamW weight decay", 0, 0},
+        {"clip", ARG_FLOAT, &o.clip, "gradient norm clip (0: off)", 0, 0},
+        {"seed", ARG_U64, &o.seed, "seed of initialisation and data order (the same for every run)", 0, 0},
+        {"threads", ARG_INT, &o.threads, "CPU threads (0: all)", 0, 0},
+        {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
+        {0}};
+    int rc = args_parse("extrapolate", ABOUT, sp, argc, argv);
+    if (rc >= 0) return rc;
+    int mqar = !strcmp(task, "mqar");
+    if (!mqar && strcmp(task, "text")) return args_error("extrapolate", "--task '%s' is unknown: use text or mqar", task);
+    if (!mqar && !data) return args_error("extrapolate", "missing --data DIR (a folder written by `lssar data build`)");
+    int ps = gpt_pos_parse(pos);
+    if (ps < 0) return args_error("extrapolate", "--pos '%s' is unknown: use rope, learned or none", pos);
+    o.pos = (gpt_pos)ps;
+    if (steps < 1 || o.seq < 1 || o.batch < 1 || o.accum < 1) return args_error("extrapolate", "--steps, --seq, --batch and --accum must be >= 1");
+    if (o.layers < 1 || o.heads < 1 || o.dim % o.heads) return args_error("extrapolate", "--heads must divide --dim (and both be >= 1)");
+    if (eval_batch < 1) return args_error("extrapolate", "--eval-batch must be >= 1");
+    o.steps = steps;
+    int fac[MAXF];
+    int nf = args_int_list("extrapolate", "--factors", factors, fac, MAXF);
+    if (nf < 1) return 2;
+    int seqs[MAXF];
+    for (int i = 0; i < nf; i++) {
+        if (fac[i] < 1) return args_error("extrapolate", "--factors must be >= 1 (got %d)", fac[i]);
+        seqs[i] = o.seq * fac[i];
+    }
+    if (o.pos == GPT_POS_LEARNED)
+        for (int i = 0; i < nf; i++)
+            if (fac[i] > 1) return args_error("extrapolate", "learned positions cannot go past --seq: use --pos rope or none, or --factors 1");
+    double pv[8];
+    int np = exp_parse_doubles(lssar_p, pv, 8);
+    if (np < 1) return args_error("extrapolate", "--lssar-p '%s' must be a comma list of powers like 15,3", lssar_p);
+    for (int i = 0; i < np; i++) if (!(pv[i] > 0)) return args_error("extrapolate", "--lssar-p values must be > 0");
+
+    // the runs
+    run_t *runs = calloc(MAXR, sizeof *runs);
+    if (!runs) return 1;
+    int nr = 0, have_lssa = 0;
+    char list[1024];
+    snprintf(list, sizeof list, "%s", attn_list);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        int a = lssar_attn_parse(tok);
+        if (a < 0) { free(runs); return args_error("extrapolate", "--attn: '%s' is unknown: use softmax, ssmax, lssa or lssar", tok); }
+        int reps = a == LSSAR_ATTN_LSSAR ? np : 1;
+        for (int k = 0; k < reps && nr < MAXR; k++) {
+            run_t *r = &runs[nr++];
+            r->attn = a;
+            r->p = a == LSSAR_ATTN_LSSAR ? (float)pv[k] : 15.0f;
+            if (a == LSSAR_ATTN_LSSAR) snprintf(r->name, sizeof r->name, "lssar-p%g", pv[k]);
+            else snprintf(r->name, sizeof r->name, "%s", tok);
+            snprintf(r->src, sizeof r->src, "%s", r->name);
+        }
+        if (a == LSSAR_ATTN_LSSA) have_lssa = 1;
+    }
+    if (have_lssa && !no_zeroshot && nr < MAXR) {
+        run_t *r = &runs[nr++];
+        r->attn = LSSAR_ATTN_LSSAR;
+        r->p = (float)pv[0];
+        r->eval_only = 1;
+        snprintf(r->name, sizeof r->name, "lssa+lssar-p%g", pv[0]);
+        snprintf(r->src, sizeof r->src, "lssa");
+    }
+    if ((rc = lssar_mkdirs(out))) { free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
+
+    // data
+    char *train_list = NULL, valp[4096], idxp[4096], hash[65] = "none";
+    mqar_params mp = {mqar_keys, mqar_values, pairs};
+    exp_docs docs = {0};
+    shard val = {0};
+    int have_docs = 0;
+    if (mqar) {
+        if (o.vocab == 0) o.vocab = mqar_vocab(&mp);
+        if (o.vocab < mqar_vocab(&mp)) { free(runs); return args_error("extrapolate", "--vocab %d is smaller than the mqar vocabulary %d", o.vocab, mqar_vocab(&mp)); }
+        char tp[4200];
+        snprintf(tp, sizeof tp, "%s/mqar_train.bin", out);
+        int ns = mqar_train_seqs > 0 ? mqar_train_seqs : 2 * steps * o.batch * o.accum;
+        if (!file_exists(tp) && (rc = mqar_write_shard(tp, &mp, o.seq, ns, o.seed + 1000))) { free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
+        train_list = strdup(tp);
+        o.val = NULL;
+    } else {
+        if ((rc = exp_train_shards(data, &train_list))) { free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
+        snprintf(valp, sizeof valp, "%s/val.bin", data);
+        snprintf(idxp, sizeof idxp, "%s/val_index.json", data);
+        if ((rc = shard_open(&val, valp))) { free(train_list); free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
+        if (file_exists(idxp)) {
+            if ((rc = exp_docs_load(idxp, &docs))) { shard_close(&val); free(train_list); free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
+            have_docs = 1;
+        } else fprintf(stderr, "extrapolate: note: %s is missing; windows are consecutive ones of val.bin and may cross documents\n", idxp);
+        o.val = valp;
+        exp_manifest_hash(data, hash);
+        if (o.vocab == 0) o.vocab = exp_manifest_vocab(data);   // 257 for byte data, 50257 for GPT-2
+    }
+    o.data = train_list;
+    o.eval_every = 0;
+
+    // train
+    double t_all = lssar_now();
+    for (int i = 0; i < nr && !rc; i++)
+        if (!runs[i].eval_only) rc = ensure_trained(&o, out, &runs[i], o.quiet);
+    if (rc) {
+        int code = rc == LSSAR_E_NAN ? 3 : 1;
+        fprintf(stderr, "lssar extrapolate: training failed: %s\n", lssar_errmsg());
+        free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
+        return code;
+    }
+
+    // evaluate
+    for (int i = 0; i < nr && !rc; i++) {
+        run_t *r = &runs[i];
+        char dir[4200], cp[4400], key[1024];
+        snprintf(dir, sizeof dir, "%s/%s", out, r->src);
+        gpt *g = NULL;
+        int64_t step = 0;
+        if ((rc = exp_load_model(dir, r->eval_only ? r->attn : -1, r->eval_only ? r->p : 0, &g, &step))) break;
+        r->step = step;
+        if (r->eval_only) snprintf(cp, sizeof cp, "%s/extrap-%s.json", dir, r->name);
+        else snprintf(cp, sizeof cp, "%s/extrap.json", dir);
+        char extra[256];
+        if (mqar) snprintf(extra, sizeof extra, "mqar k%d v%d p%d n%d attn%d p%g", mqar_keys, mqar_values, pairs, mqar_eval_n, r->attn, r->p);
+        else snprintf(extra, sizeof extra, "%s attn%d p%g docs%d", hash, r->attn, r->p, have_docs);
+        cache_key(key, sizeof key, task, seqs, nf, max_windows, step, extra);
+        if (load_cache(cp, key, r, nf)) {
+            if (!o.quiet) fprintf(stderr, "extrapolate: %s: evaluation cached in %s\n", r->name, cp);
+            gpt_free(g);
+            continue;
+        }
+        lssar_progress pg;
+        lssar_progress_start(&pg, r->name, "lengths", nf);
+        for (int f = 0; f < nf && !rc; f++) {
+            int T = seqs[f];
+            r->loss[f] = r->se[f] = r->lo[f] = r->hi[f] = NAN;
+            if (mqar) {
+                long c = 0, tot = 0;
+                if ((rc = mqar_eval(g, &mp, T, mqar_eval_n, eval_batch, o.seed + 7 + f, &c, &tot))) break;
+                r->loss[f] = tot ? (double)c / tot : NAN;
+                wilson_interval((int)c, (int)tot, 1.96, &r->lo[f], &r->hi[f]);
+                r->windows[f] = (int)tot;
+            } else {
+                size_t *st = NULL;
+                int nw = 0;
+                rc = have_docs ? exp_doc_windows(&docs, T, max_windows, &st, &nw) : exp_plain_windows(val.n, T, max_windows, &st, &nw);
+                if (rc) break;
+                r->windows[f] = nw;
+                if (nw > 0) rc = exp_eval_windows(g, &val, st, nw, T, eval_batch, &r->loss[f], &r->se[f]);
+                else fprintf(stderr, "extrapolate: note: no held-out document has %d tokens; T = %d is left empty\n", T + 1, T);
+                free(st);
+            }
+            char extra2[64];
+            snprintf(extra2, sizeof extra2, "T=%d %s=%.4f", T, mqar ? "acc" : "loss", r->loss[f]);
+            if (!o.quiet) lssar_progress_update(&pg, f + 1, extra2);
+        }
+        gpt_free(g);
+        if (!rc) save_cache(cp, key, r, seqs, nf, mqar);
+    }
+    if (rc) {
+        fprintf(stderr, "lssar extrapolate: evaluation failed: %s\n", lssar_errmsg());
+        free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
+        return 1;
+    }
+    for (int i = 0; i < nr; i++)
+        if (!runs[i].eval_only) runs[i].train_s = read_train_seconds(out, runs[i].name);
+
+    // results.json
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "task", task);
+    if (!mqar) {
+        cJSON_AddStringToObject(root, "data", data);
+        cJSON_AddStringToObject(root, "manifest_sha256", hash);
+        cJSON_AddNumberToObject(root, "max_windows", max_windows);
+    } else {
+        cJSON_AddNumberToObject(root, "pairs", pairs);
+        cJSON_AddNumberToObject(root, "keys", mqar_keys);
+        cJSON_AddNumberToObject(root, "values", mqar_values);
+        cJSON_AddNumberToObject(root, "test_sequences", mqar_eval_n);
+    }
+    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+    cJSON_AddNumberToObject(cfg, "layers", o.layers); cJSON_AddNumberToObject(cfg, "heads", o.heads);
+    cJSON_AddNumberToObject(cfg, "dim", o.dim); cJSON_AddStringToObject(cfg, "pos", pos);
+    cJSON_AddNumberToObject(cfg, "seq", o.seq); cJSON_AddNumberToObject(cfg, "batch", o.batch);
+    cJSON_AddNumberToObject(cfg, "accum", o.accum); cJSON_AddNumberToObject(cfg, "steps", steps);
+    cJSON_AddNumberToObject(cfg, "lr", o.lr); cJSON_AddNumberToObject(cfg, "seed", (double)o.seed);
+    cJSON *ra = cJSON_AddArrayToObject(root, "runs");
+    for (int i = 0; i < nr; i++) {
+        run_t *r = &runs[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", r->name);
+        cJSON_AddStringToObject(e, "attn", lssar_attn_name((lssar_attn_kind)r->attn));
+        if (r->attn == LSSAR_ATTN_LSSAR) cJSON_AddNumberToObject(e, "p", r->p);
+        cJSON_AddStringToObject(e, "trained_attn", r->eval_only ? "lssa" : lssar_attn_name((lssar_attn_kind)r->attn));
+        cJSON_AddBoolToObject(e, "eval_only", r->eval_only);
+        cJSON_AddStringToObject(e, "model", r->src);
+        cJSON_AddNumberToObject(e, "train_seq", o.seq);
+        cJSON_AddNumberToObject(e, "steps", (double)r->step);
+        cJSON_AddItemToObject(e, "train_seconds", num_or_null(r->train_s));
+        cJSON_AddBoolToObject(e, "passkey_mix", 0);
+        cJSON_AddItemToObject(e, "results", results_json(r, seqs, nf, mqar));
+        cJSON_AddItemToArray(ra, e);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/results.json", out);
+    rc = exp_write_json(path, root);
+    cJSON_Delete(root);
+    if (rc) { fprintf(stderr, "lssar extrapolate: %s\n", lssar_errmsg()); free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs); return 1; }
+
+    // results.md (and the same table on stdout)
+    size_t cap = 1 << 16;
+    char *md = malloc(cap);
+    int k = 0;
+    if (mqar)
+        k += snprintf(md + k, cap - k, "Associative recall (MQAR, %d pairs, %d keys, %d values): accuracy of the value after each query, %d test sequences per length; trained at T = %d, %d steps.\n\n",
+                      pairs, mqar_keys, mqar_values, mqar_eval_n, o.seq, steps);
+    else
+        k += snprintf(md + k, cap - k, "Mean next-token loss (nats/token) on held-out documents, +- standard error over windows (at most %d per length, each inside one document); trained at T = %d, %d steps. Data %s (manifest sha256 %.12s).\n\n",
+                      max_windows, o.seq, steps, data, hash);
+    k += snprintf(md + k, cap - k, "| run |");
+    for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d (x%d) |", seqs[f], fac[f]);
+    k += snprintf(md + k, cap - k, "\n|---|");
+    for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, "---|");
+    k += snprintf(md + k, cap - k, "\n");
+    for (int i = 0; i < nr; i++) {
+        k += snprintf(md + k, cap - k, "| %s%s |", runs[i].name, runs[i].eval_only ? " (eval only)" : "");
+        for (int f = 0; f < nf; f++) {
+            if (!isfinite(runs[i].loss[f])) k += snprintf(md + k, cap - k, " - |");
+            else if (mqar) k += snprintf(md + k, cap - k, " %.3f [%.2f, %.2f] |", runs[i].loss[f], runs[i].lo[f], runs[i].hi[f]);
+            else k += snprintf(md + k, cap - k, " %.3f +- %.3f |", runs[i].loss[f], runs[i].se[f]);
+        }
+        k += snprintf(md + k, cap - k, "\n");
+    }
+    if (!mqar) {
+        k += snprintf(md + k, cap - k, "\nWindows per length:");
+        for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d: %d;", seqs[f], runs[0].windows[f]);
+        k += snprintf(md + k, cap - k, "\n");
+    }
+    k += snprintf(md + k, cap - k, "\nTraining wall time:");
+    for (int i = 0; i < nr; i++) if (!runs[i].eval_only && isfinite(runs[i].train_s)) k += snprintf(md + k, cap - k, " %s %.0f s;", runs[i].name, runs[i].train_s);
+    k += snprintf(md + k, cap - k, " this call %.0f s.\n", lssar_now() - t_all);
+    snprintf(path, sizeof path, "%s/results.md", out);
+    exp_write_text(path, md);
+    fputs(md, stdout);
+    free(md);
+
+    // plot
+    if (!no_plot) {
+        plot_series s[MAXR];
+        double xs[MAXR][MAXF];
+        for (int i = 0; i < nr; i++) {
+            for (int f = 0; f < nf; f++) xs[i][f] = seqs[f];
+            s[i] = (plot_series){runs[i].name, nf, xs[i], runs[i].loss, mqar ? NULL : runs[i].se};
+        }
+        snprintf(path, sizeof path, "%s/%s", out, mqar ? "accuracy_vs_length.png" : "loss_vs_length.png");
+        char title[256];
+        snprintf(title, sizeof title, mqar ? "MQAR accuracy vs length (trained at T=%d)" : "held-out loss vs length (trained at T=%d)", o.seq);
+        if (plot_lines(path, title, "evaluation length T", mqar ? "accuracy" : "loss (nats/token)", 1, s, nr))
+            fprintf(stderr, "extrapolate: note: no plot: %s\n", lssar_errmsg());
+        else printf("plot: %s\n", path);
+    }
+    printf("results: %s/results.json, %s/results.md\n", out, out);
+    free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
+    return 0;
+}

@@ -1,0 +1,204 @@
+/*
+ * cmd_orbits.c - `lssar orbits SUBCOMMAND ...`: the orbits data, world model and Newton probe.
+ *
+ * Subcommands are a table like main.c's commands. Each is `int cmd_orbits_NAME(int argc,
+ * char **argv)` (argv[0] = "NAME"); the ones not defined here are weak references, so another file
+ * (e.g. src/cli/cmd_orbits_probe.c) adds one by defining its function: no edit here is needed,
+ * only an entry in ORBITS_SUBCOMMANDS if the name is new.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cJSON.h>
+#include "cli/args.h"
+#include "core/util.h"
+#include "lssar.h"
+#include "orbits/sample.h"
+
+#define ORBITS_SUBCOMMANDS(X)                                                                  \
+    X(simulate, "sample systems and write 2-channel token shards, metadata, state, CSV")     \
+    X(bench, "simulation rows/s and the projected time for the published 10M systems")       \
+    X(eval, "next-token loss and accuracy of an orbit model")                                 \
+    X(probe, "fine-tune a force head and symbolic-regress the recovered law")                \
+    X(oracle, "k-NN oracle on the true state (the probe's control)")                          \
+    X(newton, "fit G m1 m2 / r^2 and m1 / r^2 to forces, per galaxy")                         \
+    X(run, "the whole pipeline: data, training, probe")
+
+#define DECLARE(name, about) int cmd_orbits_##name(int argc, char **argv) __attribute__((weak));
+ORBITS_SUBCOMMANDS(DECLARE)
+
+typedef struct { const char *name; int (*fn)(int, char **); const char *about; } subcommand;
+#define ENTRY(name, about) {#name, cmd_orbits_##name, about},
+static const subcommand subs[] = {ORBITS_SUBCOMMANDS(ENTRY)};
+#define NSUBS (int)(sizeof subs / sizeof subs[0])
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: lssar orbits SUBCOMMAND [flags]     (lssar orbits SUBCOMMAND --help)\n\n"
+               "Planetary trajectories (Vafa et al. 2025), the orbit world model and the Newton probe.\n\n"
+               "subcommands:\n");
+    for (int i = 0; i < NSUBS; i++)
+        fprintf(f, "  %-10s %s%s\n", subs[i].name, subs[i].about, subs[i].fn ? "" : " (not implemented yet)");
+}
+
+int cmd_orbits(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
+    for (int i = 0; i < NSUBS; i++) {
+        if (strcmp(argv[1], subs[i].name)) continue;
+        if (!subs[i].fn) {
+            fprintf(stderr, "lssar orbits: '%s' is not implemented yet\n", argv[1]);
+            return 2;
+        }
+        return subs[i].fn(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "lssar orbits: unknown subcommand '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
+
+/* ------------------------------------------------------------------ simulate */
+int cmd_orbits_simulate(int argc, char **argv) {
+    lssar_orb_opts o;
+    lssar_orb_defaults(&o);
+    uint64_t systems = 1000, shard_systems = (uint64_t)o.shard_systems;
+    const char *out = NULL, *preset = "code", *csv = NULL, *split = o.split;
+    int two_body = 0, state = 0, threads = 0, quiet = 0;
+    arg_spec specs[] = {
+        {"systems", ARG_U64, &systems, "number of systems = sequences of 1000 rows", 0, 0},
+        {"seed", ARG_U64, &o.seed, "random seed; system i uses stream (seed, i), so any --threads gives the same files", 0, 0},
+        {"two-body", ARG_BOOL, &two_body, "one planet per system (K = 1; the force set); implies --state", 0, 0},
+        {"preset", ARG_STR, &preset, "distributions: code (the released code) or paper (the appendix)", 0, 0},
+        {"out", ARG_STR, &out, "output directory (layout: src/orbits/format.h)", 1, 0},
+        {"split", ARG_STR, &split, "file-name prefix: NAME_000000.bin, NAME_systems.bin, NAME.json (use its own --seed)", 0, 0},
+        {"state", ARG_BOOL, &state, "also write NAME_state.bin: per-row positions, velocities, r, masses, |F|", 0, 0},
+        {"csv", ARG_STR, &csv, "also write continuous values: system,body,step,t,x,y,vx,vy,mass,star_mass", 0, 0},
+        {"shard-systems", ARG_U64, &shard_systems, "sequences per token shard", 0, 0},
+        {"threads", ARG_INT, &threads, "worker threads (0: all cores / OMP_NUM_THREADS)", 0, 0},
+        {"quiet", ARG_BOOL, &quiet, "no progress lines", 0, 0},
+        {0}};
+    int rc = args_parse("orbits simulate",
+                        "Sample planetary systems (Kepler orbits) and write one 1000-row, 2-channel token sequence per\n"
+                        "system: row 0 the dt token (7000 = 1 week, 7001 = 6 months), then x, y binned into 7000 bins over\n"
+                        "[-50, 50] AU, time-major and body-minor (planets, then the star). Deterministic per --seed.",
+                        specs, argc, argv);
+    if (rc >= 0) return rc;
+    if ((o.preset = orb_preset_parse(preset)) < 0)
+        return args_error("orbits simulate", "--preset must be code or paper, got '%s'", preset);
+    if (systems == 0 || systems > (uint64_t)1 << 40)
+        return args_error("orbits simulate", "--systems must be 1..2^40, got %llu", (unsigned long long)systems);
+    if (shard_systems == 0 || shard_systems > 2147483)
+        return args_error("orbits simulate", "--shard-systems must be 1..2147483 (a shard holds < 2^31 rows), got %llu",
+                          (unsigned long long)shard_systems);
+    if (threads < 0) return args_error("orbits simulate", "--threads must be >= 0, got %d", threads);
+    o.systems = (int64_t)systems;
+    o.shard_systems = (int64_t)shard_systems;
+    o.two_body = two_body;
+    o.state = state || two_body;
+    o.threads = threads;
+    o.split = split;
+    o.csv_path = csv;
+    o.progress = !quiet;
+    lssar_orb_stats st;
+    if ((rc = lssar_orbits_simulate(out, &o, &st)) != 0) {
+        fprintf(stderr, "lssar orbits simulate: %s\n", lssar_errmsg());
+        return 1;
+    }
+    fprintf(stderr, "lssar orbits simulate: %lld systems (%lld rows) in %.2f s = %.3g rows/s -> %s/%s_*.bin%s\n",
+            (long long)o.systems, (long long)st.rows, st.seconds, st.seconds > 0 ? st.rows / st.seconds : 0.0, out,
+            o.split, o.state ? " (+ state)" : "");
+    return 0;
+}
+
+/* --------------------------------------------------------------------- bench */
+// Remove what a benchmark run wrote into its temporary directory.
+static void remove_run(const char *dir, int64_t systems, int64_t shard_systems) {
+    char path[4400];
+    for (int64_t i = 0; i * shard_systems < systems; i++) {
+        snprintf(path, sizeof path, "%s/bench_%06lld.bin", dir, (long long)i);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/bench_systems.bin", dir); unlink(path);
+    snprintf(path, sizeof path, "%s/bench.json", dir); unlink(path);
+}
+
+int cmd_orbits_bench(int argc, char **argv) {
+    uint64_t systems = 20000;
+    int threads = 0, write = 0;
+    const char *dir = NULL, *preset = "code", *json = NULL;
+    arg_spec specs[] = {
+        {"systems", ARG_U64, &systems, "systems per measurement (1000 rows each)", 0, 0},
+        {"threads", ARG_INT, &threads, "threads for the multi-threaded runs (0: all cores)", 0, 0},
+        {"preset", ARG_STR, &preset, "distributions: code or paper", 0, 0},
+        {"write", ARG_BOOL, &write, "also time the full run with files written (to --dir)", 0, 0},
+        {"dir", ARG_STR, &dir, "directory for --write (files are removed afterwards) [default /tmp]", 0, 0},
+        {"json", ARG_STR, &json, "also write the figures to this JSON file", 0, 0},
+        {0}};
+    int rc = args_parse("orbits bench",
+                        "Rows/s of the orbit simulator (a row = one token row; a system = 1000 rows): compute only on\n"
+                        "1 thread and on --threads threads, optionally with the files written; and the projected time\n"
+                        "for the published 10M-system set (1e10 rows) here, and on 16 cores at the measured per-core rate.",
+                        specs, argc, argv);
+    if (rc >= 0) return rc;
+    lssar_orb_opts o;
+    lssar_orb_defaults(&o);
+    if ((o.preset = orb_preset_parse(preset)) < 0) return args_error("orbits bench", "--preset must be code or paper, got '%s'", preset);
+    if (systems == 0 || systems > 100000000) return args_error("orbits bench", "--systems must be 1..1e8, got %llu", (unsigned long long)systems);
+    if (threads < 0) return args_error("orbits bench", "--threads must be >= 0, got %d", threads);
+    int T = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (T < 1) T = 1;
+    o.systems = (int64_t)systems;
+    o.seed = 1;
+    const double full_rows = 1e10;  // 10M systems x 1000 rows
+    lssar_orb_stats s1, sT, sW = {0, 0};
+    o.threads = 1;
+    if (lssar_orbits_simulate(NULL, &o, &s1)) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
+    o.threads = T;
+    if (lssar_orbits_simulate(NULL, &o, &sT)) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
+    double r1 = s1.rows / s1.seconds, rT = sT.rows / sT.seconds;
+    printf("orbits bench: %llu systems (%lld rows), preset %s\n", (unsigned long long)systems, (long long)s1.rows, preset);
+    printf("  compute, 1 thread   : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h\n", r1, s1.seconds, full_rows / r1 / 3600);
+    printf("  compute, %2d threads : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h  (%.2fx of 1 thread)\n",
+           T, rT, sT.seconds, full_rows / rT / 3600, rT / r1);
+    if (write) {
+        o.split = "bench";
+        o.progress = 0;
+        char tmpl[4096];
+        snprintf(tmpl, sizeof tmpl, "%s/lssar-orbits-bench-XXXXXX", dir ? dir : "/tmp");
+        if (!mkdtemp(tmpl)) { fprintf(stderr, "lssar orbits bench: cannot create a directory under %s\n", dir ? dir : "/tmp"); return 1; }
+        rc = lssar_orbits_simulate(tmpl, &o, &sW);
+        remove_run(tmpl, o.systems, o.shard_systems);
+        rmdir(tmpl);
+        if (rc) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
+        double rW = sW.rows / sW.seconds;
+        printf("  written, %2d threads : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h (%.1f MB/s of tokens)\n",
+               T, rW, sW.seconds, full_rows / rW / 3600, rW * 4 / 1e6);
+    }
+    double per_core = rT / T > r1 ? rT / T : r1;  // shared cores: take the better per-core figure
+    printf("  per core            : %10.3g rows/s -> 10M systems on 16 cores in %.2f h of compute (goal: 1 h; 2.5M rows/s/core)\n",
+           per_core, full_rows / (per_core * 16) / 3600);
+    printf("  published Python generator (anchors.md): 5.3k rows/s on 2 cores -> %.0fx slower than this run's %d threads\n",
+           rT / 5.3e3, T);
+    if (json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "bench", "orbits simulate");
+        cJSON_AddNumberToObject(j, "systems", (double)systems);
+        cJSON_AddNumberToObject(j, "rows_per_system", LSSAR_ORB_ROWS);
+        cJSON_AddNumberToObject(j, "threads", T);
+        cJSON_AddNumberToObject(j, "rows_per_s_1_thread", r1);
+        cJSON_AddNumberToObject(j, "rows_per_s_threads", rT);
+        if (write) cJSON_AddNumberToObject(j, "rows_per_s_written", sW.rows / sW.seconds);
+        cJSON_AddNumberToObject(j, "rows_per_s_per_core", per_core);
+        cJSON_AddNumberToObject(j, "hours_10M_systems_here", full_rows / (write ? sW.rows / sW.seconds : rT) / 3600);
+        cJSON_AddNumberToObject(j, "hours_10M_systems_16_cores", full_rows / (per_core * 16) / 3600);
+        char *text = cJSON_Print(j);
+        cJSON_Delete(j);
+        lssar_afile af;
+        if (!text || lssar_afile_open(&af, json)) { free(text); fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
+        fprintf(af.f, "%s\n", text);
+        free(text);
+        if (lssar_afile_commit(&af)) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
+    }
+    return 0;
+}

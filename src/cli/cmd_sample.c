@@ -1,0 +1,130 @@
+// cmd_sample.c - `lssar sample`: generate token ids from a trained model with the KV cache.
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cblas.h>
+#include "args.h"
+#include "lssar.h"
+#include "model/gpt.h"
+#include "train/checkpoint.h"
+
+static const char *ABOUT =
+    "Generate --tokens positions after a prompt of token ids, one position at a time with the model's\n"
+    "KV cache, and print the generated ids (not the prompt) on one line, separated by spaces.\n"
+    "Each id is drawn from softmax(logits / --temperature); --temperature 0 takes the most likely id.\n"
+    "Models with C > 1 token channels (orbits): --prompt-ids lists positions one after another with\n"
+    "their C ids interleaved (p0c0,p0c1,p1c0,p1c1,...), and the output is interleaved the same way;\n"
+    "each channel is sampled independently from its own head. Decode text ids with lssar tokenize.\n"
+    "--model is a run directory (its model.safetensors) or a .safetensors file.";
+
+// "1,2,3" -> ids (0 allowed, unlike args_int_list); returns the count or -1 (error printed).
+static int parse_ids(const char *s, int **out) {
+    int n = 0, cap = 64;
+    int *ids = malloc(cap * sizeof *ids);
+    const char *p = s;
+    while (ids && *p) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x > 65534 || (*end && *end != ',')) {
+            free(ids);
+            args_error("sample", "--prompt-ids expects token ids (0..65534) separated by commas, got '%s'", s);
+            return -1;
+        }
+        if (n == cap) { cap *= 2; int *t = realloc(ids, cap * sizeof *ids); if (!t) { free(ids); ids = NULL; break; } ids = t; }
+        ids[n++] = (int)x;
+        p = *end ? end + 1 : end;
+    }
+    if (!ids) { args_error("sample", "out of memory"); return -1; }
+    *out = ids;
+    return n;
+}
+
+// One id from logits (V): argmax at temperature 0, else a draw from softmax(logits / temp).
+static int pick(const float *logits, int V, float temp, lssar_rng *rng) {
+    int best = 0;
+    for (int i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
+    if (temp <= 0) return best;
+    double z = 0, mx = logits[best];
+    for (int i = 0; i < V; i++) z += exp((logits[i] - mx) / temp);
+    double u = lssar_rng_uniform(rng) * z, acc = 0;
+    for (int i = 0; i < V; i++) {
+        acc += exp((logits[i] - mx) / temp);
+        if (u < acc) return i;
+    }
+    return best;   // rounding at the very end of the range
+}
+
+int cmd_sample(int argc, char **argv) {
+    const char *model = NULL, *prompt = NULL;
+    int tokens = 32, threads = 0;
+    float temp = 1.0f;
+    uint64_t seed = 1337;
+    arg_spec sp[] = {
+        {"model", ARG_STR, &model, "run directory or model .safetensors file", 1, 0},
+        {"prompt-ids", ARG_STR, &prompt, "prompt token ids, comma-separated (channels interleaved)", 1, 0},
+        {"tokens", ARG_INT, &tokens, "positions to generate", 0, 0},
+        {"temperature", ARG_FLOAT, &temp, "sampling temperature (0: greedy)", 0, 0},
+        {"seed", ARG_U64, &seed, "sampling seed", 0, 0},
+        {"threads", ARG_INT, &threads, "CPU threads (0: all cores)", 0, 0},
+        {0}};
+    int rc = args_parse("sample", ABOUT, sp, argc, argv);
+    if (rc >= 0) return rc;
+    if (tokens < 0) return args_error("sample", "--tokens must be >= 0");
+    if (temp < 0) return args_error("sample", "--temperature must be >= 0 (0: greedy)");
+    if (threads < 0) return args_error("sample", "--threads must be >= 0");
+    int *ids = NULL;
+    int nids = parse_ids(prompt, &ids);
+    if (nids < 0) return 2;
+    if (nids == 0) { free(ids); return args_error("sample", "--prompt-ids is empty: give at least one position"); }
+    if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
+
+    char mp[4096];
+    struct stat st;
+    if (stat(model, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(mp, sizeof mp, "%s/%s", model, CKPT_MODEL_FILE);
+    else snprintf(mp, sizeof mp, "%s", model);
+    gpt *m = NULL;
+    if ((rc = ckpt_load_model(mp, -1, 0, &m, NULL))) {
+        fprintf(stderr, "lssar sample: %s\n", lssar_errmsg());
+        free(ids);
+        return 1;
+    }
+    const gpt_config *c = gpt_get_config(m);
+    const int C = c->channels, V = c->vocab;
+    rc = 0;
+    if (nids % C) rc = args_error("sample", "--prompt-ids has %d ids but the model has %d channels: give whole positions (a multiple of %d ids, interleaved)", nids, C, C);
+    for (int i = 0; !rc && i < nids; i++)
+        if (ids[i] >= V) rc = args_error("sample", "--prompt-ids: id %d is outside the model's vocabulary (0..%d)", ids[i], V - 1);
+    const int P = nids / C, total = P + tokens;
+    if (!rc && c->pos == GPT_POS_LEARNED && total > c->max_seq)
+        rc = args_error("sample", "prompt (%d positions) + --tokens %d exceeds the %d positions this model learned: use fewer --tokens", P, tokens, c->max_seq);
+    if (rc) { gpt_free(m); free(ids); return rc; }
+
+    uint16_t *tok = malloc(sizeof(uint16_t) * C);
+    float *logits = malloc(sizeof(float) * C * V);   // (C, V)
+    lssar_rng rng;
+    lssar_rng_seed(&rng, seed);
+    if (!tok || !logits) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    if (!rc) rc = gpt_decode_reset(m, total);
+    for (int t = 0; !rc && t < P; t++) {
+        for (int ch = 0; ch < C; ch++) tok[ch] = (uint16_t)ids[t * C + ch];
+        rc = gpt_decode_step(m, tok, logits);
+    }
+    for (int n = 0; !rc && n < tokens; n++) {
+        for (int ch = 0; ch < C; ch++) {
+            tok[ch] = (uint16_t)pick(logits + (size_t)ch * V, V, temp, &rng);
+            printf("%s%d", n || ch ? " " : "", tok[ch]);
+        }
+        fflush(stdout);
+        if (n + 1 < tokens) rc = gpt_decode_step(m, tok, logits);
+    }
+    printf("\n");
+    if (rc) fprintf(stderr, "lssar sample: %s\n", lssar_errmsg());
+    free(tok); free(logits); free(ids);
+    gpt_free(m);
+    return rc ? 1 : 0;
+}

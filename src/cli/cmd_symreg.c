@@ -1,0 +1,137 @@
+// cmd_symreg.c - `lssar symreg`: symbolic regression on a CSV file. Progress on stderr, the Pareto
+// table on stdout, and optionally JSON {"selected": {...}, "pareto": [...]}.
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/args.h"
+#include "core/util.h"
+#include "symreg/sr.h"
+
+static int write_json(const char *path, const lssar_sr_result *r) {
+    cJSON *root = cJSON_CreateObject(), *pareto = cJSON_CreateArray();
+    if (r->selected >= 0) {
+        const lssar_sr_equation *e = &r->front[r->selected];
+        cJSON *sel = cJSON_CreateObject();
+        cJSON_AddStringToObject(sel, "equation", e->equation);
+        cJSON_AddNumberToObject(sel, "complexity", e->complexity);
+        cJSON_AddNumberToObject(sel, "loss", e->loss);
+        cJSON_AddItemToObject(root, "selected", sel);
+    }
+    for (int k = 0; k < r->n; k++) {
+        cJSON *it = cJSON_CreateObject();
+        cJSON_AddNumberToObject(it, "complexity", r->front[k].complexity);
+        cJSON_AddNumberToObject(it, "loss", r->front[k].loss);
+        cJSON_AddNumberToObject(it, "score", r->front[k].score);
+        cJSON_AddStringToObject(it, "equation", r->front[k].equation);
+        cJSON_AddItemToArray(pareto, it);
+    }
+    cJSON_AddItemToObject(root, "pareto", pareto);
+    cJSON_AddNumberToObject(root, "seconds", r->seconds);
+    cJSON_AddNumberToObject(root, "iterations", r->iterations);
+    cJSON_AddNumberToObject(root, "node_evals_per_s", r->node_evals_per_s);
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!s) return lssar_fail(LSSAR_E_NOMEM, "out of memory writing JSON");
+    lssar_afile a;
+    int rc = lssar_afile_open(&a, path);
+    if (!rc) {
+        fprintf(a.f, "%s\n", s);
+        rc = lssar_afile_commit(&a);
+    }
+    free(s);
+    return rc;
+}
+
+int cmd_symreg(int argc, char **argv) {
+    lssar_sr_options o;
+    lssar_sr_defaults(&o);
+    const char *csv = NULL, *target = NULL, *features = NULL, *loss = "l2", *select = "best", *json = NULL;
+    int threads = 0, quiet = 0;
+    uint64_t seed = 0;
+    float time_limit = 0, early_stop = (float)o.early_stop;
+    arg_spec specs[] = {
+        {"csv", ARG_STR, &csv, "CSV file with a header row of column names", 1, 0},
+        {"target", ARG_STR, &target, "column to predict", 1, 0},
+        {"features", ARG_STR, &features, "comma list of feature columns (default: all but the target)", 0, 0},
+        {"ops", ARG_STR, &o.ops, "operators: + - * / pow neg sin cos exp log inv sqrt square cube abs", 0, 0},
+        {"complexity", ARG_STR, &o.complexity, "per-operator complexity, e.g. pow=2,exp=2 (others 1)", 0, 0},
+        {"maxsize", ARG_INT, &o.maxsize, "largest expression complexity", 0, 0},
+        {"loss", ARG_STR, &loss, "l2, l1, l1dz (L1 with a 1e-8 dead zone) or rel (relative L1)", 0, 0},
+        {"populations", ARG_INT, &o.populations, "islands evolved in parallel", 0, 0},
+        {"population-size", ARG_INT, &o.population_size, "members per island", 0, 0},
+        {"iterations", ARG_INT, &o.iterations, "synchronised iterations (evolve, optimise, migrate)", 0, 0},
+        {"cycles", ARG_INT, &o.cycles, "mutations per island per iteration", 0, 0},
+        {"restarts", ARG_INT, &o.restarts, "independent searches whose fronts are merged", 0, 0},
+        {"opt-restarts", ARG_INT, &o.opt_restarts, "extra starts of the constant optimiser", 0, 0},
+        {"early-stop", ARG_FLOAT, &early_stop, "stop when the error relative to a constant fit is below this (0: never)", 0, 0},
+        {"seed", ARG_U64, &seed, "random seed (same seed and threads: same result)", 0, 0},
+        {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
+        {"time-limit", ARG_FLOAT, &time_limit, "seconds, checked between iterations (0: none)", 0, 0},
+        {"select", ARG_STR, &select, "score, best or accuracy", 0, 0},
+        {"json", ARG_STR, &json, "write {selected, pareto} to this JSON file", 0, 0},
+        {"quiet", ARG_BOOL, &quiet, "no progress lines", 0, 0},
+        {0}};
+    int rc = args_parse("symreg", "Symbolic regression (PySR-style evolution on islands) on a CSV file.\n"
+                        "Prints the Pareto front (complexity, loss, score, equation); equations parse with SymPy.",
+                        specs, argc, argv);
+    if (rc >= 0) return rc;
+    o.seed = seed; o.threads = threads; o.time_limit = time_limit; o.early_stop = early_stop; o.verbose = !quiet;
+    if (!strcmp(loss, "l2")) o.loss = LSSAR_SR_L2;
+    else if (!strcmp(loss, "l1")) o.loss = LSSAR_SR_L1;
+    else if (!strcmp(loss, "l1dz")) o.loss = LSSAR_SR_L1DZ;
+    else if (!strcmp(loss, "rel")) o.loss = LSSAR_SR_REL;
+    else return args_error("symreg", "--loss '%s': use l2, l1, l1dz or rel", loss);
+    if (!strcmp(select, "score")) o.select = LSSAR_SR_SCORE;
+    else if (!strcmp(select, "best")) o.select = LSSAR_SR_BEST;
+    else if (!strcmp(select, "accuracy")) o.select = LSSAR_SR_ACCURACY;
+    else return args_error("symreg", "--select '%s': use score, best or accuracy", select);
+
+    sr_csv c;
+    if (sr_csv_read(csv, &c)) return args_error("symreg", "%s", lssar_errmsg());
+    int ti = sr_csv_column(&c, target);
+    if (ti < 0) { sr_csv_free(&c); return args_error("symreg", "--target: %s", lssar_errmsg()); }
+    int *fi = malloc(sizeof(int) * c.cols), nf = 0;
+    if (!fi) { sr_csv_free(&c); return args_error("symreg", "out of memory"); }
+    if (features) {
+        char *s = strdup(features), *save = NULL;
+        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            int j = -1;
+            for (int k = 0; k < c.cols; k++) if (!strcmp(c.names[k], t)) j = k;
+            if (j < 0 || j == ti || nf >= c.cols) {
+                args_error("symreg", j == ti ? "--features: '%s' is the target" : "--features: '%s' is not a column of the CSV (or repeated)", t);
+                free(s); free(fi); sr_csv_free(&c);
+                return 2;
+            }
+            fi[nf++] = j;
+        }
+        free(s);
+    } else {
+        for (int j = 0; j < c.cols; j++) if (j != ti) fi[nf++] = j;
+    }
+    if (nf == 0) { free(fi); sr_csv_free(&c); return args_error("symreg", "no feature columns: the CSV needs at least one column besides the target"); }
+    double *X = malloc(sizeof(double) * (size_t)nf * c.rows);
+    const char **names = malloc(sizeof(char *) * nf);
+    if (!X || !names) { free(X); free(names); free(fi); sr_csv_free(&c); return args_error("symreg", "out of memory"); }
+    for (int k = 0; k < nf; k++) {
+        memcpy(X + (size_t)k * c.rows, c.data + (size_t)fi[k] * c.rows, sizeof(double) * c.rows);
+        names[k] = c.names[fi[k]];
+    }
+    lssar_sr_result r;
+    rc = lssar_symreg(&o, X, c.data + (size_t)ti * c.rows, c.rows, nf, names, &r);
+    if (rc) {
+        args_error("symreg", "%s", lssar_errmsg());
+        rc = 2;
+    } else {
+        printf("%-10s %-12s %-10s %s\n", "complexity", "loss", "score", "equation");
+        for (int k = 0; k < r.n; k++)
+            printf("%-10d %-12.6g %-10.4g %s%s\n", r.front[k].complexity, r.front[k].loss, r.front[k].score,
+                   r.front[k].equation, k == r.selected ? "   <- selected" : "");
+        fprintf(stderr, "symreg: %d iterations in %.1f s, %.3g evaluations, %.3g node-evals/s\n", r.iterations,
+                r.seconds, r.evaluations, r.node_evals_per_s);
+        if (json && write_json(json, &r)) { args_error("symreg", "%s", lssar_errmsg()); rc = 2; }
+        lssar_sr_result_free(&r);
+    }
+    free(X); free(names); free(fi); sr_csv_free(&c);
+    return rc;
+}

@@ -1,0 +1,226 @@
+// cmd_tokenize.c - `lssar tokenize`: text -> token ids (printed, or written as a token shard),
+// or ids -> text with --decode.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cJSON.h>
+#include "lssar.h"
+#include "args.h"
+#include "core/util.h"
+#include "data/shard.h"
+
+#define CMD "tokenize"
+
+static const char ABOUT[] =
+    "Encode text with the GPT-2 BPE or the byte tokenizer, or decode ids back to text.\n"
+    "  lssar tokenize < in.txt                      ids on one line, separated by spaces\n"
+    "  lssar tokenize --in in.txt --out in.bin      a 1-channel token shard (llm.c format)\n"
+    "  echo 15496 995 | lssar tokenize --decode     text (\"Hello world\")\n"
+    "Input is read whole from --in or stdin; any bytes are accepted (invalid UTF-8 too: decoding\n"
+    "gives the same bytes back). Empty input prints an empty line (exit 0); --out refuses it.\n"
+    "\"<|endoftext|>\" in the text is ordinary text unless --allow-special makes it the EOT id\n"
+    "(50256 for gpt2, 256 for byte). --decode reads ids separated by spaces, newlines or commas\n"
+    "(or a token shard given with --in FILE.bin) and writes the bytes. --jsonl encodes many\n"
+    "documents: each input line is a JSON string, each output line that document's ids.\n"
+    "GPT-2 needs its files:\n"
+    "scripts/fetch-gpt2.sh puts them in $LSSAR_DATA/gpt2 (default ./data/gpt2).";
+
+// Read all of a FILE (stdin) into a malloc'd buffer.
+static int read_stream(FILE *f, char **data, size_t *len) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) return lssar_fail(LSSAR_E_NOMEM, "out of memory reading the input");
+    size_t r;
+    while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            char *nb = realloc(buf, 2 * cap + 1);
+            if (!nb) { free(buf); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading the input"); }
+            buf = nb; cap *= 2;
+        }
+    }
+    if (ferror(f)) { free(buf); return lssar_fail(LSSAR_E_IO, "error reading standard input"); }
+    buf[n] = 0;
+    *data = buf; *len = n;
+    return 0;
+}
+
+static int read_input(const char *path, char **data, size_t *len) {
+    if (!path || !strcmp(path, "-")) return read_stream(stdin, data, len);
+    return lssar_read_file(path, data, len);
+}
+
+// Parse ids separated by whitespace, commas or brackets ("1 2 3", "[1, 2, 3]").
+static int parse_ids(const char *s, size_t len, int32_t **ids, size_t *n) {
+    size_t cap = 1024, k = 0;
+    int32_t *out = malloc(sizeof(int32_t) * cap);
+    if (!out) return lssar_fail(LSSAR_E_NOMEM, "out of memory parsing ids");
+    const char *p = s, *end = s + len;
+    while (p < end) {
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',' || *p == '[' || *p == ']') { p++; continue; }
+        char *e;
+        errno = 0;
+        long v = strtol(p, &e, 10);
+        if (e == p || errno || v < 0 || v > INT32_MAX || (e < end && !strchr(" \t\n\r,[]", *e))) {
+            const char *q = p;
+            while (q < end && !strchr(" \t\n\r,[]", *q)) q++;
+            free(out);
+            return lssar_fail(LSSAR_E_ARG, "'%.*s' (id number %zu) is not a token id: --decode expects non-negative "
+                              "integers separated by spaces or commas", (int)(q - p > 40 ? 40 : q - p), p, k + 1);
+        }
+        if (k == cap) {
+            int32_t *nb = realloc(out, sizeof(int32_t) * (cap *= 2));
+            if (!nb) { free(out); return lssar_fail(LSSAR_E_NOMEM, "out of memory parsing ids"); }
+            out = nb;
+        }
+        out[k++] = (int32_t)v;
+        p = e;
+    }
+    *ids = out; *n = k;
+    return 0;
+}
+
+// --decode --in FILE.bin: the ids of a 1-channel token shard.
+static int shard_ids(const char *path, int32_t **ids, size_t *n) {
+    shard s;
+    int rc = shard_open(&s, path);
+    if (rc) return rc;
+    if (s.channels != 1) {
+        shard_close(&s);
+        return lssar_fail(LSSAR_E_ARG, "%s has %d channels per position; --decode reads 1-channel token shards", path, s.channels);
+    }
+    int32_t *out = malloc(sizeof(int32_t) * (s.n ? s.n : 1));
+    if (!out) { shard_close(&s); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); }
+    for (size_t i = 0; i < s.n; i++) out[i] = s.tokens[i];
+    *ids = out; *n = s.n;
+    shard_close(&s);
+    return 0;
+}
+
+static int is_shard(const char *path) {
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) return 0;
+    int32_t magic = 0;
+    int ok = fread(&magic, sizeof magic, 1, f) == 1 && magic == SHARD_MAGIC;
+    fclose(f);
+    return ok;
+}
+
+static int write_bytes(const char *path, const char *data, size_t len) {
+    if (!path) {
+        if (len && fwrite(data, 1, len, stdout) != len) return lssar_fail(LSSAR_E_IO, "writing to standard output failed");
+        return fflush(stdout) ? lssar_fail(LSSAR_E_IO, "writing to standard output failed") : 0;
+    }
+    lssar_afile af;
+    int rc = lssar_afile_open(&af, path);
+    if (rc) return rc;
+    if (len && fwrite(data, 1, len, af.f) != len) { lssar_afile_abort(&af); return lssar_fail(LSSAR_E_IO, "writing %s failed (disk full?)", path); }
+    return lssar_afile_commit(&af);
+}
+
+static int print_ids(const int32_t *ids, size_t n) {
+    char buf[16];
+    for (size_t i = 0; i < n; i++) {
+        int k = snprintf(buf, sizeof buf, i ? " %d" : "%d", (int)ids[i]);
+        fwrite(buf, 1, (size_t)k, stdout);
+    }
+    fputc('\n', stdout);
+    return fflush(stdout) || ferror(stdout) ? lssar_fail(LSSAR_E_IO, "writing to standard output failed") : 0;
+}
+
+// --jsonl: every line of data is a JSON string, encoded on its own; one line of ids per line.
+static int encode_jsonl(const lssar_tokenizer *t, char *data, size_t len, int allow_special) {
+    char *p = data, *end = data + len;
+    int line = 0, rc = 0;
+    while (!rc && p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *eol = nl ? nl : end;
+        line++;
+        cJSON *j = cJSON_ParseWithLength(p, (size_t)(eol - p));
+        if (!cJSON_IsString(j)) {
+            cJSON_Delete(j);
+            return lssar_fail(LSSAR_E_FORMAT, "--jsonl: line %d is not a JSON string (\"...\"): %.*s", line,
+                              (int)(eol - p > 40 ? 40 : eol - p), p);
+        }
+        // cJSON strings stop at a NUL: a document with \u0000 would be cut short, so refuse it.
+        const char *doc = cJSON_GetStringValue(j);
+        if (memmem(p, (size_t)(eol - p), "\\u0000", 6))
+            rc = lssar_fail(LSSAR_E_FORMAT, "--jsonl: line %d contains \\u0000, which this reader cannot keep", line);
+        int32_t *ids = NULL; size_t n = 0;
+        if (!rc) rc = lssar_encode(t, doc, strlen(doc), allow_special, &ids, &n);
+        if (!rc) rc = print_ids(ids, n);
+        free(ids);
+        cJSON_Delete(j);
+        p = eol + 1;
+    }
+    return rc;
+}
+
+static int write_shard(const char *path, const int32_t *ids, size_t n) {
+    uint16_t *tok = malloc(sizeof(uint16_t) * (n ? n : 1));
+    if (!tok) return lssar_fail(LSSAR_E_NOMEM, "out of memory writing %s", path);
+    for (size_t i = 0; i < n; i++) tok[i] = (uint16_t)ids[i];  // ids < vocab <= 65536
+    shard_writer w;
+    int rc = shard_writer_open(&w, path, 1);
+    if (!rc) {
+        rc = shard_writer_append(&w, tok, n);
+        if (rc) shard_writer_abort(&w);
+        else rc = shard_writer_close(&w);
+    }
+    free(tok);
+    return rc;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    const char *name = "gpt2", *in = NULL, *out = NULL;
+    int ids_flag = 0, decode = 0, allow_special = 0, jsonl = 0;
+    arg_spec specs[] = {
+        {"tokenizer", ARG_STR, &name, "gpt2 or byte", 0, 0},
+        {"in", ARG_STR, &in, "input file (text; ids or a .bin shard with --decode) [default stdin]", 0, 0},
+        {"ids", ARG_BOOL, &ids_flag, "print the ids on one line, separated by spaces (the default)", 0, 0},
+        {"out", ARG_STR, &out, "write a 1-channel token shard here instead (with --decode: the text)", 0, 0},
+        {"decode", ARG_BOOL, &decode, "ids -> text", 0, 0},
+        {"allow-special", ARG_BOOL, &allow_special, "encode \"<|endoftext|>\" as the EOT id", 0, 0},
+        {"jsonl", ARG_BOOL, &jsonl, "input lines are JSON strings, each encoded alone; one line of ids each", 0, 0},
+        {0}};
+    int rc = args_parse(CMD, ABOUT, specs, argc, argv);
+    if (rc >= 0) return rc;
+    if (strcmp(name, "gpt2") && strcmp(name, "byte"))
+        return args_error(CMD, "--tokenizer must be gpt2 or byte, got '%s'", name);
+    if (ids_flag && out) return args_error(CMD, "--ids prints ids and --out writes a shard: give one of them");
+    if (ids_flag && decode) return args_error(CMD, "--ids is for encoding; --decode prints text");
+    if (jsonl && (decode || out)) return args_error(CMD, "--jsonl prints ids; it cannot be combined with --decode or --out");
+    if (decode && allow_special) return args_error(CMD, "--allow-special is for encoding (decoding always turns the EOT id into \"<|endoftext|>\")");
+
+    lssar_tokenizer *t = NULL;
+    char *data = NULL, *text = NULL;
+    int32_t *ids = NULL;
+    size_t len = 0, n = 0;
+    double t0 = lssar_now();
+    rc = lssar_tokenizer_open(name, &t);
+    if (!rc && decode) {
+        if (in && is_shard(in)) rc = shard_ids(in, &ids, &n);
+        else {
+            rc = read_input(in, &data, &len);
+            if (!rc) rc = parse_ids(data, len, &ids, &n);
+        }
+        if (!rc) rc = lssar_decode(t, ids, n, &text, &len);
+        if (!rc) rc = write_bytes(out, text, len);
+    } else if (!rc && jsonl) {
+        rc = read_input(in, &data, &len);
+        if (!rc) rc = encode_jsonl(t, data, len, allow_special);
+    } else if (!rc) {
+        rc = read_input(in, &data, &len);
+        if (!rc) rc = lssar_encode(t, data, len, allow_special, &ids, &n);
+        if (!rc && out && n == 0) rc = lssar_fail(LSSAR_E_ARG, "the input%s%s is empty: nothing to write to %s", in ? " " : "", in ? in : "", out);
+        if (!rc && out) {
+            rc = write_shard(out, ids, n);
+            if (!rc) fprintf(stderr, "lssar tokenize: %zu bytes -> %zu %s tokens in %.2f s -> %s\n", len, n, name, lssar_now() - t0, out);
+        } else if (!rc) rc = print_ids(ids, n);
+    }
+    if (rc) fprintf(stderr, "lssar tokenize: %s\n", lssar_errmsg());
+    free(data); free(text); free(ids);
+    lssar_tokenizer_free(t);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,164 @@
+// cmd_train.c - `lssar train`: flags -> train_opts -> train_run (src/train/train.h).
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "args.h"
+#include "lssar.h"
+#include "model/gpt.h"
+#include "train/checkpoint.h"
+#include "train/train.h"
+
+static const char *ABOUT =
+    "Train a GPT model on token shards (llm.c format; the channel count comes from the shard header).\n"
+    "Each step draws --accum micro-batches of --batch random windows of --seq + 1 tokens (inputs and\n"
+    "next-token targets), clips the gradient norm to --clip and takes one AdamW step (betas --beta1\n"
+    "--beta2, weight decay --wd on 2-D weights only). Learning rate: linear warmup over --warmup steps\n"
+    "to --lr, then cosine decay to --lr-floor x --lr at --steps. Runs are deterministic for a fixed\n"
+    "--seed and --threads.\n"
+    "\n"
+    "Writes --out/model.safetensors (weights + config), --out/trainer.safetensors (AdamW state, data\n"
+    "RNG, schedule: what --resume needs) every --save-every steps and at the end, and one JSON line\n"
+    "per step and per validation to --out/log.jsonl. Validation: mean loss on the first\n"
+    "--eval-batches x --batch consecutive windows of --val, every --eval-every steps and at the end.\n"
+    "\n"
+    "--resume continues the run in --out exactly where its checkpoint stopped, with the stored\n"
+    "model, batch and schedule. --steps changes the schedule's length, --lr --warmup --lr-floor --wd\n"
+    "--clip --beta1 --beta2 --eps change the optimizer from the resume point on (say, a lower --lr\n"
+    "after a NaN); model, batch, --seq and --seed flags must match or be left out.\n"
+    "--stop-at N stops (and saves) after step N of a --steps schedule: `--steps 2N --stop-at N`\n"
+    "then `--resume` gives the same weights, bit for bit, as `--steps 2N` in one go.\n"
+    "\n"
+    "--vocab: ids per channel. Default: 50257 (GPT-2) if every id of the data fits, else give it;\n"
+    "byte-tokenized data (lssar tokenize --tokenizer byte) wants --vocab 257.\n"
+    "Exit status: 0 done, 2 bad flags, 1 other errors, 3 the loss or gradient became NaN/Inf (the last\n"
+    "checkpoint is left intact).";
+
+static int seen(const arg_spec *s, const char *name) {
+    for (; s->name; s++) if (!strcmp(s->name, name)) return s->seen;
+    return 0;
+}
+
+// On --resume, a model or schedule flag that disagrees with the checkpoint is a mistake.
+static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *attn, const char *pos) {
+    char tp[4096], mp[4096];
+    snprintf(tp, sizeof tp, "%s/%s", o->out, CKPT_TRAINER_FILE);
+    snprintf(mp, sizeof mp, "%s/%s", o->out, CKPT_MODEL_FILE);
+    train_state s;
+    st_file f;
+    int e = ckpt_read_train_state(tp, &s);
+    if (!e) e = st_open(&f, mp);
+    if (e == LSSAR_E_IO)
+        return args_error("train", "--resume: %s (train without --resume first, or point --out at an existing run)", lssar_errmsg());
+    if (e) return args_error("train", "--resume: %s", lssar_errmsg());
+    gpt_config c;
+    int rc = ckpt_config_from_meta(&f, &c, NULL);
+    st_close(&f);
+    if (rc) return args_error("train", "--resume: %s", lssar_errmsg());
+    char stored[64], given[64];
+#define SAME(flag, cond, sfmt, sval, gval)                                                        \
+    if (seen(sp, flag) && !(cond)) {                                                              \
+        snprintf(stored, sizeof stored, sfmt, sval); snprintf(given, sizeof given, sfmt, gval);   \
+        return args_error("train", "--%s %s differs from the checkpoint in %s (%s): --resume continues the stored run; drop --%s, or start a new run in another --out", \
+                          flag, given, o->out, stored, flag);                                     \
+    }
+    SAME("attn", lssar_attn_parse(attn) == (int)c.attn, "%s", lssar_attn_name(c.attn), attn);
+    SAME("pos", gpt_pos_parse(pos) == (int)c.pos, "%s", gpt_pos_name(c.pos), pos);
+    SAME("p", o->p == c.p, "%g", c.p, o->p);
+    SAME("layers", o->layers == c.layers, "%d", c.layers, o->layers);
+    SAME("heads", o->heads == c.heads, "%d", c.heads, o->heads);
+    SAME("dim", o->dim == c.dim, "%d", c.dim, o->dim);
+    SAME("vocab", o->vocab == c.vocab, "%d", c.vocab, o->vocab);
+    SAME("untied", o->untied == !c.tied, "%d", !c.tied, o->untied);
+    SAME("seq", o->seq == s.seq, "%d", s.seq, o->seq);
+    SAME("batch", o->batch == s.batch, "%d", s.batch, o->batch);
+    SAME("accum", o->accum == s.accum, "%d", s.accum, o->accum);
+    SAME("seed", o->seed == s.seed, "%llu", (unsigned long long)s.seed, (unsigned long long)o->seed);
+#undef SAME
+    // Optimizer flags may change on resume (e.g. a lower --lr after a NaN); the ones not given
+    // keep their stored values.
+#define KEEP(flag, field) if (!seen(sp, flag)) o->field = s.field; else o->override_optim = 1;
+    KEEP("lr", lr);
+    KEEP("lr-floor", min_lr_frac);
+    KEEP("warmup", warmup);
+    KEEP("wd", wd);
+    KEEP("clip", clip);
+    KEEP("beta1", beta1);
+    KEEP("beta2", beta2);
+    KEEP("eps", eps);
+#undef KEEP
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_opts o;
+    train_opts_default(&o);
+    const char *attn = "lssar", *pos = "rope";
+    int steps = 100;
+    arg_spec sp[] = {
+        {"data", ARG_STR, &o.data, "training shards TRAIN.bin[,MORE.bin] (required unless --resume)", 0, 0},
+        {"val", ARG_STR, &o.val, "validation shard", 0, 0},
+        {"out", ARG_STR, &o.out, "run directory (checkpoints, log.jsonl)", 1, 0},
+        {"resume", ARG_BOOL, &o.resume, "continue the run in --out from its checkpoint", 0, 0},
+        {"attn", ARG_STR, &attn, "attention: softmax, ssmax, lssa or lssar", 0, 0},
+        {"p", ARG_FLOAT, &o.p, "LSSAR power p (lssar only)", 0, 0},
+        {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
+        {"layers", ARG_INT, &o.layers, "transformer blocks", 0, 0},
+        {"heads", ARG_INT, &o.heads, "attention heads (must divide --dim)", 0, 0},
+        {"dim", ARG_INT, &o.dim, "model width", 0, 0},
+        {"vocab", ARG_INT, &o.vocab, "token ids per channel (0: 50257 if the data fits, see above)", 0, 0},
+        {"untied", ARG_BOOL, &o.untied, "separate output head instead of the token embedding", 0, 0},
+        {"seq", ARG_INT, &o.seq, "training sequence length T", 0, 0},
+        {"batch", ARG_INT, &o.batch, "sequences per micro-batch", 0, 0},
+        {"accum", ARG_INT, &o.accum, "micro-batches per optimizer step (gradient accumulation)", 0, 0},
+        {"steps", ARG_INT, &steps, "optimizer steps (the length of the schedule)", 0, 0},
+        {"lr", ARG_FLOAT, &o.lr, "peak learning rate", 0, 0},
+        {"warmup", ARG_INT, &o.warmup, "linear warmup steps (-1: 10% of --steps)", 0, 0},
+        {"lr-floor", ARG_FLOAT, &o.min_lr_frac, "cosine decay ends at this fraction of --lr", 0, 0},
+        {"wd", ARG_FLOAT, &o.wd, "AdamW weight decay (2-D weights only)", 0, 0},
+        {"clip", ARG_FLOAT, &o.clip, "clip the global gradient norm to this (0: off)", 0, 0},
+        {"beta1", ARG_FLOAT, &o.beta1, "AdamW beta1", 0, 0},
+        {"beta2", ARG_FLOAT, &o.beta2, "AdamW beta2", 0, 0},
+        {"eps", ARG_FLOAT, &o.eps, "AdamW epsilon", 0, 0},
+        {"seed", ARG_U64, &o.seed, "seed of the initialisation and the data order", 0, 0},
+        {"eval-every", ARG_INT, &o.eval_every, "validation every N steps (0: only at the end)", 0, 0},
+        {"eval-batches", ARG_INT, &o.eval_batches, "validation batches (of --batch windows)", 0, 0},
+        {"save-every", ARG_INT, &o.save_every, "checkpoint every N steps (0: only at the end)", 0, 0},
+        {"stop-at", ARG_INT, &o.stop_at, "stop and save after this step, keeping the --steps schedule (0: off)", 0, 0},
+        {"threads", ARG_INT, &o.threads, "CPU threads for OpenMP and OpenBLAS (0: all cores)", 0, 0},
+        {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
+        {0}};
+    int rc = args_parse("train", ABOUT, sp, argc, argv);
+    if (rc >= 0) return rc;
+    int a = lssar_attn_parse(attn), ps = gpt_pos_parse(pos);
+    if (a < 0) return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
+    if (ps < 0) return args_error("train", "--pos '%s' is unknown: use rope, learned or none", pos);
+    o.attn = (lssar_attn_kind)a;
+    o.pos = (gpt_pos)ps;
+    if (!(o.p > 0)) return args_error("train", "--p must be > 0 (the paper uses 15)");
+    if (steps < 1) return args_error("train", "--steps must be >= 1");
+    if (o.threads < 0) return args_error("train", "--threads must be >= 0");
+    if (o.stop_at < 0) return args_error("train", "--stop-at must be >= 0");
+    if (o.resume) {
+        if ((rc = check_resume_flags(sp, &o, attn, pos))) return rc;
+        o.steps = seen(sp, "steps") ? steps : 0;   // 0: keep the stored schedule
+    } else {
+        if (!o.data) return args_error("train", "missing --data TRAIN.bin[,MORE.bin] (see lssar train --help)");
+        if (o.layers < 1 || o.heads < 1 || o.dim < 1) return args_error("train", "--layers, --heads and --dim must be >= 1");
+        if (o.dim % o.heads) return args_error("train", "--heads %d must divide --dim %d", o.heads, o.dim);
+        if (o.seq < 1 || o.batch < 1 || o.accum < 1) return args_error("train", "--seq, --batch and --accum must be >= 1");
+        if (o.vocab < 0 || o.vocab > 65535) return args_error("train", "--vocab must be in 1..65535 (or 0 for the default)");
+        if (!(o.lr > 0)) return args_error("train", "--lr must be > 0");
+        o.steps = steps;
+    }
+    train_result r;
+    rc = train_run(&o, &r);
+    if (rc) {
+        fprintf(stderr, "lssar train: %s\n", lssar_errmsg()[0] ? lssar_errmsg() : lssar_strerror(rc));
+        return rc == LSSAR_E_NAN ? 3 : 1;
+    }
+    if (!o.quiet) {
+        if (isnan(r.val_loss)) fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, %.1f s\n", (long long)r.step, r.train_loss, r.seconds);
+        else fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, val loss %.4f, %.1f s\n", (long long)r.step, r.train_loss, r.val_loss, r.seconds);
+    }
+    return 0;
+}

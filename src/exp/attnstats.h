@@ -1,0 +1,30 @@
+/*
+ * attnstats.h - what the attention rows of a trained model look like, per layer, at a given length:
+ *
+ *   entropy       mean over rows of H(w_i) = -sum_j w_ij ln w_ij (nats); a uniform row over n
+ *                 keys has ln n, so growing entropy with length is "attention smoothing"
+ *   entropy_norm  the same divided by ln(i + 1): 1 = uniform, 0 = one-hot
+ *   sink          mean weight on the window's first token (the "attention sink")
+ *   top1          mean largest weight of a row
+ *
+ * Rows are the model's real weights (softmax probabilities, SSMax, LSSA alpha, LSSAR beta),
+ * recomputed from each layer's post-RoPE q and k (src/model/gpt_probe.h) with the same per-row
+ * code as the attention kernel (src/attn/attn_rows.h), averaged over heads, windows and the
+ * sampled query rows: up to `rows` rows evenly spaced over the window's second half [T/2, T), so
+ * each length is measured where the context is that long.
+ */
+#ifndef LSSAR_ATTNSTATS_H
+#define LSSAR_ATTNSTATS_H
+
+#include <stdint.h>
+#include "model/gpt.h"
+
+typedef struct {
+    double entropy, entropy_norm, sink, top1;
+    long rows;   // rows averaged (windows x heads x sampled rows)
+} attn_layer_stats;
+
+/* windows: (B, T, channels) inputs. st: layers entries, overwritten. */
+int attn_stats(gpt *m, const uint16_t *windows, int B, int T, int rows, attn_layer_stats *st);
+
+#endif

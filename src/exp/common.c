@@ -1,0 +1,99 @@
+// common.c - shared helpers of the experiment commands; see common.h.
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "core/sha256.h"
+#include "core/util.h"
+#include "exp/common.h"
+#include "train/checkpoint.h"
+
+int exp_load_model(const char *path, int attn, float p, gpt **out, int64_t *step) {
+    char file[4096];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(file, sizeof file, "%s/%s", path, CKPT_MODEL_FILE);
+    else snprintf(file, sizeof file, "%s", path);
+    if (stat(file, &st) != 0)
+        return lssar_fail(LSSAR_E_IO, "no model at %s: give a run directory written by `lssar train` (it holds %s)", file, CKPT_MODEL_FILE);
+    return ckpt_load_model(file, attn, p, out, step);
+}
+
+int exp_write_text(const char *path, const char *text) {
+    lssar_afile a;
+    int rc = lssar_afile_open(&a, path);
+    if (rc) return rc;
+    fputs(text, a.f);
+    return lssar_afile_commit(&a);
+}
+
+int exp_write_json(const char *path, const cJSON *root) {
+    char *s = cJSON_Print(root);
+    if (!s) return lssar_fail(LSSAR_E_NOMEM, "cannot serialise JSON for %s", path);
+    size_t n = strlen(s);
+    char *t = malloc(n + 2);
+    if (!t) { free(s); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    memcpy(t, s, n); t[n] = '\n'; t[n + 1] = 0;
+    free(s);
+    int rc = exp_write_text(path, t);
+    free(t);
+    return rc;
+}
+
+int exp_train_shards(const char *dir, char **list) {
+    char pat[4096];
+    snprintf(pat, sizeof pat, "%s/train_*.bin", dir);
+    glob_t g;
+    *list = NULL;
+    if (glob(pat, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
+        globfree(&g);
+        return lssar_fail(LSSAR_E_IO, "no training shards %s: build them with `lssar data build --out %s`", pat, dir);
+    }
+    size_t len = 1;
+    for (size_t i = 0; i < g.gl_pathc; i++) len += strlen(g.gl_pathv[i]) + 1;
+    char *s = calloc(len, 1);
+    if (!s) { globfree(&g); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        if (i) strcat(s, ",");
+        strcat(s, g.gl_pathv[i]);
+    }
+    globfree(&g);
+    *list = s;
+    return 0;
+}
+
+void exp_manifest_hash(const char *dir, char hex[65]) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/manifest.json", dir);
+    if (sha256_file_hex(p, hex)) snprintf(hex, 65, "none");
+}
+
+int exp_parse_doubles(const char *s, double *out, int max) {
+    int n = 0;
+    const char *p = s;
+    while (p && *p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || n >= max) return -1;
+        out[n++] = v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p) return -1;
+    }
+    return n;
+}
+
+int exp_manifest_vocab(const char *dir) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/manifest.json", dir);
+    char *s = NULL;
+    size_t n;
+    if (lssar_read_file(p, &s, &n)) return 0;
+    cJSON *j = cJSON_Parse(s);
+    free(s);
+    int v = 0;
+    cJSON *t = j ? cJSON_GetObjectItem(j, "tokenizer") : NULL;
+    cJSON *vs = t ? cJSON_GetObjectItem(t, "vocab_size") : NULL;
+    if (cJSON_IsNumber(vs)) v = vs->valueint;
+    cJSON_Delete(j);
+    return v;
+}

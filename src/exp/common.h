@@ -1,0 +1,28 @@
+/*
+ * common.h - small shared pieces of the experiment commands: loading a run directory for
+ * evaluation, writing JSON and text files atomically, glob of training shards.
+ */
+#ifndef LSSAR_EXP_COMMON_H
+#define LSSAR_EXP_COMMON_H
+
+#include <cJSON.h>
+#include <stdint.h>
+#include "model/gpt.h"
+
+/* path: a run directory (its model.safetensors) or a .safetensors file. attn < 0 keeps the trained
+   kind; p > 0 overrides the LSSAR power. *step may be NULL. */
+int exp_load_model(const char *path, int attn, float p, gpt **out, int64_t *step);
+/* Write a cJSON tree (pretty) to path atomically. */
+int exp_write_json(const char *path, const cJSON *root);
+/* Write a string to path atomically. */
+int exp_write_text(const char *path, const char *text);
+/* Comma-separated DIR/train_*.bin, sorted (malloc'd); error if none. */
+int exp_train_shards(const char *dir, char **list);
+/* sha256 hex of DIR/manifest.json into hex (or "none" if absent). */
+void exp_manifest_hash(const char *dir, char hex[65]);
+/* The tokenizer's vocabulary size from DIR/manifest.json (0 if unknown). */
+int exp_manifest_vocab(const char *dir);
+/* Parse "a,b,c" of positive numbers into out (max entries); returns the count or -1. */
+int exp_parse_doubles(const char *s, double *out, int max);
+
+#endif

@@ -1,0 +1,122 @@
+// docwin.c - windows inside held-out documents and their mean loss; see docwin.h.
+#include <cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exp/docwin.h"
+
+int exp_docs_load(const char *path, exp_docs *d) {
+    memset(d, 0, sizeof *d);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = lssar_read_file(path, &text, &len);
+    if (rc) return lssar_fail(LSSAR_E_IO, "cannot read %s (it comes from `lssar data build`; give --data the folder it wrote)", path);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root) return lssar_fail(LSSAR_E_FORMAT, "%s is not valid JSON: rebuild it with `lssar data build`", path);
+    // the index is either a list or an object holding a "documents" list
+    cJSON *list = cJSON_IsArray(root) ? root : cJSON_GetObjectItem(root, "documents");
+    if (!cJSON_IsArray(list)) { cJSON_Delete(root); return lssar_fail(LSSAR_E_FORMAT, "%s: expected a list of documents", path); }
+    int n = cJSON_GetArraySize(list);
+    d->start = calloc(n ? n : 1, sizeof *d->start);
+    d->tokens = calloc(n ? n : 1, sizeof *d->tokens);
+    d->name = calloc(n ? n : 1, sizeof *d->name);
+    if (!d->start || !d->tokens || !d->name) { cJSON_Delete(root); exp_docs_free(d); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    int i = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, list) {
+        cJSON *s = cJSON_GetObjectItem(e, "start"), *t = cJSON_GetObjectItem(e, "tokens"), *nm = cJSON_GetObjectItem(e, "name");
+        if (!cJSON_IsNumber(s) || !cJSON_IsNumber(t) || s->valuedouble < 0 || t->valuedouble < 0) {
+            cJSON_Delete(root); d->n = i; exp_docs_free(d);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: document %d lacks a numeric start or tokens", path, i);
+        }
+        d->start[i] = (size_t)s->valuedouble;
+        d->tokens[i] = (size_t)t->valuedouble;
+        d->name[i] = strdup(cJSON_IsString(nm) ? nm->valuestring : "?");
+        i++;
+    }
+    d->n = i;
+    cJSON_Delete(root);
+    return 0;
+}
+
+void exp_docs_free(exp_docs *d) {
+    if (d->name) for (int i = 0; i < d->n; i++) free(d->name[i]);
+    free(d->name); free(d->start); free(d->tokens);
+    memset(d, 0, sizeof *d);
+}
+
+// Keep an evenly spaced subset of max entries of a (in place).
+static int thin(size_t *a, int n, int max) {
+    if (max <= 0 || n <= max) return n;
+    for (int i = 0; i < max; i++) a[i] = a[(size_t)i * n / max];
+    return max;
+}
+
+int exp_doc_windows(const exp_docs *d, int T, int max_windows, size_t **starts, int *n) {
+    *starts = NULL; *n = 0;
+    if (T < 1) return lssar_fail(LSSAR_E_SIZE, "window length must be >= 1 (got %d)", T);
+    size_t total = 0;
+    for (int i = 0; i < d->n; i++)
+        if (d->tokens[i] >= (size_t)T + 1) total += (d->tokens[i] - 1) / T;
+    size_t *a = malloc((total ? total : 1) * sizeof *a);
+    if (!a) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    size_t k = 0;
+    for (int i = 0; i < d->n; i++)
+        for (size_t w = 0; d->tokens[i] >= (size_t)T + 1 && w < (d->tokens[i] - 1) / T; w++) a[k++] = d->start[i] + w * T;
+    *n = thin(a, (int)k, max_windows);
+    *starts = a;
+    return 0;
+}
+
+int exp_plain_windows(size_t npos, int T, int max_windows, size_t **starts, int *n) {
+    *starts = NULL; *n = 0;
+    if (T < 1) return lssar_fail(LSSAR_E_SIZE, "window length must be >= 1 (got %d)", T);
+    size_t total = npos > (size_t)T ? (npos - 1) / T : 0;
+    size_t *a = malloc((total ? total : 1) * sizeof *a);
+    if (!a) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    for (size_t w = 0; w < total; w++) a[w] = w * T;
+    *n = thin(a, (int)total, max_windows);
+    *starts = a;
+    return 0;
+}
+
+int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B, double *mean, double *se) {
+    const gpt_config *cfg = gpt_get_config(m);
+    const int C = cfg->channels;
+    *mean = NAN; *se = NAN;
+    if (n < 1) return lssar_fail(LSSAR_E_SIZE, "no evaluation windows of length %d", T);
+    if (s->channels != C) return lssar_fail(LSSAR_E_FORMAT, "%s has %d channels but the model has %d", s->path, s->channels, C);
+    if (B > n) B = n;
+    int rc = gpt_reserve(m, B, T, 0);
+    if (rc) return rc;
+    size_t per = (size_t)T * C;
+    uint16_t *in = malloc(B * per * sizeof *in), *tg = malloc(B * per * sizeof *tg);
+    float *loss = malloc(B * per * sizeof *loss);
+    if (!in || !tg || !loss) { free(in); free(tg); free(loss); return lssar_fail(LSSAR_E_NOMEM, "out of memory for evaluation"); }
+    double sum = 0, sum2 = 0;
+    for (int w0 = 0; w0 < n && !rc; w0 += B) {
+        int b = n - w0 < B ? n - w0 : B;
+        for (int i = 0; i < b; i++) {
+            if (starts[w0 + i] + T + 1 > s->n) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: window at %zu runs past the end (val_index.json does not match the shard)", s->path, starts[w0 + i]); break; }
+            const uint16_t *src = s->tokens + starts[w0 + i] * C;   // (T+1, C)
+            memcpy(in + i * per, src, per * sizeof *in);
+            memcpy(tg + i * per, src + C, per * sizeof *tg);
+        }
+        if (rc) break;
+        if ((rc = gpt_forward(m, in, tg, b, T, NULL))) break;
+        if ((rc = gpt_get_losses(m, loss))) break;
+        for (int i = 0; i < b; i++) {
+            double l = 0;
+            for (size_t k = 0; k < per; k++) l += loss[i * per + k];
+            l /= (double)per;
+            sum += l; sum2 += l * l;
+        }
+    }
+    free(in); free(tg); free(loss);
+    if (rc) return rc;
+    *mean = sum / n;
+    double var = n > 1 ? (sum2 - sum * sum / n) / (n - 1) : 0;
+    *se = n > 1 ? sqrt(var > 0 ? var : 0) / sqrt((double)n) : 0;
+    return 0;
+}

@@ -1,0 +1,146 @@
+// passkey.c - the passkey retrieval sequence, its scoring and Wilson intervals; see passkey.h.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exp/passkey.h"
+
+static const char *TASK = "There is an important info hidden inside a lot of irrelevant text. Find it and "
+                          "memorize them. I will quiz you about the important information there.";
+static const char *FILLER = " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+static const char *QUESTION = " What is the pass key? The pass key is";
+
+static int enc(const lssar_tokenizer *t, const char *s, int32_t **ids, int *n) {
+    size_t m = 0;
+    int rc = lssar_encode(t, s, strlen(s), 0, ids, &m);
+    if (rc) return rc;
+    *n = (int)m;
+    return 0;
+}
+
+int passkey_pieces_init(passkey_pieces *pp, const lssar_tokenizer *tok) {
+    memset(pp, 0, sizeof *pp);
+    if (!tok) return lssar_fail(LSSAR_E_NULL, "passkey: tokenizer is NULL");
+    pp->tok = tok;
+    pp->eot = lssar_tokenizer_eot(tok);
+    int rc = enc(tok, TASK, &pp->task, &pp->ntask);
+    if (!rc) rc = enc(tok, FILLER, &pp->filler, &pp->nfiller);
+    if (!rc) rc = enc(tok, QUESTION, &pp->question, &pp->nquestion);
+    if (rc) passkey_pieces_free(pp);
+    return rc;
+}
+
+void passkey_pieces_free(passkey_pieces *pp) {
+    free(pp->task); free(pp->filler); free(pp->question);
+    pp->task = pp->filler = pp->question = NULL;
+}
+
+// The needle and the answer for one key.
+static int key_pieces(const passkey_pieces *pp, int key, int32_t **needle, int *nneedle, int32_t **ans, int *nans) {
+    char buf[128];
+    snprintf(buf, sizeof buf, " The pass key is %d. Remember it. %d is the pass key.", key, key);
+    int rc = enc(pp->tok, buf, needle, nneedle);
+    if (rc) return rc;
+    snprintf(buf, sizeof buf, " %d", key);
+    rc = enc(pp->tok, buf, ans, nans);
+    if (rc) { free(*needle); *needle = NULL; }
+    return rc;
+}
+
+int passkey_min_len(const passkey_pieces *pp) {
+    int32_t *nd = NULL, *an = NULL;
+    int nn = 0, na = 0;
+    if (key_pieces(pp, 99999, &nd, &nn, &an, &na)) return -1;
+    free(nd); free(an);
+    // the longest 5-digit key's pieces (GPT-2 may split other keys into more tokens: margin 4)
+    return 1 + pp->ntask + nn + pp->nquestion + na + 4;
+}
+
+int passkey_build(const passkey_pieces *pp, int n, double depth, int key, uint16_t *out, int *ans_pos, int *ans_len) {
+    if (key < 10000 || key > 99999) return lssar_fail(LSSAR_E_ARG, "passkey: key %d is not a 5-digit number", key);
+    if (!(depth >= 0 && depth <= 1)) return lssar_fail(LSSAR_E_ARG, "passkey: depth %g is outside [0, 1]", depth);
+    int32_t *nd = NULL, *an = NULL;
+    int nn = 0, na = 0;
+    int rc = key_pieces(pp, key, &nd, &nn, &an, &na);
+    if (rc) return rc;
+    if (na > PASSKEY_MAX_ANS) { free(nd); free(an); return lssar_fail(LSSAR_E_ARG, "passkey: answer has %d tokens", na); }
+    int fixed = 1 + pp->ntask + nn + pp->nquestion + na;
+    int nf = n - fixed;   // filler tokens
+    if (nf < 0) {
+        free(nd); free(an);
+        return lssar_fail(LSSAR_E_SIZE, "passkey: a sequence of %d tokens cannot hold the prompt (needs at least %d with this tokenizer): use a longer length",
+                          n, passkey_min_len(pp));
+    }
+    // the needle goes at the filler-unit boundary nearest depth x nf (whole units come first,
+    // the cut unit last, so every boundary but the last lies between two whole sentences)
+    int units = nf / pp->nfiller;
+    int at_unit = (int)floor(depth * units + 0.5);
+    int at = at_unit * pp->nfiller;
+    if (depth >= 1.0) at = nf;   // 100%: right before the question
+    int p = 0;
+    out[p++] = (uint16_t)pp->eot;
+    for (int i = 0; i < pp->ntask; i++) out[p++] = (uint16_t)pp->task[i];
+    for (int f = 0; f <= nf; f++) {
+        if (f == at)
+            for (int i = 0; i < nn; i++) out[p++] = (uint16_t)nd[i];
+        if (f < nf) out[p++] = (uint16_t)pp->filler[f % pp->nfiller];
+    }
+    for (int i = 0; i < pp->nquestion; i++) out[p++] = (uint16_t)pp->question[i];
+    *ans_pos = p;
+    *ans_len = na;
+    for (int i = 0; i < na; i++) out[p++] = (uint16_t)an[i];
+    free(nd); free(an);
+    if (p != n) return lssar_fail(LSSAR_E_ARG, "passkey: internal length mismatch %d != %d", p, n);
+    return 0;
+}
+
+int passkey_window(const passkey_pieces *pp, int T, lssar_rng *rng, uint16_t *window) {
+    double depth = lssar_rng_uniform(rng);
+    int key = 10000 + (int)lssar_rng_below(rng, 90000);
+    int ap, al;
+    return passkey_build(pp, T + 1, depth, key, window, &ap, &al);
+}
+
+int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos, int ans_len,
+                  double *digit_acc) {
+    int all = 1;
+    int32_t want[PASSKEY_MAX_ANS], got[PASSKEY_MAX_ANS];
+    for (int i = 0; i < ans_len; i++) {
+        want[i] = seq[ans_pos + i];
+        got[i] = pred[ans_pos + i - 1];
+        if (want[i] != got[i]) all = 0;
+    }
+    if (digit_acc) {
+        char *ws = NULL, *gs = NULL;
+        size_t wl = 0, gl = 0;
+        *digit_acc = 0;
+        if (!lssar_decode(pp->tok, want, ans_len, &ws, &wl) && !lssar_decode(pp->tok, got, ans_len, &gs, &gl)) {
+            // the key's digits are the last 5 characters of the answer " K"; compare by place
+            int hits = 0, nd = 0;
+            for (size_t c = 0; c < wl; c++) {
+                if (ws[c] < '0' || ws[c] > '9') continue;
+                nd++;
+                if (c < gl && gs[c] == ws[c]) hits++;
+            }
+            *digit_acc = nd ? (double)hits / nd : 0;
+        }
+        free(ws); free(gs);
+    }
+    return all;
+}
+
+void wilson_interval(int k, int n, double z, double *lo, double *hi) {
+    if (n <= 0) { *lo = 0; *hi = 1; return; }
+    double ph = (double)k / n, z2 = z * z;
+    double den = 1 + z2 / n;
+    double c = (ph + z2 / (2.0 * n)) / den;
+    double h = z * sqrt(ph * (1 - ph) / n + z2 / (4.0 * n * n)) / den;
+    *lo = c - h < 0 ? 0 : c - h;
+    *hi = c + h > 1 ? 1 : c + h;
+}
+
+int passkey_tokenizer_for_vocab(int vocab, lssar_tokenizer **out) {
+    if (vocab == 257) return lssar_tokenizer_byte(out);
+    if (vocab >= 50257) return lssar_tokenizer_open("gpt2", out);
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "the passkey test needs a text model (vocabulary 257 for the byte tokenizer, or >= 50257 for GPT-2); this model has %d ids", vocab);
+}

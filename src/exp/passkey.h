@@ -1,0 +1,71 @@
+/*
+ * passkey.h - Mohtashami & Jaggi's passkey retrieval test, built in token space.
+ *
+ * One sequence of exactly T + 1 tokens (a model sees the first T as inputs, the next T as targets):
+ *
+ *   [EOT] TASK  FILLER ... NEEDLE ... FILLER  QUESTION  ANSWER
+ *
+ *   TASK     "There is an important info hidden inside a lot of irrelevant text. Find it and
+ *             memorize them. I will quiz you about the important information there."
+ *   FILLER   " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back
+ *             again." repeated; whole repeats, then a cut repeat to reach the exact length
+ *   NEEDLE   " The pass key is K. Remember it. K is the pass key."  at a unit boundary nearest
+ *             depth x (filler length): depth 0 = right after TASK, 1 = right before QUESTION
+ *   QUESTION " What is the pass key? The pass key is"
+ *   ANSWER   " K"  (K a random 5-digit number 10000..99999)
+ *
+ * Each piece is encoded separately and concatenated, so every repeat of the filler has the same
+ * tokens whatever the tokenizer (GPT-2 BPE merges never cross the pieces' leading spaces anyway).
+ * The answer's tokens are the last ans_len tokens of the sequence; scoring is teacher-forced: the
+ * model's argmax at the position before each answer token must equal it.
+ */
+#ifndef LSSAR_PASSKEY_H
+#define LSSAR_PASSKEY_H
+
+#include <stdint.h>
+#include "lssar.h"
+#include "core/util.h"
+
+#define PASSKEY_MAX_ANS 16
+
+typedef struct {
+    int32_t *task, *filler, *question;   // token ids of the fixed pieces
+    int ntask, nfiller, nquestion;
+    int eot;
+    const lssar_tokenizer *tok;
+} passkey_pieces;
+
+/* Encode the fixed pieces for a tokenizer. */
+int passkey_pieces_init(passkey_pieces *pp, const lssar_tokenizer *tok);
+void passkey_pieces_free(passkey_pieces *pp);
+
+/* The smallest T + 1 that fits one sequence (no filler) for this tokenizer; about 80 GPT-2 tokens
+   or 260 bytes. */
+int passkey_min_len(const passkey_pieces *pp);
+
+/* Build one sequence of n = T + 1 tokens into out (n uint16) with the needle at depth in [0, 1]
+   and key 10000 <= key <= 99999. *ans_pos receives the index in out of the answer's first token,
+   *ans_len its token count (the answer fills out[ans_pos .. n-1]). */
+int passkey_build(const passkey_pieces *pp, int n, double depth, int key, uint16_t *out,
+                  int *ans_pos, int *ans_len);
+
+/* For the trainer (--passkey-mix): one training window of T + 1 tokens, random depth and key drawn
+   from rng. The pieces are built once (a static cache per tokenizer would hide errors, so the
+   caller keeps them). Returns 0 or an lssar_err (T too short: the error names the minimum). */
+int passkey_window(const passkey_pieces *pp, int T, lssar_rng *rng, uint16_t *window /* (T+1) */);
+
+/* Score teacher-forced predictions of one sequence: pred[t] is the model's argmax after reading
+   inputs 0..t (so pred[t] predicts seq[t + 1]). Returns 1 if every answer token is right and puts
+   the fraction of the key's 5 digits that the predicted text gets right at their places in
+   *digit_acc (predicted tokens decoded and compared character by character). */
+int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos,
+                  int ans_len, double *digit_acc);
+
+/* Wilson score interval for k successes in n trials at z (1.96 for 95%). */
+void wilson_interval(int k, int n, double z, double *lo, double *hi);
+
+/* The tokenizer a model's vocabulary implies: 257 -> byte, >= 50257 -> gpt2; otherwise an error
+   saying the passkey test needs a text model. */
+int passkey_tokenizer_for_vocab(int vocab, lssar_tokenizer **out);
+
+#endif

@@ -1,0 +1,122 @@
+// plot.c - gnuplot PNG plots; see plot.h.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/util.h"
+#include "exp/plot.h"
+
+int plot_available(void) {
+    return system("gnuplot -e 'set terminal pngcairo' </dev/null >/dev/null 2>&1") == 0;
+}
+
+static int need_gnuplot(const char *png) {
+    if (plot_available()) return 0;
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "cannot write %s: gnuplot with the pngcairo terminal is not installed (apt-get install gnuplot-nox, or run scripts/deps.sh)", png);
+}
+
+// Quote a string for a gnuplot double-quoted literal (drop quotes and backslashes).
+static void gq(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) if (*s != '"' && *s != '\\') fputc(*s, f);
+    fputc('"', f);
+}
+
+static int run_script(const char *png, const char *script_path) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", script_path);
+    FILE *p = popen(cmd, "r");
+    if (!p) return lssar_fail(LSSAR_E_IO, "cannot run gnuplot for %s", png);
+    char line[512], first[512] = "";
+    while (fgets(line, sizeof line, p)) if (!first[0]) snprintf(first, sizeof first, "%s", line);
+    int st = pclose(p);
+    if (st != 0) return lssar_fail(LSSAR_E_IO, "gnuplot failed on %s: %s", png, first);
+    return 0;
+}
+
+static int tmpfile_path(char *buf, size_t n, const char *tag) {
+    snprintf(buf, n, "/tmp/lssar-plot-%s-XXXXXX", tag);
+    int fd = mkstemp(buf);
+    if (fd < 0) return lssar_fail(LSSAR_E_IO, "cannot create a temporary file for a plot");
+    close(fd);
+    return 0;
+}
+
+int plot_lines(const char *png, const char *title, const char *xlabel, const char *ylabel, int log2x,
+               const plot_series *s, int ns) {
+    int rc = need_gnuplot(png);
+    if (rc) return rc;
+    char dat[256], gp[256];
+    if ((rc = tmpfile_path(dat, sizeof dat, "dat"))) return rc;
+    if ((rc = tmpfile_path(gp, sizeof gp, "gp"))) { unlink(dat); return rc; }
+    FILE *f = fopen(dat, "w");
+    if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", dat); }
+    for (int i = 0; i < ns; i++) {
+        fprintf(f, "# %s\n", s[i].name);
+        int any = 0;
+        for (int j = 0; j < s[i].n; j++) {
+            if (!isfinite(s[i].y[j])) continue;
+            fprintf(f, "%.10g %.10g %.10g\n", s[i].x[j], s[i].y[j], s[i].err ? s[i].err[j] : 0.0);
+            any = 1;
+        }
+        if (!any) fprintf(f, "nan nan nan\n");
+        fprintf(f, "\n\n");
+    }
+    fclose(f);
+    f = fopen(gp, "w");
+    if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", gp); }
+    fprintf(f, "set terminal pngcairo size 900,600 enhanced font 'sans,11'\nset output ");
+    gq(f, png);
+    fprintf(f, "\nset title "); gq(f, title);
+    fprintf(f, "\nset xlabel "); gq(f, xlabel);
+    fprintf(f, "\nset ylabel "); gq(f, ylabel);
+    fprintf(f, "\nset grid\nset key outside right\n");
+    if (log2x) fprintf(f, "set logscale x 2\n");
+    fprintf(f, "plot ");
+    for (int i = 0; i < ns; i++) {
+        fprintf(f, "%s'%s' index %d using 1:2:3 with yerrorlines lw 2 title ", i ? ", " : "", dat, i);
+        gq(f, s[i].name);
+    }
+    fprintf(f, "\n");
+    fclose(f);
+    rc = run_script(png, gp);
+    unlink(dat); unlink(gp);
+    return rc;
+}
+
+int plot_heatmap(const char *png, const char *title, const char *xlabel, const char *ylabel,
+                 int rows, const double *rowval, int cols, const double *colval, const double *v,
+                 double vmin, double vmax) {
+    int rc = need_gnuplot(png);
+    if (rc) return rc;
+    char dat[256], gp[256];
+    if ((rc = tmpfile_path(dat, sizeof dat, "dat"))) return rc;
+    if ((rc = tmpfile_path(gp, sizeof gp, "gp"))) { unlink(dat); return rc; }
+    FILE *f = fopen(dat, "w");
+    if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", dat); }
+    // matrix with cell indices; the tick labels carry the real values
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) fprintf(f, "%d %d %.6g\n", c, r, v[(size_t)r * cols + c]);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    f = fopen(gp, "w");
+    if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", gp); }
+    fprintf(f, "set terminal pngcairo size 900,600 enhanced font 'sans,11'\nset output ");
+    gq(f, png);
+    fprintf(f, "\nset title "); gq(f, title);
+    fprintf(f, "\nset xlabel "); gq(f, xlabel);
+    fprintf(f, "\nset ylabel "); gq(f, ylabel);
+    fprintf(f, "\nset cbrange [%g:%g]\nset palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')\n", vmin, vmax);
+    fprintf(f, "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\n", cols - 0.5, rows - 0.5);
+    fprintf(f, "set xtics (");
+    for (int c = 0; c < cols; c++) fprintf(f, "%s\"%g\" %d", c ? ", " : "", colval[c], c);
+    fprintf(f, ")\nset ytics (");
+    for (int r = 0; r < rows; r++) fprintf(f, "%s\"%g\" %d", r ? ", " : "", rowval[r], r);
+    fprintf(f, ")\nplot '%s' using 1:2:3 with image notitle, '%s' using 1:2:(sprintf('%%.2f',$3)) with labels notitle\n", dat, dat);
+    fclose(f);
+    rc = run_script(png, gp);
+    unlink(dat); unlink(gp);
+    return rc;
+}

@@ -1,0 +1,86 @@
+// matmul.c - linear layers through OpenBLAS cblas_sgemm; bias loops parallel with OpenMP.
+//
+// Threading: OpenBLAS (the pthreads build Debian ships) keeps its own thread pool, which fights
+// OpenMP's spinning threads for the two cores between layers (measured: a third of a training
+// step lost in libgomp spin-waits). So every sgemm here runs as one single-threaded OpenBLAS call
+// per OpenMP thread, each on its own block of output rows (or columns), and the whole model runs
+// on OpenMP's threads alone. Each output element is still computed by one sgemm over the full
+// inner dimension, so results depend only on the thread count.
+#include <cblas.h>
+#include <omp.h>
+#include "nn.h"
+
+// C (M, N) = alpha op(A) op(B) + beta C, row-major, split across the OpenMP threads
+static void sgemm_par(int transA, int transB, int M, int N, int K, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc) {
+    int nt = omp_get_max_threads();
+    long work = (long)M * N * K;
+    if (nt <= 1 || work < (1L << 18) || omp_in_parallel()) {
+        cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+                    M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    int split_rows = M >= N;   // cut the larger output dimension
+    int len = split_rows ? M : N;
+    #pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        // blocks of whole 16-element groups (the kernels' register tiles), last one ragged
+        int groups = (len + 15) / 16;
+        int g0 = (int)((long)groups * t / n), g1 = (int)((long)groups * (t + 1) / n);
+        int i0 = g0 * 16, i1 = g1 * 16 < len ? g1 * 16 : len;
+        if (i1 > i0) {
+            if (split_rows) {
+                const float *a = transA ? A + i0 : A + (size_t)i0 * lda;
+                cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                            transB ? CblasTrans : CblasNoTrans, i1 - i0, N, K, 1.0f, a, lda, B, ldb, beta,
+                            C + (size_t)i0 * ldc, ldc);
+            } else {
+                const float *b = transB ? B + (size_t)i0 * ldb : B + i0;
+                cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                            transB ? CblasTrans : CblasNoTrans, M, i1 - i0, K, 1.0f, A, lda, b, ldb, beta,
+                            C + i0, ldc);
+            }
+        }
+    }
+    openblas_set_num_threads(blas_threads);
+}
+
+// out (N, OC) = inp (N, IC) @ weight^T (weight (OC, IC)) + bias (OC)
+void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                    int N, int IC, int OC) {
+    sgemm_par(0, 1, N, OC, IC, inp, IC, weight, IC, 0.0f, out, OC);
+    if (!bias) return;
+    #pragma omp parallel for schedule(static)
+    for (int r = 0; r < N; r++) {
+        float *o = out + (size_t)r * OC;
+        for (int j = 0; j < OC; j++) o[j] += bias[j];
+    }
+}
+
+// Column blocks so that each column's sum runs over the rows in order, whatever the threads.
+#define COLBLK 64
+void colsum_accumulate(float *dbias, const float *dout, int N, int OC) {
+    int nblk = (OC + COLBLK - 1) / COLBLK;
+    #pragma omp parallel for schedule(static)
+    for (int bk = 0; bk < nblk; bk++) {
+        int j0 = bk * COLBLK, j1 = j0 + COLBLK < OC ? j0 + COLBLK : OC;
+        float acc[COLBLK] = {0};
+        for (int r = 0; r < N; r++) {
+            const float *d = dout + (size_t)r * OC;
+            for (int j = j0; j < j1; j++) acc[j - j0] += d[j];
+        }
+        for (int j = j0; j < j1; j++) dbias[j] += acc[j - j0];
+    }
+}
+
+// dinp (N, IC) = / += dout (N, OC) @ weight (OC, IC)
+// dweight (OC, IC) += dout^T @ inp;  dbias (OC) += colsum(dout)
+void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                     const float *inp, const float *weight, int N, int IC, int OC, int accumulate) {
+    if (dinp) sgemm_par(0, 0, N, IC, OC, dout, OC, weight, IC, accumulate ? 1.0f : 0.0f, dinp, IC);
+    if (dweight) sgemm_par(1, 0, OC, IC, N, dout, OC, inp, IC, 1.0f, dweight, IC);
+    if (dbias) colsum_accumulate(dbias, dout, N, OC);
+}

@@ -1,0 +1,694 @@
+// search.c - the evolutionary search (PySR's design): islands of age-regularised evolution run
+// in parallel threads, synchronised once per iteration for the hall of fame and migration.
+//
+// Determinism: island i always uses rng stream (seed, restart, i) and, during an iteration, reads
+// only state frozen at the last synchronisation; merging and migration run on one thread in island
+// order. So results depend on the seed, not on the thread count (unless time_limit cuts a run).
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include "symreg/sr.h"
+
+/* ------------------------------------------------------------------ configuration */
+typedef struct {
+    int una[SR_NOPS], nuna, bin[SR_NOPS], nbin;  // enabled operators
+    int cost[SR_NOPS];                           // complexity of each node kind
+    int maxsize;
+    double parsimony, adapt_scale, alpha, p_tourn, frac_hof, frac_pop, crossover;
+    int tourn_n;
+} sr_config;
+
+typedef struct {
+    sr_prog p;
+    double loss, score;  // score: loss / baseline + parsimony * complexity
+    int cplx;
+    uint64_t birth;
+} member;
+
+typedef struct {  // best seen at each complexity
+    member m[SR_MAXLEN + 1];
+    int has[SR_MAXLEN + 1];
+} hall;
+
+typedef struct {
+    member *pop;
+    int n;
+    lssar_rng rng;
+    uint64_t clock;       // births, for "replace the oldest"
+    hall hof;             // this island's best per complexity (merged at synchronisation)
+    double *work;         // constant-optimiser scratch
+    double evals, node_evals;
+    double counts[SR_MAXLEN + 1];  // complexities created this iteration (adaptive parsimony)
+} island;
+
+typedef struct {
+    const sr_config *cfg;
+    const sr_data *d;
+    const lssar_sr_options *o;
+    double baseline;              // loss of the best constant
+    const double *freq;           // complexity frequencies, frozen for the iteration
+    const hall *ghof;             // global hall of fame, frozen for the iteration
+} ctx;
+
+static int parse_ops(const char *ops, sr_config *c) {
+    c->nuna = c->nbin = 0;
+    char *s = strdup(ops ? ops : ""), *save = NULL;
+    if (!s) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int seen[SR_NOPS] = {0};
+    for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ') t++;
+        char *e = t + strlen(t);
+        while (e > t && e[-1] == ' ') *--e = 0;
+        if (!*t) continue;
+        int op = sr_op_parse(t);
+        if (op < 0) {
+            int rc = lssar_fail(LSSAR_E_ARG, "unknown operator '%s' in ops; known: + - * / pow neg sin cos exp "
+                                "log inv sqrt square cube abs", t);
+            free(s);
+            return rc;
+        }
+        if (seen[op]++) continue;
+        if (sr_arity(op) == 2) c->bin[c->nbin++] = op; else c->una[c->nuna++] = op;
+    }
+    free(s);
+    if (c->nbin == 0)
+        return lssar_fail(LSSAR_E_ARG, "ops '%s' has no binary operator: add at least one of + - * /", ops ? ops : "");
+    return 0;
+}
+
+static int parse_costs(const char *spec, sr_config *c) {
+    for (int op = 0; op < SR_NOPS; op++) c->cost[op] = 1;
+    if (!spec || !*spec) return 0;
+    char *s = strdup(spec), *save = NULL;
+    if (!s) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        int op = -1, v = 0;
+        if (eq) { *eq = 0; op = !strcmp(t, "const") ? SR_CONST : !strcmp(t, "var") ? SR_VAR : sr_op_parse(t); v = atoi(eq + 1); }
+        if (op < 0 || v < 1 || v > 10) {
+            int rc = lssar_fail(LSSAR_E_ARG, "complexity '%s': expected NAME=N with N in 1..10, e.g. \"pow=2,exp=2\"", spec);
+            free(s);
+            return rc;
+        }
+        c->cost[op] = v;
+    }
+    free(s);
+    return 0;
+}
+
+static int complexity(const sr_config *c, const sr_prog *p) {
+    int s = 0;
+    for (int i = 0; i < p->len; i++) s += c->cost[p->n[i].op];
+    return s;
+}
+
+/* ------------------------------------------------------------------ random pieces */
+static sr_node random_leaf(lssar_rng *r, const sr_data *d) {
+    sr_node n = {SR_CONST, 0, 0, 0};
+    if (lssar_rng_uniform(r) < 0.5) n.c = lssar_rng_normal(r);
+    else { n.op = SR_VAR; n.feat = (uint16_t)lssar_rng_below(r, d->nf); }
+    return n;
+}
+
+static int random_op(lssar_rng *r, const sr_config *c, int arity) {
+    if (arity == 0) arity = (int)lssar_rng_below(r, c->nuna + c->nbin) < c->nuna ? 1 : 2;
+    if (arity == 1 && c->nuna == 0) arity = 2;
+    return arity == 1 ? c->una[lssar_rng_below(r, c->nuna)] : c->bin[lssar_rng_below(r, c->nbin)];
+}
+
+// Random node index whose kind passes `want` (0 any, 1 leaves, 2 operators, 3 binary, 4 constants).
+static int pick_node(lssar_rng *r, const sr_prog *p, int want) {
+    int idx[SR_MAXLEN], k = 0;
+    for (int i = 0; i < p->len; i++) {
+        int a = sr_arity(p->n[i].op);
+        if (want == 0 || (want == 1 && a == 0) || (want == 2 && a > 0) || (want == 3 && a == 2) ||
+            (want == 4 && p->n[i].op == SR_CONST))
+            idx[k++] = i;
+    }
+    return k ? idx[lssar_rng_below(r, k)] : -1;
+}
+
+// Wrap the subtree [s, e] in a new random operator: u(S), b(S, leaf) or b(leaf, S).
+static int wrap_subtree(lssar_rng *r, const sr_config *c, const sr_data *d, sr_prog *p, int s, int e) {
+    sr_node seq[SR_MAXLEN + 2];
+    int len = e - s + 1, op = random_op(r, c, 0), m = 0;
+    if (len + 2 > SR_MAXLEN) return 0;
+    sr_node opn = {(uint8_t)op, 0, 0, 0};
+    if (sr_arity(op) == 1) {
+        memcpy(seq, p->n + s, len * sizeof(sr_node)); m = len; seq[m++] = opn;
+    } else if (lssar_rng_uniform(r) < 0.5) {
+        memcpy(seq, p->n + s, len * sizeof(sr_node)); m = len; seq[m++] = random_leaf(r, d); seq[m++] = opn;
+    } else {
+        seq[m++] = random_leaf(r, d); memcpy(seq + m, p->n + s, len * sizeof(sr_node)); m += len; seq[m++] = opn;
+    }
+    return sr_splice(p, s, e, seq, m);
+}
+
+static void random_tree(lssar_rng *r, const sr_config *c, const sr_data *d, sr_prog *p, int nops) {
+    p->len = 1;
+    p->n[0] = random_leaf(r, d);
+    for (int k = 0; k < nops; k++) {  // grow by replacing a random leaf with op(leaf, leaf) / u(leaf)
+        int i = pick_node(r, p, 1);
+        if (!wrap_subtree(r, c, d, p, i, i)) break;
+        if (complexity(c, p) > c->maxsize) { // undo by regrowing smaller
+            p->len = 1; p->n[0] = random_leaf(r, d);
+            break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ mutations */
+enum { MUT_CONST, MUT_OP, MUT_SWAP, MUT_ROTATE, MUT_ADD, MUT_INSERT, MUT_DELETE, MUT_SIMPLIFY,
+       MUT_RANDOM, MUT_NOTHING, MUT_OPTIMIZE, NMUT };
+
+static int mutate_const(lssar_rng *r, sr_prog *p, double temp) {
+    int i = pick_node(r, p, 4);
+    if (i < 0) return 0;
+    double maxchange = 1.0 * temp + 1.1;  // PySR: perturbation_factor * T + 1 + 0.1
+    double f = pow(maxchange, lssar_rng_uniform(r));
+    double c = p->n[i].c;
+    c = lssar_rng_uniform(r) < 0.5 ? c * f : c / f;
+    if (lssar_rng_uniform(r) < 0.05) c = -c;
+    if (lssar_rng_uniform(r) < 0.05) c += 0.1 * lssar_rng_normal(r);  // escape from exactly 0
+    p->n[i].c = c;
+    return 1;
+}
+
+static int mutate_op(lssar_rng *r, const sr_config *c, sr_prog *p) {
+    int i = pick_node(r, p, 2);
+    if (i < 0) return 0;
+    p->n[i].op = (uint8_t)random_op(r, c, sr_arity(p->n[i].op));
+    return 1;
+}
+
+static int mutate_swap(lssar_rng *r, sr_prog *p) {  // b(A, B) -> b(B, A)
+    int i = pick_node(r, p, 3);
+    if (i < 0) return 0;
+    int sb = sr_subtree_start(p, i - 1), sa = sr_subtree_start(p, sb - 1);
+    sr_node seq[SR_MAXLEN];
+    int lb = i - sb, la = sb - sa;
+    memcpy(seq, p->n + sb, lb * sizeof(sr_node));
+    memcpy(seq + lb, p->n + sa, la * sizeof(sr_node));
+    memcpy(p->n + sa, seq, (la + lb) * sizeof(sr_node));
+    return 1;
+}
+
+// Rotation: op1(op2(A, B), C) -> op2(A, op1(B, C)), or the mirror op1(A, op2(B, C)) -> op2(op1(A, B), C).
+static int mutate_rotate(lssar_rng *r, sr_prog *p) {
+    int i = pick_node(r, p, 3);
+    if (i < 0) return 0;
+    int sc = sr_subtree_start(p, i - 1), sl = sr_subtree_start(p, sc - 1);
+    int left_bin = sr_arity(p->n[sc - 1].op) == 2, right_bin = sr_arity(p->n[i - 1].op) == 2;
+    if (!left_bin && !right_bin) return 0;
+    sr_node seq[SR_MAXLEN], op1 = p->n[i];
+    int m = 0;
+    if (left_bin && (!right_bin || lssar_rng_uniform(r) < 0.5)) {
+        int e2 = sc - 1;                          // op2 = left child root
+        int sB = sr_subtree_start(p, e2 - 1), sA = sl;
+        sr_node op2 = p->n[e2];
+        // postfix A B op2 C op1 -> A B C op1 op2
+        memcpy(seq, p->n + sA, (sB - sA) * sizeof(sr_node)); m = sB - sA;
+        memcpy(seq + m, p->n + sB, (e2 - sB) * sizeof(sr_node)); m += e2 - sB;
+        memcpy(seq + m, p->n + sc, (i - sc) * sizeof(sr_node)); m += i - sc;
+        seq[m++] = op1; seq[m++] = op2;
+    } else {
+        int e2 = i - 1;                           // op2 = right child root
+        int sC = sr_subtree_start(p, e2 - 1), sB = sc;
+        sr_node op2 = p->n[e2];
+        // postfix A B C op2 op1 -> A B op1 C op2
+        memcpy(seq, p->n + sl, (sc - sl) * sizeof(sr_node)); m = sc - sl;
+        memcpy(seq + m, p->n + sB, (sC - sB) * sizeof(sr_node)); m += sC - sB;
+        seq[m++] = op1;
+        memcpy(seq + m, p->n + sC, (e2 - sC) * sizeof(sr_node)); m += e2 - sC;
+        seq[m++] = op2;
+    }
+    memcpy(p->n + sl, seq, m * sizeof(sr_node));
+    return 1;
+}
+
+static int mutate_add(lssar_rng *r, const sr_config *c, const sr_data *d, sr_prog *p) {
+    if (lssar_rng_uniform(r) < 0.5) return wrap_subtree(r, c, d, p, 0, p->len - 1);  // prepend at the root
+    int i = pick_node(r, p, 1);                                                      // append at a leaf
+    return wrap_subtree(r, c, d, p, i, i);
+}
+
+static int mutate_insert(lssar_rng *r, const sr_config *c, const sr_data *d, sr_prog *p) {
+    int i = pick_node(r, p, 0);
+    return wrap_subtree(r, c, d, p, sr_subtree_start(p, i), i);
+}
+
+static int mutate_delete(lssar_rng *r, const sr_data *d, sr_prog *p) {  // node -> one of its children
+    int i = pick_node(r, p, 2);
+    if (i < 0) return 0;
+    int s = sr_subtree_start(p, i), cs = i - 1, ce = i - 1;
+    if (sr_arity(p->n[i].op) == 2) {
+        int sb = sr_subtree_start(p, i - 1);
+        if (lssar_rng_uniform(r) < 0.5) { cs = sb; ce = i - 1; }
+        else { cs = s; ce = sb - 1; }
+    } else cs = s;
+    sr_node seq[SR_MAXLEN];
+    int m = ce - cs + 1;
+    memcpy(seq, p->n + cs, m * sizeof(sr_node));
+    return sr_splice(p, s, i, seq, m);
+}
+
+// Swap random subtrees of a and b (each child stays within the maximum size, else fails).
+static int crossover(lssar_rng *r, const sr_config *c, sr_prog *a, sr_prog *b) {
+    sr_prog x = *a, y = *b;
+    int ia = pick_node(r, a, 0), ib = pick_node(r, b, 0);
+    int sa = sr_subtree_start(a, ia), sb = sr_subtree_start(b, ib);
+    if (!sr_splice(&x, sa, ia, b->n + sb, ib - sb + 1)) return 0;
+    if (!sr_splice(&y, sb, ib, a->n + sa, ia - sa + 1)) return 0;
+    if (complexity(c, &x) > c->maxsize || complexity(c, &y) > c->maxsize) return 0;
+    *a = x; *b = y;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ members */
+static void evaluate(const ctx *x, island *is, member *m) {
+    m->loss = sr_loss(&m->p, x->d);
+    m->cplx = complexity(x->cfg, &m->p);
+    m->score = m->loss / x->baseline + x->cfg->parsimony * m->cplx;
+    is->evals += 1;
+    is->node_evals += (double)m->p.len * x->d->n;
+}
+
+static void hall_offer(hall *h, const member *m) {
+    if (!isfinite(m->loss) || m->cplx > SR_MAXLEN) return;
+    if (!h->has[m->cplx] || m->loss < h->m[m->cplx].loss) { h->m[m->cplx] = *m; h->has[m->cplx] = 1; }
+}
+
+static void optimize_member(const ctx *x, island *is, member *m) {
+    double before = is->evals;
+    int ncon = 0;
+    for (int i = 0; i < m->p.len; i++) ncon += m->p.n[i].op == SR_CONST;
+    if (!ncon) return;
+    double l = sr_optimize_constants(&m->p, x->d, m->loss, x->o->opt_iterations, x->o->opt_restarts,
+                                     &is->rng, is->work);
+    // The optimiser evaluates about (constants + 2) x iterations x starts times; count it roughly.
+    double n_ev = (double)(ncon + 2) * x->o->opt_iterations * (x->o->opt_restarts + 1);
+    is->evals = before + n_ev;
+    is->node_evals += n_ev * m->p.len * x->d->n;
+    m->loss = l;
+    m->score = l / x->baseline + x->cfg->parsimony * m->cplx;
+}
+
+static double adjusted(const ctx *x, const member *m) {
+    return m->score * exp(x->cfg->adapt_scale * x->freq[m->cplx]);
+}
+
+static int tournament(const ctx *x, island *is) {
+    int best[32], k = x->cfg->tourn_n < 32 ? x->cfg->tourn_n : 32;
+    double fit[32];
+    for (int j = 0; j < k; j++) { best[j] = (int)lssar_rng_below(&is->rng, is->n); fit[j] = adjusted(x, &is->pop[best[j]]); }
+    for (int a = 1; a < k; a++)  // insertion sort by adjusted fitness (small k)
+        for (int b = a; b > 0 && fit[b] < fit[b - 1]; b--) {
+            double tf = fit[b]; fit[b] = fit[b - 1]; fit[b - 1] = tf;
+            int ti = best[b]; best[b] = best[b - 1]; best[b - 1] = ti;
+        }
+    for (int j = 0; j < k - 1; j++) if (lssar_rng_uniform(&is->rng) < x->cfg->p_tourn) return best[j];
+    return best[k - 1];
+}
+
+static int oldest(const island *is, int avoid) {
+    int o = avoid == 0 ? 1 : 0;
+    for (int i = 0; i < is->n; i++) if (i != avoid && is->pop[i].birth < is->pop[o].birth) o = i;
+    return o;
+}
+
+static void place(island *is, int slot, const member *m) {
+    is->pop[slot] = *m;
+    is->pop[slot].birth = is->clock++;
+}
+
+// One mutation of a tournament winner; the child (or, if annealing rejects it, a copy of the parent)
+// replaces the oldest member.
+static void evolve_step(const ctx *x, island *is, double temp) {
+    const sr_config *c = x->cfg;
+    lssar_rng *r = &is->rng;
+    if (lssar_rng_uniform(r) < c->crossover) {
+        int ia = tournament(x, is), ib = tournament(x, is);
+        member a = is->pop[ia], b = is->pop[ib];
+        if (!crossover(r, c, &a.p, &b.p)) return;
+        evaluate(x, is, &a); evaluate(x, is, &b);
+        hall_offer(&is->hof, &a); hall_offer(&is->hof, &b);
+        int oa = oldest(is, -1);
+        place(is, oa, &a);
+        place(is, oldest(is, oa), &b);
+        is->counts[a.cplx] += 1; is->counts[b.cplx] += 1;
+        return;
+    }
+    int ip = tournament(x, is);
+    const member *parent = &is->pop[ip];
+    static const double weights[NMUT] = {0.3, 0.47, 0.1, 0.3, 0.79, 2.0, 1.7, 0.02, 0.002, 0.21, 0.02};
+    member child;
+    int ok = 0, kind = MUT_NOTHING;
+    for (int attempt = 0; attempt < 10 && !ok; attempt++) {
+        child = *parent;
+        double w[NMUT], tot = 0;
+        memcpy(w, weights, sizeof w);
+        if (parent->cplx >= c->maxsize) w[MUT_ADD] = w[MUT_INSERT] = 0;
+        if (parent->p.len == 1) w[MUT_DELETE] = w[MUT_SWAP] = w[MUT_ROTATE] = w[MUT_OP] = 0;
+        for (int k = 0; k < NMUT; k++) tot += w[k];
+        double u = lssar_rng_uniform(r) * tot;
+        kind = 0;
+        while (kind < NMUT - 1 && u >= w[kind]) u -= w[kind++];
+        switch (kind) {
+        case MUT_CONST: ok = mutate_const(r, &child.p, temp); break;
+        case MUT_OP: ok = mutate_op(r, c, &child.p); break;
+        case MUT_SWAP: ok = mutate_swap(r, &child.p); break;
+        case MUT_ROTATE: ok = mutate_rotate(r, &child.p); break;
+        case MUT_ADD: ok = mutate_add(r, c, x->d, &child.p); break;
+        case MUT_INSERT: ok = mutate_insert(r, c, x->d, &child.p); break;
+        case MUT_DELETE: ok = mutate_delete(r, x->d, &child.p); break;
+        case MUT_SIMPLIFY: sr_simplify(&child.p); ok = 1; break;
+        case MUT_RANDOM: random_tree(r, c, x->d, &child.p, 1 + (int)lssar_rng_below(r, 6)); ok = 1; break;
+        case MUT_OPTIMIZE: ok = 1; break;
+        default: ok = 1; break;
+        }
+        if (ok && complexity(c, &child.p) > c->maxsize) ok = 0;
+    }
+    if (!ok) child = *parent;
+    if (kind == MUT_NOTHING || !ok) {
+        // unchanged: no evaluation needed
+    } else {
+        evaluate(x, is, &child);
+        if (kind == MUT_OPTIMIZE) optimize_member(x, is, &child);
+        // Simulated annealing on the (non-adaptive) score, corrected by complexity frequencies.
+        double delta = child.score - parent->score;
+        double pacc = temp > 0 ? exp(-delta / (temp * c->alpha)) : (delta <= 0);
+        double fo = x->freq[parent->cplx], fn = x->freq[child.cplx];
+        if (fn > 0) pacc *= fo / fn;
+        if (!(pacc >= lssar_rng_uniform(r))) child = *parent;
+        else hall_offer(&is->hof, &child);
+    }
+    place(is, oldest(is, -1), &child);
+    is->counts[child.cplx] += 1;
+}
+
+// One iteration of one island: `cycles` mutations with the temperature falling from 1 to 0, then
+// constant optimisation on a fraction of members and occasional simplification.
+static void evolve_island(const ctx *x, island *is) {
+    int cycles = x->o->cycles;
+    memset(&is->hof, 0, sizeof is->hof);
+    memset(is->counts, 0, sizeof is->counts);
+    for (int i = 0; i < is->n; i++) hall_offer(&is->hof, &is->pop[i]);
+    for (int k = 0; k < cycles; k++) {
+        double temp = cycles > 1 ? 1.0 - (double)k / (cycles - 1) : 0;
+        evolve_step(x, is, temp);
+    }
+    for (int i = 0; i < is->n; i++) {
+        member *m = &is->pop[i];
+        if (lssar_rng_uniform(&is->rng) < 0.5 && sr_simplify(&m->p)) evaluate(x, is, m);
+        if (lssar_rng_uniform(&is->rng) < x->o->opt_probability) optimize_member(x, is, m);
+        hall_offer(&is->hof, m);
+    }
+}
+
+/* ------------------------------------------------------------------ hall of fame -> front */
+// The error measure used for stopping and the loss floor: relative to the best constant,
+// on the RMS scale for L2 (so 1e-10 means "10 digits right" for every loss).
+static double rel_err(int loss, double l, double baseline) {
+    double q = l / baseline;
+    return loss == LSSAR_SR_L2 ? sqrt(q) : q;
+}
+
+typedef struct { int c; double loss, eff; const sr_prog *p; } front_item;
+
+// Pareto front of a hall of fame: complexity increasing, effective loss strictly decreasing.
+// Losses below the floor (10 digits right) count as equal, so rounding noise cannot make a bigger
+// formula "better" than the exact one.
+static int build_front(const hall *h, int maxc, int loss, double baseline, front_item *out) {
+    double floor_l = loss == LSSAR_SR_L2 ? 1e-20 * baseline : 1e-10 * baseline;
+    int n = 0;
+    for (int c = 1; c <= maxc; c++) {
+        if (!h->has[c]) continue;
+        double eff = fmax(h->m[c].loss, floor_l);
+        if (n > 0 && !(eff < out[n - 1].eff)) continue;
+        out[n].c = c; out[n].loss = h->m[c].loss; out[n].eff = eff; out[n].p = &h->m[c].p;
+        n++;
+    }
+    return n;
+}
+
+static double constant_loss(const sr_data *d, double c) {
+    sr_prog p = {1, {{SR_CONST, 0, 0, c}}};
+    return sr_loss(&p, d);
+}
+
+/* ------------------------------------------------------------------ one search */
+typedef struct { double evals, node_evals; int iterations; } run_stats;
+
+static int run_search(const lssar_sr_options *o, const sr_config *cfg, const sr_data *d, double baseline,
+                      uint64_t seed, hall *final, run_stats *st, double t_start, int restart, int nrestarts) {
+    int P = o->populations, N = o->population_size;
+    island *isl = calloc(P, sizeof(island));
+    hall *ghof = calloc(1, sizeof(hall));
+    double freq[SR_MAXLEN + 1];
+    if (!isl || !ghof) { free(isl); free(ghof); return lssar_fail(LSSAR_E_NOMEM, "out of memory for %d islands", P); }
+    int rc = 0;
+    for (int i = 0; i < P; i++) {
+        isl[i].pop = calloc(N, sizeof(member));
+        isl[i].work = malloc(sizeof(double) * (SR_MAXC + 3) * (size_t)d->n);
+        if (!isl[i].pop || !isl[i].work) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for the populations"); goto done; }
+        isl[i].n = N;
+        lssar_rng_stream(&isl[i].rng, seed, (uint64_t)i);
+    }
+    for (int c = 0; c <= SR_MAXLEN; c++) freq[c] = c >= 1 && c <= cfg->maxsize ? 1.0 / cfg->maxsize : 0;
+    ctx x = {cfg, d, o, baseline, freq, ghof};
+    lssar_rng master;
+    lssar_rng_stream(&master, seed, 0x6d6967ULL);  // migration stream
+
+    // Initial populations: small random trees (PySR starts at 3 nodes).
+    for (int i = 0; i < P; i++)
+        for (int j = 0; j < N; j++) {
+            member *m = &isl[i].pop[j];
+            random_tree(&isl[i].rng, cfg, d, &m->p, (int)lssar_rng_below(&isl[i].rng, 3));
+            evaluate(&x, &isl[i], m);
+            m->birth = isl[i].clock++;
+        }
+
+    lssar_progress prog;
+    char label[64];
+    snprintf(label, sizeof label, nrestarts > 1 ? "symreg run %d/%d iteration" : "symreg iteration", restart + 1, nrestarts);
+    lssar_progress_start(&prog, label, "it", o->iterations);
+    double t0 = lssar_now();
+    int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    int it, stop_at = -1;
+    for (it = 0; it < o->iterations; it++) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (int i = 0; i < P; i++) evolve_island(&x, &isl[i]);
+
+        // Synchronisation, in island order: hall of fame, frequencies, migration.
+        for (int i = 0; i < P; i++)
+            for (int c = 1; c <= cfg->maxsize; c++) if (isl[i].hof.has[c]) hall_offer(ghof, &isl[i].hof.m[c]);
+        double cnt[SR_MAXLEN + 1] = {0}, tot = 0;
+        for (int i = 0; i < P; i++) for (int c = 0; c <= cfg->maxsize; c++) { cnt[c] += isl[i].counts[c]; tot += isl[i].counts[c]; }
+        if (tot > 0) for (int c = 0; c <= cfg->maxsize; c++) freq[c] = 0.5 * freq[c] + 0.5 * cnt[c] / tot;
+
+        front_item fr[SR_MAXLEN + 1];
+        int nf = build_front(ghof, cfg->maxsize, d->loss, baseline, fr);
+        // Migration pool: each island's best few (by score), snapshotted before anyone changes.
+        enum { TOPN = 12 };
+        member *pool = malloc(sizeof(member) * P * TOPN);
+        int npool = 0;
+        if (pool)
+            for (int i = 0; i < P; i++) {
+                int used[64] = {0}, take = TOPN < N ? TOPN : N;
+                for (int t = 0; t < take; t++) {
+                    int b = -1;
+                    for (int j = 0; j < N && j < 64; j++)
+                        if (!used[j] && (b < 0 || isl[i].pop[j].score < isl[i].pop[b].score)) b = j;
+                    if (b < 0) break;
+                    used[b] = 1;
+                    pool[npool++] = isl[i].pop[b];
+                }
+            }
+        for (int i = 0; i < P; i++)
+            for (int j = 0; j < N; j++) {
+                double u = lssar_rng_uniform(&master);
+                if (u < cfg->frac_hof && nf > 0) {
+                    const front_item *f = &fr[lssar_rng_below(&master, nf)];
+                    member *m = &isl[i].pop[j];
+                    m->p = *f->p; m->loss = f->loss; m->cplx = f->c;
+                    m->score = m->loss / baseline + cfg->parsimony * m->cplx;
+                    m->birth = isl[i].clock++;
+                } else if (u < cfg->frac_hof + cfg->frac_pop && npool > 0) {
+                    isl[i].pop[j] = pool[lssar_rng_below(&master, npool)];
+                    isl[i].pop[j].birth = isl[i].clock++;
+                }
+            }
+        free(pool);
+
+        double ev = 0, nev = 0;
+        for (int i = 0; i < P; i++) { ev += isl[i].evals; nev += isl[i].node_evals; }
+        double best = nf > 0 ? fr[nf - 1].loss : INFINITY, el = lssar_now() - t0;
+        if (o->verbose) {
+            char extra[160];
+            snprintf(extra, sizeof extra, "best loss %.4g (complexity %d) | %.3g evals/s | %.3g node-evals/s",
+                     best, nf > 0 ? fr[nf - 1].c : 0, el > 0 ? ev / el : 0, el > 0 ? nev / el : 0);
+            lssar_progress_update(&prog, it + 1, extra);
+        }
+        // Exact fit: run a few more iterations so simpler equivalent forms can reach the front.
+        if (stop_at < 0 && o->early_stop > 0 && nf > 0 && rel_err(d->loss, best, baseline) <= o->early_stop)
+            stop_at = it + 5;
+        if (it == stop_at) { it++; break; }
+        if (o->time_limit > 0 && lssar_now() - t_start >= o->time_limit) { it++; break; }
+    }
+    for (int i = 0; i < P; i++) { st->evals += isl[i].evals; st->node_evals += isl[i].node_evals; }
+    st->iterations += it;
+    for (int c = 1; c <= cfg->maxsize; c++) if (ghof->has[c]) hall_offer(final, &ghof->m[c]);
+done:
+    for (int i = 0; i < P; i++) { free(isl[i].pop); free(isl[i].work); }
+    free(isl);
+    free(ghof);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ public API */
+void lssar_sr_defaults(lssar_sr_options *o) {
+    memset(o, 0, sizeof *o);
+    o->ops = "+,-,*,/,square,sqrt,exp,log,sin,cos";
+    o->maxsize = 20;
+    o->loss = LSSAR_SR_L2;
+    o->select = LSSAR_SR_BEST;
+    o->populations = 12;
+    o->population_size = 40;
+    o->iterations = 100;
+    o->cycles = 300;
+    o->restarts = 1;
+    o->opt_iterations = 8;
+    o->opt_restarts = 2;
+    o->opt_probability = 0.14;
+    o->early_stop = 1e-10;
+}
+
+static int check_options(const lssar_sr_options *o) {
+    if (o->maxsize < 1 || o->maxsize > SR_MAXLEN - 4)
+        return lssar_fail(LSSAR_E_SIZE, "maxsize %d: must be in 1..%d", o->maxsize, SR_MAXLEN - 4);
+    if ((unsigned)o->loss > LSSAR_SR_REL) return lssar_fail(LSSAR_E_KIND, "loss %d: use LSSAR_SR_L2, _L1, _L1DZ or _REL", o->loss);
+    if ((unsigned)o->select > LSSAR_SR_ACCURACY) return lssar_fail(LSSAR_E_KIND, "select %d: use score, best or accuracy", o->select);
+    if (o->populations < 1 || o->populations > 4096) return lssar_fail(LSSAR_E_SIZE, "populations %d: must be in 1..4096", o->populations);
+    if (o->population_size < 4 || o->population_size > 64)
+        return lssar_fail(LSSAR_E_SIZE, "population size %d: must be in 4..64", o->population_size);
+    if (o->iterations < 1 || o->cycles < 1 || o->restarts < 1)
+        return lssar_fail(LSSAR_E_SIZE, "iterations, cycles and restarts must be >= 1");
+    if (o->opt_iterations < 0 || o->opt_restarts < 0 || !(o->opt_probability >= 0 && o->opt_probability <= 1))
+        return lssar_fail(LSSAR_E_ARG, "constant optimiser settings out of range (iterations >= 0, restarts >= 0, probability in [0, 1])");
+    if (!(o->early_stop >= 0) || !(o->time_limit >= 0)) return lssar_fail(LSSAR_E_ARG, "early_stop and time_limit must be >= 0");
+    return 0;
+}
+
+static int valid_name(const char *s) {
+    if (!s || !(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z'))) return 0;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9'))) return 0;
+    return 1;
+}
+
+int lssar_symreg(const lssar_sr_options *o, const double *X, const double *y, int rows, int nfeat,
+                 const char *const *names, lssar_sr_result *res) {
+    if (!o || !X || !y || !names || !res) return lssar_fail(LSSAR_E_NULL, "lssar_symreg: NULL argument");
+    memset(res, 0, sizeof *res);
+    int rc = check_options(o);
+    if (rc) return rc;
+    if (rows < 1 || nfeat < 1 || nfeat > 65535) return lssar_fail(LSSAR_E_SIZE, "lssar_symreg: %d rows, %d features: need >= 1 of each", rows, nfeat);
+    for (int f = 0; f < nfeat; f++)
+        if (!valid_name(names[f]))
+            return lssar_fail(LSSAR_E_ARG, "feature name '%s' is not an identifier (letters, digits, _): rename it so "
+                              "SymPy can parse the equations", names[f] ? names[f] : "(null)");
+    for (int i = 0; i < rows; i++) {
+        if (!isfinite(y[i])) return lssar_fail(LSSAR_E_NAN, "target row %d is not finite", i);
+        if (o->loss == LSSAR_SR_REL && y[i] == 0) return lssar_fail(LSSAR_E_ARG, "relative loss needs a non-zero target; row %d is 0", i);
+        for (int f = 0; f < nfeat; f++)
+            if (!isfinite(X[(size_t)f * rows + i])) return lssar_fail(LSSAR_E_NAN, "feature %s row %d is not finite", names[f], i);
+    }
+    sr_config cfg = {0};
+    if ((rc = parse_ops(o->ops, &cfg)) || (rc = parse_costs(o->complexity, &cfg))) return rc;
+    cfg.maxsize = o->maxsize;
+    cfg.parsimony = 0.0032; cfg.adapt_scale = 20; cfg.alpha = 0.1; cfg.p_tourn = 0.86; cfg.tourn_n = 12;
+    cfg.frac_hof = 0.035; cfg.frac_pop = 0.001; cfg.crossover = 0.066;
+    sr_data d = {X, y, rows, nfeat, o->loss};
+
+    // Baseline: the better of the mean and the median as a constant prediction.
+    double mean = 0;
+    for (int i = 0; i < rows; i++) mean += y[i];
+    mean /= rows;
+    double *tmp = malloc(sizeof(double) * rows);
+    if (!tmp) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    memcpy(tmp, y, sizeof(double) * rows);
+    for (int i = 1; i < rows; i++) { double v = tmp[i]; int j = i; while (j > 0 && tmp[j - 1] > v) { tmp[j] = tmp[j - 1]; j--; } tmp[j] = v; }
+    double med = tmp[rows / 2];
+    free(tmp);
+    double baseline = fmin(constant_loss(&d, mean), constant_loss(&d, med));
+    if (!(baseline > 0) || !isfinite(baseline)) baseline = 1;
+
+    hall *final = calloc(1, sizeof(hall));
+    if (!final) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    run_stats st = {0};
+    double t0 = lssar_now();
+    for (int r = 0; r < o->restarts && !rc; r++) {
+        rc = run_search(o, &cfg, &d, baseline, o->seed + (uint64_t)r * 0x9e3779b97f4a7c15ULL, final, &st, t0, r, o->restarts);
+        if (o->time_limit > 0 && lssar_now() - t0 >= o->time_limit) break;
+    }
+    if (rc) { free(final); return rc; }
+    res->seconds = lssar_now() - t0;
+    res->evaluations = st.evals;
+    res->node_evals_per_s = res->seconds > 0 ? st.node_evals / res->seconds : 0;
+    res->iterations = st.iterations;
+
+    // Final polish of the front: simplify for printing (keeping the simplified form only if its
+    // loss is no worse), then build the front and select.
+    for (int c = 1; c <= cfg.maxsize; c++) {
+        if (!final->has[c]) continue;
+        member m = final->m[c];
+        if (sr_simplify(&m.p)) {
+            double l = sr_loss(&m.p, &d);
+            int cc = complexity(&cfg, &m.p);
+            if (l <= final->m[c].loss * (1 + 1e-12) && cc <= c) { m.loss = l; m.cplx = cc; final->m[c] = m; }
+            // a shorter simplified form may also be offered at its own complexity
+            if (cc < c && l <= final->m[c].loss * (1 + 1e-12)) hall_offer(final, &m);
+        }
+    }
+    front_item fr[SR_MAXLEN + 1];
+    int nf = build_front(final, cfg.maxsize, o->loss, baseline, fr);
+    res->front = calloc(nf > 0 ? nf : 1, sizeof(lssar_sr_equation));
+    if (!res->front) { free(final); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    res->n = nf;
+    double minloss = INFINITY;
+    for (int k = 0; k < nf; k++) minloss = fmin(minloss, fr[k].eff);
+    int sel_score = 0, sel_best = -1, sel_acc = nf - 1;
+    for (int k = 0; k < nf; k++) {
+        lssar_sr_equation *e = &res->front[k];
+        e->equation = sr_to_string(fr[k].p, names);
+        e->complexity = fr[k].c;
+        e->loss = fr[k].loss;
+        e->score = k == 0 ? 0 : -(log(fr[k].eff) - log(fr[k - 1].eff)) / (fr[k].c - fr[k - 1].c);
+        if (!e->equation) { free(final); lssar_sr_result_free(res); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+        if (e->score > res->front[sel_score].score) sel_score = k;
+        if (fr[k].eff <= 1.5 * minloss && (sel_best < 0 || e->score > res->front[sel_best].score)) sel_best = k;
+    }
+    res->selected = nf == 0 ? -1 : o->select == LSSAR_SR_SCORE ? sel_score : o->select == LSSAR_SR_BEST ? sel_best : sel_acc;
+    free(final);
+    if (nf == 0) return lssar_fail(LSSAR_E_NAN, "no expression with a finite loss was found (check the data)");
+    return 0;
+}
+
+void lssar_sr_result_free(lssar_sr_result *res) {
+    if (!res) return;
+    for (int k = 0; k < res->n; k++) free(res->front[k].equation);
+    free(res->front);
+    memset(res, 0, sizeof *res);
+}
+
+int lssar_sr_eval(const char *equation, const double *X, int rows, int nfeat, const char *const *names, double *pred) {
+    if (!equation || !X || !names || !pred) return lssar_fail(LSSAR_E_NULL, "lssar_sr_eval: NULL argument");
+    if (rows < 1 || nfeat < 0) return lssar_fail(LSSAR_E_SIZE, "lssar_sr_eval: %d rows", rows);
+    sr_prog p;
+    int rc = sr_parse(equation, names, nfeat, &p);
+    if (rc) return rc;
+    sr_data d = {X, NULL, rows, nfeat, 0};
+    if (sr_eval(&p, &d, pred)) return lssar_fail(LSSAR_E_NAN, "equation '%s' is not finite on some rows", equation);
+    return 0;
+}

@@ -1,0 +1,474 @@
+// corpus_build.c - `lssar data build`: load the corpora, tokenize every document (OpenMP across
+// documents, output order fixed), hold out whole documents for val, write llm.c-format shards,
+// val_index.json and manifest.json. The same inputs give the same bytes: nothing depends on the
+// thread count, the clock or the file system's listing order.
+#include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "corpus.h"
+#include "../core/sha256.h"
+#include "../core/util.h"
+#include "../data/shard.h"
+
+#define MAX_CORPORA 8
+
+void corpus_build_defaults(corpus_build_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->corpora = "all";
+    o->tokenizer = "gpt2";
+    o->val_frac = 0.1;
+    o->val_max_frac = 0.25;
+    o->long_tokens = 16384;
+    o->min_long_val = 20;
+    o->shard_tokens = 100000000L;
+    o->seed = 1337;
+}
+
+typedef struct {
+    const corpus_info *info;
+    int first, count;          // its documents in the combined list
+    cJSON *packages;           // from raw/NAME/packages.txt (NULL for "text")
+    double load_s;
+} corpus_part;
+
+typedef struct {
+    int32_t *ids;              // document tokens (no EOT)
+    size_t n;
+    int val;                   // 1 = held out
+    uint64_t hash;             // split order
+} doc_tokens;
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ULL; }
+    // splitmix64 finaliser: spreads the bits so the order looks random
+    h += 0x9e3779b97f4a7c15ULL;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
+/* raw/NAME/packages.txt: "registry package version sha256" per line -> JSON array. */
+static int read_packages(const char *dir, const char *name, cJSON **out) {
+    char path[4096];
+    corpus_path(path, sizeof path, "%s/packages.txt", dir);
+    char *txt; size_t len;
+    if (lssar_read_file(path, &txt, &len))
+        return lssar_fail(LSSAR_E_IO, "corpus '%s' has not been fetched (%s is missing): run scripts/fetch-corpora.sh %s (it downloads into $LSSAR_DATA/raw, default ./data/raw; or point --raw at the folder)", name, path, name);
+    cJSON *arr = cJSON_CreateArray();
+    char *save = NULL;
+    for (char *line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char reg[64], pkg[256], ver[128], sha[80];
+        if (sscanf(line, "%63s %255s %127s %79s", reg, pkg, ver, sha) != 4) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "registry", reg);
+        cJSON_AddStringToObject(o, "package", pkg);
+        cJSON_AddStringToObject(o, "version", ver);
+        cJSON_AddStringToObject(o, "sha256", sha);
+        cJSON_AddItemToArray(arr, o);
+    }
+    free(txt);
+    if (cJSON_GetArraySize(arr) == 0) {
+        cJSON_Delete(arr);
+        return lssar_fail(LSSAR_E_FORMAT, "%s lists no packages: the fetch was interrupted? delete %s and run scripts/fetch-corpora.sh %s", path, dir, name);
+    }
+    *out = arr;
+    return 0;
+}
+
+/* Split "a,b,all" into corpus infos (no duplicates, in the given order). */
+static int parse_corpora(const char *list, int want_text, const corpus_info **out, int *n) {
+    *n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list ? list : "");
+    char *save = NULL;
+    static const char *all[] = {"sotu", "kjv", "web", "austen", "brown"};
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ') tok++;
+        const char *names[5] = {tok};
+        int k = 1;
+        if (!strcmp(tok, "all")) { for (int i = 0; i < 5; i++) names[i] = all[i]; k = 5; }
+        for (int i = 0; i < k; i++) {
+            const corpus_info *c = corpus_find(names[i]);
+            if (!c) return lssar_fail(LSSAR_E_ARG, "unknown corpus '%s' in --corpus (known: %s)", names[i], corpus_known_names());
+            int dup = 0;
+            for (int j = 0; j < *n; j++) dup |= out[j] == c;
+            if (!dup && *n < MAX_CORPORA) out[(*n)++] = c;
+        }
+    }
+    if (want_text) {
+        const corpus_info *t = corpus_find("text");
+        int has = 0;
+        for (int j = 0; j < *n; j++) has |= out[j] == t;
+        if (!has) out[(*n)++] = t;
+    } else {
+        for (int j = 0; j < *n; j++)
+            if (!strcmp(out[j]->name, "text"))
+                return lssar_fail(LSSAR_E_ARG, "--corpus includes 'text' but no --text PATH was given (name the files or folder with --text)");
+    }
+    if (*n == 0) return lssar_fail(LSSAR_E_ARG, "no corpus given: use --corpus (%s) and/or --text PATH", corpus_known_names());
+    return 0;
+}
+
+/* Choose the held-out documents; see docs/DATA.md ("The split"). */
+typedef struct { int doc; uint64_t h; int is_long; } cand;
+static int cmp_cand(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->is_long != y->is_long) return y->is_long - x->is_long;  // long documents first
+    return x->h < y->h ? -1 : x->h > y->h;
+}
+
+static int choose_val(const corpus_build_opts *o, corpus_part *parts, int nparts, doc_tokens *dt, char *const *keys, int *long_val) {
+    cand *order[MAX_CORPORA] = {0};
+    int next[MAX_CORPORA] = {0}, nval[MAX_CORPORA] = {0};
+    double tot[MAX_CORPORA] = {0}, vtok[MAX_CORPORA] = {0};
+    *long_val = 0;
+    for (int c = 0; c < nparts; c++) {
+        corpus_part *p = &parts[c];
+        order[c] = malloc((p->count ? p->count : 1) * sizeof(cand));
+        if (!order[c]) { for (int k = 0; k < c; k++) free(order[k]); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+        for (int i = 0; i < p->count; i++) {
+            int d = p->first + i;
+            order[c][i] = (cand){d, dt[d].hash, dt[d].n >= (size_t)o->long_tokens};
+            tot[c] += dt[d].n;
+        }
+        qsort(order[c], p->count, sizeof(cand), cmp_cand);
+        // Phase 1: each corpus gives val_frac of its tokens, long documents first, in hash order;
+        // never more than half of its documents (a corpus of one document stays in train).
+        int maxval = p->count / 2;
+        for (; next[c] < p->count && nval[c] < maxval && vtok[c] < o->val_frac * tot[c]; next[c]++) {
+            cand *k = &order[c][next[c]];
+            dt[k->doc].val = 1; nval[c]++; vtok[c] += dt[k->doc].n; *long_val += k->is_long;
+        }
+    }
+    // Phase 2: until enough long documents are held out, the corpus with the smallest held-out
+    // share gives its next long document (the 16x-extrapolation evaluation needs them).
+    while (*long_val < o->min_long_val) {
+        int best = -1;
+        for (int c = 0; c < nparts; c++) {
+            if (next[c] >= parts[c].count || !order[c][next[c]].is_long || nval[c] >= parts[c].count / 2) continue;
+            if (vtok[c] + dt[order[c][next[c]].doc].n > o->val_max_frac * tot[c]) continue;  // keep most of it for training
+            if (best < 0 || vtok[c] / tot[c] < vtok[best] / tot[best]) best = c;
+        }
+        if (best < 0) break;
+        cand *k = &order[best][next[best]++];
+        dt[k->doc].val = 1; nval[best]++; vtok[best] += dt[k->doc].n; (*long_val)++;
+    }
+    for (int c = 0; c < nparts; c++) free(order[c]);
+    // Phase 3: documents that share a key (the same Bible book in both translations) share a
+    // side, so no held-out book is trained on in the other translation.
+    int ndocs = nparts ? parts[nparts - 1].first + parts[nparts - 1].count : 0;
+    for (int i = 0; i < ndocs; i++) {
+        if (dt[i].val) continue;
+        for (int j = 0; j < ndocs; j++)
+            if (dt[j].val && dt[j].hash == dt[i].hash && !strcmp(keys[j], keys[i])) {
+                dt[i].val = 1;
+                *long_val += dt[i].n >= (size_t)o->long_tokens;
+                break;
+            }
+    }
+    return 0;
+}
+
+/* Append EOT + the document's tokens to a shard. */
+static int write_doc(shard_writer *w, int eot, const doc_tokens *d, uint16_t *tmp, size_t tmpn) {
+    uint16_t e = (uint16_t)eot;
+    int rc = shard_writer_append(w, &e, 1);
+    for (size_t i = 0; !rc && i < d->n; i += tmpn) {
+        size_t k = d->n - i < tmpn ? d->n - i : tmpn;
+        for (size_t j = 0; j < k; j++) tmp[j] = (uint16_t)d->ids[i + j];
+        rc = shard_writer_append(w, tmp, k);
+    }
+    return rc;
+}
+
+static int write_json(const char *path, cJSON *j) {
+    char *s = cJSON_Print(j);
+    if (!s) return lssar_fail(LSSAR_E_NOMEM, "out of memory printing %s", path);
+    lssar_afile af;
+    int rc = lssar_afile_open(&af, path);
+    if (!rc) {
+        fputs(s, af.f);
+        fputc('\n', af.f);
+        rc = lssar_afile_commit(&af);
+    }
+    free(s);
+    return rc;
+}
+
+static cJSON *split_stats(double docs, double bytes, double tokens) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "documents", docs);
+    cJSON_AddNumberToObject(o, "bytes", bytes);
+    cJSON_AddNumberToObject(o, "tokens", tokens);
+    return o;
+}
+
+/* Remove train_NNN.bin files left by an earlier, larger build (nshards and above). */
+static void remove_stale_shards(const char *dir, int nshards) {
+    for (int i = nshards; i < 100000; i++) {
+        char p[4096];
+        corpus_path(p, sizeof p, "%s/train_%03d.bin", dir, i);
+        if (unlink(p) != 0) break;
+    }
+}
+
+int corpus_build(const corpus_build_opts *o) {
+    if (!o->out_dir || !*o->out_dir) return lssar_fail(LSSAR_E_ARG, "no output folder: give --out DIR");
+    if (!(o->val_frac >= 0 && o->val_frac < 1)) return lssar_fail(LSSAR_E_ARG, "--val-frac must be in [0, 1), got %g", o->val_frac);
+    if (!(o->val_max_frac >= 0 && o->val_max_frac <= 1)) return lssar_fail(LSSAR_E_ARG, "--val-max-frac must be in [0, 1], got %g", o->val_max_frac);
+    if (o->long_tokens < 1) return lssar_fail(LSSAR_E_ARG, "--long-tokens must be >= 1, got %d", o->long_tokens);
+    if (o->shard_tokens < 1024) return lssar_fail(LSSAR_E_ARG, "--shard-tokens must be >= 1024, got %ld", o->shard_tokens);
+    const corpus_info *infos[MAX_CORPORA];
+    int nparts;
+    int rc = parse_corpora(o->corpora, o->text_path != NULL, infos, &nparts);
+    if (rc) return rc;
+
+    char raw[4096];
+    if (o->raw_dir) corpus_path(raw, sizeof raw, "%s", o->raw_dir);
+    else corpus_path(raw, sizeof raw, "%s/raw", getenv("LSSAR_DATA") && *getenv("LSSAR_DATA") ? getenv("LSSAR_DATA") : "./data");
+
+    // Check every source before the slow work, so a missing one fails fast.
+    corpus_part parts[MAX_CORPORA];
+    memset(parts, 0, sizeof parts);
+    for (int c = 0; c < nparts; c++) {
+        parts[c].info = infos[c];
+        if (!infos[c]->load) continue;
+        char dir[4096];
+        corpus_path(dir, sizeof dir, "%s/%s", raw, infos[c]->name);
+        if ((rc = read_packages(dir, infos[c]->name, &parts[c].packages))) goto fail_parts;
+    }
+    lssar_tokenizer *tok = NULL;
+    if ((rc = lssar_tokenizer_open(o->tokenizer, &tok))) goto fail_parts;
+    int vocab = lssar_tokenizer_vocab_size(tok), eot = lssar_tokenizer_eot(tok);
+    if (vocab > 65536) { rc = lssar_fail(LSSAR_E_UNSUPPORTED, "tokenizer %s has %d ids; uint16 shards hold at most 65536", o->tokenizer, vocab); goto fail_tok; }
+
+    // 1. Load and clean.
+    corpus_docs docs = {0};
+    for (int c = 0; c < nparts; c++) {
+        double t0 = lssar_now();
+        parts[c].first = docs.n;
+        if (infos[c]->load) {
+            char dir[4096];
+            corpus_path(dir, sizeof dir, "%s/%s", raw, infos[c]->name);
+            rc = infos[c]->load(dir, &docs);
+        } else {
+            rc = corpus_load_text(o->text_path, &docs);
+        }
+        if (rc) goto fail_docs;
+        parts[c].count = docs.n - parts[c].first;
+        parts[c].load_s = lssar_now() - t0;
+        if (parts[c].count == 0) { rc = lssar_fail(LSSAR_E_FORMAT, "corpus '%s': empty input (no documents)", infos[c]->name); goto fail_docs; }
+        if (!o->quiet) {
+            size_t b = 0;
+            for (int i = 0; i < parts[c].count; i++) b += docs.docs[parts[c].first + i].len;
+            fprintf(stderr, "lssar data: %-6s %5d documents, %9zu bytes (extracted in %.2f s)\n", infos[c]->name, parts[c].count, b, parts[c].load_s);
+        }
+    }
+
+    // 2. Tokenize, documents in parallel; each result lands in its own slot, so order is fixed.
+    doc_tokens *dt = calloc((size_t)(docs.n > 0 ? docs.n : 1), sizeof *dt);
+    if (!dt) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail_docs; }
+    double total_bytes = 0;
+    for (int i = 0; i < docs.n; i++) total_bytes += docs.docs[i].len;
+    lssar_progress prog;
+    lssar_progress_start(&prog, "lssar data: tokenize", "MB", total_bytes / 1e6);
+    double done_bytes = 0;
+    int first_err = -1, err_code = 0;
+    char err_msg[1024] = "";
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < docs.n; i++) {
+        int r = lssar_encode(tok, docs.docs[i].text, docs.docs[i].len, 0, &dt[i].ids, &dt[i].n);
+        #pragma omp critical(corpus_progress)
+        {
+            if (r && (first_err < 0 || i < first_err)) {
+                first_err = i; err_code = r;
+                snprintf(err_msg, sizeof err_msg, "%s", lssar_errmsg());
+            }
+            done_bytes += docs.docs[i].len;
+            if (!o->quiet) lssar_progress_update(&prog, done_bytes / 1e6, NULL);
+        }
+    }
+    if (first_err >= 0) {
+        rc = lssar_fail(err_code, "tokenizing %s failed: %s", docs.docs[first_err].name, err_msg);
+        goto fail_dt;
+    }
+    for (int i = 0; i < docs.n; i++) {
+        dt[i].hash = fnv1a(docs.docs[i].key);
+        for (size_t j = 0; j < dt[i].n; j++)
+            if (dt[i].ids[j] < 0 || dt[i].ids[j] >= vocab) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "tokenizer returned id %d outside 0..%d for %s", dt[i].ids[j], vocab - 1, docs.docs[i].name);
+                goto fail_dt;
+            }
+    }
+
+    // 3. The split.
+    int long_val = 0;
+    char **keys = malloc((size_t)(docs.n > 0 ? docs.n : 1) * sizeof *keys);
+    if (!keys) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail_dt; }
+    for (int i = 0; i < docs.n; i++) keys[i] = docs.docs[i].key;
+    rc = choose_val(o, parts, nparts, dt, keys, &long_val);
+    free(keys);
+    if (rc) goto fail_dt;
+    if (long_val < o->min_long_val && !o->quiet)
+        fprintf(stderr, "lssar data: warning: val holds %d documents of >= %d tokens, fewer than the %d wanted for 16x extrapolation at T = 1024; "
+                        "add corpora (--corpus all gives more) or lower --min-long-val\n", long_val, o->long_tokens, o->min_long_val);
+
+    // 4. Write the shards.
+    if ((rc = lssar_mkdirs(o->out_dir))) goto fail_dt;
+    char path[4096];
+    enum { TMPN = 1 << 16 };
+    uint16_t *tmp = malloc(TMPN * sizeof *tmp);
+    int *train = malloc((size_t)(docs.n > 0 ? docs.n : 1) * sizeof *train);
+    cJSON *man = cJSON_CreateObject(), *vindex = cJSON_CreateObject(), *vdocs = cJSON_CreateArray();
+    if (!tmp || !train) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail_write; }
+    double vt = 0, vb = 0, vn = 0, tt = 0, tb = 0, tn = 0;
+
+    // val.bin: held-out documents in corpus order, each preceded by EOT.
+    shard_writer w;
+    corpus_path(path, sizeof path, "%s/val.bin", o->out_dir);
+    if ((rc = shard_writer_open(&w, path, 1))) goto fail_write;
+    for (int i = 0; i < docs.n && !rc; i++) {
+        if (!dt[i].val) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", docs.docs[i].name);
+        cJSON_AddNumberToObject(e, "start", (double)(w.n + 1));   // first token after the EOT
+        cJSON_AddNumberToObject(e, "tokens", (double)dt[i].n);
+        cJSON_AddNumberToObject(e, "bytes", (double)docs.docs[i].len);
+        cJSON_AddItemToArray(vdocs, e);
+        rc = write_doc(&w, eot, &dt[i], tmp, TMPN);
+        vn++; vb += docs.docs[i].len;
+    }
+    vt = (double)w.n;
+    if (rc || (rc = shard_writer_close(&w))) { if (rc && w.af.f) shard_writer_abort(&w); goto fail_write; }
+    if (vn == 0 && !o->quiet)
+        fprintf(stderr, "lssar data: warning: no document was held out (val.bin is empty): give more than one document\n");
+
+    // train_NNN.bin: the rest, in a seeded shuffle so consecutive tokens mix the corpora.
+    int ntrain = 0;
+    for (int i = 0; i < docs.n; i++) if (!dt[i].val) train[ntrain++] = i;
+    lssar_rng rng;
+    lssar_rng_seed(&rng, o->seed);
+    for (int i = ntrain - 1; i > 0; i--) {
+        int j = (int)lssar_rng_below(&rng, (uint64_t)i + 1), t = train[i];
+        train[i] = train[j]; train[j] = t;
+    }
+    cJSON *shards = cJSON_CreateArray();
+    int nshards = 0, open_shard = 0;
+    for (int k = 0; k <= ntrain && !rc; k++) {
+        int i = k < ntrain ? train[k] : -1;
+        // close the current shard at the end, or when this document would overflow it
+        if (open_shard && (i < 0 || w.n + 1 + dt[i].n > (size_t)o->shard_tokens)) {
+            size_t n = w.n;
+            if ((rc = shard_writer_close(&w))) break;
+            open_shard = 0;
+            char hex[65];
+            if ((rc = sha256_file_hex(path, hex))) break;
+            cJSON *s = cJSON_CreateObject();
+            char *base = strrchr(path, '/');
+            cJSON_AddStringToObject(s, "file", base ? base + 1 : path);
+            cJSON_AddNumberToObject(s, "tokens", (double)n);
+            cJSON_AddStringToObject(s, "sha256", hex);
+            cJSON_AddItemToArray(shards, s);
+        }
+        if (i < 0) break;
+        if (!open_shard) {
+            corpus_path(path, sizeof path, "%s/train_%03d.bin", o->out_dir, nshards++);
+            if ((rc = shard_writer_open(&w, path, 1))) break;
+            open_shard = 1;
+        }
+        rc = write_doc(&w, eot, &dt[i], tmp, TMPN);
+        tn++; tb += docs.docs[i].len; tt += dt[i].n + 1;
+    }
+    if (rc) { if (open_shard) shard_writer_abort(&w); cJSON_Delete(shards); goto fail_write; }
+    remove_stale_shards(o->out_dir, nshards);
+
+    // val_index.json: where each held-out document lies in val.bin.
+    cJSON_AddStringToObject(vindex, "file", "val.bin");
+    cJSON_AddStringToObject(vindex, "tokenizer", o->tokenizer);
+    cJSON_AddNumberToObject(vindex, "eot", eot);
+    cJSON_AddStringToObject(vindex, "layout", "each document is preceded by one EOT token; start is the position of its first token, tokens excludes the EOT");
+    cJSON_AddItemToObject(vindex, "documents", vdocs);
+    vdocs = NULL;
+    corpus_path(path, sizeof path, "%s/val_index.json", o->out_dir);
+    if ((rc = write_json(path, vindex))) { cJSON_Delete(shards); goto fail_write; }
+
+    // manifest.json
+    char hex[65];
+    cJSON_AddStringToObject(man, "format", "lssar-corpus-1");
+    cJSON *tj = cJSON_AddObjectToObject(man, "tokenizer");
+    cJSON_AddStringToObject(tj, "name", o->tokenizer);
+    cJSON_AddNumberToObject(tj, "vocab_size", vocab);
+    cJSON_AddNumberToObject(tj, "eot", eot);
+    cJSON_AddStringToObject(man, "dtype", "uint16");
+    cJSON_AddStringToObject(man, "layout", "llm.c shards (256 int32 header, then uint16 tokens); every document is preceded by one EOT token");
+    cJSON *cj = cJSON_AddArrayToObject(man, "corpora");
+    for (int c = 0; c < nparts; c++) {
+        corpus_part *p = &parts[c];
+        double s[2][3] = {{0}};   // [train/val][documents, bytes, tokens]
+        for (int i = 0; i < p->count; i++) {
+            int d = p->first + i, v = dt[d].val;
+            s[v][0]++; s[v][1] += docs.docs[d].len; s[v][2] += dt[d].n + 1;
+        }
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", p->info->name);
+        cJSON_AddStringToObject(e, "title", p->info->title);
+        cJSON_AddStringToObject(e, "source", p->info->source);
+        cJSON_AddStringToObject(e, "licence", p->info->licence);
+        if (p->packages) { cJSON_AddItemToObject(e, "packages", p->packages); p->packages = NULL; }
+        else cJSON_AddStringToObject(e, "path", o->text_path);
+        cJSON_AddItemToObject(e, "all", split_stats(s[0][0] + s[1][0], s[0][1] + s[1][1], s[0][2] + s[1][2]));
+        cJSON_AddItemToObject(e, "train", split_stats(s[0][0], s[0][1], s[0][2]));
+        cJSON_AddItemToObject(e, "val", split_stats(s[1][0], s[1][1], s[1][2]));
+        cJSON_AddItemToArray(cj, e);
+    }
+    cJSON *sp = cJSON_AddObjectToObject(man, "split");
+    cJSON_AddStringToObject(sp, "rule", "whole documents; per corpus, long documents first then short, each group in the order of a hash of the document key, until val_frac of the corpus's tokens (at most half its documents); then more long documents, from the corpus with the smallest held-out share while it stays within val_max_frac, until min_long_val long documents are held out; documents sharing a key (the same Bible book in kjv and web) are held out together");
+    cJSON_AddNumberToObject(sp, "val_frac", o->val_frac);
+    cJSON_AddNumberToObject(sp, "val_max_frac", o->val_max_frac);
+    cJSON_AddNumberToObject(sp, "long_tokens", o->long_tokens);
+    cJSON_AddNumberToObject(sp, "min_long_val", o->min_long_val);
+    cJSON_AddNumberToObject(sp, "long_val_documents", long_val);
+    cJSON_AddNumberToObject(sp, "train_order_seed", (double)o->seed);
+    cJSON *trj = split_stats(tn, tb, tt);
+    cJSON_AddItemToObject(trj, "shards", shards);
+    cJSON_AddItemToObject(man, "train", trj);
+    cJSON *vj = split_stats(vn, vb, vt);
+    cJSON_AddNumberToObject(vj, "long_documents", long_val);
+    cJSON_AddStringToObject(vj, "file", "val.bin");
+    corpus_path(path, sizeof path, "%s/val.bin", o->out_dir);
+    if ((rc = sha256_file_hex(path, hex))) goto fail_write;
+    cJSON_AddStringToObject(vj, "sha256", hex);
+    cJSON_AddStringToObject(vj, "index", "val_index.json");
+    corpus_path(path, sizeof path, "%s/val_index.json", o->out_dir);
+    if ((rc = sha256_file_hex(path, hex))) goto fail_write;
+    cJSON_AddStringToObject(vj, "index_sha256", hex);
+    cJSON_AddItemToObject(man, "val", vj);
+    corpus_path(path, sizeof path, "%s/manifest.json", o->out_dir);
+    if ((rc = write_json(path, man))) goto fail_write;
+    if (!o->quiet)
+        fprintf(stderr, "lssar data: wrote %s: train %.0f documents / %.0f tokens in %d shard%s, val %.0f documents / %.0f tokens (%d with >= %d tokens)\n",
+                o->out_dir, tn, tt, nshards, nshards == 1 ? "" : "s", vn, vt, long_val, o->long_tokens);
+
+fail_write:
+    cJSON_Delete(man); cJSON_Delete(vindex); cJSON_Delete(vdocs);
+    free(tmp); free(train);
+fail_dt:
+    for (int i = 0; i < docs.n; i++) free(dt[i].ids);
+    free(dt);
+fail_docs:
+    corpus_docs_free(&docs);
+fail_tok:
+    lssar_tokenizer_free(tok);
+fail_parts:
+    for (int c = 0; c < nparts; c++) cJSON_Delete(parts[c].packages);
+    return rc;
+}

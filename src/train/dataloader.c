@@ -1,0 +1,79 @@
+// dataloader.c - random T+1 windows over token shards; see dataloader.h.
+#include <stdlib.h>
+#include <string.h>
+#include "dataloader.h"
+
+int shard_max_token(const shard *s) {
+    size_t n = s->n * (size_t)s->channels;
+    uint16_t mx = 0;
+    for (size_t i = 0; i < n; i++) if (s->tokens[i] > mx) mx = s->tokens[i];
+    return n ? mx : -1;
+}
+
+int dl_open(dataloader *d, const char *paths, int T, const char *flag) {
+    memset(d, 0, sizeof *d);
+    if (!paths || !*paths) return lssar_fail(LSSAR_E_ARG, "%s is empty: give one or more shard files separated by commas", flag);
+    if (T < 1) return lssar_fail(LSSAR_E_SIZE, "sequence length %d must be >= 1", T);
+    int count = 1;
+    for (const char *p = paths; *p; p++) count += *p == ',';
+    d->shards = calloc(count, sizeof *d->shards);
+    d->max_token = calloc(count, sizeof *d->max_token);
+    char *copy = strdup(paths);
+    if (!d->shards || !d->max_token || !copy) { free(copy); dl_close(d); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    d->T = T;
+    int rc = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+        shard *s = &d->shards[d->n];
+        if ((rc = shard_open(s, tok))) break;
+        d->n++;
+        if (d->n == 1) d->channels = s->channels;
+        else if (s->channels != d->channels)
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s: %s has %d token channels but %s has %d: all shards of %s must have the same channels",
+                            flag, tok, s->channels, d->shards[0].path, d->channels, flag);
+        if (!rc && s->n < (size_t)T + 1)
+            rc = lssar_fail(LSSAR_E_SIZE, "%s: %s has %zu positions, fewer than --seq + 1 = %d: use a smaller --seq or a bigger shard",
+                            flag, tok, s->n, T + 1);
+        if (!rc) {
+            d->max_token[d->n - 1] = shard_max_token(s);
+            d->total_starts += s->n - (size_t)T;
+        }
+    }
+    free(copy);
+    if (!rc && d->n == 0) rc = lssar_fail(LSSAR_E_ARG, "%s names no shard file", flag);
+    if (rc) dl_close(d);
+    return rc;
+}
+
+void dl_close(dataloader *d) {
+    for (int i = 0; i < d->n; i++) shard_close(&d->shards[i]);
+    free(d->shards); free(d->max_token);
+    memset(d, 0, sizeof *d);
+}
+
+int dl_max_token(const dataloader *d) {
+    int mx = -1;
+    for (int i = 0; i < d->n; i++) if (d->max_token[i] > mx) mx = d->max_token[i];
+    return mx;
+}
+
+int dl_check_vocab(const dataloader *d, int vocab, const char *flag) {
+    for (int i = 0; i < d->n; i++)
+        if (d->max_token[i] >= vocab)
+            return lssar_fail(LSSAR_E_FORMAT, "%s: %s holds token id %d but the vocabulary has %d ids (0..%d): pass a larger --vocab or a shard made with the model's tokenizer",
+                              flag, d->shards[i].path, d->max_token[i], vocab, vocab - 1);
+    return 0;
+}
+
+void dl_next_batch(dataloader *d, lssar_rng *rng, int B, uint16_t *inputs, uint16_t *targets) {
+    const int T = d->T, C = d->channels;
+    for (int b = 0; b < B; b++) {
+        // One draw picks both the shard and the start, uniformly over all starts.
+        uint64_t r = lssar_rng_below(rng, d->total_starts);
+        int i = 0;
+        while (r >= d->shards[i].n - (size_t)T) { r -= d->shards[i].n - (size_t)T; i++; }
+        const uint16_t *w = d->shards[i].tokens + r * C;      // (T+1, C)
+        memcpy(inputs + (size_t)b * T * C, w, sizeof(uint16_t) * T * C);
+        memcpy(targets + (size_t)b * T * C, w + C, sizeof(uint16_t) * T * C);
+    }
+}

@@ -1,0 +1,285 @@
+// train.c - the training loop: data, AdamW with warmup + cosine, clipping, accumulation,
+// validation, checkpoints, exact resume; see train.h.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cblas.h>
+#include <cJSON.h>
+#include "train.h"
+#include "dataloader.h"
+#include "eval.h"
+
+#define GPT2_VOCAB 50257
+
+void train_opts_default(train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->attn = LSSAR_ATTN_LSSAR; o->p = 15.0f; o->pos = GPT_POS_ROPE;
+    o->layers = 4; o->heads = 4; o->dim = 128;
+    o->lr = 6e-4f; o->min_lr_frac = 0.1f; o->wd = 0.1f; o->clip = 1.0f;
+    o->beta1 = 0.9f; o->beta2 = 0.95f; o->eps = 1e-8f;
+    o->warmup = -1; o->steps = 0; o->batch = 8; o->seq = 128; o->accum = 1;
+    o->seed = 1337; o->eval_batches = 4;
+}
+
+float train_lr(const train_state *s, int64_t step) {
+    double lr = s->lr, lr_min = s->min_lr_frac * s->lr;
+    if (s->warmup > 0 && step <= s->warmup) return (float)(lr * (double)step / s->warmup);
+    double span = s->steps - s->warmup;
+    double u = span > 0 ? (double)(step - s->warmup) / span : 1.0;
+    if (u < 0) u = 0;
+    if (u > 1) u = 1;   // past the schedule (never in a normal run): stay at the floor
+    return (float)(lr_min + 0.5 * (lr - lr_min) * (1.0 + cos(M_PI * u)));
+}
+
+static void fmt_eta(char *b, size_t n, double s) {
+    long t = s < 0 || s > 1e8 ? -1 : (long)(s + 0.5);
+    if (t < 0) snprintf(b, n, "?");
+    else if (t >= 3600) snprintf(b, n, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+    else snprintf(b, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+// One JSON object per line in DIR/log.jsonl (flushed, so a killed run keeps its log).
+static void log_line(FILE *f, cJSON *o) {
+    if (f) {
+        char *s = cJSON_PrintUnformatted(o);
+        if (s) { fprintf(f, "%s\n", s); fflush(f); free(s); }
+    }
+    cJSON_Delete(o);
+}
+
+static int check_opts(const train_opts *o) {
+    if (!o->out || !*o->out) return lssar_fail(LSSAR_E_ARG, "--out is required: the run directory for checkpoints and the log");
+    if (o->steps < 0) return lssar_fail(LSSAR_E_ARG, "--steps must be >= 1");
+    if (o->stop_at < 0) return lssar_fail(LSSAR_E_ARG, "--stop-at must be >= 0 (0: run to --steps)");
+    if (o->eval_every < 0 || o->save_every < 0) return lssar_fail(LSSAR_E_ARG, "--eval-every and --save-every must be >= 0 (0: only at the end)");
+    if (o->eval_batches < 1) return lssar_fail(LSSAR_E_ARG, "--eval-batches must be >= 1");
+    if (o->resume) return 0;   // the rest comes from the checkpoint
+    if (!o->data || !*o->data) return lssar_fail(LSSAR_E_ARG, "--data is required: one or more token shards (TRAIN.bin[,MORE.bin])");
+    if (o->steps < 1) return lssar_fail(LSSAR_E_ARG, "--steps must be >= 1");
+    if (o->batch < 1 || o->seq < 1 || o->accum < 1) return lssar_fail(LSSAR_E_ARG, "--batch, --seq and --accum must be >= 1");
+    if (!(o->lr > 0)) return lssar_fail(LSSAR_E_ARG, "--lr must be > 0");
+    if (!(o->clip >= 0)) return lssar_fail(LSSAR_E_ARG, "--clip must be >= 0 (0: no clipping)");
+    if (!(o->wd >= 0)) return lssar_fail(LSSAR_E_ARG, "--wd must be >= 0");
+    if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1)) return lssar_fail(LSSAR_E_ARG, "the cosine floor must be in [0, 1] of --lr");
+    if (!(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 && o->eps > 0))
+        return lssar_fail(LSSAR_E_ARG, "AdamW needs 0 <= beta1, beta2 < 1 and eps > 0");
+    return 0;
+}
+
+static int file_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
+
+// Fresh run: choose the vocabulary, build the config and the model, seed the data stream.
+static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train_state *s) {
+    int vocab = o->vocab, mx = dl_max_token(dl);
+    if (vocab <= 0) {
+        if (mx >= GPT2_VOCAB)
+            return lssar_fail(LSSAR_E_ARG, "the training shards hold token ids up to %d: pass --vocab (at least %d)", mx, mx + 1);
+        vocab = GPT2_VOCAB;
+        if (!o->quiet && mx < 257)
+            fprintf(stderr, "lssar train: --vocab not given, using %d (GPT-2); the data's ids all fit in 257 (byte tokenizer?): --vocab 257 trains much faster\n", vocab);
+    }
+    int rc = dl_check_vocab(dl, vocab, "--data");
+    if (rc) return rc;
+    gpt_config cfg = {
+        .layers = o->layers, .heads = o->heads, .dim = o->dim, .vocab = vocab,
+        .channels = dl->channels, .max_seq = o->seq, .pos = o->pos, .attn = o->attn, .p = o->p,
+        .tied = !o->untied};
+    if ((rc = gpt_config_check(&cfg))) return rc;
+    if ((rc = gpt_create(&cfg, o->seed, m))) return rc;
+    memset(s, 0, sizeof *s);
+    s->lr = o->lr; s->min_lr_frac = o->min_lr_frac;
+    s->warmup = o->warmup >= 0 ? o->warmup : o->steps / 10;
+    s->steps = o->steps; s->batch = o->batch; s->seq = o->seq; s->accum = o->accum;
+    s->seed = o->seed; s->wd = o->wd; s->clip = o->clip;
+    s->beta1 = o->beta1; s->beta2 = o->beta2; s->eps = o->eps;
+    snprintf(s->data, sizeof s->data, "%s", o->data);
+    snprintf(s->val, sizeof s->val, "%s", o->val ? o->val : "");
+    s->step = 0;
+    // The data stream is a separate stream of the seed, so it does not repeat the init's numbers.
+    lssar_rng_stream(&s->rng, o->seed, 1);
+    return 0;
+}
+
+// Resume: model + AdamW state + data cursor from DIR; the stored schedule unless --steps moves it.
+static int start_resume(const train_opts *o, gpt **m, train_state *s) {
+    char mp[4096], tp[4096];
+    snprintf(mp, sizeof mp, "%s/%s", o->out, CKPT_MODEL_FILE);
+    snprintf(tp, sizeof tp, "%s/%s", o->out, CKPT_TRAINER_FILE);
+    if (!file_exists(mp) || !file_exists(tp))
+        return lssar_fail(LSSAR_E_IO, "--resume: %s has no %s and %s to continue from: train without --resume first", o->out, CKPT_MODEL_FILE, CKPT_TRAINER_FILE);
+    int64_t mstep;
+    int rc = ckpt_read_train_state(tp, s);
+    if (!rc) rc = ckpt_load_model(mp, -1, 0, m, &mstep);
+    if (!rc && mstep != s->step)
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s is at step %lld but %s at step %lld (a run stopped between writing the two?): cannot resume exactly; start a new --out",
+                        mp, (long long)mstep, tp, (long long)s->step);
+    if (!rc && gpt_get_config(*m)->max_seq != s->seq)
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s: the model's max_seq %d differs from the trainer's seq %d: mismatched files", o->out, gpt_get_config(*m)->max_seq, s->seq);
+    if (!rc) rc = gpt_reserve(*m, s->batch, s->seq, 1);
+    if (!rc) rc = ckpt_load_trainer(*m, tp, s);
+    if (rc) { if (*m) gpt_free(*m); *m = NULL; return rc; }
+    if (o->steps > 0 && o->steps != s->steps) {
+        if (!o->quiet)
+            fprintf(stderr, "lssar train: --steps %d replaces the checkpoint's schedule length %d: the cosine decay is re-spread from step %lld on (an uninterrupted run with --steps %d would differ)\n",
+                    o->steps, s->steps, (long long)s->step, o->steps);
+        s->steps = o->steps;
+    }
+    if (o->override_optim) {
+        if (!o->quiet)
+            fprintf(stderr, "lssar train: optimizer settings changed from step %lld on (lr %g, warmup %d, floor %g, wd %g, clip %g)\n",
+                    (long long)s->step, o->lr, o->warmup, o->min_lr_frac, o->wd, o->clip);
+        s->lr = o->lr; s->min_lr_frac = o->min_lr_frac; s->warmup = o->warmup < 0 ? s->warmup : o->warmup;
+        s->wd = o->wd; s->clip = o->clip; s->beta1 = o->beta1; s->beta2 = o->beta2; s->eps = o->eps;
+    }
+    if (o->data && *o->data && strcmp(o->data, s->data)) snprintf(s->data, sizeof s->data, "%s", o->data);
+    if (o->val && strcmp(o->val, s->val)) snprintf(s->val, sizeof s->val, "%s", o->val);
+    return 0;
+}
+
+int train_run(const train_opts *o, train_result *r) {
+    train_result dummy;
+    if (!r) r = &dummy;
+    memset(r, 0, sizeof *r);
+    r->val_loss = NAN;
+    int rc = check_opts(o);
+    if (rc) return rc;
+    if (o->threads > 0) { omp_set_num_threads(o->threads); openblas_set_num_threads(o->threads); }
+    char mp[4096];
+    snprintf(mp, sizeof mp, "%s/%s", o->out, CKPT_MODEL_FILE);
+    if (!o->resume && file_exists(mp))
+        return lssar_fail(LSSAR_E_ARG, "%s already holds a checkpoint: pass --resume to continue it, or choose another --out", o->out);
+
+    gpt *m = NULL;
+    train_state s;
+    dataloader dl;
+    memset(&dl, 0, sizeof dl);
+    shard val;
+    memset(&val, 0, sizeof val);
+    int have_val = 0;
+    uint16_t *in = NULL, *tg = NULL;
+    FILE *logf = NULL;
+    int64_t saved_step = -1;
+
+    if (o->resume) {
+        if ((rc = start_resume(o, &m, &s))) goto done;
+        saved_step = s.step;
+        if ((rc = dl_open(&dl, s.data, s.seq, "--data"))) goto done;
+        const gpt_config *c = gpt_get_config(m);
+        if (dl.channels != c->channels) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "--data: the shards have %d token channels but the model in %s has %d", dl.channels, o->out, c->channels);
+            goto done;
+        }
+        if ((rc = dl_check_vocab(&dl, c->vocab, "--data"))) goto done;
+    } else {
+        if ((rc = dl_open(&dl, o->data, o->seq, "--data"))) goto done;
+        if ((rc = start_fresh(o, &dl, &m, &s))) goto done;
+        if ((rc = gpt_reserve(m, s.batch, s.seq, 1))) goto done;
+    }
+    const gpt_config *cfg = gpt_get_config(m);
+    const int B = s.batch, T = s.seq, C = cfg->channels;
+    if (s.val[0]) {
+        if ((rc = shard_open(&val, s.val))) goto done;
+        have_val = 1;
+        if (val.channels != C) { rc = lssar_fail(LSSAR_E_FORMAT, "--val: %s has %d token channels but the model has %d", s.val, val.channels, C); goto done; }
+        if (eval_num_windows(&val, T) < 1) { rc = lssar_fail(LSSAR_E_SIZE, "--val: %s has %zu positions, fewer than --seq + 1 = %d", s.val, val.n, T + 1); goto done; }
+    }
+    if ((rc = lssar_mkdirs(o->out))) goto done;
+    char lp[4096];
+    snprintf(lp, sizeof lp, "%s/log.jsonl", o->out);
+    logf = fopen(lp, o->resume ? "a" : "w");   // a missing log is not worth failing a run for
+
+    in = malloc(sizeof(uint16_t) * B * T * C);
+    tg = malloc(sizeof(uint16_t) * B * T * C);
+    if (!in || !tg) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for batches"); goto done; }
+
+    int64_t end = s.steps;
+    if (o->stop_at > 0 && o->stop_at < end) end = o->stop_at;
+    const int64_t first = s.step + 1;
+    if (!o->quiet) {
+        char pdesc[32] = "";
+        if (cfg->attn == LSSAR_ATTN_LSSAR) snprintf(pdesc, sizeof pdesc, " (p %g)", cfg->p);
+        fprintf(stderr, "lssar train: %s attention%s, %d layers, %d heads, width %d, vocab %d x %d channel%s, %s positions, %zu parameters\n",
+                lssar_attn_name(cfg->attn), pdesc, cfg->layers, cfg->heads, cfg->dim, cfg->vocab, C, C > 1 ? "s" : "",
+                gpt_pos_name(cfg->pos), gpt_num_params(m));
+        fprintf(stderr, "lssar train: steps %lld..%lld of %d, batch %d x %d tokens x accum %d, lr %g (warmup %d, cosine to %g), out %s\n",
+                (long long)first, (long long)end, s.steps, B, T, s.accum, s.lr, s.warmup, s.lr * s.min_lr_frac, o->out);
+    }
+    double t0 = lssar_now(), last_print = 0;
+    const double tokens_per_step = (double)B * T * s.accum;
+    for (int64_t step = first; step <= end; step++) {
+        double ts = lssar_now();
+        float lr = train_lr(&s, step);
+        if ((rc = gpt_zero_grad(m))) goto done;
+        double loss_sum = 0;
+        for (int a = 0; a < s.accum; a++) {
+            float loss;
+            dl_next_batch(&dl, &s.rng, B, in, tg);
+            rc = gpt_forward(m, in, tg, B, T, &loss);
+            if (rc == LSSAR_E_NAN || (!rc && !isfinite(loss))) { rc = 0; loss_sum = NAN; break; }
+            if (rc) goto done;
+            if ((rc = gpt_backward(m, 1.0f / s.accum))) goto done;
+            loss_sum += loss;
+        }
+        float gnorm = isfinite(loss_sum) ? gpt_clip_grad_norm(m, s.clip) : NAN;
+        if (!isfinite(loss_sum) || !isfinite(gnorm)) {
+            char where[4200];
+            if (saved_step >= 0) snprintf(where, sizeof where, "the last checkpoint in %s (step %lld) is intact", o->out, (long long)saved_step);
+            else snprintf(where, sizeof where, "no checkpoint was written");
+            rc = lssar_fail(LSSAR_E_NAN, "step %lld: the %s is %s; stopped without saving: %s. Lower --lr, raise --warmup, or check the data",
+                            (long long)step, isfinite(loss_sum) ? "gradient norm" : "loss", "not finite (NaN or Inf)", where);
+            goto done;
+        }
+        if ((rc = gpt_adamw_step(m, (int)step, lr, s.beta1, s.beta2, s.eps, s.wd))) goto done;
+        s.step = step;
+        r->step = step;
+        r->train_loss = (float)(loss_sum / s.accum);
+        double now = lssar_now(), dt = now - ts;
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "step", (double)step);
+        cJSON_AddNumberToObject(j, "loss", r->train_loss);
+        cJSON_AddNumberToObject(j, "lr", lr);
+        cJSON_AddNumberToObject(j, "grad_norm", gnorm);
+        cJSON_AddNumberToObject(j, "ms", dt * 1e3);
+        cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / dt);
+        log_line(logf, j);
+        if (!o->quiet && (now - last_print >= 1.0 || step == end || step == first)) {
+            last_print = now;
+            double rate = (now - t0) / (double)(step - first + 1);   // seconds per step so far
+            char eta[32];
+            fmt_eta(eta, sizeof eta, rate * (double)(end - step));
+            fprintf(stderr, "step %lld/%d | loss %.4f | lr %.3e | gnorm %.3f | %.0f tok/s | %.1f ms/step | ETA %s\n",
+                    (long long)step, s.steps, r->train_loss, lr, gnorm, tokens_per_step / rate, rate * 1e3, eta);
+        }
+        int last = step == end;
+        if (have_val && (last || (o->eval_every > 0 && step % o->eval_every == 0))) {
+            eval_result er;
+            if ((rc = eval_shard(m, &val, T, B, o->eval_batches * B, &er, NULL))) goto done;
+            r->val_loss = er.loss;
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "step", (double)step);
+            cJSON_AddNumberToObject(e, "val_loss", er.loss);
+            cJSON_AddNumberToObject(e, "val_tokens", (double)er.tokens);
+            log_line(logf, e);
+            if (!o->quiet) fprintf(stderr, "step %lld/%d | val loss %.4f (%zu tokens)\n", (long long)step, s.steps, er.loss, er.tokens);
+        }
+        if (last || (o->save_every > 0 && step % o->save_every == 0)) {
+            if ((rc = ckpt_save(o->out, m, &s))) goto done;
+            saved_step = step;
+        }
+    }
+    if (first > end) {
+        if (!o->quiet) fprintf(stderr, "lssar train: %s is already at step %lld of %d: nothing to do (pass a larger --steps to continue)\n", o->out, (long long)s.step, s.steps);
+        r->step = s.step;
+    }
+    r->seconds = lssar_now() - t0;
+done:
+    if (logf) fclose(logf);
+    free(in); free(tg);
+    if (have_val) shard_close(&val);
+    dl_close(&dl);
+    if (m) gpt_free(m);
+    return rc;
+}

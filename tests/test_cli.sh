@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# test_cli.sh - lssar train / eval / sample / bench end to end on tiny generated shards, and bad
+# input of every kind: each must give a clear message and a non-zero exit below 128 (no crash).
+# Binary: $LSSAR_BIN, else build/lssar. Ends with "test_cli: N passed, M failed".
+cd "$(dirname "$0")/.."
+LSSAR=${LSSAR_BIN:-build/lssar}
+pass=0; fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "not ok - $1"; [ -n "$2" ] && printf '%s\n' "$2" | tail -5 | sed 's/^/    /'; }
+if [ ! -x "$LSSAR" ]; then echo "test_cli: $LSSAR is not built"; echo "test_cli: 0 passed, 1 failed"; exit 1; fi
+tmp=$(mktemp -d /tmp/lssar_cli_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+T1="--threads 1"   # one thread: tiny models, and no OpenMP spinning on a shared machine
+
+# expect NAME EXIT_WANTED NEEDLE CMD...: run, check the exit code (or "fail": 1..127) and that
+# stdout+stderr contain NEEDLE.
+expect() {
+  local name=$1 want=$2 needle=$3; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$want" = fail ]; then
+    if [ $rc -ge 1 ] && [ $rc -lt 128 ] && grep -qiF -- "$needle" <<<"$out"; then ok "$name"; else bad "$name (exit $rc)" "$out"; fi
+  else
+    if [ $rc -eq "$want" ] && grep -qiF -- "$needle" <<<"$out"; then ok "$name"; else bad "$name (exit $rc, want $want, '$needle')" "$out"; fi
+  fi
+}
+
+# shard NAME POSITIONS CHANNELS VOCAB [magic]: a random period-24 pattern, llm.c format
+shard() {
+  python3 - "$@" <<'EOF'
+import random, struct, sys
+path, n, C, V = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+magic = int(sys.argv[5]) if len(sys.argv) > 5 else 20240520
+r = random.Random(3)
+pat = [r.randrange(V) for _ in range(24)]
+toks = [pat[(i + 5 * c) % 24] for i in range(n) for c in range(C)]
+with open(path, "wb") as f:
+    f.write(struct.pack("<256i", magic, 1, n, C, *([0] * 252)))
+    f.write(struct.pack("<%dH" % len(toks), *toks))
+EOF
+}
+shard "$tmp/train.bin" 3000 1 16
+shard "$tmp/val.bin" 800 1 16
+shard "$tmp/val2.bin" 800 2 16
+shard "$tmp/orbit.bin" 1500 2 16
+shard "$tmp/magic.bin" 100 1 16 12345
+head -c 1500 "$tmp/train.bin" > "$tmp/trunc.bin"
+MODEL="--layers 2 --heads 2 --dim 32 --vocab 16 --seq 32 --batch 4 --lr 3e-3"
+
+# ---- help and flag errors
+expect "train --help" 0 "--resume" $LSSAR train --help
+expect "eval --help" 0 "non-overlapping" $LSSAR eval --help
+expect "sample --help" 0 "--temperature" $LSSAR sample --help
+expect "bench --help" 0 "sgemm" $LSSAR bench --help
+expect "unknown flag" 2 "--bogus" $LSSAR train --bogus 1 --out "$tmp/x"
+expect "bad integer" 2 "--steps" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --steps ten
+expect "missing --out" 2 "--out" $LSSAR train --data "$tmp/train.bin"
+expect "missing --data" 2 "--data" $LSSAR train --out "$tmp/x"
+expect "bad --attn" 2 "--attn" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --attn flash
+expect "heads must divide dim" 2 "--heads" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --dim 30 --heads 4
+
+# ---- training
+out=$($LSSAR train --data "$tmp/train.bin" --val "$tmp/val.bin" $MODEL --steps 60 --eval-every 20 --out "$tmp/run" $T1 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ -f "$tmp/run/model.safetensors" ] && [ -f "$tmp/run/trainer.safetensors" ] && grep -q "val loss" <<<"$out" \
+   && grep -q "tok/s" <<<"$out" && grep -q "ETA" <<<"$out"; then ok "train"; else bad "train (exit $rc)" "$out"; fi
+if python3 -c "
+import json, sys
+lines = [json.loads(l) for l in open('$tmp/run/log.jsonl')]
+steps = [l for l in lines if 'loss' in l]; evals = [l for l in lines if 'val_loss' in l]
+assert len(steps) == 60 and [l['step'] for l in evals] == [20, 40, 60], (len(steps), evals)
+assert all(k in steps[0] for k in ('lr', 'grad_norm', 'tokens_per_s'))
+assert steps[-1]['loss'] < steps[0]['loss'] - 1, 'loss did not fall'
+"; then ok "log.jsonl"; else bad "log.jsonl"; fi
+expect "train into an existing run" fail "--resume" $LSSAR train --data "$tmp/train.bin" $MODEL --steps 5 --out "$tmp/run" $T1
+
+# ---- exact resume: 2N straight == N, stop, resume to 2N
+$LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --out "$tmp/straight" --quiet $T1 2>/dev/null
+$LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --stop-at 10 --out "$tmp/split" --quiet $T1 2>/dev/null
+if cmp -s "$tmp/straight/model.safetensors" "$tmp/split/model.safetensors"; then bad "stop-at stops early"; else ok "stop-at stops early"; fi
+$LSSAR train --out "$tmp/split" --resume --quiet $T1 2>/dev/null
+if cmp -s "$tmp/straight/model.safetensors" "$tmp/split/model.safetensors"; then ok "resume is bit-exact"; else bad "resume is bit-exact"; fi
+expect "resume with another --layers" 2 "--layers" $LSSAR train --out "$tmp/split" --resume --layers 3 $T1
+$LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --stop-at 10 --out "$tmp/relr" --quiet $T1 2>/dev/null
+expect "resume with a lower --lr" 0 "optimizer settings changed" $LSSAR train --out "$tmp/relr" --resume --lr 1e-3 $T1
+if cmp -s "$tmp/straight/model.safetensors" "$tmp/relr/model.safetensors"; then bad "the new --lr is used"; else ok "the new --lr is used"; fi
+expect "resume without a checkpoint" fail "--resume" $LSSAR train --out "$tmp/none" --resume $T1
+
+# ---- eval
+expect "eval" 0 "loss" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 16,32,64 --json "$tmp/eval.json" $T1
+if python3 -c "
+import json
+d = json.load(open('$tmp/eval.json'))
+r = d['results']
+assert [x['seq'] for x in r] == [16, 32, 64]
+assert all(x['loss'] > 0 and x['tokens'] > 0 for x in r)
+assert r[1]['loss'] < 1.0, r
+"; then ok "eval JSON"; else bad "eval JSON" "$(cat "$tmp/eval.json" 2>&1)"; fi
+expect "eval lssar as lssa" 0 "lssa attention" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn lssa $T1
+expect "eval lssar as softmax refused" fail "lssa" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn softmax $T1
+expect "eval channel mismatch" fail "channels" $LSSAR eval --model "$tmp/run" --data "$tmp/val2.bin" --seq 32 $T1
+expect "eval bad --seq" 2 "--seq" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32,x $T1
+expect "eval seq longer than the shard" fail "positions" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 5000 $T1
+$LSSAR train --data "$tmp/train.bin" $MODEL --pos learned --steps 2 --out "$tmp/learned" --quiet $T1 2>/dev/null
+expect "eval learned positions beyond training" 2 "learned positions" $LSSAR eval --model "$tmp/learned" --data "$tmp/val.bin" --seq 64 $T1
+
+# ---- sample
+out=$($LSSAR sample --model "$tmp/run" --prompt-ids 1,2,3 --tokens 12 --seed 3 $T1 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -w <<<"$out")" -eq 12 ] && ! grep -qv '^[0-9 ]*$' <<<"$out"; then ok "sample"; else bad "sample (exit $rc)" "$out"; fi
+a=$($LSSAR sample --model "$tmp/run" --prompt-ids 1,2,3 --tokens 12 --temperature 0 $T1 2>&1)
+b=$($LSSAR sample --model "$tmp/run" --prompt-ids 1,2,3 --tokens 12 --temperature 0 --seed 9 $T1 2>&1)
+if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "greedy sampling is deterministic"; else bad "greedy sampling is deterministic" "$a / $b"; fi
+expect "sample id out of range" 2 "vocabulary" $LSSAR sample --model "$tmp/run" --prompt-ids 1,99 $T1
+expect "sample bad ids" 2 "--prompt-ids" $LSSAR sample --model "$tmp/run" --prompt-ids 1,-2 $T1
+$LSSAR train --data "$tmp/orbit.bin" --layers 1 --heads 2 --dim 16 --vocab 16 --seq 16 --batch 2 --steps 2 --out "$tmp/orbit" --quiet $T1 2>/dev/null
+out=$($LSSAR sample --model "$tmp/orbit" --prompt-ids 1,2,3,4 --tokens 5 $T1 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -w <<<"$out")" -eq 10 ]; then ok "sample 2 channels"; else bad "sample 2 channels (exit $rc)" "$out"; fi
+expect "sample odd ids for 2 channels" 2 "channels" $LSSAR sample --model "$tmp/orbit" --prompt-ids 1,2,3 $T1
+
+# ---- bad data
+expect "missing data file" fail "nope.bin" $LSSAR train --data "$tmp/nope.bin" $MODEL --steps 2 --out "$tmp/x1" $T1
+expect "truncated shard" fail "truncated" $LSSAR train --data "$tmp/trunc.bin" $MODEL --steps 2 --out "$tmp/x2" $T1
+expect "wrong magic" fail "magic" $LSSAR train --data "$tmp/magic.bin" $MODEL --steps 2 --out "$tmp/x3" $T1
+expect "shard shorter than seq+1" fail "--seq" $LSSAR train --data "$tmp/val.bin" $MODEL --seq 1000 --steps 2 --out "$tmp/x4" $T1
+expect "token id >= vocab" fail "train.bin" $LSSAR train --data "$tmp/train.bin" --layers 1 --heads 1 --dim 8 --vocab 8 --steps 2 --out "$tmp/x5" $T1
+expect "val channels differ" fail "channels" $LSSAR train --data "$tmp/train.bin" --val "$tmp/val2.bin" $MODEL --steps 2 --out "$tmp/x6" $T1
+expect "NaN stops with exit 3" 3 "intact" $LSSAR train --data "$tmp/train.bin" $MODEL --lr 1e30 --warmup 0 --clip 0 --wd 0 --steps 30 --save-every 1 --out "$tmp/nan" $T1
+
+# ---- damaged checkpoints
+mkdir -p "$tmp/dmg"
+cp "$tmp/run/model.safetensors" "$tmp/dmg/full.safetensors"
+sz=$(stat -c %s "$tmp/dmg/full.safetensors")
+head -c $((sz - 64)) "$tmp/dmg/full.safetensors" > "$tmp/dmg/model.safetensors"
+expect "truncated checkpoint" fail "truncated" $LSSAR eval --model "$tmp/dmg" --data "$tmp/val.bin" --seq 32 $T1
+{ printf '\xff\xff\xff\xff\xff\xff\xff\x7f'; tail -c +9 "$tmp/dmg/full.safetensors"; } > "$tmp/dmg/model.safetensors"
+expect "garbage header length" fail "header length" $LSSAR eval --model "$tmp/dmg" --data "$tmp/val.bin" --seq 32 $T1
+python3 -c "
+import sys
+b = bytearray(open('$tmp/dmg/full.safetensors', 'rb').read())
+i = b.index(b'\"F32\"'); b[i+1:i+4] = b'I32'
+open('$tmp/dmg/model.safetensors', 'wb').write(b)
+"
+expect "wrong dtype in checkpoint" fail "dtype" $LSSAR eval --model "$tmp/dmg" --data "$tmp/val.bin" --seq 32 $T1
+python3 -c "
+b = bytearray(open('$tmp/dmg/full.safetensors', 'rb').read())
+i = b.index(b'\"layers\":\"2\"'); b[i+10] = ord('3')
+open('$tmp/dmg/model.safetensors', 'wb').write(b)
+"
+expect "config and tensors disagree" fail "missing" $LSSAR eval --model "$tmp/dmg" --data "$tmp/val.bin" --seq 32 $T1
+echo "not json at all" > "$tmp/dmg/model.safetensors"
+expect "text file as checkpoint" fail "safetensors" $LSSAR sample --model "$tmp/dmg" --prompt-ids 1 $T1
+expect "missing model" fail "cannot open" $LSSAR eval --model "$tmp/none" --data "$tmp/val.bin" --seq 32 $T1
+cp -r "$tmp/run" "$tmp/run2"
+head -c 3000 "$tmp/run/trainer.safetensors" > "$tmp/run2/trainer.safetensors"
+expect "resume from a truncated trainer state" fail "trainer.safetensors" $LSSAR train --out "$tmp/run2" --resume --steps 70 $T1
+
+# ---- bench
+expect "bench --quick" 0 "sgemm" $LSSAR bench --quick --json "$tmp/bench.json" $T1
+if python3 -c "
+import json
+d = json.load(open('$tmp/bench.json'))
+for t in d['train']:
+    assert all(k in t for k in ('layers', 'dim', 'ms_per_step', 'gflops', 'sgemm_gflops', 'sgemm_ratio')), t
+    assert t['ms_per_step'] > 0 and t['gflops'] > 0 and t['sgemm_gflops'] > 0
+kinds = {(a['kind'], a['T']) for a in d['attention']}
+assert ('softmax', 32) in kinds and ('lssar', 64) in kinds, kinds
+assert all(a['fwd_bwd_ms'] > 0 for a in d['attention'])
+"; then ok "bench JSON"; else bad "bench JSON" "$(cat "$tmp/bench.json" 2>&1)"; fi
+
+echo "test_cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]
