@@ -19,32 +19,28 @@ static double arg_f(int argc, char **argv, const char *name, double def) {
     return def;
 }
 
-// Random well-formed postfix expressions of `len` nodes over nf features (ops from `ops`).
-static void random_prog(lssar_rng *r, sr_prog *p, int len, int nf, const int *ops, int nops) {
-    int sp = 0;
-    p->len = 0;
-    while (p->len < len) {
-        int left = len - p->len;
-        // must end with exactly one value: push a leaf when the stack is short, else an op
-        int want_leaf = sp < 2 ? 1 : (sp - 1 >= left ? 0 : (int)lssar_rng_below(r, 2));
-        if (sp >= 1 && left == 1) want_leaf = 0;
+// A random well-formed postfix expression of exactly `size` nodes (ops from `ops`), appended to p.
+static void random_prog(lssar_rng *r, sr_prog *p, int size, int nf, const int *ops, int nops) {
+    if (size == 1) {
         sr_node n = {SR_CONST, 0, 0, 1 + lssar_rng_uniform(r)};
-        if (want_leaf) {
-            if (lssar_rng_below(r, 3)) { n.op = SR_VAR; n.feat = (uint16_t)lssar_rng_below(r, nf); }
-            sp++;
-        } else {
-            int op = ops[lssar_rng_below(r, nops)];
-            if (sr_arity(op) == 1 && sp >= 2 && left <= sp - 1) op = SR_ADD;
-            n.op = (uint8_t)op;
-            sp += 1 - sr_arity(op);
-        }
+        if (lssar_rng_below(r, 3)) { n.op = SR_VAR; n.feat = (uint16_t)lssar_rng_below(r, nf); }
         p->n[p->len++] = n;
+        return;
     }
-    if (!sr_valid(p)) p->len = 1, p->n[0].op = SR_VAR, p->n[0].feat = 0;
+    int op = ops[lssar_rng_below(r, nops)];
+    if (size == 2 && sr_arity(op) == 2) op = SR_SQUARE;
+    if (sr_arity(op) == 1) random_prog(r, p, size - 1, nf, ops, nops);
+    else {
+        int left = 1 + (int)lssar_rng_below(r, size - 2);
+        random_prog(r, p, left, nf, ops, nops);
+        random_prog(r, p, size - 1 - left, nf, ops, nops);
+    }
+    sr_node n = {(uint8_t)op, 0, 0, 0};
+    p->n[p->len++] = n;
 }
 
 static void bench_eval(int threads) {
-    enum { ROWS = 1000, NF = 3, NPROG = 2000, LEN = 15 };
+    enum { ROWS = 1000, NF = 3, NPROG = 2000, LEN = 15, REPS = 20 };
     double *X = malloc(sizeof(double) * ROWS * NF), *y = malloc(sizeof(double) * ROWS);
     lssar_rng r;
     lssar_rng_seed(&r, 7);
@@ -54,17 +50,23 @@ static void bench_eval(int threads) {
     static const int arith[] = {SR_ADD, SR_SUB, SR_MUL, SR_DIV, SR_SQUARE};
     static const int mixed[] = {SR_ADD, SR_SUB, SR_MUL, SR_DIV, SR_SQUARE, SR_SQRT, SR_EXP, SR_LOG, SR_SIN, SR_COS};
     const struct { const char *name; const int *ops; int n; } sets[] = {
-        {"arithmetic (+ - * / square)", arith, 5}, {"mixed (+ sqrt exp log sin cos)", mixed, 10}};
+        {"arithmetic (+ - * / square)", arith, 5}, {"mixed (+ - * / square sqrt exp log sin cos)", mixed, 10}};
     sr_prog *progs = malloc(sizeof(sr_prog) * NPROG);
     for (int s = 0; s < 2; s++) {
         double nodes = 0;
-        for (int k = 0; k < NPROG; k++) { random_prog(&r, &progs[k], 5 + (int)lssar_rng_below(&r, LEN), NF, sets[s].ops, sets[s].n); nodes += progs[k].len; }
+        for (int k = 0; k < NPROG; k++) {
+            do {  // only finite expressions: an infinite one stops early and would inflate the rate
+                progs[k].len = 0;
+                random_prog(&r, &progs[k], 5 + (int)lssar_rng_below(&r, LEN), NF, sets[s].ops, sets[s].n);
+            } while (!isfinite(sr_loss(&progs[k], &d)));
+            nodes += progs[k].len;
+        }
         double best = 0;
         for (int rep = 0; rep < 5; rep++) {
             double t0 = lssar_now(), sink = 0;
 #pragma omp parallel for num_threads(threads) reduction(+ : sink) schedule(static)
-            for (int k = 0; k < NPROG; k++) sink += sr_loss(&progs[k], &d) > 0;
-            double rate = nodes * ROWS / (lssar_now() - t0);
+            for (int k = 0; k < NPROG * REPS; k++) sink += sr_loss(&progs[k % NPROG], &d) > 0;
+            double rate = REPS * nodes * ROWS / (lssar_now() - t0);
             if (rate > best) best = rate;
             (void)sink;
         }

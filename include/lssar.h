@@ -126,27 +126,42 @@ const char *lssar_tokenizer_name(const lssar_tokenizer *t);
 
 /* ----------------------------------------------------- symbolic regression */
 /* @@SYMREG-API@@ */
-/* Search for a formula y ~ f(x1..xk) by PySR-style regularised evolution on islands (OpenMP
+/* Example (the orbit probe's published settings):
+     lssar_sr_options o; lssar_sr_defaults(&o);
+     o.ops = "+,*,sin,cos,exp,inv"; o.maxsize = 20; o.loss = LSSAR_SR_L1; o.iterations = 100;
+     o.opt_restarts = 3; o.select = LSSAR_SR_SCORE;      (or o.restarts = 3: three whole searches)
+     const char *names[] = {"r", "m1", "m2"};            X = [r..., m1..., m2...], y = F
+     lssar_sr_result res;
+     if (lssar_symreg(&o, X, F, rows, 3, names, &res) == 0) {
+         puts(res.front[res.selected].equation);         e.g. "(39.4784*m2)*(m1/(r**2))"
+         lssar_sr_result_free(&res);
+     }
+   Search for a formula y ~ f(x1..xk) by PySR-style regularised evolution on islands (OpenMP
    threads). Deterministic for a given seed whatever the thread count, unless time_limit stops it.
    Equations use the feature names and parse with SymPy's sympify unchanged. */
 typedef enum { LSSAR_SR_L2 = 0, LSSAR_SR_L1 = 1, LSSAR_SR_L1DZ = 2, LSSAR_SR_REL = 3 } lssar_sr_loss;
 typedef enum { LSSAR_SR_SCORE = 0, LSSAR_SR_BEST = 1, LSSAR_SR_ACCURACY = 2 } lssar_sr_select;
 typedef struct {
-    const char *ops;        /* comma list of + - * / pow neg sin cos exp log inv sqrt square cube abs */
+    const char *ops;        /* comma list of + - * / pow neg sin cos exp log inv sqrt square cube abs
+                               ("+,-,*,/,square,sqrt,exp,log,sin,cos") */
     const char *complexity; /* per-operator complexity "pow=2,exp=2" (others 1); NULL: all 1 */
     int maxsize;            /* largest complexity searched (20; at most 60) */
-    int loss;               /* lssar_sr_loss (L2) */
-    int select;             /* lssar_sr_select: score (largest drop in log-loss per complexity),
-                               best (highest score with loss <= 1.5 x min), accuracy (min loss) */
+    int loss;               /* lssar_sr_loss (L2); L1DZ: max(|r|, 1e-8) - 1e-8; REL: |r| / |y| */
+    int select;             /* lssar_sr_select (BEST): score (largest drop in log-loss per unit of
+                               complexity), best (highest score with loss <= 1.5 x min), accuracy */
     int populations;        /* islands (12) */
     int population_size;    /* members per island (40) */
     int iterations;         /* synchronised generations: evolve, optimise, migrate (100) */
     int cycles;             /* mutations per island per iteration (300) */
-    int restarts;           /* independent searches (seeds seed, seed+1, ..), fronts merged (1) */
+    int restarts;           /* independent whole searches (derived seeds), fronts merged (1) */
     int opt_iterations;     /* Levenberg-Marquardt iterations per constant optimisation (8) */
     int opt_restarts;       /* extra starts of the constant optimiser from perturbed constants (2) */
     double opt_probability; /* fraction of members whose constants are optimised each iteration (0.14) */
-    double early_stop;      /* stop when min loss <= early_stop x loss of the best constant; 0: never (1e-11) */
+    double opt_promising;   /* also optimise a new child whose loss < this x the island's best at its
+                               complexity (1: only new bests; 0: never) */
+    double early_stop;      /* stop (5 iterations later) once the error relative to the best constant
+                               fit, sqrt(loss/loss0) for L2, loss/loss0 otherwise, is <= this; 0: never
+                               (1e-10: an exact fit). Losses below that level count as equal on the front */
     double time_limit;      /* seconds (0: none); stops between iterations, so not deterministic */
     uint64_t seed;          /* (0) */
     int threads;            /* 0: all OpenMP threads */

@@ -7,6 +7,7 @@
 #include "harness.h"
 #include "core/util.h"
 #include "nn/nn.h"
+#include "nn/vmath.h"
 
 static lssar_rng rng;
 static void randn(float *x, size_t n, double s) { for (size_t i = 0; i < n; i++) x[i] = (float)(s * lssar_rng_normal(&rng)); }
@@ -412,6 +413,26 @@ static void test_attention_row(void) {
     }
 }
 
+/* ------------------------------------------------ vectorisable exp / tanh / sqrt */
+static void test_vmath(void) {
+    double we = 0, wt = 0, ws = 0;
+    for (int i = 0; i <= 200000; i++) {
+        double x = -87.0 + 175.0 * i / 200000.0;   // the whole clamped range of nn_expf
+        we = fmax(we, fabs(nn_expf((float)x) - exp((float)x)) / exp((float)x));
+        double u = -10.0 + 20.0 * i / 200000.0;
+        wt = fmax(wt, fabs(nn_tanhf((float)u) - tanh((float)u)));
+        double s = pow(10.0, -30.0 + 60.0 * i / 200000.0);
+        ws = fmax(ws, fabs(nn_sqrtf((float)s) - sqrt((float)s)) / sqrt((float)s));
+    }
+    CHECK(we < 5e-7, "nn_expf relative error %g", we);
+    CHECK(wt < 3e-7, "nn_tanhf absolute error %g", wt);
+    CHECK(ws < 5e-7, "nn_sqrtf relative error %g", ws);
+    CHECK(nn_sqrtf(0.0f) == 0.0f, "sqrt(0) = %g", nn_sqrtf(0.0f));
+    CHECK(nn_expf(-1000.0f) > 0.0f && nn_expf(-1000.0f) < 1e-37f, "exp(-1000) clamps to a tiny positive");
+    CHECK(nn_tanhf(50.0f) == 1.0f && nn_tanhf(-50.0f) == -1.0f, "tanh limits");
+    printf("  vmath worst errors: exp %.2e (rel), tanh %.2e (abs), sqrt %.2e (rel)\n", we, wt, ws);
+}
+
 int main(void) {
     lssar_rng_seed(&rng, 2026);
     RUN(test_matmul);
@@ -424,5 +445,6 @@ int main(void) {
     RUN(test_adamw);
     RUN(test_clip);
     RUN(test_attention_row);
+    RUN(test_vmath);
     return test_summary("test_layers");
 }

@@ -17,8 +17,8 @@ BIN = os.environ.get("LSSAR_BIN", os.path.join(ROOT, "build", "lssar"))
 LAWS = [
     ("newton", "F", "39.4784*m1*m2/r**2", [("r", 0.5, 5), ("m1", 0.1, 2), ("m2", 0.1, 2)]),
     ("flux", "flux", "P/(4*pi*r**2)", [("P", 1, 5), ("r", 1, 5)]),
-    ("gaussian", "f", "exp(-theta**2/2)/sqrt(2*pi)", [("theta", 1, 5)]),
-    ("centre_of_mass", "rc", "(m1*r1 + m2*r2)/(m1 + m2)", [("m1", 1, 5), ("r1", 1, 5), ("m2", 1, 5), ("r2", 1, 5)]),
+    ("angular_momentum", "L", "m*v*r", [("m", 1, 5), ("v", 1, 5), ("r", 1, 5)]),
+    ("mass_energy", "E", "m*c**2", [("m", 1, 5), ("c", 1, 5)]),
 ]
 
 passed = failed = 0
@@ -34,7 +34,25 @@ def check(cond, msg):
         print("not ok -", msg)
 
 
+def numerically_close(found, truth, tol=1e-3):
+    """Max relative difference at random points of [1, 2]^k; a cheap filter before simplify()."""
+    syms = sorted(found.free_symbols | truth.free_symbols, key=str)
+    f, t = sympy.lambdify(syms, found, "math"), sympy.lambdify(syms, truth, "math")
+    rng = random.Random(5)
+    for _ in range(20):
+        pt = [rng.uniform(1, 2) for _ in syms]
+        try:
+            a, b = float(f(*pt)), float(t(*pt))
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return False
+        if not abs(a - b) <= tol * abs(b):
+            return False
+    return True
+
+
 def equivalent(found, truth):
+    if not numerically_close(found, truth):
+        return False
     f = sympy.nsimplify(found, rational=True)
     try:
         if sympy.simplify(f - truth) == 0:
@@ -68,6 +86,11 @@ def main():
         check(False, f"lssar binary {BIN} exists (build it, or set LSSAR_BIN)")
         print(f"test_symreg_sympy: {passed} passed, {failed} failed")
         return 1
+    # The comparison itself: equal forms with rounded constants pass, a different law fails.
+    g = sympy.sympify("exp(-theta**2/2)/sqrt(2*pi)")
+    check(equivalent(sympy.sympify("0.3989422804/exp((0.5*(theta**2)))"), g), "comparison accepts an equal form")
+    check(not equivalent(sympy.sympify("0.3989422804/exp((0.5*(theta**3)))"), g), "comparison rejects a different law")
+    check(not equivalent(sympy.sympify("0.3999/exp((0.5*(theta**2)))"), g), "comparison rejects a constant off by 2.5e-3")
     tmp = tempfile.mkdtemp(prefix="lssar_sr_py")
     for law in LAWS:
         name, target, truth_s, _ = law

@@ -43,12 +43,20 @@ def compile_driver(tmp):
     if not os.path.exists(lib):
         print(f"  FAIL {lib} not found: build it first (make, or set LSSAR_BUILD)")
         return None
-    pk = subprocess.run(["pkg-config", "--cflags", "--libs", "openblas", "libcjson", "libpcre2-8"],
-                        capture_output=True, text=True).stdout.split()
+    # the same BLAS as the Makefile: Debian's OpenMP OpenBLAS if present, else pkg-config's
+    arch = subprocess.run(["cc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
+    omp_blas = f"/usr/lib/{arch}/openblas-openmp"
+    if arch and os.path.exists(os.path.join(omp_blas, "libopenblas.so")):
+        blas = [f"-I/usr/include/{arch}/openblas-openmp", "-L" + omp_blas, "-Wl,-rpath," + omp_blas, "-lopenblas"]
+    else:
+        blas = subprocess.run(["pkg-config", "--cflags", "--libs", "openblas"], capture_output=True,
+                              text=True).stdout.split()
+    pk = blas + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libpcre2-8", "zlib"],
+                               capture_output=True, text=True).stdout.split()
     exe = os.path.join(tmp, "driver")
     cmd = ["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-fopenmp", "-I" + os.path.join(ROOT, "include"),
            "-I" + os.path.join(ROOT, "src"), os.path.join(ROOT, "tests", "torch_parity_driver.c"),
-           lib, "-o", exe] + pk + ["-lz", "-fopenmp", "-lm", "-lpthread"]
+           lib, "-o", exe] + pk + ["-fopenmp", "-lm", "-lpthread"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         print("  FAIL compiling the driver:\n" + r.stderr[-3000:])

@@ -13,9 +13,9 @@
  * Threads: OpenMP over (b, h, row block) in the forward (each task writes its own output rows)
  * and over (b, h) in the backward (dK and dV of a head are sums over its row blocks, so one task
  * owns a head and adds the blocks in a fixed order). Results therefore do not depend on the
- * thread count. OpenBLAS is set to one thread while we are inside our own parallel region, so it
- * does not start its own threads on top of ours; its previous setting is restored afterwards.
+ * thread count. OpenBLAS runs single-threaded inside our parallel region (see blas_single_begin).
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,7 +53,7 @@ static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
     if (n > SIZE_MAX / (size_t)H) goto too_big;
     n *= (size_t)H;
     if (n > SIZE_MAX / (size_t)D / sizeof(float)) goto too_big;
-    if ((int64_t)H * D > INT32_MAX / 2) goto too_big;
+    if ((int64_t)H * D > INT32_MAX / 2 || (int64_t)B * H > INT32_MAX) goto too_big;
     if ((size_t)T > SIZE_MAX / sizeof(float) / 4 / BQ) goto too_big;
     if (a->kind == LSSAR_ATTN_SSMAX)
         for (int h = 0; h < H; h++)
@@ -90,10 +90,12 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 static void inv_norms(const float *x, int n, int D, int ld, float *out) {
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * ld;
-        double ss = 0.0;  // double: |x|^2 must not overflow for large (but finite-product) inputs
+        // float is enough: |x|^2 overflows only where q . k in the sgemm would overflow too
+        float ss = 0.0f;
 #pragma omp simd reduction(+ : ss)
-        for (int d = 0; d < D; d++) ss += (double)xr[d] * xr[d];
-        out[r] = (float)(1.0 / fmax(sqrt(ss), 1e-12));
+        for (int d = 0; d < D; d++) ss += xr[d] * xr[d];
+        float nr = sqrtf(ss);
+        out[r] = 1.0f / (nr > 1e-12f ? nr : 1e-12f);
     }
 }
 
@@ -104,18 +106,23 @@ static void project_rows(float *g, const float *x, const float *rx, int n, int D
         float *gr = g + (size_t)r * ld;
         const float *xr = x + (size_t)r * ld;
         float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
         for (int d = 0; d < D; d++) dot += xr[d] * gr[d];
         float c = dot * rx[r] * rx[r];
+#pragma omp simd
         for (int d = 0; d < D; d++) gr[d] -= c * xr[d];
     }
 }
 
-// OpenBLAS would start its own threads inside each of ours: run it single-threaded while we are in
-// our parallel region and restore its setting afterwards. Skipped when the caller is already inside
-// a parallel region (then our region is one thread, and flipping a process-wide setting from
-// several threads at once could leave it wrong).
+// Each of our threads calls sgemm on small blocks; OpenBLAS must not start threads of its own there.
+// The OpenMP build of OpenBLAS (what the Makefile links when installed) already runs single-threaded
+// inside a parallel region, and its openblas_set_num_threads would also change OUR OpenMP thread
+// count, so it is left alone. The pthreads build is set to one thread for the duration of the call
+// and restored afterwards. Skipped when the caller is itself inside a parallel region (then our
+// region is one thread, and flipping a process-wide setting from several threads could leave it
+// wrong).
 static int blas_single_begin(void) {
-    if (omp_in_parallel()) return 0;
+    if (openblas_get_parallel() != 1 || omp_in_parallel()) return 0;
     int n = openblas_get_num_threads();
     if (n != 1) openblas_set_num_threads(1);
     return n;
@@ -129,7 +136,7 @@ static void row_params(const lssar_attn_desc *a, int D, int h, attn_row_params *
     pp->p = a->p;
     pp->inv_sqrt_d = 1.0f / sqrtf((float)D);
     pp->ln_d = logf((float)D);
-    pp->d = (float)D;
+    pp->uniform_eps = 8.0f * sqrtf((float)D) * FLT_EPSILON;
     pp->s_h = a->kind == LSSAR_ATTN_SSMAX ? a->ssmax_s[h] : 0.0f;
 }
 
@@ -146,6 +153,7 @@ int lssar_attn_forward(const lssar_attn_desc *a, int B, int T, int H, int D,
     const int HD = H * D, nb = (T + BQ - 1) / BQ;
     const int64_t ntask = (int64_t)B * H * nb;
     const size_t ldt = round16((size_t)T);
+    const int normed = is_normed(a->kind);
     int failed = 0;
     int blas_threads = blas_single_begin();
 #pragma omp parallel
@@ -160,9 +168,9 @@ int lssar_attn_forward(const lssar_attn_desc *a, int B, int T, int H, int D,
         for (int64_t t = 0; t < ntask; t++) {
             if (!buf) continue;
             float *s = buf, *al = s + BQ * ldt, *w = al + BQ * ldt, *rk = w + BQ * ldt, *rq = rk + ldt;
-            // Largest (last) row blocks first: better load balance under causal masking.
-            int rb = nb - 1 - (int)(t % nb);
-            int h = (int)((t / nb) % H), b = (int)(t / nb / H);
+            // Largest (last) row blocks of every head first: better load balance under causal masking.
+            int rb = nb - 1 - (int)(t / ((int64_t)B * H));
+            int bh = (int)(t % ((int64_t)B * H)), b = bh / H, h = bh % H;
             int i0 = rb * BQ, i1 = i0 + BQ < T ? i0 + BQ : T, bq = i1 - i0, n = i1;
             const float *qb = q + ((size_t)b * T + i0) * HD + (size_t)h * D;  // (bq, D) stride HD
             const float *kh = k + (size_t)b * T * HD + (size_t)h * D;        // (n, D) stride HD
@@ -173,9 +181,14 @@ int lssar_attn_forward(const lssar_attn_desc *a, int B, int T, int H, int D,
             // S = Q_blk K^T  (bq, n)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, qb, HD, kh, HD,
                         0.0f, s, (int)ldt);
-            if (is_normed(a->kind)) {
+            // lssa/lssar: 1/|k| of the n visible keys, recomputed per task (n D flops against the
+            // block's 4 BQ n D in sgemm) because a shared precomputed array would cost one more
+            // barrier per call, and on a busy machine a barrier can cost a whole time slice.
+            if (normed) {
                 inv_norms(kh, n, D, HD, rk);
                 inv_norms(qb, bq, D, HD, rq);
+            } else {
+                for (int r = 0; r < bq; r++) rq[r] = 1.0f;  // unused by softmax/ssmax
             }
             for (int r = 0; r < bq; r++) {
                 attn_row_stats st;
@@ -243,6 +256,7 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, qb, HD, kh, HD,
                             0.0f, s, (int)ldt);
                 if (normed) inv_norms(qb, bq, D, HD, rq);
+                else for (int r = 0; r < bq; r++) rq[r] = 1.0f;  // unused by softmax/ssmax
                 attn_row_stats st[BQ];
                 for (int r = 0; r < bq; r++)
                     attn_row_forward(&pp, i0 + r, n, rq[r], rk, s + r * ldt, al + r * ldt, w + r * ldt, &st[r]);

@@ -4,15 +4,25 @@
  *
  * glibc's expf/log1pf/powf are scalar calls unless the whole build uses -ffast-math, and in
  * attention they run once or twice per score: at T = 1024 that was 80% of the time. These are
- * plain arithmetic (Cody-Waite range reduction + polynomials), branch-free, accurate to about
- * 2 float32 ulp over the ranges attention uses, and tested through the float64 comparisons in
+ * plain arithmetic (Cody-Waite range reduction + polynomials evaluated with fmaf, which GCC turns
+ * into vector FMA instructions), branch-free, accurate to about 2 float32 ulp over the ranges
+ * attention uses, and tested through the float64 comparisons in
  * tests/test_attention.c.
  */
 #ifndef LSSAR_ATTN_MATH_H
 #define LSSAR_ATTN_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+// a * b + c: one fused instruction where the target has FMA (-march=native here); elsewhere plain
+// arithmetic, since fmaf without hardware support is a slow library call that blocks vectorising.
+#ifdef __FMA__
+#define AM_FMA(a, b, c) fmaf(a, b, c)
+#else
+#define AM_FMA(a, b, c) ((a) * (b) + (c))
+#endif
 
 static inline float am_bits_to_float(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int32_t am_float_to_bits(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
@@ -30,12 +40,12 @@ static inline float am_exp(float x) {
     // exp(r) on |r| <= ln2 / 2: 1 + r + r^2 P(r), P of degree 5 (minimax-fitted coefficients)
     float r2 = r * r;
     float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r2 + r + 1.0f;
+    p = AM_FMA(p, r, 1.3981999507e-3f);
+    p = AM_FMA(p, r, 8.3334519073e-3f);
+    p = AM_FMA(p, r, 4.1665795894e-2f);
+    p = AM_FMA(p, r, 1.6666665459e-1f);
+    p = AM_FMA(p, r, 5.0000001201e-1f);
+    p = AM_FMA(p, r2, r + 1.0f);
     float scale = am_bits_to_float(((int32_t)n + 127) << 23);
     float y = p * scale;
     return x < -87.3f ? 0.0f : y;
@@ -53,26 +63,41 @@ static inline float am_log(float x) {
     // log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.1716
     float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
     float p = 1.0f / 11.0f;
-    p = p * s2 + 1.0f / 9.0f;
-    p = p * s2 + 1.0f / 7.0f;
-    p = p * s2 + 1.0f / 5.0f;
-    p = p * s2 + 1.0f / 3.0f;
-    p = p * s2 + 1.0f;
+    p = AM_FMA(p, s2, 1.0f / 9.0f);
+    p = AM_FMA(p, s2, 1.0f / 7.0f);
+    p = AM_FMA(p, s2, 1.0f / 5.0f);
+    p = AM_FMA(p, s2, 1.0f / 3.0f);
+    p = AM_FMA(p, s2, 1.0f);
     return fe * 0.693147180559945f + 2.0f * s * p;
 }
 
-/* log1p(y) for y in [0, 1]: 2 atanh(y / (2 + y)), accurate for tiny y too. */
+/* log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: f - f^2/2 + f^3 P(f), P of degree 8 with the
+   classic minimax coefficients for float32 (about 1 ulp). No division. */
+static inline float am_log1p_small(float f) {
+    float z = f * f;
+    float p = 7.0376836292e-2f;
+    p = AM_FMA(p, f, -1.1514610310e-1f);
+    p = AM_FMA(p, f, 1.1676998740e-1f);
+    p = AM_FMA(p, f, -1.2420140846e-1f);
+    p = AM_FMA(p, f, 1.4249322787e-1f);
+    p = AM_FMA(p, f, -1.6668057665e-1f);
+    p = AM_FMA(p, f, 2.0000714765e-1f);
+    p = AM_FMA(p, f, -2.4999993993e-1f);
+    p = AM_FMA(p, f, 3.3333331174e-1f);
+    return f + AM_FMA(p * f, z, -0.5f * z);
+}
+
+/* log1p(y) for y in [0, 1], without a division (it was the costliest step of softplus):
+   u = 1 + y rounds; log u from the polynomial above (halving u above sqrt 2); then the rounding
+   c = y - (u - 1) (exact) adds c / u, with 1/u ~ 2 - u: where c matters (tiny y) u is ~1 and the
+   approximation is exact to O(y^2); where u is far from 1, c is ~1e-8 of the result. */
 static inline float am_log1p01(float y) {
-    float s = y / (2.0f + y), s2 = s * s;  // s <= 1/3
-    float p = 1.0f / 15.0f;
-    p = p * s2 + 1.0f / 13.0f;
-    p = p * s2 + 1.0f / 11.0f;
-    p = p * s2 + 1.0f / 9.0f;
-    p = p * s2 + 1.0f / 7.0f;
-    p = p * s2 + 1.0f / 5.0f;
-    p = p * s2 + 1.0f / 3.0f;
-    p = p * s2 + 1.0f;
-    return 2.0f * s * p;
+    float u = 1.0f + y;
+    float c = y - (u - 1.0f);
+    int big = u > 1.41421356f;
+    float f = big ? 0.5f * u - 1.0f : u - 1.0f;
+    float l = am_log1p_small(f) + (big ? 0.693147180559945f : 0.0f);
+    return l + c * (2.0f - u);
 }
 
 /* softplus(x) = max(x, 0) + log1p(exp(-|x|)); never overflows. */

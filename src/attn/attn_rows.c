@@ -54,6 +54,7 @@ static inline int first_index_of(const float *x, int n, float m) {
 static void softmax_forward(const attn_row_params *pp, int i, float *s, float *w, attn_row_stats *st) {
     int n = i + 1;
     float sc = logit_scale(pp, i);
+    st->scale = sc;
     float m = -INFINITY;
 #pragma omp simd reduction(max : m)
     for (int j = 0; j < n; j++) {
@@ -93,7 +94,8 @@ void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, con
         return;
     }
     // lssa: x = lambda c, a = softplus(x), alpha = a / Z. Row 0 has lambda = 0.
-    float lam = pp->ln_d * logf((float)n) * rq;
+    float lam0 = pp->ln_d * logf((float)n), lam = lam0 * rq;  // lambda_i, and with 1/|q_i| folded in
+    st->scale = lam;
     float *al = pp->kind == LSSAR_ATTN_LSSAR ? alpha : w;
     float z = 0.0f, xmax = -INFINITY, xmin = INFINITY;
 #pragma omp simd reduction(+ : z) reduction(max : xmax) reduction(min : xmin)
@@ -107,19 +109,22 @@ void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, con
         xmin = x < xmin ? x : xmin;
     }
     float invz = 1.0f / z;
-#pragma omp simd
-    for (int j = 0; j < n; j++) al[j] *= invz;
     int jm = first_index_of(s, n, xmax);
     st->z = z;
     st->jmax = jm;
-    if (pp->kind != LSSAR_ATTN_LSSAR) return;
-    float o = i < 3 ? 0.0f : 1.0f, fn = (float)n;
+    if (pp->kind != LSSAR_ATTN_LSSAR) {
+#pragma omp simd
+        for (int j = 0; j < n; j++) al[j] *= invz;
+        return;
+    }
+    // lssar keeps a (not alpha = a / Z) in its alpha buffer: one pass fewer; alpha_j = a_j * invz.
+    float o = i < 3 ? 0.0f : 1.0f, fn = (float)n, nz = fn * invz;
     // lssar: u = n alpha - o, b = max(u, 0)^p computed as (u / max u)^p so nothing overflows.
-    float m = fn * al[jm] - o;
-    float uniform_tol = pp->ln_d * logf(fn) * 8.0f * sqrtf(pp->d) * FLT_EPSILON;
+    float m = nz * al[jm] - o;
+    float uniform_tol = lam0 * pp->uniform_eps;
     if (i >= 3 && (xmax - xmin <= uniform_tol || !(m > 0.0f))) {  // uniform: sum b == 0 -> beta = alpha
 #pragma omp simd
-        for (int j = 0; j < n; j++) w[j] = al[j];
+        for (int j = 0; j < n; j++) w[j] = al[j] * invz;
         st->fallback = 1;
         return;
     }
@@ -127,29 +132,33 @@ void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, con
     // b / max b = (u / max u)^p; u <= 0 (or below FLT_MIN of max u) gives b = 0.
     int ip = (int)p;
     if (p == (float)ip && ip >= 1 && ip < 16) {  // integer p (the paper's 15): repeated squaring
-#pragma omp simd
+#pragma omp simd reduction(+ : sb)
         for (int j = 0; j < n; j++) {
-            float r = (fn * al[j] - o) * invm;
+            float r = (nz * al[j] - o) * invm;
             float b = am_powi4(r, ip);
-            w[j] = r > FLT_MIN ? b : 0.0f;
+            b = r > FLT_MIN ? b : 0.0f;
+            w[j] = b;
+            sb += b;
         }
     } else if (p == (float)ip && ip >= 16 && ip < 64) {
-#pragma omp simd
+#pragma omp simd reduction(+ : sb)
         for (int j = 0; j < n; j++) {
-            float r = (fn * al[j] - o) * invm;
+            float r = (nz * al[j] - o) * invm;
             float b = am_powi6(r, ip);
-            w[j] = r > FLT_MIN ? b : 0.0f;
+            b = r > FLT_MIN ? b : 0.0f;
+            w[j] = b;
+            sb += b;
         }
     } else {
-#pragma omp simd
+#pragma omp simd reduction(+ : sb)
         for (int j = 0; j < n; j++) {
-            float r = (fn * al[j] - o) * invm;
+            float r = (nz * al[j] - o) * invm;
             float b = am_pow01(r, p);
-            w[j] = r > FLT_MIN ? b : 0.0f;
+            b = r > FLT_MIN ? b : 0.0f;
+            w[j] = b;
+            sb += b;
         }
     }
-#pragma omp simd reduction(+ : sb)
-    for (int j = 0; j < n; j++) sb += w[j];
     float invsb = 1.0f / sb;
 #pragma omp simd
     for (int j = 0; j < n; j++) w[j] *= invsb;
@@ -161,7 +170,7 @@ void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, co
     int n = i + 1, jm = st->jmax;
     for (int j = n; j < ncols; j++) dw[j] = 0.0f;
     if (pp->kind == LSSAR_ATTN_SOFTMAX || pp->kind == LSSAR_ATTN_SSMAX) {
-        float sc = logit_scale(pp, i);
+        float sc = st->scale;
         float c = dw[jm], d = 0.0f;
 #pragma omp simd reduction(+ : d)
         for (int j = 0; j < n; j++) d += w[j] * (dw[j] - c);
@@ -176,17 +185,19 @@ void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, co
             *ds_acc += (double)dss * log((double)n) * pp->inv_sqrt_d;
         return;
     }
+    // al: lssa: alpha (= w); lssar: a, the unnormalised alpha (alpha_j = a_j / Z)
     const float *al = pp->kind == LSSAR_ATTN_LSSAR ? alpha : w;
+    float alpha_scale = pp->kind == LSSAR_ATTN_LSSAR ? 1.0f / st->z : 1.0f;
     // dw holds dbeta; turn it into dalpha (lssa and the fallback row: dalpha = dbeta).
     if (pp->kind == LSSAR_ATTN_LSSAR && !st->fallback) {
-        float o = i < 3 ? 0.0f : 1.0f, fn = (float)n;
+        float o = i < 3 ? 0.0f : 1.0f, fn = (float)n, nz = fn * alpha_scale;
         float c = dw[jm], d1 = 0.0f;
 #pragma omp simd reduction(+ : d1)
         for (int j = 0; j < n; j++) d1 += w[j] * (dw[j] - c);
         float np = fn * pp->p;
 #pragma omp simd
         for (int j = 0; j < n; j++) {
-            float u = fn * al[j] - o;
+            float u = nz * al[j] - o;
             float uu = u > 0.0f ? u : 1.0f;
             float g = np * w[j] / uu * ((dw[j] - c) - d1);
             dw[j] = u > 0.0f ? g : 0.0f;
@@ -196,8 +207,15 @@ void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, co
     float c = dw[jm], d2 = 0.0f;
 #pragma omp simd reduction(+ : d2)
     for (int j = 0; j < n; j++) d2 += al[j] * (dw[j] - c);
-    float lam = pp->ln_d * logf((float)n) * rq;
-    float f = lam / st->z;
+    d2 *= alpha_scale;
+    float f = st->scale / st->z;  // lambda_i / |q_i| / Z
+    // sigmoid(x) = 1 - exp(-softplus(x)) = 1 - exp(-a): no division. Where a is tiny the
+    // subtraction leaves an absolute error of ~1e-7 on a sigmoid that is itself tiny, i.e. on a
+    // term that is negligible next to the row's other terms.
+    float a_of_al = pp->kind == LSSAR_ATTN_LSSAR ? 1.0f : st->z;  // a_j = al_j * a_of_al
 #pragma omp simd
-    for (int j = 0; j < n; j++) dw[j] = f * ((dw[j] - c) - d2) * am_sigmoid(s[j]) * rk[j];
+    for (int j = 0; j < n; j++) {
+        float sig = 1.0f - am_exp(-a_of_al * al[j]);
+        dw[j] = f * ((dw[j] - c) - d2) * sig * rk[j];
+    }
 }

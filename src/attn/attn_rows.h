@@ -18,7 +18,7 @@ typedef struct {
     float p;           // LSSAR power
     float inv_sqrt_d;  // 1 / sqrt(D) (softmax, ssmax)
     float ln_d;        // ln(D) (lssa, lssar)
-    float d;           // D
+    float uniform_eps; // 8 sqrt(D) FLT_EPSILON: the LSSAR fallback tolerance per unit of lambda
     float s_h;         // SSMax scale of this head
 } attn_row_params;
 
@@ -27,13 +27,15 @@ typedef struct {
     float z;           // lssa/lssar: sum_j a_j (softplus row sum)
     int fallback;      // lssar: 1 when sum_j b_j == 0 and beta = alpha
     int jmax;          // argmax_j of the logit x_j, hence of every weight (see attn_rows.c)
+    float scale;       // logit = scale * S: softmax/ssmax 1/sqrt(D) (* s_h ln n); lssa lambda_i / |q_i|
 } attn_row_stats;
 
 /* Row i (0-based) of a block; the row sees keys 0..i and the buffers have ncols >= i+1 columns,
    entries past i are set to 0 in w (and in dS by the backward).
    s:     in: raw dot products q_i . k_j (ncols). softmax/ssmax: left as is.
           lssa/lssar: overwritten with x_ij = lambda_i c_ij.
-   alpha: lssar only: receives alpha (may be NULL for other kinds).
+   alpha: lssar only: receives a_j = softplus(x_j), the unnormalised alpha (alpha_j = a_j / z);
+          may be NULL for other kinds.
    w:     out: final weights (ncols).
    rq, rk: lssa/lssar: 1 / max(|q_i|, 1e-12) and the same for every key j (ignored otherwise). */
 void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, const float *rk,

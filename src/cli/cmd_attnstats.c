@@ -95,8 +95,13 @@ int cmd_attnstats(int argc, char **argv) {
         if ((rc = exp_load_model(names[mi], a, p, &g, NULL))) break;
         const gpt_config *c = gpt_get_config(g);
         if (c->channels != s.channels) { rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d channels but the model has %d", data, s.channels, c->channels); gpt_free(g); break; }
-        if (c->attn == LSSAR_ATTN_LSSAR) snprintf(labels[mi], sizeof labels[mi], "%s (lssar p=%g)", names[mi], c->p);
-        else snprintf(labels[mi], sizeof labels[mi], "%s (%s)", names[mi], lssar_attn_name(c->attn));
+        // plot label: the run's folder name and its kind
+        const char *base = names[mi] + strlen(names[mi]);
+        while (base > names[mi] && base[-1] == '/') base--;
+        const char *end = base;
+        while (base > names[mi] && base[-1] != '/') base--;
+        if (c->attn == LSSAR_ATTN_LSSAR) snprintf(labels[mi], sizeof labels[mi], "%.*s (lssar p=%g)", (int)(end - base), base, c->p);
+        else snprintf(labels[mi], sizeof labels[mi], "%.*s (%s)", (int)(end - base), base, lssar_attn_name(c->attn));
         cJSON *mj = cJSON_CreateObject();
         cJSON_AddStringToObject(mj, "model", names[mi]);
         cJSON_AddStringToObject(mj, "attn", lssar_attn_name(c->attn));
@@ -104,7 +109,7 @@ int cmd_attnstats(int argc, char **argv) {
         cJSON_AddNumberToObject(mj, "train_seq", c->max_seq);
         cJSON *rj = cJSON_AddArrayToObject(mj, "results");
         cJSON_AddItemToArray(ma, mj);
-        printf("\n%s\n%-8s %-6s %9s %9s %9s %9s\n", labels[mi], "T", "layer", "entropy", "ent/ln n", "sink", "top1");
+        printf("\n%s: %s\n%-8s %-6s %9s %9s %9s %9s\n", names[mi], labels[mi], "T", "layer", "entropy", "ent/ln n", "sink", "top1");
         attn_layer_stats *st = calloc(c->layers, sizeof *st);
         uint16_t *win = NULL;
         for (int ti = 0; ti < nt && !rc; ti++) {

@@ -67,7 +67,14 @@ static int ensure_trained(const train_opts *base, const char *out, run_t *r, int
         int64_t step = 0;
         int rc = exp_load_model(dir, -1, 0, &g, &step);
         if (rc) return rc;
+        // a folder left by a different experiment must not pass for this one
+        const gpt_config *c = gpt_get_config(g);
+        int same = c->layers == base->layers && c->heads == base->heads && c->dim == base->dim &&
+                   (base->vocab == 0 || c->vocab == base->vocab) && (int)c->attn == r->attn &&
+                   (r->attn != LSSAR_ATTN_LSSAR || c->p == r->p) && c->pos == base->pos && c->max_seq == base->seq;
         gpt_free(g);
+        if (!same)
+            return lssar_fail(LSSAR_E_ARG, "%s holds a model with another configuration (layers, heads, dim, vocab, attention, positions or seq differ): delete it or choose another --out", dir);
         if (step >= base->steps) {
             if (!quiet) fprintf(stderr, "extrapolate: %s already trained (%lld steps), not retrained\n", r->name, (long long)step);
             r->step = step;
@@ -405,7 +412,9 @@ int cmd_extrapolate(int argc, char **argv) {
         cJSON_AddNumberToObject(e, "train_seq", o.seq);
         cJSON_AddNumberToObject(e, "steps", (double)r->step);
         cJSON_AddItemToObject(e, "train_seconds", num_or_null(r->train_s));
-        cJSON_AddBoolToObject(e, "passkey_mix", 0);
+        char md[4200];
+        snprintf(md, sizeof md, "%s/%s", out, r->src);
+        cJSON_AddNumberToObject(e, "passkey_mix", exp_passkey_mix(md));
         cJSON_AddItemToObject(e, "results", results_json(r, seqs, nf, mqar));
         cJSON_AddItemToArray(ra, e);
     }

@@ -1,4 +1,5 @@
 // attnstats.c - per-layer entropy, sink weight and top-1 weight of attention rows; see attnstats.h.
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,61 @@ typedef struct {
     long *cnt;
     int failed;
 } ctx_t;
+
+// The row parameters exactly as the attention kernel sets them (src/attn/attention.c row_params);
+// designated fields, so a change of that internal struct fails to compile instead of going wrong.
+static attn_row_params row_params_of(const lssar_attn_desc *d, int HS, int h) {
+    attn_row_params pp = {
+        .kind = d->kind,
+        .p = d->p,
+        .inv_sqrt_d = 1.0f / sqrtf((float)HS),
+        .ln_d = logf((float)HS),
+        .uniform_eps = 8.0f * sqrtf((float)HS) * FLT_EPSILON,
+        .s_h = d->kind == LSSAR_ATTN_SSMAX && d->ssmax_s ? d->ssmax_s[h] : 0.0f,
+    };
+    return pp;
+}
+
+// 1 / max(|x_j|, 1e-12) for rows of a strided (n, HS) block.
+static void inv_norms(const float *x, int n, int HS, int stride, float *r) {
+    for (int j = 0; j < n; j++) {
+        double nn = 0;
+        for (int a = 0; a < HS; a++) nn += (double)x[(size_t)j * stride + a] * x[(size_t)j * stride + a];
+        double v = sqrt(nn);
+        r[j] = (float)(1.0 / (v > 1e-12 ? v : 1e-12));
+    }
+}
+
+// Weights w[0..i] of query row i of one head: qb, kb point at the head's first row (stride HD).
+static void row_weights(const attn_row_params *pp, const float *qb, const float *kb, int HD, int HS,
+                        const float *rk, int i, float *s, float *al, float *w) {
+    const int normed = pp->kind == LSSAR_ATTN_LSSA || pp->kind == LSSAR_ATTN_LSSAR;
+    const float *qi = qb + (size_t)i * HD;
+    float rq = 0;
+    if (normed) inv_norms(qi, 1, HS, HD, &rq);
+    for (int j = 0; j <= i; j++) {
+        const float *kj = kb + (size_t)j * HD;
+        float dot = 0;
+        for (int x = 0; x < HS; x++) dot += qi[x] * kj[x];
+        s[j] = dot;
+    }
+    attn_row_stats rs;
+    attn_row_forward(pp, i, i + 1, rq, rk, s, al, w, &rs);
+}
+
+int attn_weights_row(const lssar_attn_desc *d, const float *q, const float *k, int T, int NH, int HS,
+                     int b, int h, int i, float *w) {
+    if (i < 0 || i >= T || h < 0 || h >= NH) return lssar_fail(LSSAR_E_ARG, "attn_weights_row: row %d head %d out of range", i, h);
+    float *buf = malloc(sizeof(float) * 3 * (size_t)T);
+    if (!buf) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    const int HD = NH * HS;
+    const float *qb = q + (size_t)b * T * HD + (size_t)h * HS, *kb = k + (size_t)b * T * HD + (size_t)h * HS;
+    attn_row_params pp = row_params_of(d, HS, h);
+    inv_norms(kb, i + 1, HS, HD, buf + 2 * T);
+    row_weights(&pp, qb, kb, HD, HS, buf + 2 * T, i, buf, buf + T, w);
+    free(buf);
+    return 0;
+}
 
 static int on_layer(void *vc, int layer, const float *q, const float *k, int B, int T, int NH, int HS,
                     const lssar_attn_desc *d) {
@@ -39,28 +95,11 @@ static int on_layer(void *vc, int layer, const float *q, const float *k, int B, 
             int b = bh / NH, h = bh % NH;
             const float *kb = k + (size_t)b * T * HD + (size_t)h * HS;   // (T, HS) stride HD
             const float *qb = q + (size_t)b * T * HD + (size_t)h * HS;
-            attn_row_params pp = {d->kind, d->p, 1.0f / sqrtf((float)HS), logf((float)HS), (float)HS,
-                                  d->kind == LSSAR_ATTN_SSMAX && d->ssmax_s ? d->ssmax_s[h] : 0.0f};
-            for (int j = 0; j < T; j++) {
-                double nn = 0;
-                for (int x = 0; x < HS; x++) nn += (double)kb[(size_t)j * HD + x] * kb[(size_t)j * HD + x];
-                double r = sqrt(nn);
-                rk[j] = (float)(1.0 / (r > 1e-12 ? r : 1e-12));
-            }
+            attn_row_params pp = row_params_of(d, HS, h);
+            if (normed) inv_norms(kb, T, HS, HD, rk);
             for (int r = 0; r < R; r++) {
                 int i = lo + (int)((long)r * nrows / R);
-                const float *qi = qb + (size_t)i * HD;
-                double qq = 0;
-                for (int x = 0; x < HS; x++) qq += (double)qi[x] * qi[x];
-                float rq = (float)(1.0 / (sqrt(qq) > 1e-12 ? sqrt(qq) : 1e-12));
-                for (int j = 0; j <= i; j++) {
-                    const float *kj = kb + (size_t)j * HD;
-                    float dot = 0;
-                    for (int x = 0; x < HS; x++) dot += qi[x] * kj[x];
-                    s[j] = dot;
-                }
-                attn_row_stats rs;
-                attn_row_forward(&pp, i, i + 1, normed ? rq : 0.0f, rk, s, al, w, &rs);
+                row_weights(&pp, qb, kb, HD, HS, rk, i, s, al, w);
                 double H = 0, mx = 0;
                 for (int j = 0; j <= i; j++) {
                     double wj = w[j];

@@ -24,6 +24,11 @@ typedef struct {
     long rows;   // rows averaged (windows x heads x sampled rows)
 } attn_layer_stats;
 
+/* The attention weights w[0..i] of query row i, head h, batch row b, from post-RoPE q, k
+   (B, T, NH, HS) with the model's attention d: the per-row code of the kernel itself. */
+int attn_weights_row(const lssar_attn_desc *d, const float *q, const float *k, int T, int NH, int HS,
+                     int b, int h, int i, float *w);
+
 /* windows: (B, T, channels) inputs. st: layers entries, overwritten. */
 int attn_stats(gpt *m, const uint16_t *windows, int B, int T, int rows, attn_layer_stats *st);
 

@@ -7,6 +7,7 @@
 #include "core/util.h"
 #include "exp/common.h"
 #include "train/checkpoint.h"
+#include "train/safetensors.h"
 
 int exp_load_model(const char *path, int attn, float p, gpt **out, int64_t *step) {
     char file[4096];
@@ -96,4 +97,17 @@ int exp_manifest_vocab(const char *dir) {
     if (cJSON_IsNumber(vs)) v = vs->valueint;
     cJSON_Delete(j);
     return v;
+}
+
+double exp_passkey_mix(const char *model) {
+    char p[4200];
+    struct stat st;
+    if (stat(model, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    snprintf(p, sizeof p, "%s/%s", model, CKPT_TRAINER_FILE);
+    st_file f;
+    if (st_open(&f, p)) return 0;
+    const char *v = st_meta(&f, "passkey_mix");
+    double x = v ? atof(v) : 0;
+    st_close(&f);
+    return x;
 }

@@ -22,6 +22,9 @@ int exp_train_shards(const char *dir, char **list);
 void exp_manifest_hash(const char *dir, char hex[65]);
 /* The tokenizer's vocabulary size from DIR/manifest.json (0 if unknown). */
 int exp_manifest_vocab(const char *dir);
+/* The fraction of passkey windows a run was trained with: trainer.safetensors metadata
+   "passkey_mix" (written by `lssar train --passkey-mix`), 0 when absent. */
+double exp_passkey_mix(const char *model);
 /* Parse "a,b,c" of positive numbers into out (max entries); returns the count or -1. */
 int exp_parse_doubles(const char *s, double *out, int max);
 

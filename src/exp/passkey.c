@@ -101,6 +101,25 @@ int passkey_window(const passkey_pieces *pp, int T, lssar_rng *rng, uint16_t *wi
     return passkey_build(pp, T + 1, depth, key, window, &ap, &al);
 }
 
+int passkey_mix_batch(const passkey_pieces *pp, double mix, int B, int T, lssar_rng *rng,
+                      uint16_t *inputs, uint16_t *targets, int *replaced) {
+    if (replaced) *replaced = 0;
+    if (!(mix >= 0 && mix <= 1)) return lssar_fail(LSSAR_E_ARG, "--passkey-mix %g must be in [0, 1]", mix);
+    if (mix == 0) return 0;
+    uint16_t *w = malloc(sizeof(uint16_t) * (T + 1));
+    if (!w) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int rc = 0;
+    for (int b = 0; b < B && !rc; b++) {
+        if (lssar_rng_uniform(rng) >= mix) continue;
+        if ((rc = passkey_window(pp, T, rng, w))) break;
+        memcpy(inputs + (size_t)b * T, w, sizeof(uint16_t) * T);
+        memcpy(targets + (size_t)b * T, w + 1, sizeof(uint16_t) * T);
+        if (replaced) (*replaced)++;
+    }
+    free(w);
+    return rc;
+}
+
 int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos, int ans_len,
                   double *digit_acc) {
     int all = 1;

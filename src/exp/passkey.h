@@ -54,6 +54,12 @@ int passkey_build(const passkey_pieces *pp, int n, double depth, int key, uint16
    caller keeps them). Returns 0 or an lssar_err (T too short: the error names the minimum). */
 int passkey_window(const passkey_pieces *pp, int T, lssar_rng *rng, uint16_t *window /* (T+1) */);
 
+/* For the trainer: after dl_next_batch filled inputs, targets (B, T) of one channel, replace each
+   window with a passkey window with probability mix (0 <= mix <= 1), drawing from the same rng
+   (so a checkpointed rng state resumes exactly). *replaced (may be NULL) counts the swaps. */
+int passkey_mix_batch(const passkey_pieces *pp, double mix, int B, int T, lssar_rng *rng,
+                      uint16_t *inputs, uint16_t *targets, int *replaced);
+
 /* Score teacher-forced predictions of one sequence: pred[t] is the model's argmax after reading
    inputs 0..t (so pred[t] predicts seq[t + 1]). Returns 1 if every answer token is right and puts
    the fraction of the key's 5 digits that the predicted text gets right at their places in

@@ -71,7 +71,7 @@ int plot_lines(const char *png, const char *title, const char *xlabel, const cha
     fprintf(f, "\nset title "); gq(f, title);
     fprintf(f, "\nset xlabel "); gq(f, xlabel);
     fprintf(f, "\nset ylabel "); gq(f, ylabel);
-    fprintf(f, "\nset grid\nset key outside right\n");
+    fprintf(f, "\nset grid\nset key below\n");
     if (log2x) fprintf(f, "set logscale x 2\n");
     fprintf(f, "plot ");
     for (int i = 0; i < ns; i++) {

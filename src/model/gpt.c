@@ -215,6 +215,7 @@ static void free_acts(gpt *m) {
     free(m->argmax); m->argmax = NULL;
     m->rN = m->rT = m->rtrain = 0;
     m->fvalid = 0;
+    m->fhidden = 0;
 }
 
 void gpt_free(gpt *m) {
@@ -269,7 +270,7 @@ int gpt_ensure_rope(gpt *m, int T) {
 }
 
 /* Lay the activations out in one block; base == NULL only counts. Returns the float count. */
-static size_t act_layout(gpt *m, float *base, int N, int train) {
+static size_t act_layout(gpt *m, float *base, size_t N, int train) {
     const gpt_config *c = &m->cfg;
     size_t C = c->dim, off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += round16(n); } while (0)
@@ -290,9 +291,9 @@ static size_t act_layout(gpt *m, float *base, int N, int train) {
     TAKE(m->scratch, N * C);
     // logits: all rows when training (the backward pass turns them into dlogits in place),
     // chunks of rows in evaluation, so memory stays linear in T with a 50k vocabulary
-    int R = train ? N : (N < GPT_EVAL_ROWS ? N : GPT_EVAL_ROWS);
-    if (base) m->logit_rows = R;
-    TAKE(m->logits, (size_t)c->channels * R * c->vocab);
+    size_t R = train ? N : (N < GPT_EVAL_ROWS ? N : GPT_EVAL_ROWS);
+    if (base) m->logit_rows = (int)R;
+    TAKE(m->logits, c->channels * R * c->vocab);
     if (train) {
         TAKE(m->dres, N * C); TAKE(m->dln, N * C); TAKE(m->datt, N * C);
         TAKE(m->dq, N * C); TAKE(m->dk, N * C); TAKE(m->dv, N * C);
@@ -362,7 +363,9 @@ lssar_attn_desc gpt_attn_desc(const gpt *m, int l) {
     return d;
 }
 
-int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T, float *loss) {
+/* The trunk of the forward pass: embeddings, blocks, final LayerNorm -> m->lnf (N, C). targets
+   (may be NULL) are only validated and kept for the output heads. */
+static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T) {
     if (!m || !inputs) return lssar_fail(LSSAR_E_NULL, "gpt_forward: model or inputs is NULL");
     const gpt_config *c = &m->cfg;
     if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "gpt_forward: B = %d, T = %d; both must be >= 1", B, T);
@@ -372,12 +375,13 @@ int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, 
     if (!m->acts || (long)B * T > m->rN || T > m->rT)
         return lssar_fail(LSSAR_E_SIZE, "gpt_forward: batch %d x %d exceeds the reserved %d rows / T = %d; "
                           "call gpt_reserve with the largest shape first", B, T, m->rN, m->rT);
-    int N = B * T, C = c->dim, NH = c->heads, HS = C / NH, V = c->vocab, Ch = c->channels, L = c->layers;
+    int N = B * T, C = c->dim, NH = c->heads, HS = C / NH, Ch = c->channels, L = c->layers;
     size_t ntok = (size_t)N * Ch;
     int rc = check_tokens(m, inputs, ntok, 0, "input");
     if (!rc && targets) rc = check_tokens(m, targets, ntok, 1, "target");
     if (rc) return rc;
     m->fvalid = 0;
+    m->fhidden = 0;
     m->fbackward_ready = 0;   // until this forward completes
     memcpy(m->inputs, inputs, ntok * sizeof(uint16_t));
     if (targets) memcpy(m->targets, targets, ntok * sizeof(uint16_t));
@@ -414,6 +418,18 @@ int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, 
     }
     layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, x, P + m->t[m->i_lnfw].off,
                       P + m->t[m->i_lnfb].off, N, C);
+#undef W
+    m->fB = B; m->fT = T;
+    m->fhidden = 1;
+    return 0;
+}
+
+int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T, float *loss) {
+    int rc = forward_trunk(m, inputs, targets, B, T);
+    if (rc) return rc;
+    const gpt_config *c = &m->cfg;
+    int N = B * T, C = c->dim, V = c->vocab, Ch = c->channels;
+    const float *P = m->params;
     // output heads, in chunks of R rows: logits (Ch, R, V) -> probabilities, loss, argmax
     int R = m->logit_rows;
     double total = 0.0;
@@ -428,8 +444,6 @@ int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, 
                                           Ch, Ch, rr, V, &count);
         }
     }
-#undef W
-    m->fB = B; m->fT = T;
     m->fvalid = 1;
     m->ftargets = targets != NULL;
     m->fcount = count;
@@ -459,15 +473,29 @@ int gpt_get_argmax(const gpt *m, uint16_t *out) {
     return 0;
 }
 
+/* The hidden states of the last forward: lnf (B, T, C). */
+int gpt_forward_hidden(gpt *m, const uint16_t *inputs, int B, int T) {
+    return forward_trunk(m, inputs, NULL, B, T);
+}
+
+int gpt_get_hidden(const gpt *m, float *out) {
+    if (!m || !out) return lssar_fail(LSSAR_E_NULL, "gpt_get_hidden: NULL argument");
+    if (!m->fhidden) return lssar_fail(LSSAR_E_ARG, "gpt_get_hidden: no forward pass has run");
+    memcpy(out, m->lnf, sizeof(float) * (size_t)m->fB * m->fT * m->cfg.dim);
+    return 0;
+}
+
 /* ------------------------------------------------------------- backward */
 
 int gpt_zero_grad(gpt *m) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_zero_grad: model is NULL");
     int rc = gpt_ensure_opt_state(m);
     if (rc) return rc;
-    scale_inplace(m->grads, m->nfloats, 0.0f);
+    zero_fill(m->grads, m->nfloats);
     return 0;
 }
+
+static int backward_trunk(gpt *m);
 
 int gpt_backward(gpt *m, float grad_scale) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_backward: model is NULL");
@@ -477,12 +505,9 @@ int gpt_backward(gpt *m, float grad_scale) {
     m->fbackward_ready = 0;   // the probabilities are consumed in place below
     if (m->fcount == 0) return 0;   // every target ignored: the loss is constant
     const gpt_config *c = &m->cfg;
-    int B = m->fB, T = m->fT, N = B * T, C = c->dim, NH = c->heads, HS = C / NH, V = c->vocab;
-    int Ch = c->channels, L = c->layers;
+    int N = m->fB * m->fT, C = c->dim, V = c->vocab, Ch = c->channels;
     const float *P = m->params;
     float *G = m->grads;
-#define W(l, k) (P + m->t[m->lt[(l) * LT_N + (k)]].off)
-#define DW(l, k) (G + m->t[m->lt[(l) * LT_N + (k)]].off)
     // output heads: dlogits = scale (p - onehot) in place; dlnf (N, C) = sum_ch dlogits_ch W_ch
     float scale = grad_scale / (float)m->fcount;
     for (int ch = 0; ch < Ch; ch++) {
@@ -491,8 +516,22 @@ int gpt_backward(gpt *m, float grad_scale) {
         size_t o = m->t[m->i_head[ch]].off;
         matmul_backward(m->dln, G + o, NULL, lg, m->lnf, P + o, N, C, V, ch > 0);
     }
+    return backward_trunk(m);
+}
+
+/* Backward of the trunk from m->dln = the gradient on the final hidden states (N, C): the final
+   LayerNorm, the blocks in reverse, the embeddings. Only reads the activations, so a second call
+   after the same forward is fine. */
+static int backward_trunk(gpt *m) {
+    const gpt_config *c = &m->cfg;
+    int B = m->fB, T = m->fT, N = B * T, C = c->dim, NH = c->heads, HS = C / NH;
+    int Ch = c->channels, L = c->layers;
+    const float *P = m->params;
+    float *G = m->grads;
+#define W(l, k) (P + m->t[m->lt[(l) * LT_N + (k)]].off)
+#define DW(l, k) (G + m->t[m->lt[(l) * LT_N + (k)]].off)
     const float *xlast = m->la[L - 1].res2;
-    memset(m->dres, 0, sizeof(float) * N * C);
+    zero_fill(m->dres, (size_t)N * C);
     layernorm_backward(m->dres, G + m->t[m->i_lnfw].off, G + m->t[m->i_lnfb].off, m->dln, xlast,
                        P + m->t[m->i_lnfw].off, m->lnf_mean, m->lnf_rstd, N, C);
     // blocks in reverse; dres is the gradient of the residual stream, which the residual
@@ -534,6 +573,18 @@ int gpt_backward(gpt *m, float grad_scale) {
     for (int ch = 0; ch < Ch; ch++) dwte[ch] = G + m->t[m->i_wte[ch]].off;
     embedding_backward(dwte, m->i_wpe >= 0 ? G + m->t[m->i_wpe].off : NULL, m->dres, m->inputs, B, T, Ch, C);
     return 0;
+}
+
+int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale) {
+    if (!m || !dhidden) return lssar_fail(LSSAR_E_NULL, "gpt_backward_hidden: NULL argument");
+    if (!m->fhidden || !m->rtrain)
+        return lssar_fail(LSSAR_E_ARG, "gpt_backward_hidden: needs a gpt_forward or gpt_forward_hidden just before "
+                          "it, on a model reserved with train = 1");
+    int rc = gpt_ensure_opt_state(m);
+    if (rc) return rc;
+    size_t n = (size_t)m->fB * m->fT * m->cfg.dim;
+    for (size_t i = 0; i < n; i++) m->dln[i] = grad_scale * dhidden[i];
+    return backward_trunk(m);
 }
 
 float gpt_clip_grad_norm(gpt *m, float max_norm) {
@@ -603,5 +654,6 @@ int gpt_write_tensor(gpt *m, gpt_buffer which, int i, const float *src) {
     if (which != GPT_BUF_PARAM) { int rc = gpt_ensure_opt_state(m); if (rc) return rc; }
     memcpy(buffer_of(m, which) + m->t[i].off, src, m->t[i].numel * sizeof(float));
     m->fbackward_ready = 0;   // a new parameter makes the stored forward stale
+    m->fhidden = 0;
     return 0;
 }

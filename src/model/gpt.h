@@ -75,6 +75,15 @@ int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, 
 int gpt_get_losses(const gpt *m, float *out);
 int gpt_get_argmax(const gpt *m, uint16_t *out);
 
+/* Hidden states for heads of one's own (e.g. a regression probe): gpt_forward_hidden runs the
+   forward pass without the output heads (no logits, loss or argmax); after it or gpt_forward,
+   gpt_get_hidden copies the final hidden states (after ln_f) out, (B, T, C) host memory, and
+   gpt_backward_hidden back-propagates a gradient dhidden (B, T, C) on them through the model
+   (reserved with train = 1), ACCUMULATING scale x the parameter gradients like gpt_backward. */
+int gpt_forward_hidden(gpt *m, const uint16_t *inputs, int B, int T);
+int gpt_get_hidden(const gpt *m, float *out);
+int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale);
+
 /* Backward of the last forward's mean loss; gradients are ACCUMULATED (call gpt_zero_grad first),
    scaled by grad_scale (1/accum steps for gradient accumulation). */
 int gpt_zero_grad(gpt *m);

@@ -63,6 +63,7 @@ struct gpt {
     float *losses;                         // (N, Ch)
     // the last forward pass
     int fB, fT, fvalid, ftargets, fbackward_ready;
+    int fhidden;                        // lnf (the final hidden states) holds the last forward's
     long fcount;
     float floss;
     // incremental decoding (gpt_decode.c)

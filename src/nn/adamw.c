@@ -58,3 +58,8 @@ void scale_inplace(float *x, size_t n, float s) {
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
+
+void zero_fill(float *x, size_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] = 0.0f;
+}

@@ -106,5 +106,7 @@ void adamw_update(float *params, const float *grads, float *m, float *v, size_t 
 double sum_squares(const float *x, size_t n);
 // x *= s
 void scale_inplace(float *x, size_t n, float s);
+// x = 0 (not x *= 0, which would keep NaN and inf)
+void zero_fill(float *x, size_t n);
 
 #endif

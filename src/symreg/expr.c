@@ -189,6 +189,7 @@ double sr_loss(const sr_prog *p, const sr_data *d) {
         int m = d->n - r0 < SR_BLK ? d->n - r0 : SR_BLK;
         const double *pr = eval_block(p, d, r0, m, buf, &chk);
         sum += block_loss(d->loss, pr, d->y + r0, m);
+        if (!isfinite(sum + chk)) return INFINITY;  // already rejected: skip the remaining rows
     }
     sum += chk;
     return isfinite(sum) ? sum / d->n : INFINITY;
@@ -224,7 +225,7 @@ static sr_node mkconst(double c) { sr_node n = {SR_CONST, 0, 0, c}; return n; }
 
 // One left-to-right pass rebuilding p: each finished subtree sits at the end of `out`, so folding
 // it means truncating `out` and appending the replacement.
-int sr_simplify(sr_prog *p) {
+static int simplify_impl(sr_prog *p, int full) {
     sr_prog out = {0};
     int start[SR_MAXLEN], sp = 0;  // start of each finished subtree in out
     for (int k = 0; k < p->len; k++) {
@@ -248,10 +249,19 @@ int sr_simplify(sr_prog *p) {
             double v = apply_op(nd.op, out.n[sa].c, out.n[sb].c);
             if (isfinite(v)) { out.n[sa] = mkconst(v); out.len = sa + 1; continue; }
         }
+        // x - c -> x + (-c), so that constants in chains of sums fold together below.
+        if (full && nd.op == SR_SUB && cb && !ca) { out.n[sb].c = -out.n[sb].c; nd.op = SR_ADD; }
         // Identities that drop an operand: x*1, 1*x, x+0, 0+x, x-0, x/1.
         if ((cb && ((nd.op == SR_MUL || nd.op == SR_DIV) && out.n[sb].c == 1.0)) ||
             (cb && ((nd.op == SR_ADD || nd.op == SR_SUB) && out.n[sb].c == 0.0))) {
             out.len = sb;
+            continue;
+        }
+        if (full && ca && nd.op == SR_SUB && out.n[sa].c == 0.0) {  // 0 - x -> -x
+            memmove(out.n + sa, out.n + sb, lb * sizeof(sr_node));
+            out.len = sa + lb;
+            sr_node neg = {SR_NEG, 0, 0, 0};
+            out.n[out.len++] = neg;
             continue;
         }
         if (ca && ((nd.op == SR_MUL && out.n[sa].c == 1.0) || (nd.op == SR_ADD && out.n[sa].c == 0.0))) {
@@ -281,7 +291,9 @@ int sr_simplify(sr_prog *p) {
             if (out.n[xe - 1].op == nd.op && xe - xs >= 3) {
                 int ys = -1, ye = -1;
                 double c2 = 0;
-                if (out.n[xs].op == SR_CONST) { c2 = out.n[xs].c; ys = xs + 1; ye = xe - 1; }
+                // X = op(L, R): R ends at xe - 2, L is [xs, start of R). Either may be the constant.
+                int rs = sr_subtree_start(&out, xe - 2);
+                if (rs == xs + 1 && out.n[xs].op == SR_CONST) { c2 = out.n[xs].c; ys = xs + 1; ye = xe - 1; }
                 else if (out.n[xe - 2].op == SR_CONST) { c2 = out.n[xe - 2].c; ys = xs; ye = xe - 2; }
                 if (ys >= 0) {
                     double v = nd.op == SR_MUL ? c1 * c2 : c1 + c2;
@@ -289,10 +301,11 @@ int sr_simplify(sr_prog *p) {
                     int ly = ye - ys;
                     memcpy(y, out.n + ys, ly * sizeof(sr_node));
                     out.len = sa;
-                    out.n[out.len++] = mkconst(v);
+                    int identity = full && (nd.op == SR_MUL ? v == 1.0 : v == 0.0);  // (x + c) - c -> x
+                    if (!identity) out.n[out.len++] = mkconst(v);
                     memcpy(out.n + out.len, y, ly * sizeof(sr_node));
                     out.len += ly;
-                    out.n[out.len++] = nd;
+                    if (!identity) out.n[out.len++] = nd;
                     continue;
                 }
             }
@@ -300,9 +313,13 @@ int sr_simplify(sr_prog *p) {
         out.n[out.len++] = nd;
     }
     int changed = out.len != p->len || !same_range(out.n, p->n, out.len);
+    if (changed && !sr_valid(&out)) return 0;  // defensive: never hand back a malformed program
     if (changed) *p = out;
     return changed;
 }
+
+int sr_simplify(sr_prog *p) { return simplify_impl(p, 0); }
+int sr_simplify_full(sr_prog *p) { return simplify_impl(p, 1); }
 
 /* ------------------------------------------------------------------ printing */
 // Every non-leaf prints as "(...)" or "f(...)" so no precedence rule of SymPy can regroup it.

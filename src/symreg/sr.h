@@ -58,6 +58,9 @@ double sr_loss_of(const double *pred, const sr_data *d);
 
 /* Constant folding and a few algebraic identities; returns 1 if p changed. */
 int sr_simplify(sr_prog *p);
+/* The same plus rules for presenting results: x - c -> x + (-c), 0 - x -> -x, (x + c) - c -> x.
+   (Kept out of the search itself: redundant intermediate forms help it.) */
+int sr_simplify_full(sr_prog *p);
 /* Human/SymPy form: "((39.4784*m1)*m2)/(r**2)" ...; malloc'd. names[f] for SR_VAR. */
 char *sr_to_string(const sr_prog *p, const char *const *names);
 /* Parse the infix form (as printed above, or typed by a person) into p. Names are matched against

@@ -249,6 +249,7 @@ int ckpt_save_trainer(const gpt *m, const train_state *s, const char *path) {
     put_float(&w, "beta1", s->beta1);
     put_float(&w, "beta2", s->beta2);
     put_float(&w, "eps", s->eps);
+    put_float(&w, "passkey_mix", s->passkey_mix);
     st_writer_meta(&w, "data", s->data);
     st_writer_meta(&w, "val", s->val);
     put_int(&w, "step", (long)s->step);
@@ -282,6 +283,9 @@ static int state_from_file(const st_file *f, train_state *s) {
         (rc = meta_float(f, "beta1", &s->beta1)) || (rc = meta_float(f, "beta2", &s->beta2)) ||
         (rc = meta_float(f, "eps", &s->eps)) || (rc = meta_u64(f, "seed", &s->seed)))
         return rc;
+    if (st_meta(f, "passkey_mix") && (rc = meta_float(f, "passkey_mix", &s->passkey_mix))) return rc;
+    if (!(s->passkey_mix >= 0 && s->passkey_mix <= 1))
+        return lssar_fail(LSSAR_E_FORMAT, "%s: passkey_mix %g is outside [0, 1] (damaged)", f->path, s->passkey_mix);
     GET_INT("warmup", 0, INT32_MAX, s->warmup);
     GET_INT("steps", 1, INT32_MAX, s->steps);
     GET_INT("batch", 1, 1 << 20, s->batch);

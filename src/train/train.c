@@ -11,6 +11,7 @@
 #include "train.h"
 #include "dataloader.h"
 #include "eval.h"
+#include "exp/passkey.h"
 
 #define GPT2_VOCAB 50257
 
@@ -61,6 +62,7 @@ static int check_opts(const train_opts *o) {
     if (o->steps < 1) return lssar_fail(LSSAR_E_ARG, "--steps must be >= 1");
     if (o->batch < 1 || o->seq < 1 || o->accum < 1) return lssar_fail(LSSAR_E_ARG, "--batch, --seq and --accum must be >= 1");
     if (!(o->lr > 0)) return lssar_fail(LSSAR_E_ARG, "--lr must be > 0");
+    if (!(o->passkey_mix >= 0 && o->passkey_mix <= 1)) return lssar_fail(LSSAR_E_ARG, "--passkey-mix must be in [0, 1]");
     if (!(o->clip >= 0)) return lssar_fail(LSSAR_E_ARG, "--clip must be >= 0 (0: no clipping)");
     if (!(o->wd >= 0)) return lssar_fail(LSSAR_E_ARG, "--wd must be >= 0");
     if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1)) return lssar_fail(LSSAR_E_ARG, "the cosine floor must be in [0, 1] of --lr");
@@ -95,6 +97,7 @@ static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train
     s->steps = o->steps; s->batch = o->batch; s->seq = o->seq; s->accum = o->accum;
     s->seed = o->seed; s->wd = o->wd; s->clip = o->clip;
     s->beta1 = o->beta1; s->beta2 = o->beta2; s->eps = o->eps;
+    s->passkey_mix = o->passkey_mix;
     snprintf(s->data, sizeof s->data, "%s", o->data);
     snprintf(s->val, sizeof s->val, "%s", o->val ? o->val : "");
     s->step = 0;
@@ -161,6 +164,9 @@ int train_run(const train_opts *o, train_result *r) {
     int have_val = 0;
     uint16_t *in = NULL, *tg = NULL;
     FILE *logf = NULL;
+    lssar_tokenizer *pk_tok = NULL;   // --passkey-mix: the text the passkey windows are made of
+    passkey_pieces pk;
+    memset(&pk, 0, sizeof pk);
     int64_t saved_step = -1;
 
     if (o->resume) {
@@ -185,6 +191,15 @@ int train_run(const train_opts *o, train_result *r) {
         have_val = 1;
         if (val.channels != C) { rc = lssar_fail(LSSAR_E_FORMAT, "--val: %s has %d token channels but the model has %d", s.val, val.channels, C); goto done; }
         if (eval_num_windows(&val, T) < 1) { rc = lssar_fail(LSSAR_E_SIZE, "--val: %s has %zu positions, fewer than --seq + 1 = %d", s.val, val.n, T + 1); goto done; }
+    }
+    if (s.passkey_mix > 0) {
+        if (C != 1) { rc = lssar_fail(LSSAR_E_ARG, "--passkey-mix needs a text model (1 token channel); this data has %d", C); goto done; }
+        if ((rc = passkey_tokenizer_for_vocab(cfg->vocab, &pk_tok)) || (rc = passkey_pieces_init(&pk, pk_tok))) goto done;
+        if (T + 1 < passkey_min_len(&pk)) {
+            rc = lssar_fail(LSSAR_E_ARG, "--passkey-mix: a passkey sequence needs at least %d tokens with the %s tokenizer; --seq is %d",
+                            passkey_min_len(&pk), lssar_tokenizer_name(pk_tok), T);
+            goto done;
+        }
     }
     if ((rc = lssar_mkdirs(o->out))) goto done;
     char lp[4096];
@@ -217,6 +232,7 @@ int train_run(const train_opts *o, train_result *r) {
         for (int a = 0; a < s.accum; a++) {
             float loss;
             dl_next_batch(&dl, &s.rng, B, in, tg);
+            if (s.passkey_mix > 0 && (rc = passkey_mix_batch(&pk, s.passkey_mix, B, T, &s.rng, in, tg, NULL))) goto done;
             rc = gpt_forward(m, in, tg, B, T, &loss);
             if (rc == LSSAR_E_NAN || (!rc && !isfinite(loss))) { rc = 0; loss_sum = NAN; break; }
             if (rc) goto done;
@@ -277,6 +293,7 @@ int train_run(const train_opts *o, train_result *r) {
     r->seconds = lssar_now() - t0;
 done:
     if (logf) fclose(logf);
+    if (pk_tok) { passkey_pieces_free(&pk); lssar_tokenizer_free(pk_tok); }
     free(in); free(tg);
     if (have_val) shard_close(&val);
     dl_close(&dl);

@@ -1,0 +1,126 @@
+// cmd_orbits_probe.c - `lssar orbits probe`: fine-tune an orbit model with a force regression head
+// (src/orbits/head.c) on the force set's labelled rows, predict the test rows nearest to training
+// states, and write OUT/forces.csv for `lssar orbits newton`.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cJSON.h>
+#include "args.h"
+#include "core/util.h"
+#include "lssar.h"
+#include "orbits/probe.h"
+
+int orb_cli_load_model(const char *cmd, const char *path, gpt **m);
+int orb_cli_force_open(const char *cmd, const char *data, const char *split, uint64_t systems, uint64_t seed,
+                       orb_state *st, orb_force_split *fs);
+
+int cmd_orbits_probe(int argc, char **argv) {
+    const char *model = NULL, *data = NULL, *split = "force", *out = NULL, *target = "log";
+    uint64_t systems = 0, keep = 5000, seed = 0;
+    int threads = 0, quiet = 0;
+    orb_probe_opts po;
+    orb_probe_defaults(&po);
+    arg_spec specs[] = {
+        {"model", ARG_STR, &model, "trained orbit model: run directory or .safetensors file", 1, 0},
+        {"data", ARG_STR, &data, "directory holding the force set (simulate --two-body --split force)", 1, 0},
+        {"split", ARG_STR, &split, "the force set's file prefix in --data", 0, 0},
+        {"out", ARG_STR, &out, "output directory: OUT/forces.csv, OUT/probe.json", 1, 0},
+        {"systems", ARG_U64, &systems, "use the first N force-set systems (0: all; 90% fully labelled, 10% with 2 rows)", 0, 0},
+        {"keep", ARG_U64, &keep, "test rows kept: those nearest (1-NN, standardised state) to a labelled row", 0, 0},
+        {"steps", ARG_INT, &po.steps, "fine-tuning steps", 0, 0},
+        {"batch", ARG_INT, &po.batch, "sequences per step", 0, 0},
+        {"lr", ARG_FLOAT, &po.lr, "peak learning rate of the model (warmup 10%, cosine to 10%)", 0, 0},
+        {"head-lr", ARG_FLOAT, &po.head_lr, "peak learning rate of the head", 0, 0},
+        {"wd", ARG_FLOAT, &po.wd, "AdamW weight decay of the model's matrices", 0, 0},
+        {"target", ARG_STR, &target, "regressed label: log (standardised log10 |F|) or raw (|F| / rms |F|)", 0, 0},
+        {"seed", ARG_U64, &seed, "seed of the labelled rows and the batches", 0, 0},
+        {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
+        {"quiet", ARG_BOOL, &quiet, "no progress lines", 0, 0},
+        {0}};
+    int rc = args_parse("orbits probe",
+                        "The force probe of Vafa et al. (2025): replace the model's output heads by a linear head\n"
+                        "(width -> 1), fine-tune the whole model with masked MSE on the force set's labelled planet rows\n"
+                        "(every planet row of systems 0..90%; 2 random planet rows of each other system), then predict the\n"
+                        "other planet rows and keep the --keep test rows nearest (1-NN in the standardised state [dx, dy,\n"
+                        "dvx, dvy, m1, m2]) to a labelled row: OUT/forces.csv (r,m1,m2,F_pred,F_true), the input of\n"
+                        "`lssar orbits newton`. Position t of a sequence reads row t (the model has seen that position).\n"
+                        "Label: by default standardised log10 |F| (|F| spans ~12 decades; predictions are mapped back by\n"
+                        "10^x); --target raw regresses |F| / rms|F|, the original's unnormalised target up to a scale.\n"
+                        "The whole sequence (999 positions) is read: learned-position models must be trained with --seq 999.",
+                        specs, argc, argv);
+    if (rc >= 0) return rc;
+    if (!strcmp(target, "log")) po.target_log = 1;
+    else if (!strcmp(target, "raw")) po.target_log = 0;
+    else return args_error("orbits probe", "--target must be log or raw, got '%s'", target);
+    if (po.steps < 0) return args_error("orbits probe", "--steps must be >= 0, got %d", po.steps);
+    if (po.batch < 1) return args_error("orbits probe", "--batch must be >= 1, got %d", po.batch);
+    if (!(po.lr >= 0) || !(po.head_lr >= 0)) return args_error("orbits probe", "--lr and --head-lr must be >= 0");
+    if (threads < 0) return args_error("orbits probe", "--threads must be >= 0, got %d", threads);
+    if (threads > 0) omp_set_num_threads(threads);
+    po.seed = seed;
+    po.progress = !quiet;
+    double t0 = lssar_now();
+    gpt *m = NULL;
+    if (orb_cli_load_model("probe", model, &m)) return 1;
+    orb_state st;
+    orb_force_split fs;
+    if (orb_cli_force_open("probe", data, split, systems, seed, &st, &fs)) { gpt_free(m); return 1; }
+    int64_t *ids = NULL, n = 0;
+    double *pred = NULL, mse = NAN;
+    char path[4400];
+    rc = 1;
+    if (orb_force_nearest(&st, &fs, NULL, (int64_t)keep, &ids, &n)) goto fail;
+    pred = malloc(sizeof(double) * (size_t)n);
+    if (!pred) { lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail; }
+    if (orb_probe_fit_predict(m, data, split, &st, &fs, &po, ids, n, pred, &mse)) goto fail;
+    if (lssar_mkdirs(out)) goto fail;
+    snprintf(path, sizeof path, "%s/forces.csv", out);
+    if (orb_forces_write(path, &st, ids, pred, n)) goto fail;
+    // how close the predictions are on the kept rows (log10 space: scale-free)
+    double lerr = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double Ft = st.rows[(size_t)ids[k] * ORB_S_FIELDS + ORB_S_F];
+        lerr += fabs(log10(fmax(pred[k], 1e-30)) - log10(fmax(Ft, 1e-30)));
+    }
+    lerr /= n;
+    double secs = lssar_now() - t0;
+    fprintf(stderr, "lssar orbits probe: %d steps, final train mse %.4f (%s target); %lld test rows: mean |log10 F_pred - log10 F_true| = %.3f; %.1f s -> %s\n",
+            po.steps, mse, target, (long long)n, lerr, secs, path);
+    {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "model", model);
+        cJSON_AddStringToObject(j, "data", data);
+        cJSON_AddNumberToObject(j, "systems", (double)fs.systems);
+        cJSON_AddNumberToObject(j, "labelled_rows", (double)fs.ntrain);
+        cJSON_AddNumberToObject(j, "test_rows", (double)fs.ntest);
+        cJSON_AddNumberToObject(j, "kept_rows", (double)n);
+        cJSON_AddNumberToObject(j, "steps", po.steps);
+        cJSON_AddNumberToObject(j, "batch", po.batch);
+        cJSON_AddNumberToObject(j, "lr", po.lr);
+        cJSON_AddNumberToObject(j, "head_lr", po.head_lr);
+        cJSON_AddStringToObject(j, "target", target);
+        cJSON_AddNumberToObject(j, "final_train_mse", mse);
+        cJSON_AddNumberToObject(j, "mean_abs_log10_error", lerr);
+        cJSON_AddNumberToObject(j, "seconds", secs);
+        char *text = cJSON_Print(j);
+        cJSON_Delete(j);
+        lssar_afile af;
+        snprintf(path, sizeof path, "%s/probe.json", out);
+        if (!text || lssar_afile_open(&af, path)) { free(text); goto fail; }
+        fprintf(af.f, "%s\n", text);
+        free(text);
+        if (lssar_afile_commit(&af)) goto fail;
+    }
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "lssar orbits probe: %s\n", lssar_errmsg());
+done:
+    free(pred); free(ids);
+    orb_force_split_free(&fs);
+    orb_state_close(&st);
+    gpt_free(m);
+    return rc;
+}

@@ -1,0 +1,421 @@
+// test_exp.c - the experiment pieces (src/exp, src/model/gpt_probe.c): the passkey prompt's exact
+// token layout and its scoring on known outputs, Wilson intervals, windows inside documents and
+// their mean +- standard error, MQAR sequences, and attention statistics against float64
+// references (a uniform-attention model and a direct softmax recomputation).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "lssar.h"
+#include "exp/attnstats.h"
+#include "exp/docwin.h"
+#include "exp/mqar.h"
+#include "exp/passkey.h"
+#include "model/gpt.h"
+#include "model/gpt_probe.h"
+
+static const char *TASK = "There is an important info hidden inside a lot of irrelevant text. Find it and "
+                          "memorize them. I will quiz you about the important information there.";
+static const char *FILLER = " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+static const char *QUESTION = " What is the pass key? The pass key is";
+
+static int eq_bytes(const uint16_t *t, const char *s) {
+    for (size_t i = 0; s[i]; i++) if (t[i] != (unsigned char)s[i]) return 0;
+    return 1;
+}
+
+static lssar_tokenizer *byte_tok(void) {
+    lssar_tokenizer *t = NULL;
+    if (lssar_tokenizer_byte(&t)) return NULL;
+    return t;
+}
+
+static void test_passkey_layout(void) {
+    lssar_tokenizer *tok = byte_tok();
+    CHECK(tok != NULL, "byte tokenizer");
+    if (!tok) return;
+    passkey_pieces pp;
+    CHECK(passkey_pieces_init(&pp, tok) == 0, "pieces: %s", lssar_errmsg());
+    int nt = strlen(TASK), nf = strlen(FILLER), nq = strlen(QUESTION);
+    char needle[128];
+    snprintf(needle, sizeof needle, " The pass key is %d. Remember it. %d is the pass key.", 12345, 12345);
+    int nn = strlen(needle);
+    int n = 1 + nt + 3 * nf + 10 + nn + nq + 6;   // 3 whole filler units and 10 tokens of a 4th
+    uint16_t *s = malloc(sizeof(uint16_t) * n);
+    int ap = -1, al = -1;
+    // depth 0: EOT, task, needle, fillers, question, answer
+    CHECK(passkey_build(&pp, n, 0.0, 12345, s, &ap, &al) == 0, "build: %s", lssar_errmsg());
+    CHECK(s[0] == LSSAR_BYTE_EOT, "starts with EOT (got %d)", s[0]);
+    CHECK(eq_bytes(s + 1, TASK), "task line right after EOT");
+    CHECK(eq_bytes(s + 1 + nt, needle), "depth 0: needle right after the task");
+    CHECK(eq_bytes(s + 1 + nt + nn, FILLER) && eq_bytes(s + 1 + nt + nn + 2 * nf, FILLER), "whole filler units follow");
+    CHECK(memcmp(s + 1 + nt + nn + 3 * nf, s + 1 + nt + nn, 10 * sizeof(uint16_t)) == 0, "then 10 tokens of a cut unit");
+    CHECK(eq_bytes(s + n - 6 - nq, QUESTION), "question before the answer");
+    CHECK(ap == n - 6 && al == 6 && eq_bytes(s + ap, " 12345"), "answer ' 12345' at the end (pos %d len %d)", ap, al);
+    // depth 1: the needle right before the question (after the cut unit)
+    CHECK(passkey_build(&pp, n, 1.0, 12345, s, &ap, &al) == 0, "build depth 1");
+    CHECK(eq_bytes(s + n - 6 - nq - nn, needle), "depth 1: needle right before the question");
+    CHECK(eq_bytes(s + 1 + nt, FILLER), "depth 1: filler right after the task");
+    // depth 0.5 of 3 whole units: boundary round(1.5) = 2 units in
+    CHECK(passkey_build(&pp, n, 0.5, 54321, s, &ap, &al) == 0, "build depth 0.5");
+    char needle2[128];
+    snprintf(needle2, sizeof needle2, " The pass key is %d. Remember it. %d is the pass key.", 54321, 54321);
+    CHECK(eq_bytes(s + 1 + nt + 2 * nf, needle2), "depth 0.5: needle after 2 of 3 units");
+    // too short: a clear error; exactly the minimum works
+    CHECK(passkey_build(&pp, 1 + nt + nn + nq + 5, 0.5, 12345, s, &ap, &al) != 0, "too short is refused");
+    CHECK(strstr(lssar_errmsg(), "longer") != NULL, "the error says to use a longer length: %s", lssar_errmsg());
+    CHECK(passkey_build(&pp, 1 + nt + nn + nq + 6, 0.5, 12345, s, &ap, &al) == 0, "the exact minimum fits");
+    CHECK(passkey_build(&pp, n, 0.5, 1234, s, &ap, &al) != 0, "a 4-digit key is refused");
+    // training windows: T + 1 tokens ending in a 5-digit answer
+    lssar_rng r;
+    lssar_rng_seed(&r, 3);
+    uint16_t *w = malloc(sizeof(uint16_t) * 401);
+    CHECK(passkey_window(&pp, 400, &r, w) == 0, "window");
+    int digits = 0;
+    for (int i = 395; i < 401; i++) digits += w[i] >= '0' && w[i] <= '9';
+    CHECK(w[0] == LSSAR_BYTE_EOT && w[395] == ' ' && digits == 5, "window ends with ' DDDDD'");
+    free(w);
+    free(s);
+    passkey_pieces_free(&pp);
+    lssar_tokenizer_free(tok);
+}
+
+static void test_passkey_mix(void) {
+    lssar_tokenizer *tok = byte_tok();
+    if (!tok) { CHECK(0, "byte tokenizer"); return; }
+    passkey_pieces pp;
+    passkey_pieces_init(&pp, tok);
+    int B = 64, T = 300, rep = -1;
+    uint16_t *in = calloc(B * T, 2), *tg = calloc(B * T, 2);
+    lssar_rng r;
+    lssar_rng_seed(&r, 11);
+    CHECK(passkey_mix_batch(&pp, 0.25, B, T, &r, in, tg, &rep) == 0, "mix");
+    CHECK(rep > 5 && rep < 30, "about a quarter of 64 windows replaced (%d)", rep);
+    int n = 0, shifted = 1;
+    for (int b = 0; b < B; b++)
+        if (in[b * T] == LSSAR_BYTE_EOT) {
+            n++;
+            for (int t = 0; t + 1 < T; t++) shifted &= tg[b * T + t] == in[b * T + t + 1];
+        }
+    CHECK(n == rep && shifted, "replaced windows start with EOT and targets are inputs shifted by one");
+    CHECK(passkey_mix_batch(&pp, 1.5, B, T, &r, in, tg, &rep) != 0, "mix > 1 refused");
+    free(in); free(tg);
+    passkey_pieces_free(&pp);
+    lssar_tokenizer_free(tok);
+}
+
+static void test_passkey_score(void) {
+    lssar_tokenizer *tok = byte_tok();
+    if (!tok) { CHECK(0, "byte tokenizer"); return; }
+    passkey_pieces pp;
+    passkey_pieces_init(&pp, tok);
+    int n = 300, ap, al;
+    uint16_t s[300], pred[300];
+    CHECK(passkey_build(&pp, n, 0.3, 24680, s, &ap, &al) == 0, "build");
+    // a perfect teacher-forced model predicts s[t + 1] at t
+    for (int t = 0; t < n - 1; t++) pred[t] = s[t + 1];
+    double da = -1;
+    CHECK(passkey_score(&pp, s, pred, ap, al, &da) == 1 && da == 1.0, "perfect: success, digits 1 (%g)", da);
+    pred[ap + 2 - 1] = '9';   // the second digit '4' -> '9'
+    CHECK(passkey_score(&pp, s, pred, ap, al, &da) == 0, "one wrong digit fails the trial");
+    CHECK_CLOSE(da, 0.8, 1e-12);
+    pred[ap - 1] = 'x';        // the space before the key: not a digit, digits still 4/5
+    passkey_score(&pp, s, pred, ap, al, &da);
+    CHECK_CLOSE(da, 0.8, 1e-12);
+    for (int i = 0; i < al; i++) pred[ap + i - 1] = '0';
+    passkey_score(&pp, s, pred, ap, al, &da);
+    CHECK_CLOSE(da, 0.2, 1e-12);   // 24680 vs 00000: only the last digit is right
+    passkey_pieces_free(&pp);
+    lssar_tokenizer_free(tok);
+}
+
+static void test_wilson(void) {
+    double lo, hi;
+    wilson_interval(0, 20, 1.96, &lo, &hi);
+    CHECK(lo == 0, "0/20 lower bound 0");
+    CHECK_CLOSE(hi, 0.16113, 1e-4);
+    wilson_interval(10, 20, 1.96, &lo, &hi);
+    CHECK_CLOSE(lo, 0.29929, 1e-4);
+    CHECK_CLOSE(hi, 0.70071, 1e-4);
+    wilson_interval(20, 20, 1.96, &lo, &hi);
+    CHECK(hi == 1 && fabs(lo - 0.83887) < 1e-4, "20/20: [%g, %g]", lo, hi);
+}
+
+static void test_docwin(void) {
+    // three documents: 10, 25 and 3 tokens at 1, 12, 38 (EOT before each)
+    const char *idx = "/tmp/lssar_test_exp_index.json";
+    FILE *f = fopen(idx, "w");
+    fprintf(f, "{\"documents\": [{\"name\": \"a\", \"start\": 1, \"tokens\": 10}, {\"name\": \"b\", \"start\": 12, \"tokens\": 25},"
+               " {\"name\": \"c\", \"start\": 38, \"tokens\": 3}]}");
+    fclose(f);
+    exp_docs d;
+    CHECK(exp_docs_load(idx, &d) == 0 && d.n == 3, "index loads (%s)", lssar_errmsg());
+    size_t *st = NULL;
+    int n = 0;
+    CHECK(exp_doc_windows(&d, 4, 0, &st, &n) == 0, "windows");
+    // a: (10-1)/4 = 2 windows; b: (25-1)/4 = 6; c: none
+    CHECK(n == 8, "8 windows of 4 (got %d)", n);
+    int inside = 1;
+    for (int i = 0; i < n; i++) {
+        int ok = 0;
+        for (int j = 0; j < d.n; j++) ok |= st[i] >= d.start[j] && st[i] + 5 <= d.start[j] + d.tokens[j];
+        inside &= ok;
+    }
+    CHECK(inside, "every window of T+1 lies inside one document");
+    free(st);
+    CHECK(exp_doc_windows(&d, 4, 3, &st, &n) == 0 && n == 3 && st[0] == 1, "thinned to 3, first kept (%d)", n);
+    free(st);
+    CHECK(exp_doc_windows(&d, 30, 0, &st, &n) == 0 && n == 0, "no document holds 31 tokens");
+    free(st);
+    exp_docs_free(&d);
+    remove(idx);
+    CHECK(exp_docs_load("/nonexistent/val_index.json", &d) != 0 && strstr(lssar_errmsg(), "data build"), "missing index names the fix");
+}
+
+static gpt *tiny_model(lssar_attn_kind k, gpt_pos pos, int layers) {
+    gpt_config c = {layers, 2, 16, 20, 1, 32, pos, k, 15.0f, 1};
+    gpt *m = NULL;
+    if (gpt_create(&c, 7, &m)) return NULL;
+    return m;
+}
+
+static void test_eval_windows(void) {
+    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 1);
+    CHECK(m != NULL, "model");
+    if (!m) return;
+    // a shard file of 200 tokens
+    const char *path = "/tmp/lssar_test_exp_shard.bin";
+    shard_writer w;
+    shard_writer_open(&w, path, 1);
+    uint16_t tok[200];
+    for (int i = 0; i < 200; i++) tok[i] = (uint16_t)((i * 7 + i / 5) % 20);
+    shard_writer_append(&w, tok, 200);
+    CHECK(shard_writer_close(&w) == 0, "shard written");
+    shard s;
+    CHECK(shard_open(&s, path) == 0, "shard opens");
+    size_t starts[3] = {0, 50, 120};
+    double mean, se;
+    CHECK(exp_eval_windows(m, &s, starts, 3, 16, 2, &mean, &se) == 0, "eval: %s", lssar_errmsg());
+    // reference: each window alone
+    double l[3];
+    gpt_reserve(m, 1, 16, 0);
+    for (int i = 0; i < 3; i++) {
+        float lf;
+        gpt_forward(m, tok + starts[i], tok + starts[i] + 1, 1, 16, &lf);
+        l[i] = lf;
+    }
+    double mu = (l[0] + l[1] + l[2]) / 3, var = 0;
+    for (int i = 0; i < 3; i++) var += (l[i] - mu) * (l[i] - mu);
+    double se_ref = sqrt(var / 2) / sqrt(3.0);
+    CHECK_CLOSE(mean, mu, 1e-5);
+    CHECK_CLOSE(se, se_ref, 1e-5);
+    CHECK(se > 0, "windows differ, so the standard error is positive");
+    shard_close(&s);
+    remove(path);
+    gpt_free(m);
+}
+
+static void test_mqar(void) {
+    mqar_params p = {16, 16, 4};
+    lssar_rng r;
+    lssar_rng_seed(&r, 5);
+    uint16_t s[65];
+    int q[4];
+    CHECK(mqar_build(&p, 65, &r, s, q) == 0, "build");
+    CHECK(s[0] == mqar_vocab(&p) - 1, "EOT first");
+    int ok = 1;
+    for (int i = 0; i < 4; i++) {
+        // find the query key's pair and check the value after the query
+        int found = 0;
+        for (int j = 0; j < 4; j++)
+            if (s[1 + 2 * j] == s[q[i]]) found = s[2 + 2 * j] == s[q[i] + 1];
+        ok &= found && s[q[i]] >= 1 && s[q[i]] <= 16 && s[q[i] + 1] > 16 && q[i] > 8 && q[i] + 1 < 65;
+    }
+    CHECK(ok, "each query is a key of a pair and is followed by its value");
+    int keys_distinct = 1;
+    for (int i = 0; i < 4; i++) for (int j = 0; j < i; j++) keys_distinct &= s[1 + 2 * i] != s[1 + 2 * j];
+    CHECK(keys_distinct, "keys distinct");
+    CHECK(mqar_build(&p, 16, &r, s, q) != 0, "too short is refused");
+}
+
+// the probe's layer-0 q (no positions) against a float64 recomputation from the parameters
+typedef struct { int layer; float *q, *k; int n; } grab_ctx;
+static int grab(void *vc, int layer, const float *q, const float *k, int B, int T, int NH, int HS, const lssar_attn_desc *d) {
+    grab_ctx *g = vc;
+    if (layer == g->layer) { memcpy(g->q, q, sizeof(float) * g->n); memcpy(g->k, k, sizeof(float) * g->n); }
+    return 0;
+}
+
+static float *tensor(gpt *m, const char *name) {
+    int i = gpt_tensor_index(m, name);
+    if (i < 0) return NULL;
+    float *t = malloc(sizeof(float) * gpt_tensor_numel(m, i));
+    gpt_read_tensor(m, GPT_BUF_PARAM, i, t);
+    return t;
+}
+
+static void test_probe_q(void) {
+    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, GPT_POS_NONE, 2);
+    if (!m) { CHECK(0, "model"); return; }
+    int T = 8, C = 16;
+    uint16_t in[8] = {1, 5, 3, 19, 0, 7, 7, 2};
+    float q[8 * 16], k[8 * 16];
+    grab_ctx g = {0, q, k, T * C};
+    CHECK(gpt_probe_qk(m, in, 1, T, grab, &g) == 0, "probe: %s", lssar_errmsg());
+    float *wte = tensor(m, "wte.0"), *lw = tensor(m, "h.0.ln_1.weight"), *lb = tensor(m, "h.0.ln_1.bias");
+    float *W = tensor(m, "h.0.attn.c_attn.weight"), *b = tensor(m, "h.0.attn.c_attn.bias");
+    CHECK(wte && lw && lb && W && b, "tensors by name");
+    double maxerr = 0;
+    for (int t = 0; t < T && wte && lw && lb && W && b; t++) {
+        double x[16], mu = 0, var = 0;
+        for (int c = 0; c < C; c++) { x[c] = wte[in[t] * C + c]; mu += x[c]; }
+        mu /= C;
+        for (int c = 0; c < C; c++) var += (x[c] - mu) * (x[c] - mu);
+        double rs = 1 / sqrt(var / C + 1e-5);
+        for (int c = 0; c < C; c++) x[c] = (x[c] - mu) * rs * lw[c] + lb[c];
+        for (int o = 0; o < C; o++) {
+            double qq = b[o], kk = b[C + o];
+            for (int c = 0; c < C; c++) { qq += W[o * C + c] * x[c]; kk += W[(C + o) * C + c] * x[c]; }
+            maxerr = fmax(maxerr, fmax(fabs(qq - q[t * C + o]), fabs(kk - k[t * C + o])));
+        }
+    }
+    CHECK(maxerr < 1e-4, "layer-0 q, k match a float64 recomputation (max err %g)", maxerr);
+    free(wte); free(lw); free(lb); free(W); free(b);
+    gpt_free(m);
+}
+
+static void test_attnstats_uniform(void) {
+    // zero query weights and biases: every softmax logit is 0, rows are uniform
+    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 2);
+    if (!m) { CHECK(0, "model"); return; }
+    int C = 16;
+    for (int l = 0; l < 2; l++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "h.%d.attn.c_attn.weight", l);
+        int i = gpt_tensor_index(m, nm);
+        float *W = tensor(m, nm);
+        memset(W, 0, sizeof(float) * C * C);   // the q rows come first
+        gpt_write_tensor(m, GPT_BUF_PARAM, i, W);
+        free(W);
+        snprintf(nm, sizeof nm, "h.%d.attn.c_attn.bias", l);
+        i = gpt_tensor_index(m, nm);
+        float *bb = tensor(m, nm);
+        memset(bb, 0, sizeof(float) * C);
+        gpt_write_tensor(m, GPT_BUF_PARAM, i, bb);
+        free(bb);
+    }
+    int T = 40, rows = 5;
+    uint16_t in[80];
+    for (int i = 0; i < 80; i++) in[i] = (uint16_t)(i * 3 % 20);
+    attn_layer_stats st[2];
+    CHECK(attn_stats(m, in, 2, T, rows, st) == 0, "stats: %s", lssar_errmsg());
+    // rows i = 20 + r * 20 / 5 = 20, 24, 28, 32, 36
+    double e = 0, s = 0;
+    for (int r = 0; r < rows; r++) { int i = 20 + r * 4; e += log(i + 1.0); s += 1.0 / (i + 1); }
+    e /= rows; s /= rows;
+    for (int l = 0; l < 2; l++) {
+        CHECK_CLOSE(st[l].entropy, e, 1e-4);
+        CHECK_CLOSE(st[l].entropy_norm, 1.0, 1e-4);
+        CHECK_CLOSE(st[l].sink, s, 1e-5);
+        CHECK_CLOSE(st[l].top1, s, 1e-5);
+        CHECK(st[l].rows == 2 * 2 * rows, "rows counted: %ld", st[l].rows);
+    }
+    gpt_free(m);
+}
+
+// softmax weights in float64 from the probe's q, k vs attn_stats on a random model
+typedef struct { double e, s, t; long n; int rows; } ref_ctx;
+static int ref_layer(void *vc, int layer, const float *q, const float *k, int B, int T, int NH, int HS, const lssar_attn_desc *d) {
+    ref_ctx *c = vc;
+    if (layer != 1) return 0;
+    int HD = NH * HS, lo = T / 2, nr = T - lo;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int r = 0; r < c->rows; r++) {
+                int i = lo + r * nr / c->rows;
+                double x[256], mx = -1e300, z = 0;
+                for (int j = 0; j <= i; j++) {
+                    double dot = 0;
+                    for (int a = 0; a < HS; a++) dot += (double)q[((size_t)b * T + i) * HD + h * HS + a] * k[((size_t)b * T + j) * HD + h * HS + a];
+                    x[j] = dot / sqrt((double)HS);
+                    mx = fmax(mx, x[j]);
+                }
+                for (int j = 0; j <= i; j++) z += exp(x[j] - mx);
+                double H = 0, top = 0;
+                for (int j = 0; j <= i; j++) { double w = exp(x[j] - mx) / z; H -= w * log(w); top = fmax(top, w); }
+                c->e += H; c->s += exp(x[0] - mx) / z; c->t += top; c->n++;
+            }
+    return 0;
+}
+
+static void test_attnstats_reference(void) {
+    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 2);
+    if (!m) { CHECK(0, "model"); return; }
+    // sharpen the attention so rows are far from uniform: scale the q weights up
+    int i = gpt_tensor_index(m, "h.1.attn.c_attn.weight");
+    float *W = tensor(m, "h.1.attn.c_attn.weight");
+    for (int a = 0; a < 16 * 16; a++) W[a] *= 300;
+    gpt_write_tensor(m, GPT_BUF_PARAM, i, W);
+    free(W);
+    int T = 48, rows = 6;
+    uint16_t in[48];
+    for (int a = 0; a < 48; a++) in[a] = (uint16_t)((a * 11 + 3) % 20);
+    attn_layer_stats st[2];
+    CHECK(attn_stats(m, in, 1, T, rows, st) == 0, "stats");
+    ref_ctx c = {0, 0, 0, 0, rows};
+    gpt_probe_qk(m, in, 1, T, ref_layer, &c);
+    CHECK(c.n == st[1].rows, "same row count");
+    CHECK_CLOSE(st[1].entropy, c.e / c.n, 1e-4);
+    CHECK_CLOSE(st[1].sink, c.s / c.n, 1e-5);
+    CHECK_CLOSE(st[1].top1, c.t / c.n, 1e-5);
+    CHECK(st[1].entropy_norm < 0.9, "the sharpened layer is not uniform (%g)", st[1].entropy_norm);
+    gpt_free(m);
+}
+
+// For every kind, the rows attnstats uses, times V, must give the kernel's own attention output.
+static void test_weights_match_kernel(void) {
+    const int B = 1, T = 37, H = 2, D = 8, HD = H * D;
+    float *q = malloc(sizeof(float) * T * HD), *k = malloc(sizeof(float) * T * HD), *v = malloc(sizeof(float) * T * HD);
+    float *out = malloc(sizeof(float) * T * HD), w[37];
+    lssar_rng r;
+    lssar_rng_seed(&r, 9);
+    for (int i = 0; i < T * HD; i++) { q[i] = 2 * (float)lssar_rng_normal(&r); k[i] = 2 * (float)lssar_rng_normal(&r); v[i] = (float)lssar_rng_normal(&r); }
+    float ss[2] = {0.7f, 1.3f};
+    for (int kind = 0; kind < 4; kind++)
+        for (int pi = 0; pi < (kind == LSSAR_ATTN_LSSAR ? 2 : 1); pi++) {
+            lssar_attn_desc d = {(lssar_attn_kind)kind, pi ? 3.0f : 15.0f, kind == LSSAR_ATTN_SSMAX ? ss : NULL};
+            CHECK(lssar_attn_forward(&d, B, T, H, D, q, k, v, out) == 0, "kernel %d", kind);
+            double maxerr = 0, sumerr = 0;
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < T; i++) {
+                    attn_weights_row(&d, q, k, T, H, D, 0, h, i, w);
+                    double tot = 0;
+                    for (int j = 0; j <= i; j++) tot += w[j];
+                    sumerr = fmax(sumerr, fabs(tot - 1));
+                    for (int a = 0; a < D; a++) {
+                        double y = 0;
+                        for (int j = 0; j <= i; j++) y += (double)w[j] * v[(size_t)j * HD + h * D + a];
+                        maxerr = fmax(maxerr, fabs(y - out[(size_t)i * HD + h * D + a]));
+                    }
+                }
+            CHECK(maxerr < 1e-4 && sumerr < 1e-4, "%s p=%g: weights x V match the kernel (max err %g, row sum err %g)",
+                  lssar_attn_name((lssar_attn_kind)kind), d.p, maxerr, sumerr);
+        }
+    free(q); free(k); free(v); free(out);
+}
+
+int main(void) {
+    RUN(test_passkey_layout);
+    RUN(test_passkey_mix);
+    RUN(test_passkey_score);
+    RUN(test_wilson);
+    RUN(test_docwin);
+    RUN(test_eval_windows);
+    RUN(test_mqar);
+    RUN(test_probe_q);
+    RUN(test_weights_match_kernel);
+    RUN(test_attnstats_uniform);
+    RUN(test_attnstats_reference);
+    return test_summary("test_exp");
+}

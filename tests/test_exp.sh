@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# test_exp.sh - the experiment commands end to end on tiny configs (seconds): extrapolate (text
+# and mqar, resumable), attnstats and passkey with JSON and plots, and bad input.
+# Binary: $LSSAR_BIN, else build/lssar. Ends with "test_exp_sh: N passed, M failed".
+cd "$(dirname "$0")/.."
+LSSAR=${LSSAR_BIN:-build/lssar}
+pass=0; fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "not ok - $1"; [ -n "$2" ] && printf '%s\n' "$2" | tail -8 | sed 's/^/    /'; }
+check() { if eval "$2"; then ok "$1"; else bad "$1" "$3"; fi; }
+if [ ! -x "$LSSAR" ]; then echo "test_exp_sh: $LSSAR is not built"; echo "test_exp_sh: 0 passed, 1 failed"; exit 1; fi
+tmp=$(mktemp -d /tmp/lssar_exp_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+have_plot=0; gnuplot -e 'set terminal pngcairo' </dev/null >/dev/null 2>&1 && have_plot=1
+
+# a small text corpus: 8 documents of 2-6 kB of repetitive pseudo-English
+mkdir -p "$tmp/text"
+python3 - "$tmp/text" <<'EOF'
+import random, sys
+r = random.Random(1)
+words = "the a of and to in is was that for on with as by at from his her it this which".split()
+for d in range(8):
+    n = 400 + 100 * d
+    with open(f"{sys.argv[1]}/doc{d}.txt", "w") as f:
+        f.write(" ".join(r.choice(words) for _ in range(n)) + ".\n")
+EOF
+out=$("$LSSAR" data build --text "$tmp/text" --tokenizer byte --val-frac 0.3 --out "$tmp/data" --quiet 2>&1)
+check "data build for the tests" '[ -f "$tmp/data/val_index.json" ]' "$out"
+
+FL="--layers 1 --heads 2 --dim 16 --seq 32 --batch 4 --steps 6 --lr 3e-3 --threads 1 --quiet"
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/ex" --attn softmax,lssa,lssar --factors 1,2,4 --max-windows 4 $FL 2>&1); rc=$?
+check "extrapolate text runs" '[ $rc -eq 0 ] && [ -f "$tmp/ex/results.json" ] && [ -f "$tmp/ex/results.md" ]' "$out"
+check "extrapolate results.json shape" 'python3 - "$tmp/ex/results.json" <<EOF
+import json, sys, math
+j = json.load(open(sys.argv[1]))
+names = [r["name"] for r in j["runs"]]
+assert names == ["softmax", "lssa", "lssar-p15", "lssar-p3", "lssa+lssar-p15"], names
+for r in j["runs"]:
+    assert r["train_seq"] == 32 and [x["seq"] for x in r["results"]] == [32, 64, 128]
+    for x in r["results"]:
+        assert math.isfinite(x["loss"]) and x["loss"] > 0 and x["stderr"] >= 0 and x["windows"] >= 1, x
+z = [r for r in j["runs"] if r["eval_only"]][0]
+assert z["attn"] == "lssar" and z["p"] == 15 and z["trained_attn"] == "lssa"
+assert len(j["manifest_sha256"]) == 64
+EOF' "$(cat "$tmp/ex/results.json" 2>/dev/null | head -40)"
+check "results.md has the table" 'grep -q "| lssar-p3 |" "$tmp/ex/results.md" && grep -q "T=128 (x4)" "$tmp/ex/results.md"' "$(cat "$tmp/ex/results.md")"
+[ $have_plot -eq 1 ] && check "loss_vs_length.png written" '[ -s "$tmp/ex/loss_vs_length.png" ]'
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/ex" --attn softmax,lssa,lssar --factors 1,2,4 --max-windows 4 ${FL/--quiet/} 2>&1)
+check "extrapolate is resumable (nothing retrained or re-evaluated)" 'grep -q "softmax already trained" <<<"$out" && grep -q "evaluation cached" <<<"$out" && ! grep -q "training " <<<"$out"' "$out"
+
+out=$("$LSSAR" extrapolate --task mqar --out "$tmp/mq" --attn softmax,lssar --lssar-p 15 --pairs 2 --factors 1,2 --mqar-eval 8 --no-plot $FL 2>&1); rc=$?
+check "extrapolate --task mqar" '[ $rc -eq 0 ] && python3 -c "
+import json; j = json.load(open(\"$tmp/mq/results.json\"))
+assert [r[\"name\"] for r in j[\"runs\"]] == [\"softmax\", \"lssar-p15\"]
+for r in j[\"runs\"]:
+    for x in r[\"results\"]: assert 0 <= x[\"accuracy\"] <= 1 and x[\"lo\"] <= x[\"accuracy\"] <= x[\"hi\"] and x[\"queries\"] == 16
+"' "$out"
+
+J="$tmp/as.json"
+out=$("$LSSAR" attnstats --model "$tmp/ex/softmax,$tmp/ex/lssar-p15" --data "$tmp/data/val.bin" --seq 32,64 --windows 2 --rows 8 --threads 1 --json "$J" $([ $have_plot -eq 1 ] && echo --plot "$tmp/as.png") 2>&1); rc=$?
+check "attnstats runs" '[ $rc -eq 0 ] && grep -q "sink" <<<"$out"' "$out"
+check "attnstats JSON: per layer and length, weights in [0, 1]" 'python3 - "$J" <<EOF
+import json, sys, math
+j = json.load(open(sys.argv[1]))
+assert len(j["models"]) == 2
+for m in j["models"]:
+    assert [r["seq"] for r in m["results"]] == [32, 64]
+    for r in m["results"]:
+        for l in r["layers"]:
+            assert 0 <= l["sink"] <= 1 and 0 < l["top1"] <= 1 and 0 <= l["entropy_norm"] <= 1.0001 and l["entropy"] <= math.log(64) + 1e-3, l
+EOF' "$out"
+[ $have_plot -eq 1 ] && check "attnstats plots written" '[ -s "$tmp/as.png" ] && [ -s "$tmp/as_sink.png" ]'
+
+P="$tmp/pk.json"
+out=$("$LSSAR" passkey --model "$tmp/ex/lssa" --lengths 300,400 --depths 3 --trials 2 --json "$P" $([ $have_plot -eq 1 ] && echo --plot "$tmp/pk.png") 2>&1); rc=$?
+check "passkey runs" '[ $rc -eq 0 ] && grep -q "passkey retrieval" <<<"$out"' "$out"
+check "passkey JSON" 'python3 - "$P" <<EOF
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["passkey_mix"] == 0 and j["tokenizer"] == "byte"
+r = j["results"]
+assert [(x["length"], x["depth"]) for x in r] == [(300, 0), (300, 0.5), (300, 1), (400, 0), (400, 0.5), (400, 1)]
+for x in r: assert x["trials"] == 2 and 0 <= x["accuracy"] <= 1 and 0 <= x["digit_accuracy"] <= 1
+EOF' "$out"
+[ $have_plot -eq 1 ] && check "passkey heatmap written" '[ -s "$tmp/pk.png" ]'
+
+# bad input: clear messages, exit 2 for flags, no crash
+out=$("$LSSAR" extrapolate --out "$tmp/x" 2>&1); rc=$?
+check "extrapolate without --data says so" '[ $rc -eq 2 ] && grep -q -- "--data" <<<"$out"' "$out"
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/x" --attn softmax,bogus 2>&1); rc=$?
+check "unknown kind is named" '[ $rc -eq 2 ] && grep -q "bogus" <<<"$out"' "$out"
+out=$("$LSSAR" extrapolate --data "$tmp/nodata" --out "$tmp/x" 2>&1); rc=$?
+check "missing data folder names the fix" '[ $rc -ge 1 ] && [ $rc -lt 128 ] && grep -q "data build" <<<"$out"' "$out"
+out=$("$LSSAR" passkey --model "$tmp/ex/lssa" --lengths 50 2>&1); rc=$?
+check "passkey length too short" '[ $rc -eq 2 ] && grep -q "too short" <<<"$out"' "$out"
+out=$("$LSSAR" passkey --model "$tmp/mq/softmax" --lengths 400 2>&1); rc=$?
+check "passkey on a non-text model is refused" '[ $rc -ge 1 ] && [ $rc -lt 128 ] && grep -q "text model" <<<"$out"' "$out"
+out=$("$LSSAR" attnstats --model "$tmp/none" --data "$tmp/data/val.bin" --seq 32 2>&1); rc=$?
+check "attnstats on a missing model" '[ $rc -ge 1 ] && [ $rc -lt 128 ] && grep -q "no model" <<<"$out"' "$out"
+
+echo "test_exp_sh: $pass passed, $fail failed"
+[ $fail -eq 0 ]
