@@ -389,7 +389,7 @@ static void test_trainer_roundtrip(void) {
     gpt_adamw_step(m, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f);
     train_state s;
     memset(&s, 0, sizeof s);
-    s.lr = 1e-3f; s.min_lr_frac = 0.1f; s.warmup = 3; s.steps = 17; s.batch = 2; s.seq = 8; s.accum = 2;
+    s.lr = 1e-3f; s.min_lr_frac = 0.1f; s.warmup = 3; s.steps = 17; s.batch = 2; s.seq = 8; s.accum = 2; s.align = 1000; s.passkey_mix = 0.25f;
     s.seed = 18446744073709551615ULL; s.wd = 0.1f; s.clip = 1.0f; s.beta1 = 0.9f; s.beta2 = 0.95f; s.eps = 1e-8f;
     snprintf(s.data, sizeof s.data, "a.bin,b.bin");
     s.step = 1;
@@ -408,7 +408,7 @@ static void test_trainer_roundtrip(void) {
     int rc = ckpt_load_trainer(l, tp, &r);
     CHECK(rc == 0, "load trainer: %s", lssar_errmsg());
     CHECK(r.lr == s.lr && r.min_lr_frac == s.min_lr_frac && r.warmup == 3 && r.steps == 17 && r.batch == 2 && r.seq == 8 &&
-          r.accum == 2 && r.seed == s.seed && r.wd == s.wd && r.clip == s.clip && r.beta1 == s.beta1 && r.beta2 == s.beta2 &&
+          r.accum == 2 && r.align == 1000 && r.passkey_mix == 0.25f && r.seed == s.seed && r.wd == s.wd && r.clip == s.clip && r.beta1 == s.beta1 && r.beta2 == s.beta2 &&
           r.eps == s.eps && r.step == 1 && !strcmp(r.data, "a.bin,b.bin") && !memcmp(&r.rng, &s.rng, sizeof r.rng),
           "train state differs after the round trip");
     CHECK(same_buffers(m, l, GPT_BUF_ADAM_M) && same_buffers(m, l, GPT_BUF_ADAM_V), "AdamW state differs after the round trip");

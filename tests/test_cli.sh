@@ -79,6 +79,16 @@ $LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --stop-at 10 --
 if cmp -s "$tmp/straight/model.safetensors" "$tmp/split/model.safetensors"; then bad "stop-at stops early"; else ok "stop-at stops early"; fi
 $LSSAR train --out "$tmp/split" --resume --quiet $T1 2>/dev/null
 if cmp -s "$tmp/straight/model.safetensors" "$tmp/split/model.safetensors"; then ok "resume is bit-exact"; else bad "resume is bit-exact"; fi
+# the same with passkey windows mixed in (they draw from the data stream's RNG too)
+shard "$tmp/bytes.bin" 3000 1 257
+PK="--data $tmp/bytes.bin --layers 1 --heads 2 --dim 16 --vocab 257 --seq 260 --batch 2 --steps 6 --passkey-mix 0.5"
+$LSSAR train $PK --out "$tmp/pk_straight" --quiet $T1 2>/dev/null
+$LSSAR train $PK --stop-at 3 --out "$tmp/pk_split" --quiet $T1 2>/dev/null
+$LSSAR train --out "$tmp/pk_split" --resume --quiet $T1 2>/dev/null
+if [ -f "$tmp/pk_straight/model.safetensors" ] && cmp -s "$tmp/pk_straight/model.safetensors" "$tmp/pk_split/model.safetensors"; then
+  ok "resume with --passkey-mix is bit-exact"; else bad "resume with --passkey-mix is bit-exact"; fi
+expect "passkey-mix with a short --seq" fail "at least" $LSSAR train --data "$tmp/bytes.bin" --vocab 257 --seq 100 --steps 1 --passkey-mix 0.5 --out "$tmp/pk_short" $T1
+expect "passkey-mix out of range" fail "--passkey-mix" $LSSAR train --data "$tmp/bytes.bin" --vocab 257 --seq 260 --steps 1 --passkey-mix 1.5 --out "$tmp/pk_bad" $T1
 expect "resume with another --layers" 2 "--layers" $LSSAR train --out "$tmp/split" --resume --layers 3 $T1
 $LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --stop-at 10 --out "$tmp/relr" --quiet $T1 2>/dev/null
 expect "resume with a lower --lr" 0 "optimizer settings changed" $LSSAR train --out "$tmp/relr" --resume --lr 1e-3 $T1

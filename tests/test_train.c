@@ -94,7 +94,7 @@ static void test_dataloader(void) {
     char both[600];
     snprintf(both, sizeof both, "%s,%s", a, b);
     dataloader dl;
-    int rc = dl_open(&dl, both, 10, "--data");
+    int rc = dl_open(&dl, both, 10, 1, "--data");
     CHECK(rc == 0, "dl_open: %s", lssar_errmsg());
     if (rc) return;
     CHECK(dl.total_starts == 90 + 290, "starts %llu", (unsigned long long)dl.total_starts);
@@ -127,15 +127,29 @@ static void test_dataloader(void) {
     rc = dl_check_vocab(&dl, 2000, "--data");
     CHECK(rc == LSSAR_E_FORMAT && strstr(lssar_errmsg(), b), "vocab check: rc %d %s", rc, lssar_errmsg());
     dl_close(&dl);
+    // aligned windows start only at multiples of align: 4 starts in a (0..75), 12 in b (0..275)
+    rc = dl_open(&dl, both, 10, 25, "--data");
+    CHECK(rc == 0 && dl.total_starts == 4 + 12, "aligned starts %llu: %s", (unsigned long long)dl.total_starts, lssar_errmsg());
+    int misaligned = 0;
+    for (int it = 0; !rc && it < 50; it++) {
+        dl_next_batch(&dl, &r, 8, in, tg);
+        for (int i = 0; i < 8; i++) {
+            int pos = in[i * 10] >= 2000 ? in[i * 10] - 2000 : in[i * 10];
+            misaligned += pos % 25 != 0 || tg[i * 10 + 9] != in[i * 10 + 9] + 1;
+        }
+    }
+    CHECK(misaligned == 0, "%d windows not at a multiple of the alignment", misaligned);
+    dl_close(&dl);
+    CHECK(dl_open(&dl, both, 10, 0, "--data") == LSSAR_E_ARG, "align 0 accepted");
     // errors name the file
-    rc = dl_open(&dl, a, 100, "--data");
+    rc = dl_open(&dl, a, 100, 1, "--data");
     CHECK(rc == LSSAR_E_SIZE && strstr(lssar_errmsg(), a) && strstr(lssar_errmsg(), "--seq"), "short shard: %s", lssar_errmsg());
     const char *c2 = tpath("dl_c2.bin");
     write_pattern(c2, 50, 7, 5, 1, 2);
     snprintf(both, sizeof both, "%s,%s", a, c2);
-    rc = dl_open(&dl, both, 10, "--data");
+    rc = dl_open(&dl, both, 10, 1, "--data");
     CHECK(rc == LSSAR_E_FORMAT && strstr(lssar_errmsg(), c2) && strstr(lssar_errmsg(), "channels"), "channel mismatch: %s", lssar_errmsg());
-    rc = dl_open(&dl, tpath("nope.bin"), 10, "--data");
+    rc = dl_open(&dl, tpath("nope.bin"), 10, 1, "--data");
     CHECK(rc == LSSAR_E_IO && strstr(lssar_errmsg(), "nope.bin"), "missing file: %s", lssar_errmsg());
 }
 

@@ -21,7 +21,7 @@
     X(simulate, "sample systems and write 2-channel token shards, metadata, state, CSV")     \
     X(bench, "simulation rows/s and the projected time for the published 10M systems")       \
     X(eval, "next-token loss and accuracy of an orbit model")                                 \
-    X(probe, "fine-tune a force head and symbolic-regress the recovered law")                \
+    X(probe, "fine-tune a force regression head; write forces.csv for newton")                \
     X(oracle, "k-NN oracle on the true state (the probe's control)")                          \
     X(newton, "fit G m1 m2 / r^2 and m1 / r^2 to forces, per galaxy")                         \
     X(run, "the whole pipeline: data, training, probe")

@@ -57,6 +57,10 @@ int cmd_orbits_eval(int argc, char **argv) {
     if (seq < 1 || seq > LSSAR_ORB_ROWS - 1) return args_error("orbits eval", "--seq must be 1..%d, got %d", LSSAR_ORB_ROWS - 1, seq);
     gpt *m = NULL;
     if (orb_cli_load_model("eval", model, &m)) return 1;
+    const gpt_config *cfg = gpt_get_config(m);
+    if (cfg->pos == GPT_POS_LEARNED && seq > cfg->max_seq)
+        fprintf(stderr, "lssar orbits eval: note: learned positions stop at %d; scoring rows 1..%d of each sequence\n",
+                cfg->max_seq, cfg->max_seq);
     orb_eval_result r;
     double t0 = lssar_now();
     if (orb_eval_model(m, data, split, (int64_t)systems, seq, batch, !quiet, &r)) {

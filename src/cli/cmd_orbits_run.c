@@ -290,6 +290,7 @@ int cmd_orbits_run(int argc, char **argv) {
         add(&a, "train"); add(&a, "--data"); add(&a, "%s", shards); add(&a, "--val"); add(&a, "%s/val_000000.bin", data);
         add(&a, "--out"); add(&a, "%s", run); add(&a, "--attn"); add(&a, "%s", kinds[k]); add(&a, "--pos"); add(&a, "%s", pos);
         add(&a, "--vocab"); add(&a, "%d", LSSAR_ORB_VOCAB); add(&a, "--untied");
+        add(&a, "--align"); add(&a, "%d", LSSAR_ORB_ROWS);   // every window starts at a system's dt row
         add(&a, "--layers"); add(&a, "%d", sc->layers); add(&a, "--heads"); add(&a, "%d", sc->heads); add(&a, "--dim"); add(&a, "%d", sc->dim);
         add(&a, "--seq"); add(&a, "%d", sc->seq); add(&a, "--batch"); add(&a, "%d", sc->batch); add(&a, "--steps"); add(&a, "%d", sc->steps);
         add(&a, "--lr"); add(&a, "%g", (double)sc->lr); add(&a, "--quiet"); THREADS();

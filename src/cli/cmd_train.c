@@ -120,6 +120,7 @@ int cmd_train(int argc, char **argv) {
         {"beta2", ARG_FLOAT, &o.beta2, "AdamW beta2", 0, 0},
         {"eps", ARG_FLOAT, &o.eps, "AdamW epsilon", 0, 0},
         {"seed", ARG_U64, &o.seed, "seed of the initialisation and the data order", 0, 0},
+        {"align", ARG_INT, &o.align, "windows start at multiples of this (sequences of fixed length, e.g. 1000 for orbits)", 0, 0},
         {"passkey-mix", ARG_FLOAT, &o.passkey_mix, "replace this share of training windows by passkey sequences (lssar passkey; text models)", 0, 0},
         {"eval-every", ARG_INT, &o.eval_every, "validation every N steps (0: only at the end)", 0, 0},
         {"eval-batches", ARG_INT, &o.eval_batches, "validation batches (of --batch windows)", 0, 0},

@@ -250,6 +250,7 @@ int ckpt_save_trainer(const gpt *m, const train_state *s, const char *path) {
     put_float(&w, "beta2", s->beta2);
     put_float(&w, "eps", s->eps);
     put_float(&w, "passkey_mix", s->passkey_mix);
+    put_int(&w, "align", s->align);
     st_writer_meta(&w, "data", s->data);
     st_writer_meta(&w, "val", s->val);
     put_int(&w, "step", (long)s->step);
@@ -291,6 +292,8 @@ static int state_from_file(const st_file *f, train_state *s) {
     GET_INT("batch", 1, 1 << 20, s->batch);
     GET_INT("seq", 1, 1 << 30, s->seq);
     GET_INT("accum", 1, 1 << 20, s->accum);
+    s->align = 1;
+    if (st_meta(f, "align")) GET_INT("align", 1, 1 << 30, s->align);
     const char *d = st_meta(f, "data"), *val = st_meta(f, "val");
     snprintf(s->data, sizeof s->data, "%s", d ? d : "");
     snprintf(s->val, sizeof s->val, "%s", val ? val : "");

@@ -12,7 +12,7 @@
  *                             words bit-cast), and in __metadata__ (lssar_format "trainer-v1") the
  *                             schedule and batch arguments (lr, min_lr_frac, warmup, steps, batch,
  *                             seq, accum, seed, wd, clip, beta1, beta2, eps, data, val, step,
- *                             passkey_mix; absent in older files means 0).
+ *                             align, passkey_mix; absent in older files: 1 and 0).
  *                             Floats: the shortest decimal that reads back as the same float32.
  *
  * Each file is written atomically (temporary file, fsync, rename). Both carry the step, so a
@@ -38,6 +38,7 @@ typedef struct {
     uint64_t seed;
     float wd, clip, beta1, beta2, eps;
     char data[2048], val[2048];   // shard lists used (informational; defaults on --resume)
+    int align;               // windows start at multiples of this (dataloader.h)
     float passkey_mix;       // share of training windows replaced by passkey sequences (0: none)
     int64_t step;            // optimizer steps done
     lssar_rng rng;           // data cursor

@@ -10,17 +10,20 @@ int shard_max_token(const shard *s) {
     return n ? mx : -1;
 }
 
-int dl_open(dataloader *d, const char *paths, int T, const char *flag) {
+int dl_open(dataloader *d, const char *paths, int T, int align, const char *flag) {
     memset(d, 0, sizeof *d);
     if (!paths || !*paths) return lssar_fail(LSSAR_E_ARG, "%s is empty: give one or more shard files separated by commas", flag);
     if (T < 1) return lssar_fail(LSSAR_E_SIZE, "sequence length %d must be >= 1", T);
+    if (align < 1) return lssar_fail(LSSAR_E_ARG, "--align must be >= 1, got %d", align);
     int count = 1;
     for (const char *p = paths; *p; p++) count += *p == ',';
     d->shards = calloc(count, sizeof *d->shards);
     d->max_token = calloc(count, sizeof *d->max_token);
+    d->starts = calloc(count, sizeof *d->starts);
     char *copy = strdup(paths);
-    if (!d->shards || !d->max_token || !copy) { free(copy); dl_close(d); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    if (!d->shards || !d->max_token || !d->starts || !copy) { free(copy); dl_close(d); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
     d->T = T;
+    d->align = align;
     int rc = 0;
     char *save = NULL;
     for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
@@ -36,7 +39,9 @@ int dl_open(dataloader *d, const char *paths, int T, const char *flag) {
                             flag, tok, s->n, T + 1);
         if (!rc) {
             d->max_token[d->n - 1] = shard_max_token(s);
-            d->total_starts += s->n - (size_t)T;
+            // starts k * align with k * align + T + 1 <= n
+            d->starts[d->n - 1] = (s->n - (size_t)T - 1) / (size_t)align + 1;
+            d->total_starts += d->starts[d->n - 1];
         }
     }
     free(copy);
@@ -47,7 +52,7 @@ int dl_open(dataloader *d, const char *paths, int T, const char *flag) {
 
 void dl_close(dataloader *d) {
     for (int i = 0; i < d->n; i++) shard_close(&d->shards[i]);
-    free(d->shards); free(d->max_token);
+    free(d->shards); free(d->max_token); free(d->starts);
     memset(d, 0, sizeof *d);
 }
 
@@ -71,8 +76,8 @@ void dl_next_batch(dataloader *d, lssar_rng *rng, int B, uint16_t *inputs, uint1
         // One draw picks both the shard and the start, uniformly over all starts.
         uint64_t r = lssar_rng_below(rng, d->total_starts);
         int i = 0;
-        while (r >= d->shards[i].n - (size_t)T) { r -= d->shards[i].n - (size_t)T; i++; }
-        const uint16_t *w = d->shards[i].tokens + r * C;      // (T+1, C)
+        while (r >= d->starts[i]) { r -= d->starts[i]; i++; }
+        const uint16_t *w = d->shards[i].tokens + r * d->align * C;   // (T+1, C)
         memcpy(inputs + (size_t)b * T * C, w, sizeof(uint16_t) * T * C);
         memcpy(targets + (size_t)b * T * C, w + C, sizeof(uint16_t) * T * C);
     }

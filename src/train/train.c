@@ -22,7 +22,7 @@ void train_opts_default(train_opts *o) {
     o->lr = 6e-4f; o->min_lr_frac = 0.1f; o->wd = 0.1f; o->clip = 1.0f;
     o->beta1 = 0.9f; o->beta2 = 0.95f; o->eps = 1e-8f;
     o->warmup = -1; o->steps = 0; o->batch = 8; o->seq = 128; o->accum = 1;
-    o->seed = 1337; o->eval_batches = 4;
+    o->seed = 1337; o->eval_batches = 4; o->align = 1;
 }
 
 float train_lr(const train_state *s, int64_t step) {
@@ -98,6 +98,7 @@ static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train
     s->seed = o->seed; s->wd = o->wd; s->clip = o->clip;
     s->beta1 = o->beta1; s->beta2 = o->beta2; s->eps = o->eps;
     s->passkey_mix = o->passkey_mix;
+    s->align = o->align;
     snprintf(s->data, sizeof s->data, "%s", o->data);
     snprintf(s->val, sizeof s->val, "%s", o->val ? o->val : "");
     s->step = 0;
@@ -172,7 +173,7 @@ int train_run(const train_opts *o, train_result *r) {
     if (o->resume) {
         if ((rc = start_resume(o, &m, &s))) goto done;
         saved_step = s.step;
-        if ((rc = dl_open(&dl, s.data, s.seq, "--data"))) goto done;
+        if ((rc = dl_open(&dl, s.data, s.seq, s.align, "--data"))) goto done;
         const gpt_config *c = gpt_get_config(m);
         if (dl.channels != c->channels) {
             rc = lssar_fail(LSSAR_E_FORMAT, "--data: the shards have %d token channels but the model in %s has %d", dl.channels, o->out, c->channels);
@@ -180,7 +181,7 @@ int train_run(const train_opts *o, train_result *r) {
         }
         if ((rc = dl_check_vocab(&dl, c->vocab, "--data"))) goto done;
     } else {
-        if ((rc = dl_open(&dl, o->data, o->seq, "--data"))) goto done;
+        if ((rc = dl_open(&dl, o->data, o->seq, o->align, "--data"))) goto done;
         if ((rc = start_fresh(o, &dl, &m, &s))) goto done;
         if ((rc = gpt_reserve(m, s.batch, s.seq, 1))) goto done;
     }

@@ -36,6 +36,7 @@ typedef struct {
     int layers, heads, dim;
     int vocab;             // 0: 50257 (GPT-2) if every id fits, else an error asking for --vocab
     int untied;
+    int align;             // windows start at multiples of this (1: anywhere; orbits: 1000)
     float passkey_mix;     // replace this share of training windows by passkey sequences (1 channel text)
     // schedule and batch (ignored on resume except steps)
     float lr, min_lr_frac, wd, clip, beta1, beta2, eps;
