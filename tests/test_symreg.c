@@ -112,6 +112,9 @@ static void test_simplify(void) {
     sr_parse("0 - x*x", names, 1, &p);
     sr_simplify_full(&p);
     CHECK(p.len == 4 && p.n[3].op == SR_NEG, "0 - x*x should become -(x*x), got %d nodes", p.len);
+    sr_parse("x*log(exp(log(exp(x))))", names, 1, &p);
+    sr_simplify_full(&p);
+    CHECK(p.len == 3, "log(exp(x)) should become x, got %d nodes", p.len);
     // Folding never changes the function.
     double X[50], a[50], b[50];
     fill_uniform(X, 50, -3, 3, 4);

@@ -6,7 +6,7 @@ give a clear error and exit code 2.
 Symbolic equality: constants in the found equation are made exact rationals (nsimplify), then
 either simplify(found - truth) == 0, or found / truth simplifies to a pure number within 1e-3 of 1
 (constants within 1e-3 relative). The binary is $LSSAR_BIN or build/lssar."""
-import json, math, os, random, subprocess, sys, tempfile
+import json, math, os, random, shutil, subprocess, sys, tempfile
 
 import sympy
 
@@ -125,6 +125,7 @@ def main():
         check(p.returncode == 2 and expect in p.stderr, f"bad csv '{name}': exit 2 and '{expect}' ({p.returncode}: {p.stderr.strip()})")
     p = run(["--csv", os.path.join(tmp, "missing.csv"), "--target", "y"])
     check(p.returncode == 2 and "cannot open" in p.stderr, f"missing file: {p.stderr.strip()}")
+    shutil.rmtree(tmp, ignore_errors=True)
     print(f"test_symreg_sympy: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

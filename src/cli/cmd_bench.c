@@ -10,6 +10,7 @@
 #include "lssar.h"
 #include "core/util.h"
 #include "model/gpt.h"
+#include "core/json.h"
 
 static const char *ABOUT =
     "Time a full training step (forward, backward, gradient clipping, AdamW) at the GPT-2-small\n"
@@ -215,13 +216,10 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     if (!rc && json) {
-        char *txt = cJSON_Print(root);
-        lssar_afile af;
-        if (!txt || lssar_afile_open(&af, json) || fprintf(af.f, "%s\n", txt) < 0 || lssar_afile_commit(&af)) {
+        if (lssar_write_json(json, root)) {
             fprintf(stderr, "lssar bench: --json: %s\n", lssar_errmsg());
             rc = 1;
         }
-        free(txt);
     }
     cJSON_Delete(root);
     return rc ? 1 : 0;

@@ -12,6 +12,7 @@
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/eval.h"
+#include "core/json.h"
 
 static const char *ABOUT =
     "Mean next-token loss (nats per token, averaged over positions and channels) of a trained model\n"
@@ -119,13 +120,10 @@ int cmd_eval(int argc, char **argv) {
         free(pp);
     }
     if (!rc && json) {
-        char *txt = cJSON_Print(root);
-        lssar_afile af;
-        if (!txt || lssar_afile_open(&af, json) || fprintf(af.f, "%s\n", txt) < 0 || lssar_afile_commit(&af)) {
+        if (lssar_write_json(json, root)) {
             fprintf(stderr, "lssar eval: --json: %s\n", lssar_errmsg());
             rc = 1;
         }
-        free(txt);
     }
     cJSON_Delete(root);
     shard_close(&s);

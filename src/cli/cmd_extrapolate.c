@@ -27,7 +27,12 @@ static const char *ABOUT =
     "windows +- its standard error.\n"
     "--task mqar: multi-query associative recall (Zoology): --pairs key-value pairs then the keys as\n"
     "queries; trained at --seq, tested on --mqar-eval fresh sequences per length; the table gives the\n"
-    "accuracy of the values predicted after the queries (95% Wilson interval in results.json).\n"
+    "accuracy of the values predicted after the queries (95% Wilson interval in results.json). Each\n"
+    "training sequence is exactly one training window (T + 1 tokens; windows start only at sequence\n"
+    "boundaries, train --align T+1), so every query's pair is in the window.\n"
+    "\n"
+    "--passkey-mix F (text task): each kind is trained with a share F of its windows replaced by passkey\n"
+    "sequences (train --passkey-mix; byte data needs --seq >= 257); test them with `lssar passkey`.\n"
     "\n"
     "Runs: every kind in --attn; lssar once per power in --lssar-p (default 15 and 3); and, when lssa\n"
     "is trained, the lssa model evaluated with LSSAR re-weighting switched on at evaluation only\n"
@@ -75,6 +80,12 @@ static int ensure_trained(const train_opts *base, const char *out, run_t *r, int
         gpt_free(g);
         if (!same)
             return lssar_fail(LSSAR_E_ARG, "%s holds a model with another configuration (layers, heads, dim, vocab, attention, positions or seq differ): delete it or choose another --out", dir);
+        // the data recipe too: window alignment (mqar) and the passkey share
+        int align = (int)exp_trainer_meta(dir, "align", 1);
+        double mix = exp_passkey_mix(dir);
+        if (align != base->align || fabs(mix - base->passkey_mix) > 1e-6)
+            return lssar_fail(LSSAR_E_ARG, "%s was trained with align %d and passkey mix %g, this call asks for align %d and passkey mix %g: delete it or choose another --out",
+                              dir, align, mix, base->align, (double)base->passkey_mix);
         if (step >= base->steps) {
             if (!quiet) fprintf(stderr, "extrapolate: %s already trained (%lld steps), not retrained\n", r->name, (long long)step);
             r->step = step;
@@ -203,6 +214,7 @@ int cmd_extrapolate(int argc, char **argv) {
         {"pairs", ARG_INT, &pairs, "mqar: key-value pairs per sequence", 0, 0},
         {"mqar-keys", ARG_INT, &mqar_keys, "mqar: key alphabet", 0, 0},
         {"mqar-values", ARG_INT, &mqar_values, "mqar: value alphabet", 0, 0},
+        {"passkey-mix", ARG_FLOAT, &o.passkey_mix, "text: share of training windows replaced by passkey sequences (0-1)", 0, 0},
         {"mqar-eval", ARG_INT, &mqar_eval_n, "mqar: test sequences per length", 0, 0},
         {"mqar-train-seqs", ARG_INT, &mqar_train_seqs, "mqar: training sequences (0: steps x batch x accum x 2)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
@@ -235,6 +247,8 @@ int cmd_extrapolate(int argc, char **argv) {
     if (steps < 1 || o.seq < 1 || o.batch < 1 || o.accum < 1) return args_error("extrapolate", "--steps, --seq, --batch and --accum must be >= 1");
     if (o.layers < 1 || o.heads < 1 || o.dim % o.heads) return args_error("extrapolate", "--heads must divide --dim (and both be >= 1)");
     if (eval_batch < 1) return args_error("extrapolate", "--eval-batch must be >= 1");
+    if (!(o.passkey_mix >= 0 && o.passkey_mix <= 1)) return args_error("extrapolate", "--passkey-mix must be in [0, 1] (got %g)", o.passkey_mix);
+    if (mqar && o.passkey_mix > 0) return args_error("extrapolate", "--passkey-mix needs text data: drop it for --task mqar");
     o.steps = steps;
     int fac[MAXF];
     int nf = args_int_list("extrapolate", "--factors", factors, fac, MAXF);
@@ -292,8 +306,15 @@ int cmd_extrapolate(int argc, char **argv) {
         if (o.vocab == 0) o.vocab = mqar_vocab(&mp);
         if (o.vocab < mqar_vocab(&mp)) { free(runs); return args_error("extrapolate", "--vocab %d is smaller than the mqar vocabulary %d", o.vocab, mqar_vocab(&mp)); }
         char tp[4200];
-        snprintf(tp, sizeof tp, "%s/mqar_train.bin", out);
         int ns = mqar_train_seqs > 0 ? mqar_train_seqs : 2 * steps * o.batch * o.accum;
+        // the name holds everything the shard depends on, so a call with other settings never
+        // trains on sequences of another length
+        snprintf(tp, sizeof tp, "%s/mqar_train_T%d_k%d_v%d_p%d_n%d_s%llu.bin", out, o.seq, mqar_keys, mqar_values, pairs, ns,
+                 (unsigned long long)o.seed);
+        // Each sequence is T + 1 tokens, exactly one training window: aligning window starts to
+        // T + 1 makes every window one whole sequence (EOT, all pairs, all queries). Unaligned
+        // windows cut sequences and hide the pairs most queries refer to.
+        o.align = o.seq + 1;
         if (!file_exists(tp) && (rc = mqar_write_shard(tp, &mp, o.seq, ns, o.seed + 1000))) { free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
         train_list = strdup(tp);
         o.val = NULL;
@@ -399,6 +420,7 @@ int cmd_extrapolate(int argc, char **argv) {
     cJSON_AddNumberToObject(cfg, "seq", o.seq); cJSON_AddNumberToObject(cfg, "batch", o.batch);
     cJSON_AddNumberToObject(cfg, "accum", o.accum); cJSON_AddNumberToObject(cfg, "steps", steps);
     cJSON_AddNumberToObject(cfg, "lr", o.lr); cJSON_AddNumberToObject(cfg, "seed", (double)o.seed);
+    cJSON_AddNumberToObject(cfg, "align", o.align); cJSON_AddNumberToObject(cfg, "passkey_mix", o.passkey_mix);
     cJSON *ra = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < nr; i++) {
         run_t *r = &runs[i];
@@ -429,11 +451,13 @@ int cmd_extrapolate(int argc, char **argv) {
     char *md = malloc(cap);
     int k = 0;
     if (mqar)
-        k += snprintf(md + k, cap - k, "Associative recall (MQAR, %d pairs, %d keys, %d values): accuracy of the value after each query, %d test sequences per length; trained at T = %d, %d steps.\n\n",
+        k += snprintf(md + k, cap - k, "Associative recall (MQAR, %d pairs, %d keys, %d values): accuracy of the value after each query, %d test sequences per length; trained at T = %d (whole sequences per window), %d steps.\n\n",
                       pairs, mqar_keys, mqar_values, mqar_eval_n, o.seq, steps);
     else
         k += snprintf(md + k, cap - k, "Mean next-token loss (nats/token) on held-out documents, +- standard error over windows (at most %d per length, each inside one document); trained at T = %d, %d steps. Data %s (manifest sha256 %.12s).\n\n",
                       max_windows, o.seq, steps, data, hash);
+    if (!mqar && o.passkey_mix > 0)
+        k += snprintf(md + k, cap - k, "Trained with a passkey share of %g of the windows (the loss is on the held-out text only).\n\n", o.passkey_mix);
     k += snprintf(md + k, cap - k, "| run |");
     for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d (x%d) |", seqs[f], fac[f]);
     k += snprintf(md + k, cap - k, "\n|---|");

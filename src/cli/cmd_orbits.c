@@ -16,6 +16,7 @@
 #include "core/util.h"
 #include "lssar.h"
 #include "orbits/sample.h"
+#include "core/json.h"
 
 #define ORBITS_SUBCOMMANDS(X)                                                                  \
     X(simulate, "sample systems and write 2-channel token shards, metadata, state, CSV")     \
@@ -192,13 +193,9 @@ int cmd_orbits_bench(int argc, char **argv) {
         cJSON_AddNumberToObject(j, "rows_per_s_per_core", per_core);
         cJSON_AddNumberToObject(j, "hours_10M_systems_here", full_rows / (write ? sW.rows / sW.seconds : rT) / 3600);
         cJSON_AddNumberToObject(j, "hours_10M_systems_16_cores", full_rows / (per_core * 16) / 3600);
-        char *text = cJSON_Print(j);
+        int jrc = lssar_write_json(json, j);
         cJSON_Delete(j);
-        lssar_afile af;
-        if (!text || lssar_afile_open(&af, json)) { free(text); fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
-        fprintf(af.f, "%s\n", text);
-        free(text);
-        if (lssar_afile_commit(&af)) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
+        if (jrc) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
     }
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "lssar.h"
 #include "orbits/probe.h"
 #include "train/checkpoint.h"
+#include "core/json.h"
 
 // DIR -> DIR/model.safetensors; a .safetensors path stays.
 static void model_path(char *buf, size_t n, const char *p) {
@@ -98,13 +99,9 @@ int cmd_orbits_eval(int argc, char **argv) {
         cJSON_AddItemToObject(cmp, "model", mo);
         cJSON_AddItemToObject(cmp, "previous_position", bo);
         cJSON_AddItemToObject(j, "compared", cmp);
-        char *text = cJSON_Print(j);
+        int jrc = lssar_write_json(json, j);
         cJSON_Delete(j);
-        lssar_afile af;
-        if (!text || lssar_afile_open(&af, json)) { free(text); fprintf(stderr, "lssar orbits eval: %s\n", lssar_errmsg()); return 1; }
-        fprintf(af.f, "%s\n", text);
-        free(text);
-        if (lssar_afile_commit(&af)) { fprintf(stderr, "lssar orbits eval: %s\n", lssar_errmsg()); return 1; }
+        if (jrc) { fprintf(stderr, "lssar orbits eval: %s\n", lssar_errmsg()); return 1; }
     }
     return 0;
 }

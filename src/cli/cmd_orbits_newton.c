@@ -15,6 +15,7 @@
 #include "orbits/probe.h"
 #include "orbits/sample.h"
 #include "symreg/sr.h"
+#include "core/json.h"
 
 static const char *const NAMES[3] = {"r", "m1", "m2"};
 
@@ -324,13 +325,9 @@ int cmd_orbits_newton(int argc, char **argv) {
         cJSON_AddBoolToObject(a, "forces_depend_on_m2", fabs(med[4]) > 0.5);
         cJSON_AddNumberToObject(a, "galaxies_newton_within_1pct", newton_found);
         cJSON_AddItemToObject(j, "audit", a);
-        char *text = cJSON_Print(j);
+        int jrc = lssar_write_json(json, j);
         cJSON_Delete(j);
-        lssar_afile af;
-        if (!text || lssar_afile_open(&af, json)) { free(text); fprintf(stderr, "lssar orbits newton: %s\n", lssar_errmsg()); return 1; }
-        fprintf(af.f, "%s\n", text);
-        free(text);
-        if (lssar_afile_commit(&af)) { fprintf(stderr, "lssar orbits newton: %s\n", lssar_errmsg()); return 1; }
+        if (jrc) { fprintf(stderr, "lssar orbits newton: %s\n", lssar_errmsg()); return 1; }
     } else {
         cJSON_Delete(jg);
     }

@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "lssar.h"
 #include "orbits/probe.h"
+#include "core/json.h"
 
 /* Shared by the oracle and the probe: open DIR/SPLIT_state.bin and make the 90%/10% split. */
 int orb_cli_force_open(const char *cmd, const char *data, const char *split, uint64_t systems, uint64_t seed,
@@ -88,14 +89,10 @@ int cmd_orbits_oracle(int argc, char **argv) {
         cJSON_AddNumberToObject(j, "test_rows", (double)fs.ntest);
         cJSON_AddNumberToObject(j, "kept_rows", (double)n);
         cJSON_AddNumberToObject(j, "mean_abs_log10_error", lerr);
-        char *text = cJSON_Print(j);
-        cJSON_Delete(j);
-        lssar_afile af;
         snprintf(path, sizeof path, "%s/probe.json", out);
-        if (!text || lssar_afile_open(&af, path)) { free(text); goto fail; }
-        fprintf(af.f, "%s\n", text);
-        free(text);
-        if (lssar_afile_commit(&af)) goto fail;
+        int jrc = lssar_write_json(path, j);
+        cJSON_Delete(j);
+        if (jrc) goto fail;
     }
     rc = 0;
     goto done;

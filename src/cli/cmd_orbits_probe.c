@@ -11,6 +11,7 @@
 #include "core/util.h"
 #include "lssar.h"
 #include "orbits/probe.h"
+#include "core/json.h"
 
 int orb_cli_load_model(const char *cmd, const char *path, gpt **m);
 int orb_cli_force_open(const char *cmd, const char *data, const char *split, uint64_t systems, uint64_t seed,
@@ -104,14 +105,10 @@ int cmd_orbits_probe(int argc, char **argv) {
         cJSON_AddNumberToObject(j, "final_train_mse", mse);
         cJSON_AddNumberToObject(j, "mean_abs_log10_error", lerr);
         cJSON_AddNumberToObject(j, "seconds", secs);
-        char *text = cJSON_Print(j);
-        cJSON_Delete(j);
-        lssar_afile af;
         snprintf(path, sizeof path, "%s/probe.json", out);
-        if (!text || lssar_afile_open(&af, path)) { free(text); goto fail; }
-        fprintf(af.f, "%s\n", text);
-        free(text);
-        if (lssar_afile_commit(&af)) goto fail;
+        int jrc = lssar_write_json(path, j);
+        cJSON_Delete(j);
+        if (jrc) goto fail;
     }
     rc = 0;
     goto done;

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "core/util.h"
 #include "symreg/sr.h"
+#include "core/json.h"
 
 static int write_json(const char *path, const lssar_sr_result *r) {
     cJSON *root = cJSON_CreateObject(), *pareto = cJSON_CreateArray();
@@ -30,16 +31,8 @@ static int write_json(const char *path, const lssar_sr_result *r) {
     cJSON_AddNumberToObject(root, "seconds", r->seconds);
     cJSON_AddNumberToObject(root, "iterations", r->iterations);
     cJSON_AddNumberToObject(root, "node_evals_per_s", r->node_evals_per_s);
-    char *s = cJSON_Print(root);
+    int rc = lssar_write_json(path, root);
     cJSON_Delete(root);
-    if (!s) return lssar_fail(LSSAR_E_NOMEM, "out of memory writing JSON");
-    lssar_afile a;
-    int rc = lssar_afile_open(&a, path);
-    if (!rc) {
-        fprintf(a.f, "%s\n", s);
-        rc = lssar_afile_commit(&a);
-    }
-    free(s);
     return rc;
 }
 

@@ -99,15 +99,17 @@ int exp_manifest_vocab(const char *dir) {
     return v;
 }
 
-double exp_passkey_mix(const char *model) {
+double exp_trainer_meta(const char *model, const char *key, double dflt) {
     char p[4200];
     struct stat st;
-    if (stat(model, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    if (stat(model, &st) != 0 || !S_ISDIR(st.st_mode)) return dflt;
     snprintf(p, sizeof p, "%s/%s", model, CKPT_TRAINER_FILE);
     st_file f;
-    if (st_open(&f, p)) return 0;
-    const char *v = st_meta(&f, "passkey_mix");
-    double x = v ? atof(v) : 0;
+    if (st_open(&f, p)) return dflt;
+    const char *v = st_meta(&f, key);
+    double x = v ? atof(v) : dflt;
     st_close(&f);
     return x;
 }
+
+double exp_passkey_mix(const char *model) { return exp_trainer_meta(model, "passkey_mix", 0); }

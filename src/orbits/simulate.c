@@ -16,6 +16,7 @@
 #include <cJSON.h>
 #include "data/shard.h"
 #include "orbits/format.h"
+#include "core/json.h"
 
 int lssar_orb_bin(double v) { return orb_bin(v); }
 double lssar_orb_unbin(int bin) { return orb_unbin(bin); }
@@ -181,15 +182,9 @@ static int write_json(const char *dir, const lssar_orb_opts *o, int64_t nshards)
         cJSON_AddStringToObject(j, "state_format", "64-byte header 'LSSORBS1', then per system 1000 rows x 12 f32: "
             "x, y, vx, vy, dx, dy, dvx, dvy, r, mass, star_mass, F; row 0 (dt) zero; rows in token order (src/orbits/format.h)");
     }
-    char *text = cJSON_Print(j);
+    rc = lssar_write_json(path, j);
     cJSON_Delete(j);
-    if (!text) return lssar_fail(LSSAR_E_NOMEM, "out of memory printing %s", path);
-    lssar_afile af;
-    if ((rc = lssar_afile_open(&af, path))) { free(text); return rc; }
-    fputs(text, af.f);
-    fputc('\n', af.f);
-    free(text);
-    return lssar_afile_commit(&af);
+    return rc;
 }
 
 // A previous, larger run into the same directory and split left shards past the last one (and

@@ -238,6 +238,7 @@ static int simplify_impl(sr_prog *p, int full) {
                 double v = apply_op(nd.op, out.n[s].c, 0);
                 if (isfinite(v)) { out.n[s].c = v; continue; }
             }
+            if (full && nd.op == SR_LOG && out.n[out.len - 1].op == SR_EXP) { out.len--; continue; }  // log(exp(x)) -> x
             out.n[out.len++] = nd;
             continue;
         }

@@ -17,6 +17,7 @@
 #include "../core/sha256.h"
 #include "../core/util.h"
 #include "../data/shard.h"
+#include "../core/json.h"
 
 #define MAX_CORPORA 8
 
@@ -187,20 +188,6 @@ static int write_doc(shard_writer *w, int eot, const doc_tokens *d, uint16_t *tm
         for (size_t j = 0; j < k; j++) tmp[j] = (uint16_t)d->ids[i + j];
         rc = shard_writer_append(w, tmp, k);
     }
-    return rc;
-}
-
-static int write_json(const char *path, cJSON *j) {
-    char *s = cJSON_Print(j);
-    if (!s) return lssar_fail(LSSAR_E_NOMEM, "out of memory printing %s", path);
-    lssar_afile af;
-    int rc = lssar_afile_open(&af, path);
-    if (!rc) {
-        fputs(s, af.f);
-        fputc('\n', af.f);
-        rc = lssar_afile_commit(&af);
-    }
-    free(s);
     return rc;
 }
 
@@ -399,7 +386,7 @@ int corpus_build(const corpus_build_opts *o) {
     cJSON_AddItemToObject(vindex, "documents", vdocs);
     vdocs = NULL;
     corpus_path(path, sizeof path, "%s/val_index.json", o->out_dir);
-    if ((rc = write_json(path, vindex))) { cJSON_Delete(shards); goto fail_write; }
+    if ((rc = lssar_write_json(path, vindex))) { cJSON_Delete(shards); goto fail_write; }
 
     // manifest.json
     char hex[65];
@@ -453,7 +440,7 @@ int corpus_build(const corpus_build_opts *o) {
     cJSON_AddStringToObject(vj, "index_sha256", hex);
     cJSON_AddItemToObject(man, "val", vj);
     corpus_path(path, sizeof path, "%s/manifest.json", o->out_dir);
-    if ((rc = write_json(path, man))) goto fail_write;
+    if ((rc = lssar_write_json(path, man))) goto fail_write;
     if (!o->quiet)
         fprintf(stderr, "lssar data: wrote %s: train %.0f documents / %.0f tokens in %d shard%s, val %.0f documents / %.0f tokens (%d with >= %d tokens)\n",
                 o->out_dir, tn, tt, nshards, nshards == 1 ? "" : "s", vn, vt, long_val, o->long_tokens);
