@@ -92,6 +92,10 @@ static double run_law(int li, uint64_t seed, int threads, double noise, double t
     if (getenv("SR_POPS")) o.populations = atoi(getenv("SR_POPS"));
     if (getenv("SR_POPSIZE")) o.population_size = atoi(getenv("SR_POPSIZE"));
     if (getenv("SR_OPTP")) o.opt_probability = atof(getenv("SR_OPTP"));
+    if (getenv("SR_RESTARTS")) o.restarts = atoi(getenv("SR_RESTARTS"));
+    if (getenv("SR_LOSS")) o.loss = atoi(getenv("SR_LOSS"));          // 0 L2, 1 L1, 2 L1DZ, 3 REL
+    if (getenv("SR_MAXSIZE")) o.maxsize = atoi(getenv("SR_MAXSIZE"));
+    if (getenv("SR_SELECT")) o.select = atoi(getenv("SR_SELECT"));    // 0 score, 1 best, 2 accuracy
     if (noise > 0) o.early_stop = 0;
     lssar_sr_result res;
     double t0 = lssar_now();
@@ -104,6 +108,10 @@ static double run_law(int li, uint64_t seed, int threads, double noise, double t
         double err = sr_law_max_relerr(L, eq, 1000, 99 + seed);
         *ok = err < (noise > 0 ? 3 * noise : 1e-6);
         *eq_out = strdup(eq);
+        if (getenv("SR_FRONT"))  // tuning aid: the whole front, to see near misses
+            for (int k = 0; k < res.n; k++)
+                printf("    front %2d  loss %-10.3g %s\n", res.front[k].complexity, res.front[k].loss, res.front[k].equation);
+        if (getenv("SR_FRONT")) printf("    %d iterations, %.3g evaluations\n", res.iterations, res.evaluations);
     }
     if (!rc) lssar_sr_result_free(&res);
     free(X); free(y);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "harness.h"
 #include "lssar.h"
 #include "exp/attnstats.h"
@@ -14,6 +15,7 @@
 #include "exp/passkey.h"
 #include "model/gpt.h"
 #include "model/gpt_probe.h"
+#include "train/dataloader.h"
 
 static const char *TASK = "There is an important info hidden inside a lot of irrelevant text. Find it and "
                           "memorize them. I will quiz you about the important information there.";
@@ -239,6 +241,51 @@ static void test_mqar(void) {
     CHECK(mqar_build(&p, 16, &r, s, q) != 0, "too short is refused");
 }
 
+// The mqar training shard read with align = T + 1 (what `extrapolate --task mqar` sets): every
+// window is one whole sequence as written (EOT first, no other EOT, each query's pair inside).
+// With align 1 most windows cut a sequence, which is why recall stayed at chance before.
+static void test_mqar_aligned_windows(void) {
+    mqar_params p = {16, 16, 4};
+    const int T = 40, nseq = 50, B = 64;
+    const uint16_t eot = (uint16_t)(mqar_vocab(&p) - 1);
+    char path[] = "/tmp/lssar_test_mqar_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "temp file");
+    if (fd < 0) return;
+    close(fd);
+    CHECK(mqar_write_shard(path, &p, T, nseq, 9) == 0, "write shard: %s", lssar_errmsg());
+    uint16_t in[64 * 40], tg[64 * 40];
+    for (int align = T + 1; align >= 1; align -= T) {   // T + 1, then 1
+        dataloader d;
+        CHECK(dl_open(&d, path, T, align, "--data") == 0, "dl_open align %d: %s", align, lssar_errmsg());
+        if (align == T + 1) CHECK(d.total_starts == (uint64_t)nseq, "one start per sequence (got %llu)", (unsigned long long)d.total_starts);
+        lssar_rng r;
+        lssar_rng_seed(&r, 3);
+        int whole = 0;
+        for (int rep = 0; rep < 4; rep++) {
+            dl_next_batch(&d, &r, B, in, tg);
+            for (int b = 0; b < B; b++) {
+                const uint16_t *x = in + b * T, *y = tg + b * T;
+                int ok = x[0] == eot && y[T - 1] != eot;
+                for (int t = 1; t < T; t++) ok &= x[t] != eot;
+                for (int t = 0; t < T - 1; t++) ok &= y[t] == x[t + 1];
+                // every query (a key token after the pairs) is followed by the value of its pair
+                for (int t = 1 + 2 * p.pairs; ok && t < T - 1; t++)
+                    if (x[t] >= 1 && x[t] <= p.keys) {
+                        int found = 0;
+                        for (int j = 0; j < p.pairs; j++) if (x[1 + 2 * j] == x[t]) found = x[2 + 2 * j] == x[t + 1];
+                        ok &= found;
+                    }
+                whole += ok;
+            }
+        }
+        if (align == T + 1) CHECK(whole == 4 * B, "aligned: every window is one whole sequence (%d of %d)", whole, 4 * B);
+        else CHECK(whole < B, "unaligned: most windows cut a sequence (%d of %d whole)", whole, 4 * B);
+        dl_close(&d);
+    }
+    unlink(path);
+}
+
 // the probe's layer-0 q (no positions) against a float64 recomputation from the parameters
 typedef struct { int layer; float *q, *k; int n; } grab_ctx;
 static int grab(void *vc, int layer, const float *q, const float *k, int B, int T, int NH, int HS, const lssar_attn_desc *d) {
@@ -413,6 +460,7 @@ int main(void) {
     RUN(test_docwin);
     RUN(test_eval_windows);
     RUN(test_mqar);
+    RUN(test_mqar_aligned_windows);
     RUN(test_probe_q);
     RUN(test_weights_match_kernel);
     RUN(test_attnstats_uniform);

@@ -55,6 +55,27 @@ assert [r[\"name\"] for r in j[\"runs\"]] == [\"softmax\", \"lssar-p15\"]
 for r in j[\"runs\"]:
     for x in r[\"results\"]: assert 0 <= x[\"accuracy\"] <= 1 and x[\"lo\"] <= x[\"accuracy\"] <= x[\"hi\"] and x[\"queries\"] == 16
 "' "$out"
+check "mqar trains on whole sequences (align = T + 1 = 33)" 'python3 -c "
+import json; j = json.load(open(\"$tmp/mq/results.json\"))
+assert j[\"config\"][\"align\"] == 33 and j[\"config\"][\"passkey_mix\"] == 0, j[\"config\"]
+" && ls "$tmp/mq"/mqar_train_T32_*.bin >/dev/null' "$(ls "$tmp/mq")"
+out=$("$LSSAR" extrapolate --task mqar --out "$tmp/mq" --attn softmax --passkey-mix 0.5 --pairs 2 --factors 1 --no-plot $FL 2>&1); rc=$?
+check "mqar refuses --passkey-mix" '[ $rc -eq 2 ] && grep -q -- "--passkey-mix" <<<"$out"' "$out"
+
+# --passkey-mix reaches the trainer of every kind (byte passkeys need T + 1 >= ~260)
+PK="--layers 1 --heads 2 --dim 16 --seq 272 --batch 2 --steps 3 --lr 3e-3 --threads 1 --quiet --no-plot --factors 1 --max-windows 2"
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/pm" --attn softmax,lssar --lssar-p 15 --passkey-mix 0.5 $PK 2>&1); rc=$?
+check "extrapolate --passkey-mix 0.5: every run records it" '[ $rc -eq 0 ] && python3 -c "
+import json; j = json.load(open(\"$tmp/pm/results.json\"))
+assert j[\"config\"][\"passkey_mix\"] == 0.5
+assert [(r[\"name\"], r[\"passkey_mix\"]) for r in j[\"runs\"]] == [(\"softmax\", 0.5), (\"lssar-p15\", 0.5)], j[\"runs\"]
+" && grep -q "passkey share of 0.5" "$tmp/pm/results.md"' "$out"
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/pm" --attn softmax --passkey-mix 0.2 $PK 2>&1); rc=$?
+check "a model trained with another passkey mix is not reused" '[ $rc -ne 0 ] && grep -q "passkey mix 0.5" <<<"$out"' "$out"
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/pm2" --attn softmax --passkey-mix 0.5 ${PK/--seq 272/--seq 64} 2>&1); rc=$?
+check "--passkey-mix with a too short --seq names the minimum" '[ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "at least" <<<"$out"' "$out"
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/pm2" --passkey-mix 1.5 $PK 2>&1); rc=$?
+check "--passkey-mix outside [0, 1] is refused" '[ $rc -eq 2 ] && grep -q -- "--passkey-mix" <<<"$out"' "$out"
 
 J="$tmp/as.json"
 out=$("$LSSAR" attnstats --model "$tmp/ex/softmax,$tmp/ex/lssar-p15" --data "$tmp/data/val.bin" --seq 32,64 --windows 2 --rows 8 --threads 1 --json "$J" $([ $have_plot -eq 1 ] && echo --plot "$tmp/as.png") 2>&1); rc=$?

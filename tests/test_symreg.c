@@ -246,12 +246,11 @@ static void test_determinism(void) {
 }
 
 // Each public law once (seed 0), default budget, 2 threads. The search is deterministic, so the
-// outcome is a property of the build, not of the machine load. The five laws the engine finds in
-// every seed tried must be recovered; the other five (Coulomb, relativistic mass, centre of mass,
-// Gaussian, Kepler: found in some seeds only) are reported, and the rate over 10 seeds is measured
-// by bench/symreg_recovery.sh.
+// outcome is a property of the build, not of the machine load. The seven laws the engine found in
+// every seed measured (5/5 with bench/symreg_recovery.sh) must be recovered; the other three
+// (Kepler 4/5, relativistic mass 0/5, centre of mass 0/5) are reported.
 static void test_public_laws(void) {
-    static const int required[SR_NLAWS] = {1, 0, 1, 0, 0, 0, 1, 0, 1, 1};
+    static const int required[SR_NLAWS] = {1, 1, 1, 0, 0, 1, 1, 0, 1, 1};
     double total = 0;
     int found = 0;
     for (int li = 0; li < SR_NLAWS; li++) {
@@ -272,6 +271,10 @@ static void test_public_laws(void) {
                    r.seconds, eq, err, L->truth);
             fflush(stdout);
             if (required[li]) CHECK(ok, "%s not recovered: selected '%s' (max relative error %g)", L->name, eq, err);
+            // Newton's law is found in the first iterations (then 5 more run); a search that needs
+            // many more has lost its selection pressure (a 0-size tournament once did exactly that
+            // and still found it, in ~40x the time).
+            if (li == 0) CHECK(r.iterations <= 25, "newton took %d iterations (expected an early stop)", r.iterations);
             found += ok;
             total += r.seconds;
             lssar_sr_result_free(&r);
@@ -279,7 +282,7 @@ static void test_public_laws(void) {
         free(X); free(y);
     }
     printf("  public laws recovered (seed 0): %d/%d in %.1f s\n", found, SR_NLAWS, total);
-    CHECK(found >= 5, "only %d of 10 public laws recovered", found);
+    CHECK(found >= 7, "only %d of 10 public laws recovered", found);
 }
 
 // Relative RMS difference sqrt(sum (eq - truth)^2 / sum truth^2) on fresh points of L.
@@ -305,6 +308,7 @@ static void test_noise(void) {
         lssar_sr_options o;
         lssar_sr_defaults(&o);
         o.threads = 2; o.iterations = 30; o.select = LSSAR_SR_SCORE;
+        o.restarts = 1;  // noise never meets the exact-fit stop, so every restart would run in full
         lssar_sr_result r;
         int rc = lssar_symreg(&o, X, y, ROWS, L->nf, L->feat, &r);
         CHECK(rc == 0, "%s: %s", L->name, lssar_errmsg());
