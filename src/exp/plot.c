@@ -7,6 +7,7 @@
 #include "core/util.h"
 #include "exp/plot.h"
 
+
 int plot_available(void) {
     return system("gnuplot -e 'set terminal pngcairo' </dev/null >/dev/null 2>&1") == 0;
 }
@@ -21,6 +22,15 @@ static void gq(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) if (*s != '"' && *s != '\\') fputc(*s, f);
     fputc('"', f);
+}
+
+// The lines every plot starts with: PNG terminal, output file, title and axis labels.
+static void gp_header(FILE *f, const char *png, const char *title, const char *xlabel, const char *ylabel) {
+    fprintf(f, "set terminal pngcairo size 900,600 enhanced font 'sans,11'\nset output ");
+    gq(f, png);
+    fprintf(f, "\nset title "); gq(f, title);
+    fprintf(f, "\nset xlabel "); gq(f, xlabel);
+    fprintf(f, "\nset ylabel "); gq(f, ylabel);
 }
 
 static int run_script(const char *png, const char *script_path) {
@@ -66,11 +76,7 @@ int plot_lines(const char *png, const char *title, const char *xlabel, const cha
     fclose(f);
     f = fopen(gp, "w");
     if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", gp); }
-    fprintf(f, "set terminal pngcairo size 900,600 enhanced font 'sans,11'\nset output ");
-    gq(f, png);
-    fprintf(f, "\nset title "); gq(f, title);
-    fprintf(f, "\nset xlabel "); gq(f, xlabel);
-    fprintf(f, "\nset ylabel "); gq(f, ylabel);
+    gp_header(f, png, title, xlabel, ylabel);
     fprintf(f, "\nset grid\nset key below\n");
     if (log2x) fprintf(f, "set logscale x 2\n");
     fprintf(f, "plot ");
@@ -103,11 +109,7 @@ int plot_heatmap(const char *png, const char *title, const char *xlabel, const c
     fclose(f);
     f = fopen(gp, "w");
     if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", gp); }
-    fprintf(f, "set terminal pngcairo size 900,600 enhanced font 'sans,11'\nset output ");
-    gq(f, png);
-    fprintf(f, "\nset title "); gq(f, title);
-    fprintf(f, "\nset xlabel "); gq(f, xlabel);
-    fprintf(f, "\nset ylabel "); gq(f, ylabel);
+    gp_header(f, png, title, xlabel, ylabel);
     fprintf(f, "\nset cbrange [%g:%g]\nset palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')\n", vmin, vmax);
     fprintf(f, "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\n", cols - 0.5, rows - 0.5);
     fprintf(f, "set xtics (");
