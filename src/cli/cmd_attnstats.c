@@ -15,6 +15,7 @@
 #include "exp/common.h"
 #include "exp/docwin.h"
 #include "exp/plot.h"
+#include "core/json.h"
 
 static const char *ABOUT =
     "Attention statistics per layer and length, to test \"attention smoothing\" and the \"attention\n"
@@ -158,7 +159,7 @@ int cmd_attnstats(int argc, char **argv) {
     exp_docs_free(&docs);
     if (rc) { cJSON_Delete(root); fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg()); return 1; }
     if (json) {
-        if ((rc = exp_write_json(json, root))) { cJSON_Delete(root); fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg()); return 1; }
+        if ((rc = lssar_write_json(json, root))) { cJSON_Delete(root); fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg()); return 1; }
         printf("\njson: %s\n", json);
     }
     cJSON_Delete(root);

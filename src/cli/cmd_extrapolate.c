@@ -16,6 +16,7 @@
 #include "exp/plot.h"
 #include "train/checkpoint.h"
 #include "train/train.h"
+#include "core/json.h"
 
 static const char *ABOUT =
     "Length extrapolation: train one model per attention kind (identical data order, size, seed and\n"
@@ -188,7 +189,7 @@ static void save_cache(const char *path, const char *key, const run_t *r, const 
         i++;
     }
     cJSON_AddItemToObject(j, "results", a);
-    exp_write_json(path, j);
+    lssar_write_json(path, j);
     cJSON_Delete(j);
 }
 
@@ -442,7 +443,7 @@ int cmd_extrapolate(int argc, char **argv) {
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/results.json", out);
-    rc = exp_write_json(path, root);
+    rc = lssar_write_json(path, root);
     cJSON_Delete(root);
     if (rc) { fprintf(stderr, "lssar extrapolate: %s\n", lssar_errmsg()); free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs); return 1; }
 

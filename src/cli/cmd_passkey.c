@@ -12,6 +12,7 @@
 #include "exp/common.h"
 #include "exp/passkey.h"
 #include "exp/plot.h"
+#include "core/json.h"
 
 static const char *ABOUT =
     "Passkey retrieval (Mohtashami & Jaggi 2023), in token space: the task line, the filler \"The grass\n"
@@ -167,7 +168,7 @@ int cmd_passkey(int argc, char **argv) {
                 cJSON_AddNumberToObject(e, "hi", hi[k]);
                 cJSON_AddItemToArray(ra, e);
             }
-        rc = exp_write_json(json, root);
+        rc = lssar_write_json(json, root);
         cJSON_Delete(root);
         if (rc) { fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
         printf("json: %s\n", json);

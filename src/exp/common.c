@@ -27,19 +27,6 @@ int exp_write_text(const char *path, const char *text) {
     return lssar_afile_commit(&a);
 }
 
-int exp_write_json(const char *path, const cJSON *root) {
-    char *s = cJSON_Print(root);
-    if (!s) return lssar_fail(LSSAR_E_NOMEM, "cannot serialise JSON for %s", path);
-    size_t n = strlen(s);
-    char *t = malloc(n + 2);
-    if (!t) { free(s); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
-    memcpy(t, s, n); t[n] = '\n'; t[n + 1] = 0;
-    free(s);
-    int rc = exp_write_text(path, t);
-    free(t);
-    return rc;
-}
-
 int exp_train_shards(const char *dir, char **list) {
     char pat[4096];
     snprintf(pat, sizeof pat, "%s/train_*.bin", dir);

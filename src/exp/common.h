@@ -12,8 +12,6 @@
 /* path: a run directory (its model.safetensors) or a .safetensors file. attn < 0 keeps the trained
    kind; p > 0 overrides the LSSAR power. *step may be NULL. */
 int exp_load_model(const char *path, int attn, float p, gpt **out, int64_t *step);
-/* Write a cJSON tree (pretty) to path atomically. */
-int exp_write_json(const char *path, const cJSON *root);
 /* Write a string to path atomically. */
 int exp_write_text(const char *path, const char *text);
 /* Comma-separated DIR/train_*.bin, sorted (malloc'd); error if none. */
