@@ -90,6 +90,8 @@ if [ -f "$tmp/pk_straight/model.safetensors" ] && cmp -s "$tmp/pk_straight/model
 expect "passkey-mix with a short --seq" fail "at least" $LSSAR train --data "$tmp/bytes.bin" --vocab 257 --seq 100 --steps 1 --passkey-mix 0.5 --out "$tmp/pk_short" $T1
 expect "passkey-mix out of range" fail "--passkey-mix" $LSSAR train --data "$tmp/bytes.bin" --vocab 257 --seq 260 --steps 1 --passkey-mix 1.5 --out "$tmp/pk_bad" $T1
 expect "resume with another --layers" 2 "--layers" $LSSAR train --out "$tmp/split" --resume --layers 3 $T1
+expect "resume with another --passkey-mix" 2 "--passkey-mix 0.25 differs" $LSSAR train --out "$tmp/pk_split" --resume --passkey-mix 0.25 $T1
+expect "resume with the same --passkey-mix" 0 "" $LSSAR train --out "$tmp/pk_split" --resume --passkey-mix 0.5 --quiet $T1
 $LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --stop-at 10 --out "$tmp/relr" --quiet $T1 2>/dev/null
 expect "resume with a lower --lr" 0 "optimizer settings changed" $LSSAR train --out "$tmp/relr" --resume --lr 1e-3 $T1
 if cmp -s "$tmp/straight/model.safetensors" "$tmp/relr/model.safetensors"; then bad "the new --lr is used"; else ok "the new --lr is used"; fi

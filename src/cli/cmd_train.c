@@ -73,6 +73,8 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     SAME("batch", o->batch == s.batch, "%d", s.batch, o->batch);
     SAME("accum", o->accum == s.accum, "%d", s.accum, o->accum);
     SAME("seed", o->seed == s.seed, "%llu", (unsigned long long)s.seed, (unsigned long long)o->seed);
+    SAME("align", o->align == s.align, "%d", s.align, o->align);
+    SAME("passkey-mix", o->passkey_mix == s.passkey_mix, "%g", s.passkey_mix, o->passkey_mix);
 #undef SAME
     // Optimizer flags may change on resume (e.g. a lower --lr after a NaN); the ones not given
     // keep their stored values.
