@@ -160,6 +160,8 @@ typedef struct {
     double opt_probability; /* fraction of members whose constants are optimised each iteration (0.14) */
     double opt_promising;   /* also optimise a new child whose loss < this x the island's best at its
                                complexity (1: only new bests; 0: never) */
+    double opt_child;       /* share of structurally mutated children whose constants are re-fitted
+                               (on 128 of the rows) before they compete (0.3) */
     double early_stop;      /* stop (5 iterations later) once the error relative to the best constant
                                fit, sqrt(loss/loss0) for L2, loss/loss0 otherwise, is <= this; 0: never
                                (1e-10: an exact fit). Losses below that level count as equal on the front */

@@ -112,6 +112,14 @@ static void test_simplify(void) {
     sr_parse("0 - x*x", names, 1, &p);
     sr_simplify_full(&p);
     CHECK(p.len == 4 && p.n[3].op == SR_NEG, "0 - x*x should become -(x*x), got %d nodes", p.len);
+    sr_parse("1.75 - (1/(x*x) + 0.75)", names, 1, &p);  // a constant split in two, as searches leave it
+    sr_simplify_full(&p);
+    CHECK(p.len == 7 && p.n[0].op == SR_CONST && p.n[0].c == 1.0, "c1 - (Y + c2) should become (c1 - c2) - Y, got %d nodes", p.len);
+    sr_parse("exp(log((x*x)*(-1)/(-1)))*(-1) + (-1)", names, 1, &p);
+    sr_simplify_full(&p);
+    s = sr_to_string(&p, names);
+    CHECK(s && !strcmp(s, "(-(x*x)) - 1"), "exp(log(y)), y*(-1), y/(-1) and + (-1): got '%s'", s ? s : "(null)");
+    free(s);
     sr_parse("x*log(exp(log(exp(x))))", names, 1, &p);
     sr_simplify_full(&p);
     CHECK(p.len == 3, "log(exp(x)) should become x, got %d nodes", p.len);
@@ -120,9 +128,10 @@ static void test_simplify(void) {
     fill_uniform(X, 50, -3, 3, 4);
     sr_data d = {X, NULL, 50, 1, 0};
     const char *src[] = {"exp(1)*x + sin(0)*x", "x/1 + 1*x + (x + x)", "(x*2)*(3*(x*5))", "(2 - (x - 1.5)) - 0.5",
-                         "0 - (x + 2) + 2",
+                         "0 - (x + 2) + 2", "1.5 - (0.5 + x*x)", "3 - (x + 0.25)", "(x*(-1))/(-1) - (-(-x))",
+                         "(x + 1)*(-1) + exp(log(x*x + 1))", "(-0.4)/(-exp(x)) + (-x)*2 + (-x)/(-3)",
                          "2*((3*x)*5)", "(x*(2*x))*3", "(2 + (3*x + 4)) + 1", "((x*3)*x)*2"};
-    for (int k = 0; k < 9; k++) {
+    for (int k = 0; k < (int)(sizeof src / sizeof *src); k++) {
         sr_parse(src[k], names, 1, &p);
         sr_eval(&p, &d, a);
         sr_simplify(&p);
@@ -246,11 +255,11 @@ static void test_determinism(void) {
 }
 
 // Each public law once (seed 0), default budget, 2 threads. The search is deterministic, so the
-// outcome is a property of the build, not of the machine load. The seven laws the engine found in
-// every seed measured (5/5 with bench/symreg_recovery.sh) must be recovered; the other three
-// (Kepler 4/5, relativistic mass 0/5, centre of mass 0/5) are reported.
+// outcome is a property of the build, not of the machine load. The nine laws the engine found in
+// every seed measured (10/10 with bench/symreg_recovery.sh) must be recovered; relativistic mass
+// (9/10) is reported, and at most one law may be missed.
 static void test_public_laws(void) {
-    static const int required[SR_NLAWS] = {1, 1, 1, 0, 0, 1, 1, 0, 1, 1};
+    static const int required[SR_NLAWS] = {1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
     double total = 0;
     int found = 0;
     for (int li = 0; li < SR_NLAWS; li++) {
@@ -282,7 +291,7 @@ static void test_public_laws(void) {
         free(X); free(y);
     }
     printf("  public laws recovered (seed 0): %d/%d in %.1f s\n", found, SR_NLAWS, total);
-    CHECK(found >= 7, "only %d of 10 public laws recovered", found);
+    CHECK(found >= 9, "only %d of 10 public laws recovered", found);
 }
 
 // Relative RMS difference sqrt(sum (eq - truth)^2 / sum truth^2) on fresh points of L.

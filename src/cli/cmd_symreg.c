@@ -42,7 +42,7 @@ int cmd_symreg(int argc, char **argv) {
     const char *csv = NULL, *target = NULL, *features = NULL, *loss = "l2", *select = "best", *json = NULL;
     int threads = 0, quiet = 0;
     uint64_t seed = 0;
-    float time_limit = 0, early_stop = (float)o.early_stop;
+    float time_limit = 0, early_stop = (float)o.early_stop, opt_child = (float)o.opt_child;
     arg_spec specs[] = {
         {"csv", ARG_STR, &csv, "CSV file with a header row of column names", 1, 0},
         {"target", ARG_STR, &target, "column to predict", 1, 0},
@@ -57,6 +57,7 @@ int cmd_symreg(int argc, char **argv) {
         {"cycles", ARG_INT, &o.cycles, "mutations per island per iteration", 0, 0},
         {"restarts", ARG_INT, &o.restarts, "independent searches whose fronts are merged", 0, 0},
         {"opt-restarts", ARG_INT, &o.opt_restarts, "extra starts of the constant optimiser", 0, 0},
+        {"opt-child", ARG_FLOAT, &opt_child, "share of new children whose constants are re-fitted before they compete", 0, 0},
         {"early-stop", ARG_FLOAT, &early_stop, "stop when the error relative to a constant fit is below this (0: never)", 0, 0},
         {"seed", ARG_U64, &seed, "random seed (same seed and threads: same result)", 0, 0},
         {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
@@ -70,6 +71,7 @@ int cmd_symreg(int argc, char **argv) {
                         specs, argc, argv);
     if (rc >= 0) return rc;
     o.seed = seed; o.threads = threads; o.time_limit = time_limit; o.early_stop = early_stop; o.verbose = !quiet;
+    o.opt_child = opt_child;
     if (!strcmp(loss, "l2")) o.loss = LSSAR_SR_L2;
     else if (!strcmp(loss, "l1")) o.loss = LSSAR_SR_L1;
     else if (!strcmp(loss, "l1dz")) o.loss = LSSAR_SR_L1DZ;

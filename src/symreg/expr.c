@@ -239,6 +239,9 @@ static int simplify_impl(sr_prog *p, int full) {
                 if (isfinite(v)) { out.n[s].c = v; continue; }
             }
             if (full && nd.op == SR_LOG && out.n[out.len - 1].op == SR_EXP) { out.len--; continue; }  // log(exp(x)) -> x
+            // exp(log(x)) -> x: equal wherever log(x) is finite, which the search guarantees on the data.
+            if (full && nd.op == SR_EXP && out.n[out.len - 1].op == SR_LOG) { out.len--; continue; }
+            if (full && nd.op == SR_NEG && out.n[out.len - 1].op == SR_NEG) { out.len--; continue; }  // -(-x) -> x
             out.n[out.len++] = nd;
             continue;
         }
@@ -252,6 +255,42 @@ static int simplify_impl(sr_prog *p, int full) {
         }
         // x - c -> x + (-c), so that constants in chains of sums fold together below.
         if (full && nd.op == SR_SUB && cb && !ca) { out.n[sb].c = -out.n[sb].c; nd.op = SR_ADD; }
+        // x*(-1), (-1)*x, x/(-1) -> -x
+        if (full && ((cb && (nd.op == SR_MUL || nd.op == SR_DIV) && out.n[sb].c == -1.0) ||
+                     (ca && nd.op == SR_MUL && out.n[sa].c == -1.0))) {
+            if (ca) memmove(out.n + sa, out.n + sb, lb * sizeof(sr_node));
+            out.len = sa + (ca ? lb : la);
+            if (out.n[out.len - 1].op == SR_NEG) out.len--;  // -(-x) -> x
+            else { sr_node neg = {SR_NEG, 0, 0, 0}; out.n[out.len++] = neg; }
+            continue;
+        }
+        // c*(-x), (-x)*c, c/(-x), (-x)/c -> the sign moves into the constant
+        if (full && (nd.op == SR_MUL || nd.op == SR_DIV) && (ca != cb) && out.n[ca ? e - 1 : sb - 1].op == SR_NEG) {
+            int xe = ca ? e - 1 : sb - 1;           // the NEG node ending the non-constant operand
+            int ci = ca ? sa : sb;
+            out.n[ci].c = -out.n[ci].c;
+            memmove(out.n + xe, out.n + xe + 1, (e - xe - 1) * sizeof(sr_node));
+            out.len = e - 1;
+            out.n[out.len++] = nd;
+            continue;
+        }
+        // c1 - (Y + c2) -> (c1 - c2) - Y: the search often splits one constant in two this way.
+        if (full && nd.op == SR_SUB && ca && !cb && out.n[e - 1].op == SR_ADD && lb >= 3) {
+            int rs = sr_subtree_start(&out, e - 2), ys = -1, ye = -1;
+            double c2 = 0;
+            if (rs == sb + 1 && out.n[sb].op == SR_CONST) { c2 = out.n[sb].c; ys = sb + 1; ye = e - 1; }
+            else if (out.n[e - 2].op == SR_CONST) { c2 = out.n[e - 2].c; ys = sb; ye = e - 2; }
+            if (ys >= 0) {
+                sr_node y[SR_MAXLEN];
+                int ly = ye - ys;
+                memcpy(y, out.n + ys, ly * sizeof(sr_node));
+                out.n[sa] = mkconst(out.n[sa].c - c2);
+                memcpy(out.n + sa + 1, y, ly * sizeof(sr_node));
+                out.len = sa + 1 + ly;
+                out.n[out.len++] = nd;
+                continue;
+            }
+        }
         // Identities that drop an operand: x*1, 1*x, x+0, 0+x, x-0, x/1.
         if ((cb && ((nd.op == SR_MUL || nd.op == SR_DIV) && out.n[sb].c == 1.0)) ||
             (cb && ((nd.op == SR_ADD || nd.op == SR_SUB) && out.n[sb].c == 0.0))) {
@@ -341,7 +380,12 @@ char *sr_to_string(const sr_prog *p, const char *const *names) {
         } else if (a == 2) {
             const char *sym = nd->op == SR_ADD ? " + " : nd->op == SR_SUB ? " - " : nd->op == SR_MUL ? "*"
                             : nd->op == SR_DIV ? "/" : "**";
-            if (asprintf(&s, "(%s%s%s)", st[sp - 2], sym, st[sp - 1]) < 0) s = NULL;
+            const sr_node *rhs = &p->n[k - 1];
+            if (nd->op == SR_ADD && rhs->op == SR_CONST && rhs->c < 0) {  // x + (-c) reads x - c
+                char num[40];
+                snprintf(num, sizeof num, "%.10g", -rhs->c);
+                if (asprintf(&s, "(%s - %s)", st[sp - 2], num) < 0) s = NULL;
+            } else if (asprintf(&s, "(%s%s%s)", st[sp - 2], sym, st[sp - 1]) < 0) s = NULL;
             free(st[sp - 2]); free(st[sp - 1]);
             sp -= 2;
         } else {

@@ -23,6 +23,7 @@ enum {
 
 #define SR_MAXLEN 64          // hard cap on nodes in one expression (maxsize <= this)
 #define SR_MAXC 16            // constants the optimiser tunes per expression
+#define SR_REFIT_ROWS 128     // rows used for the quick constant refit of a new child (search.c)
 #define SR_BLK 256            // rows evaluated together: the stack of row-vectors stays in L1/L2
 
 typedef struct { uint8_t op; uint8_t pad; uint16_t feat; double c; } sr_node;  // 16 bytes
