@@ -183,7 +183,7 @@ float *gpt_alloc_floats(size_t n) {
     return p;
 }
 
-int gpt_create(const gpt_config *cfg, uint64_t seed, gpt **out) {
+int gpt_create_empty(const gpt_config *cfg, gpt **out) {
     if (!out) return lssar_fail(LSSAR_E_NULL, "gpt_create: out is NULL");
     *out = NULL;
     int rc = gpt_config_check(cfg);
@@ -201,9 +201,14 @@ int gpt_create(const gpt_config *cfg, uint64_t seed, gpt **out) {
         gpt_free(m);
         return lssar_fail(LSSAR_E_NOMEM, "gpt_create: cannot allocate %zu MiB of parameters", mb);
     }
-    init_params(m, seed);
     *out = m;
     return 0;
+}
+
+int gpt_create(const gpt_config *cfg, uint64_t seed, gpt **out) {
+    int rc = gpt_create_empty(cfg, out);
+    if (!rc) init_params(*out, seed);
+    return rc;
 }
 
 static void free_acts(gpt *m) {

@@ -55,6 +55,8 @@ int gpt_pos_parse(const char *name);   /* -1 if unknown */
 /* Create a model with parameters initialised GPT-2 style from `seed` (N(0, 0.02), residual
    projections scaled by 1/sqrt(2L), LayerNorm 1/0, SSMax scales 0.43). No activations yet. */
 int gpt_create(const gpt_config *cfg, uint64_t seed, gpt **out);
+/* The same with every parameter 0, for a checkpoint load that overwrites them all. */
+int gpt_create_empty(const gpt_config *cfg, gpt **out);
 void gpt_free(gpt *m);
 const gpt_config *gpt_get_config(const gpt *m);
 size_t gpt_num_params(const gpt *m);

@@ -215,7 +215,7 @@ int ckpt_load_model(const char *path, int attn_override, float p_override, gpt *
     }
     if (!rc && p_override > 0) cfg.p = p_override;
     gpt *m = NULL;
-    if (!rc) rc = gpt_create(&cfg, 0, &m);
+    if (!rc) rc = gpt_create_empty(&cfg, &m);  // every tensor is read below: no random init (seconds at 124M)
     const char *pre[] = {""};
     if (!rc) rc = check_no_extra(m, &f, pre, 1, 0, NULL);
     float *scratch = NULL;
