@@ -26,7 +26,7 @@ PKG_LIBS   := $(BLAS_LIBS) $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 OPT     ?= -O3 -march=native
 WARN    := -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fopenmp $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
-LIBS    := $(PKG_LIBS) -fopenmp -lm -lpthread
+LIBS    := $(PKG_LIBS) -fopenmp -lmvec -lm -lpthread
 
 LIB_SRC := $(sort $(shell find src -name '*.c' -not -path 'src/cli/*'))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -85,7 +85,7 @@ install: all
 	install -m 755 $(BUILD)/liblssar.so $(DESTDIR)$(PREFIX)/lib/liblssar.so
 	install -m 755 $(BUILD)/lssar $(DESTDIR)$(PREFIX)/bin/lssar
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define LSSAR_VERSION "\(.*\)"/\1/p' include/lssar.h)|' \
-	    -e 's|@LIBS_PRIVATE@|$(PKG_LIBS) -fopenmp -lm -lpthread|' lssar.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lssar.pc
+	    -e 's|@LIBS_PRIVATE@|$(LIBS)|' lssar.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lssar.pc
 
 clean:
 	rm -rf $(BUILD)

@@ -85,6 +85,9 @@ static double run_law(int li, uint64_t seed, int threads, double noise, double t
     lssar_sr_options o;
     lssar_sr_defaults(&o);
     o.seed = seed; o.threads = threads; o.time_limit = time_limit;
+    // With noise there is no exact fit to stop at, and the most accurate end of the front fits the
+    // noise: the knee of the front (select by score) is the law people would read off.
+    if (noise > 0) { o.early_stop = 0; o.select = LSSAR_SR_SCORE; }
     // Overrides for tuning experiments (defaults are what the tests and the CLI use).
     if (getenv("SR_OPS")) o.ops = getenv("SR_OPS");
     if (getenv("SR_ITERS")) o.iterations = atoi(getenv("SR_ITERS"));
@@ -96,7 +99,6 @@ static double run_law(int li, uint64_t seed, int threads, double noise, double t
     if (getenv("SR_LOSS")) o.loss = atoi(getenv("SR_LOSS"));          // 0 L2, 1 L1, 2 L1DZ, 3 REL
     if (getenv("SR_MAXSIZE")) o.maxsize = atoi(getenv("SR_MAXSIZE"));
     if (getenv("SR_SELECT")) o.select = atoi(getenv("SR_SELECT"));    // 0 score, 1 best, 2 accuracy
-    if (noise > 0) o.early_stop = 0;
     lssar_sr_result res;
     double t0 = lssar_now();
     int rc = lssar_symreg(&o, X, y, ROWS, L->nf, L->feat, &res);
@@ -106,7 +108,9 @@ static double run_law(int li, uint64_t seed, int threads, double noise, double t
     if (!rc && res.selected >= 0) {
         const char *eq = res.front[res.selected].equation;
         double err = sr_law_max_relerr(L, eq, 1000, 99 + seed);
-        *ok = err < (noise > 0 ? 3 * noise : 1e-6);
+        // Under 1% noise, constants come out within ~1e-3 and a wrong structure shows as a larger
+        // error somewhere; an overfitted extra term (say + 0.03 sin(..)) fails the 1% bound.
+        *ok = err < (noise > 0 ? noise : 1e-6);
         *eq_out = strdup(eq);
         if (getenv("SR_FRONT"))  // tuning aid: the whole front, to see near misses
             for (int k = 0; k < res.n; k++)

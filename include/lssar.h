@@ -153,7 +153,7 @@ typedef struct {
     int population_size;    /* members per island (40) */
     int iterations;         /* synchronised generations: evolve, optimise, migrate (100) */
     int cycles;             /* mutations per island per iteration (300) */
-    int restarts;           /* independent whole searches (derived seeds), fronts merged (3); the rest
+    int restarts;           /* independent whole searches (derived seeds), fronts merged (6); the rest
                                are skipped once one reaches the early_stop (exact) fit */
     int opt_iterations;     /* Levenberg-Marquardt iterations per constant optimisation (8) */
     int opt_restarts;       /* extra starts of the constant optimiser from perturbed constants (2) */

@@ -49,6 +49,24 @@ static void test_eval_matches_scalar_reference(void) {
         }
         CHECK(worst < 1e-13, "'%s' differs from the scalar reference by %g", ref_text[w], worst);
     }
+    // exp, log, sin and cos run through glibc's vector library (libmvec): over wide ranges they
+    // must agree with the scalar libm to a few ulp (1e-14 relative), sin/cos to 1e-14 absolute.
+    {
+        static const struct { const char *eq; double lo, hi; int absolute; } wide[] = {
+            {"exp(x0)", -700, 700, 0}, {"log(x0)", 1e-300, 1e300, 0}, {"sin(x0)", -1e5, 1e5, 1}, {"cos(x0)", -1e5, 1e5, 1}};
+        for (int w = 0; w < 4; w++) {
+            fill_uniform(X, n, wide[w].lo, wide[w].hi, 9 + w);
+            if (w == 1) for (int i = 0; i < n; i++) X[i] = pow(10, -300 + 600 * (double)i / n);  // every decade
+            CHECK(lssar_sr_eval(wide[w].eq, X, n, 1, names, pred) == 0, "eval '%s': %s", wide[w].eq, lssar_errmsg());
+            double worst = 0;
+            for (int i = 0; i < n; i++) {
+                double x = X[i], want = w == 0 ? exp(x) : w == 1 ? log(x) : w == 2 ? sin(x) : cos(x);
+                worst = fmax(worst, fabs(pred[i] - want) / (wide[w].absolute ? 1 : fmax(fabs(want), 1e-300)));
+            }
+            CHECK(worst < 1e-14, "'%s' over [%g, %g] differs from libm by %g", wide[w].eq, wide[w].lo, wide[w].hi, worst);
+        }
+        fill_uniform(X, 2 * n, 0.5, 4, 1);
+    }
     // The fused loss equals the loss of the predictions.
     sr_prog p;
     CHECK(sr_parse(ref_text[1], names, 2, &p) == 0, "parse");
@@ -255,11 +273,9 @@ static void test_determinism(void) {
 }
 
 // Each public law once (seed 0), default budget, 2 threads. The search is deterministic, so the
-// outcome is a property of the build, not of the machine load. The nine laws the engine found in
-// every seed measured (10/10 with bench/symreg_recovery.sh) must be recovered; relativistic mass
-// (9/10) is reported, and at most one law may be missed.
+// outcome is a property of the build, not of the machine load. Every law was recovered in every
+// seed measured (100/100 with bench/symreg_recovery.sh, docs/symreg.md), so all ten must be.
 static void test_public_laws(void) {
-    static const int required[SR_NLAWS] = {1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
     double total = 0;
     int found = 0;
     for (int li = 0; li < SR_NLAWS; li++) {
@@ -279,7 +295,7 @@ static void test_public_laws(void) {
             printf("  %-18s %-9s %5.1f s  %s  max rel err %.2g  (truth %s)\n", L->name, ok ? "recovered" : "MISSED",
                    r.seconds, eq, err, L->truth);
             fflush(stdout);
-            if (required[li]) CHECK(ok, "%s not recovered: selected '%s' (max relative error %g)", L->name, eq, err);
+            CHECK(ok, "%s not recovered: selected '%s' (max relative error %g)", L->name, eq, err);
             // Newton's law is found in the first iterations (then 5 more run); a search that needs
             // many more has lost its selection pressure (a 0-size tournament once did exactly that
             // and still found it, in ~40x the time).
@@ -291,7 +307,6 @@ static void test_public_laws(void) {
         free(X); free(y);
     }
     printf("  public laws recovered (seed 0): %d/%d in %.1f s\n", found, SR_NLAWS, total);
-    CHECK(found >= 9, "only %d of 10 public laws recovered", found);
 }
 
 // Relative RMS difference sqrt(sum (eq - truth)^2 / sum truth^2) on fresh points of L.

@@ -6,6 +6,18 @@
 #include <string.h>
 #include "symreg/sr.h"
 
+// glibc's vector math library (libmvec, linked with -lmvec) has SIMD versions of these, accurate
+// to 4 ulp; declaring them "simd" lets the `omp simd` loops below call 4 or 8 rows at a time
+// instead of one (glibc declares them so itself only under -ffast-math).
+#pragma omp declare simd notinbranch
+double exp(double);
+#pragma omp declare simd notinbranch
+double log(double);
+#pragma omp declare simd notinbranch
+double sin(double);
+#pragma omp declare simd notinbranch
+double cos(double);
+
 const char *const sr_op_names[SR_NOPS] = {
     "const", "var", "+", "-", "*", "/", "pow", "neg", "sin", "cos", "exp", "log", "inv", "sqrt",
     "square", "cube", "abs"};
@@ -135,13 +147,23 @@ static const double *eval_block(const sr_prog *p, const sr_data *d, int r0, int 
             double *o = buf[sp - 1];
             switch (op) {
             case SR_NEG: for (int i = 0; i < m; i++) o[i] = -a[i]; break;
-            case SR_SIN: for (int i = 0; i < m; i++) o[i] = sin(a[i]); break;
-            case SR_COS: for (int i = 0; i < m; i++) o[i] = cos(a[i]); break;
+            case SR_SIN:
+#pragma omp simd
+                for (int i = 0; i < m; i++) o[i] = sin(a[i]);
+                break;
+            case SR_COS:
+#pragma omp simd
+                for (int i = 0; i < m; i++) o[i] = cos(a[i]);
+                break;
             case SR_EXP:
                 *chk += nonfinite_probe(a, m);
+#pragma omp simd
                 for (int i = 0; i < m; i++) o[i] = exp(a[i]);
                 break;
-            case SR_LOG: for (int i = 0; i < m; i++) o[i] = log(a[i]); break;
+            case SR_LOG:
+#pragma omp simd
+                for (int i = 0; i < m; i++) o[i] = log(a[i]);
+                break;
             case SR_INV:
                 *chk += nonfinite_probe(a, m);
                 for (int i = 0; i < m; i++) o[i] = 1.0 / a[i];

@@ -659,7 +659,7 @@ void lssar_sr_defaults(lssar_sr_options *o) {
     o->population_size = 40;
     o->iterations = 100;
     o->cycles = 300;
-    o->restarts = 3;   // whole searches; the later ones run only if no exact fit was found
+    o->restarts = 6;   // whole searches; the later ones run only if no exact fit was found
     o->opt_iterations = 8;
     o->opt_restarts = 2;
     o->opt_probability = 0.14;
