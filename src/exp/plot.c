@@ -53,15 +53,23 @@ static int tmpfile_path(char *buf, size_t n, const char *tag) {
     return 0;
 }
 
-int plot_lines(const char *png, const char *title, const char *xlabel, const char *ylabel, int log2x,
-               const plot_series *s, int ns) {
+// The temporary data and script files of one plot (256 bytes each); *f: the data file, open.
+static int plot_files(const char *png, char *dat, char *gp, FILE **f) {
     int rc = need_gnuplot(png);
     if (rc) return rc;
+    if ((rc = tmpfile_path(dat, 256, "dat"))) return rc;
+    if ((rc = tmpfile_path(gp, 256, "gp"))) { unlink(dat); return rc; }
+    *f = fopen(dat, "w");
+    if (!*f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", dat); }
+    return 0;
+}
+
+int plot_lines(const char *png, const char *title, const char *xlabel, const char *ylabel, int log2x,
+               const plot_series *s, int ns) {
     char dat[256], gp[256];
-    if ((rc = tmpfile_path(dat, sizeof dat, "dat"))) return rc;
-    if ((rc = tmpfile_path(gp, sizeof gp, "gp"))) { unlink(dat); return rc; }
-    FILE *f = fopen(dat, "w");
-    if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", dat); }
+    FILE *f;
+    int rc = plot_files(png, dat, gp, &f);
+    if (rc) return rc;
     for (int i = 0; i < ns; i++) {
         fprintf(f, "# %s\n", s[i].name);
         int any = 0;
@@ -94,13 +102,10 @@ int plot_lines(const char *png, const char *title, const char *xlabel, const cha
 int plot_heatmap(const char *png, const char *title, const char *xlabel, const char *ylabel,
                  int rows, const double *rowval, int cols, const double *colval, const double *v,
                  double vmin, double vmax) {
-    int rc = need_gnuplot(png);
-    if (rc) return rc;
     char dat[256], gp[256];
-    if ((rc = tmpfile_path(dat, sizeof dat, "dat"))) return rc;
-    if ((rc = tmpfile_path(gp, sizeof gp, "gp"))) { unlink(dat); return rc; }
-    FILE *f = fopen(dat, "w");
-    if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", dat); }
+    FILE *f;
+    int rc = plot_files(png, dat, gp, &f);
+    if (rc) return rc;
     // matrix with cell indices; the tick labels carry the real values
     for (int r = 0; r < rows; r++) {
         for (int c = 0; c < cols; c++) fprintf(f, "%d %d %.6g\n", c, r, v[(size_t)r * cols + c]);
