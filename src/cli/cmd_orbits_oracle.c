@@ -65,35 +65,18 @@ int cmd_orbits_oracle(int argc, char **argv) {
     orb_kdtree *tree = NULL;
     int64_t *ids = NULL, n = 0;
     double *pred = NULL;
-    char path[4400];
     rc = 1;
     if (orb_force_tree(&st, &fs, &tree) || orb_force_nearest(&st, &fs, tree, (int64_t)keep, &ids, &n)) goto fail;
     pred = malloc((size_t)n * sizeof(double));
     if (!pred) { lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail; }
     if (orb_knn_predict(&st, &fs, tree, k, ids, n, pred)) goto fail;
-    if (lssar_mkdirs(out)) goto fail;
-    snprintf(path, sizeof path, "%s/forces.csv", out);
-    if (orb_forces_write(path, &st, ids, pred, n)) goto fail;
-    double lerr = 0;
-    for (int64_t i = 0; i < n; i++)
-        lerr += fabs(log10(fmax(pred[i], 1e-30)) - log10(fmax(st.rows[(size_t)ids[i] * ORB_S_FIELDS + ORB_S_F], 1e-30)));
-    lerr /= n;
+    cJSON *j = cJSON_CreateObject();  // OUT/probe.json, the summary `lssar orbits run` reads
+    cJSON_AddStringToObject(j, "model", "k-NN oracle");
+    cJSON_AddNumberToObject(j, "k", k);
+    double lerr;
+    if (orb_forces_finish(out, &st, &fs, ids, pred, n, j, &lerr)) goto fail;
     fprintf(stderr, "lssar orbits oracle: %d-NN on %lld labelled rows -> %lld test rows (of %lld), mean |log10 F_pred - log10 F_true| = %.3f, "
-            "in %.2f s -> %s\n", k, (long long)fs.ntrain, (long long)n, (long long)fs.ntest, lerr, lssar_now() - t0, path);
-    {   // the same summary file the probe writes (OUT/probe.json), for `lssar orbits run`
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "model", "k-NN oracle");
-        cJSON_AddNumberToObject(j, "k", k);
-        cJSON_AddNumberToObject(j, "systems", (double)fs.systems);
-        cJSON_AddNumberToObject(j, "labelled_rows", (double)fs.ntrain);
-        cJSON_AddNumberToObject(j, "test_rows", (double)fs.ntest);
-        cJSON_AddNumberToObject(j, "kept_rows", (double)n);
-        cJSON_AddNumberToObject(j, "mean_abs_log10_error", lerr);
-        snprintf(path, sizeof path, "%s/probe.json", out);
-        int jrc = lssar_write_json(path, j);
-        cJSON_Delete(j);
-        if (jrc) goto fail;
-    }
+            "in %.2f s -> %s/forces.csv\n", k, (long long)fs.ntrain, (long long)n, (long long)fs.ntest, lerr, lssar_now() - t0, out);
     rc = 0;
     goto done;
 fail:

@@ -70,46 +70,26 @@ int cmd_orbits_probe(int argc, char **argv) {
     if (orb_cli_force_open("probe", data, split, systems, seed, &st, &fs)) { gpt_free(m); return 1; }
     int64_t *ids = NULL, n = 0;
     double *pred = NULL, mse = NAN;
-    char path[4400];
     rc = 1;
     if (orb_force_nearest(&st, &fs, NULL, (int64_t)keep, &ids, &n)) goto fail;
     pred = malloc(sizeof(double) * (size_t)n);
     if (!pred) { lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail; }
     if (orb_probe_fit_predict(m, data, split, &st, &fs, &po, ids, n, pred, &mse)) goto fail;
-    if (lssar_mkdirs(out)) goto fail;
-    snprintf(path, sizeof path, "%s/forces.csv", out);
-    if (orb_forces_write(path, &st, ids, pred, n)) goto fail;
-    // how close the predictions are on the kept rows (log10 space: scale-free)
-    double lerr = 0;
-    for (int64_t k = 0; k < n; k++) {
-        double Ft = st.rows[(size_t)ids[k] * ORB_S_FIELDS + ORB_S_F];
-        lerr += fabs(log10(fmax(pred[k], 1e-30)) - log10(fmax(Ft, 1e-30)));
-    }
-    lerr /= n;
     double secs = lssar_now() - t0;
-    fprintf(stderr, "lssar orbits probe: %d steps, final train mse %.4f (%s target); %lld test rows: mean |log10 F_pred - log10 F_true| = %.3f; %.1f s -> %s\n",
-            po.steps, mse, target, (long long)n, lerr, secs, path);
-    {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "model", model);
-        cJSON_AddStringToObject(j, "data", data);
-        cJSON_AddNumberToObject(j, "systems", (double)fs.systems);
-        cJSON_AddNumberToObject(j, "labelled_rows", (double)fs.ntrain);
-        cJSON_AddNumberToObject(j, "test_rows", (double)fs.ntest);
-        cJSON_AddNumberToObject(j, "kept_rows", (double)n);
-        cJSON_AddNumberToObject(j, "steps", po.steps);
-        cJSON_AddNumberToObject(j, "batch", po.batch);
-        cJSON_AddNumberToObject(j, "lr", po.lr);
-        cJSON_AddNumberToObject(j, "head_lr", po.head_lr);
-        cJSON_AddStringToObject(j, "target", target);
-        cJSON_AddNumberToObject(j, "final_train_mse", mse);
-        cJSON_AddNumberToObject(j, "mean_abs_log10_error", lerr);
-        cJSON_AddNumberToObject(j, "seconds", secs);
-        snprintf(path, sizeof path, "%s/probe.json", out);
-        int jrc = lssar_write_json(path, j);
-        cJSON_Delete(j);
-        if (jrc) goto fail;
-    }
+    cJSON *j = cJSON_CreateObject();  // OUT/probe.json, the summary `lssar orbits run` reads
+    cJSON_AddStringToObject(j, "model", model);
+    cJSON_AddStringToObject(j, "data", data);
+    cJSON_AddNumberToObject(j, "steps", po.steps);
+    cJSON_AddNumberToObject(j, "batch", po.batch);
+    cJSON_AddNumberToObject(j, "lr", po.lr);
+    cJSON_AddNumberToObject(j, "head_lr", po.head_lr);
+    cJSON_AddStringToObject(j, "target", target);
+    cJSON_AddNumberToObject(j, "final_train_mse", mse);
+    cJSON_AddNumberToObject(j, "seconds", secs);
+    double lerr;
+    if (orb_forces_finish(out, &st, &fs, ids, pred, n, j, &lerr)) goto fail;
+    fprintf(stderr, "lssar orbits probe: %d steps, final train mse %.4f (%s target); %lld test rows: mean |log10 F_pred - log10 F_true| = %.3f; %.1f s -> %s/forces.csv\n",
+            po.steps, mse, target, (long long)n, lerr, secs, out);
     rc = 0;
     goto done;
 fail:

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/json.h"
 #include "core/util.h"
 #include "orbits/probe.h"
 
@@ -148,4 +149,23 @@ int orb_forces_write(const char *path, const orb_state *st, const int64_t *ids, 
         fprintf(af.f, "%.9g,%.9g,%.9g,%.9g,%.9g\n", r[ORB_S_R], r[ORB_S_MASS], r[ORB_S_STAR_MASS], pred[i], r[ORB_S_F]);
     }
     return lssar_afile_commit(&af);
+}
+
+int orb_forces_finish(const char *out, const orb_state *st, const orb_force_split *fs, const int64_t *ids,
+                      const double *pred, int64_t n, cJSON *summary, double *lerr) {
+    char path[4400];
+    double e = 0;  // how close the predictions are on the kept rows (log10 space: scale-free)
+    for (int64_t i = 0; i < n; i++)
+        e += fabs(log10(fmax(pred[i], 1e-30)) - log10(fmax(row_of(st, ids[i])[ORB_S_F], 1e-30)));
+    *lerr = n > 0 ? e / n : NAN;
+    cJSON_AddNumberToObject(summary, "systems", (double)fs->systems);
+    cJSON_AddNumberToObject(summary, "labelled_rows", (double)fs->ntrain);
+    cJSON_AddNumberToObject(summary, "test_rows", (double)fs->ntest);
+    cJSON_AddNumberToObject(summary, "kept_rows", (double)n);
+    cJSON_AddNumberToObject(summary, "mean_abs_log10_error", *lerr);
+    int rc = lssar_mkdirs(out);
+    if (!rc) { snprintf(path, sizeof path, "%s/forces.csv", out); rc = orb_forces_write(path, st, ids, pred, n); }
+    if (!rc) { snprintf(path, sizeof path, "%s/probe.json", out); rc = lssar_write_json(path, summary); }
+    cJSON_Delete(summary);
+    return rc;
 }

@@ -69,6 +69,12 @@ int orb_knn_predict(const orb_state *st, const orb_force_split *s, const orb_kdt
                     const int64_t *ids, int64_t n, double *pred);
 /* forces.csv: "r,m1,m2,F_pred,F_true", one line per id. */
 int orb_forces_write(const char *path, const orb_state *st, const int64_t *ids, const double *pred, int64_t n);
+/* The end of `orbits probe` and `orbits oracle`: OUT/forces.csv (orb_forces_write) and
+   OUT/probe.json, which is `summary` (the command's own fields; freed here) plus the split's sizes
+   and mean_abs_log10_error, the mean |log10 F_pred - log10 F_true| over the rows, also put in *lerr. */
+struct cJSON;
+int orb_forces_finish(const char *out, const orb_state *st, const orb_force_split *fs, const int64_t *ids,
+                      const double *pred, int64_t n, struct cJSON *summary, double *lerr);
 
 /* ------------------------------------------------------ regression head */
 /* The head: pred[i] = h[i] . w + b over N rows of width C. */
