@@ -13,6 +13,7 @@
 #include "exp/docwin.h"
 #include "exp/mqar.h"
 #include "exp/passkey.h"
+#include "exp/plot.h"
 #include "model/gpt.h"
 #include "model/gpt_probe.h"
 #include "train/dataloader.h"
@@ -452,7 +453,34 @@ static void test_weights_match_kernel(void) {
     free(q); free(k); free(v); free(out);
 }
 
+// The log-log CSV scatter (orbits run's force plot): a PNG from two CSV files; a missing file is
+// gnuplot's error, passed on with the PNG's name.
+static void test_plot_csv_loglog(void) {
+    if (!plot_available()) { printf("  gnuplot missing: plot test skipped (scripts/deps.sh installs it)\n"); return; }
+    char dir[] = "/tmp/lssar-plot-test-XXXXXX", a[256], b[256], png[256];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(a, sizeof a, "%s/a.csv", dir); snprintf(b, sizeof b, "%s/b.csv", dir); snprintf(png, sizeof png, "%s/f.png", dir);
+    for (int k = 0; k < 2; k++) {
+        FILE *f = fopen(k ? b : a, "w");
+        fprintf(f, "r,m1,m2,F_pred,F_true\n");
+        for (int i = 1; i <= 20; i++) fprintf(f, "%d,1,1,%g,%g\n", i, (k + 1.0) / (i * i), 1.0 / (i * i));
+        fclose(f);
+    }
+    const char *csv[] = {a, b}, *names[] = {"exact", "twice"};
+    CHECK(plot_csv_loglog(png, "t", "x", "y", csv, names, 2, 5, 4) == 0, "plot failed: %s", lssar_errmsg());
+    unsigned char magic[8] = {0};
+    FILE *f = fopen(png, "rb");
+    CHECK(f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, "\x89PNG", 4), "%s is not a PNG", png);
+    if (f) fclose(f);
+    unlink(png);
+    const char *missing[] = {"/nonexistent/forces.csv"};
+    CHECK(plot_csv_loglog(png, "t", "x", "y", missing, names, 1, 5, 4) != 0 && strstr(lssar_errmsg(), png),
+          "a missing CSV should fail naming the plot, got '%s'", lssar_errmsg());
+    unlink(png); unlink(a); unlink(b); rmdir(dir);
+}
+
 int main(void) {
+    RUN(test_plot_csv_loglog);
     RUN(test_passkey_layout);
     RUN(test_passkey_mix);
     RUN(test_passkey_score);

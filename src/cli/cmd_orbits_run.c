@@ -12,6 +12,7 @@
 #include <cJSON.h>
 #include "args.h"
 #include "core/util.h"
+#include "exp/plot.h"
 #include "lssar.h"
 #include "orbits/sample.h"
 
@@ -115,19 +116,17 @@ static double num(const cJSON *j, const char *a, const char *b) {
     return cJSON_IsNumber(x) ? x->valuedouble : NAN;
 }
 
-// Predicted against true |F|, log-log, one series per forces.csv (gnuplot, pngcairo).
+// Predicted against true |F|, log-log, one series per forces.csv.
 static int plot_forces(const char *png, const char *out, char names[][32], int n) {
-    FILE *g = popen("gnuplot 2>/dev/null", "w");
-    if (!g) return -1;
-    fprintf(g, "set terminal pngcairo size 900,700\nset output '%s'\nset datafile separator ','\n"
-               "set logscale xy\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
-               "set xlabel 'true |F| (Msun AU / yr^2)'\nset ylabel 'predicted |F|'\n"
-               "set title 'Force probe: predicted vs true |F| (test rows nearest to training states)'\n"
-               "set key top left\nplot x title 'predicted = true' lc rgb 'black'", png);
-    for (int i = 0; i < n; i++)
-        fprintf(g, ", '%s/%s/forces.csv' every ::1 using 5:4 with points pt 7 ps 0.4 title '%s'", out, names[i], names[i]);
-    fprintf(g, "\n");
-    return pclose(g);
+    char paths[10][4400];
+    const char *csv[10], *titles[10];
+    if (n > 10) n = 10;
+    for (int i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s/forces.csv", out, names[i]);
+        csv[i] = paths[i]; titles[i] = names[i];
+    }
+    return plot_csv_loglog(png, "Force probe: predicted vs true |F| (test rows nearest to training states)",
+                           "true |F| (Msun AU / yr^2)", "predicted |F|", csv, titles, n, 5, 4);
 }
 
 static void write_results(const char *out, const scale *sc, char names[][32], int nk) {
@@ -320,7 +319,7 @@ int cmd_orbits_run(int argc, char **argv) {
     }
     if (g_dry) return 0;
     snprintf(path, sizeof path, "%s/forces.png", out);
-    if (plot_forces(path, out, names, nk + 1)) fprintf(stderr, "lssar orbits run: gnuplot failed; no %s (apt-get install gnuplot-nox)\n", path);
+    if (plot_forces(path, out, names, nk + 1)) fprintf(stderr, "lssar orbits run: no %s: %s\n", path, lssar_errmsg());
     write_results(out, sc, names, nk + 1);
     if (g_log) fclose(g_log);
     printf("\norbits run (%s): done in %.1f s -> %s/RESULTS.md, %s/forces.png\n", sc->name, lssar_now() - t0, out, out);

@@ -127,3 +127,28 @@ int plot_heatmap(const char *png, const char *title, const char *xlabel, const c
     unlink(dat); unlink(gp);
     return rc;
 }
+
+int plot_csv_loglog(const char *png, const char *title, const char *xlabel, const char *ylabel,
+                    const char *const *csv, const char *const *names, int n, int xcol, int ycol) {
+    for (int i = 0; i < n; i++)  // gnuplot would warn and draw the plot without it
+        if (access(csv[i], R_OK)) return lssar_fail(LSSAR_E_IO, "cannot plot %s: %s cannot be read", png, csv[i]);
+    char gp[256];
+    int rc = need_gnuplot(png);
+    if (rc || (rc = tmpfile_path(gp, sizeof gp, "gp"))) return rc;
+    FILE *f = fopen(gp, "w");
+    if (!f) { unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", gp); }
+    gp_header(f, png, title, xlabel, ylabel);
+    fprintf(f, "\nset datafile separator ','\nset logscale xy\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
+               "set grid\nset key top left\nplot x title 'y = x' lc rgb 'black'");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, ", ");
+        gq(f, csv[i]);
+        fprintf(f, " every ::1 using %d:%d with points pt 7 ps 0.4 title ", xcol, ycol);
+        gq(f, names[i]);
+    }
+    fprintf(f, "\n");
+    fclose(f);
+    rc = run_script(png, gp);
+    unlink(gp);
+    return rc;
+}

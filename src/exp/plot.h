@@ -19,6 +19,10 @@ int plot_lines(const char *png, const char *title, const char *xlabel, const cha
 int plot_heatmap(const char *png, const char *title, const char *xlabel, const char *ylabel,
                  int rows, const double *rowval, int cols, const double *colval, const double *v,
                  double vmin, double vmax);
+/* Scatter of columns xcol against ycol (1-based) of each CSV file (header row skipped), log-log,
+   with the line y = x: predicted against true values. */
+int plot_csv_loglog(const char *png, const char *title, const char *xlabel, const char *ylabel,
+                    const char *const *csv, const char *const *names, int n, int xcol, int ycol);
 /* 1 if gnuplot runs. */
 int plot_available(void);
 
