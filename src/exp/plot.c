@@ -53,22 +53,41 @@ static int tmpfile_path(char *buf, size_t n, const char *tag) {
     return 0;
 }
 
-// The temporary data and script files of one plot (256 bytes each); *f: the data file, open.
-static int plot_files(const char *png, char *dat, char *gp, FILE **f) {
+// The temporary files of one plot (paths of 256 bytes): the gnuplot script gp, opened as *script
+// with the header written, and, unless dat is NULL, a data file opened as *data. On failure
+// nothing is left behind.
+static int plot_begin(const char *png, const char *title, const char *xlabel, const char *ylabel,
+                      char *dat, FILE **data, char *gp, FILE **script) {
     int rc = need_gnuplot(png);
-    if (rc) return rc;
-    if ((rc = tmpfile_path(dat, 256, "dat"))) return rc;
-    if ((rc = tmpfile_path(gp, 256, "gp"))) { unlink(dat); return rc; }
-    *f = fopen(dat, "w");
-    if (!*f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", dat); }
+    if (rc || (rc = tmpfile_path(gp, 256, "gp"))) return rc;
+    if (dat && (rc = tmpfile_path(dat, 256, "dat"))) { unlink(gp); return rc; }
+    *script = fopen(gp, "w");
+    if (dat) *data = fopen(dat, "w");
+    if (!*script || (dat && !*data)) {
+        if (*script) fclose(*script);
+        if (dat && *data) fclose(*data);
+        unlink(gp);
+        if (dat) unlink(dat);
+        return lssar_fail(LSSAR_E_IO, "cannot write the temporary files of %s", png);
+    }
+    gp_header(*script, png, title, xlabel, ylabel);
     return 0;
+}
+
+// Close the script (the data file must be closed already), run it, remove the temporary files.
+static int plot_end(const char *png, const char *dat, const char *gp, FILE *script) {
+    fclose(script);
+    int rc = run_script(png, gp);
+    if (dat) unlink(dat);
+    unlink(gp);
+    return rc;
 }
 
 int plot_lines(const char *png, const char *title, const char *xlabel, const char *ylabel, int log2x,
                const plot_series *s, int ns) {
     char dat[256], gp[256];
-    FILE *f;
-    int rc = plot_files(png, dat, gp, &f);
+    FILE *f, *g;
+    int rc = plot_begin(png, title, xlabel, ylabel, dat, &f, gp, &g);
     if (rc) return rc;
     for (int i = 0; i < ns; i++) {
         fprintf(f, "# %s\n", s[i].name);
@@ -82,29 +101,23 @@ int plot_lines(const char *png, const char *title, const char *xlabel, const cha
         fprintf(f, "\n\n");
     }
     fclose(f);
-    f = fopen(gp, "w");
-    if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", gp); }
-    gp_header(f, png, title, xlabel, ylabel);
-    fprintf(f, "\nset grid\nset key below\n");
-    if (log2x) fprintf(f, "set logscale x 2\n");
-    fprintf(f, "plot ");
+    fprintf(g, "\nset grid\nset key below\n");
+    if (log2x) fprintf(g, "set logscale x 2\n");
+    fprintf(g, "plot ");
     for (int i = 0; i < ns; i++) {
-        fprintf(f, "%s'%s' index %d using 1:2:3 with yerrorlines lw 2 title ", i ? ", " : "", dat, i);
-        gq(f, s[i].name);
+        fprintf(g, "%s'%s' index %d using 1:2:3 with yerrorlines lw 2 title ", i ? ", " : "", dat, i);
+        gq(g, s[i].name);
     }
-    fprintf(f, "\n");
-    fclose(f);
-    rc = run_script(png, gp);
-    unlink(dat); unlink(gp);
-    return rc;
+    fprintf(g, "\n");
+    return plot_end(png, dat, gp, g);
 }
 
 int plot_heatmap(const char *png, const char *title, const char *xlabel, const char *ylabel,
                  int rows, const double *rowval, int cols, const double *colval, const double *v,
                  double vmin, double vmax) {
     char dat[256], gp[256];
-    FILE *f;
-    int rc = plot_files(png, dat, gp, &f);
+    FILE *f, *g;
+    int rc = plot_begin(png, title, xlabel, ylabel, dat, &f, gp, &g);
     if (rc) return rc;
     // matrix with cell indices; the tick labels carry the real values
     for (int r = 0; r < rows; r++) {
@@ -112,20 +125,14 @@ int plot_heatmap(const char *png, const char *title, const char *xlabel, const c
         fprintf(f, "\n");
     }
     fclose(f);
-    f = fopen(gp, "w");
-    if (!f) { unlink(dat); unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", gp); }
-    gp_header(f, png, title, xlabel, ylabel);
-    fprintf(f, "\nset cbrange [%g:%g]\nset palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')\n", vmin, vmax);
-    fprintf(f, "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\n", cols - 0.5, rows - 0.5);
-    fprintf(f, "set xtics (");
-    for (int c = 0; c < cols; c++) fprintf(f, "%s\"%g\" %d", c ? ", " : "", colval[c], c);
-    fprintf(f, ")\nset ytics (");
-    for (int r = 0; r < rows; r++) fprintf(f, "%s\"%g\" %d", r ? ", " : "", rowval[r], r);
-    fprintf(f, ")\nplot '%s' using 1:2:3 with image notitle, '%s' using 1:2:(sprintf('%%.2f',$3)) with labels notitle\n", dat, dat);
-    fclose(f);
-    rc = run_script(png, gp);
-    unlink(dat); unlink(gp);
-    return rc;
+    fprintf(g, "\nset cbrange [%g:%g]\nset palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')\n", vmin, vmax);
+    fprintf(g, "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\n", cols - 0.5, rows - 0.5);
+    fprintf(g, "set xtics (");
+    for (int c = 0; c < cols; c++) fprintf(g, "%s\"%g\" %d", c ? ", " : "", colval[c], c);
+    fprintf(g, ")\nset ytics (");
+    for (int r = 0; r < rows; r++) fprintf(g, "%s\"%g\" %d", r ? ", " : "", rowval[r], r);
+    fprintf(g, ")\nplot '%s' using 1:2:3 with image notitle, '%s' using 1:2:(sprintf('%%.2f',$3)) with labels notitle\n", dat, dat);
+    return plot_end(png, dat, gp, g);
 }
 
 int plot_csv_loglog(const char *png, const char *title, const char *xlabel, const char *ylabel,
@@ -133,22 +140,17 @@ int plot_csv_loglog(const char *png, const char *title, const char *xlabel, cons
     for (int i = 0; i < n; i++)  // gnuplot would warn and draw the plot without it
         if (access(csv[i], R_OK)) return lssar_fail(LSSAR_E_IO, "cannot plot %s: %s cannot be read", png, csv[i]);
     char gp[256];
-    int rc = need_gnuplot(png);
-    if (rc || (rc = tmpfile_path(gp, sizeof gp, "gp"))) return rc;
-    FILE *f = fopen(gp, "w");
-    if (!f) { unlink(gp); return lssar_fail(LSSAR_E_IO, "cannot write %s", gp); }
-    gp_header(f, png, title, xlabel, ylabel);
-    fprintf(f, "\nset datafile separator ','\nset logscale xy\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
+    FILE *g;
+    int rc = plot_begin(png, title, xlabel, ylabel, NULL, NULL, gp, &g);
+    if (rc) return rc;
+    fprintf(g, "\nset datafile separator ','\nset logscale xy\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
                "set grid\nset key top left\nplot x title 'y = x' lc rgb 'black'");
     for (int i = 0; i < n; i++) {
-        fprintf(f, ", ");
-        gq(f, csv[i]);
-        fprintf(f, " every ::1 using %d:%d with points pt 7 ps 0.4 title ", xcol, ycol);
-        gq(f, names[i]);
+        fprintf(g, ", ");
+        gq(g, csv[i]);
+        fprintf(g, " every ::1 using %d:%d with points pt 7 ps 0.4 title ", xcol, ycol);
+        gq(g, names[i]);
     }
-    fprintf(f, "\n");
-    fclose(f);
-    rc = run_script(png, gp);
-    unlink(gp);
-    return rc;
+    fprintf(g, "\n");
+    return plot_end(png, NULL, gp, g);
 }
