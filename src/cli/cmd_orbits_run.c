@@ -11,17 +11,12 @@
 #include <sys/stat.h>
 #include <cJSON.h>
 #include "args.h"
+#include "cli/commands.h"
 #include "core/util.h"
 #include "exp/plot.h"
 #include "lssar.h"
 #include "orbits/sample.h"
 
-int cmd_train(int argc, char **argv) __attribute__((weak));
-int cmd_orbits_simulate(int argc, char **argv);
-int cmd_orbits_eval(int argc, char **argv);
-int cmd_orbits_probe(int argc, char **argv) __attribute__((weak));
-int cmd_orbits_oracle(int argc, char **argv);
-int cmd_orbits_newton(int argc, char **argv);
 
 /* A scale's sizes. */
 typedef struct {

@@ -1,5 +1,5 @@
 /*
- * sr.h - internals of the symbolic regression engine (see docs in include/lssar.h, @@SYMREG-API@@,
+ * sr.h - internals of the symbolic regression engine (see docs in include/lssar.h,
  * and /work/shared/spec/symreg.md).
  *
  * An expression is a flat POSTFIX array of nodes: leaves push a row-vector (a feature column or a

@@ -1,4 +1,4 @@
-// model_api.c - the public model API of include/lssar.h (@@MODEL-API@@) over gpt.h and the
+// model_api.c - the public model API of include/lssar.h over gpt.h and the
 // checkpoint and evaluation code.
 #include <stdlib.h>
 #include <string.h>
