@@ -11,6 +11,10 @@
 #include "train/checkpoint.h"
 #include "train/safetensors.h"
 
+// A library call that returns an error code (0 = success): a failure fails the test, with the
+// library's message, instead of being ignored.
+#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
+
 static char tmpdir[64];
 
 static const char *tpath(const char *name) {
@@ -55,21 +59,21 @@ static int64_t I[4] = {-1, 0, 1LL << 40, INT64_MIN};
 static int write_good(const char *path) {
     st_writer w;
     st_writer_init(&w);
-    st_writer_meta(&w, "config", "{\"layers\": 2}");
-    st_writer_meta(&w, "name", "test");
+    CHECK_OK(st_writer_meta(&w, "config", "{\"layers\": 2}"));
+    CHECK_OK(st_writer_meta(&w, "name", "test"));
     int64_t sa[2] = {2, 3}, si[1] = {4}, se[2] = {0, 5};
-    st_writer_add(&w, "a", "F32", 2, sa);
-    st_writer_add(&w, "ints", "I64", 1, si);
-    st_writer_add(&w, "empty", "F32", 2, se);
+    CHECK_OK(st_writer_add(&w, "a", "F32", 2, sa));
+    CHECK_OK(st_writer_add(&w, "ints", "I64", 1, si));
+    CHECK_OK(st_writer_add(&w, "empty", "F32", 2, se));
     float s = 42;
-    st_writer_add(&w, "scalar", "F32", 0, NULL);
+    CHECK_OK(st_writer_add(&w, "scalar", "F32", 0, NULL));
     int rc = st_writer_begin(&w, path);
     if (rc) return rc;
     // any chunking of the stream is allowed
-    st_writer_write(&w, A, 8);
-    st_writer_write(&w, (char *)A + 8, sizeof A - 8);
-    st_writer_write(&w, I, sizeof I);
-    st_writer_write(&w, &s, 4);
+    CHECK_OK(st_writer_write(&w, A, 8));
+    CHECK_OK(st_writer_write(&w, (char *)A + 8, sizeof A - 8));
+    CHECK_OK(st_writer_write(&w, I, sizeof I));
+    CHECK_OK(st_writer_write(&w, &s, 4));
     return st_writer_commit(&w);
 }
 
@@ -205,15 +209,15 @@ static void test_atomic(void) {
     st_writer w;
     st_writer_init(&w);
     int64_t s[1] = {1000};
-    st_writer_add(&w, "x", "F32", 1, s);
+    CHECK_OK(st_writer_add(&w, "x", "F32", 1, s));
     CHECK(st_writer_begin(&w, p) == 0, "begin");
     float z[10] = {0};
-    st_writer_write(&w, z, sizeof z);
+    CHECK_OK(st_writer_write(&w, z, sizeof z));
     int rc = st_writer_commit(&w);
     CHECK(rc != 0, "commit with missing data succeeded");
     CHECK(file_size(p) == before, "old file changed by a failed commit");
     st_writer_init(&w);
-    st_writer_add(&w, "x", "F32", 1, s);
+    CHECK_OK(st_writer_add(&w, "x", "F32", 1, s));
     CHECK(st_writer_begin(&w, p) == 0, "begin");
     st_writer_abort(&w);
     CHECK(file_size(p) == before, "old file changed by an abort");
@@ -223,14 +227,14 @@ static void test_atomic(void) {
     // writing more than declared is refused
     st_writer_init(&w);
     int64_t one = 1;
-    st_writer_add(&w, "x", "F32", 1, &one);
+    CHECK_OK(st_writer_add(&w, "x", "F32", 1, &one));
     CHECK(st_writer_begin(&w, p) == 0, "begin");
     CHECK(st_writer_write(&w, z, 8) != 0, "overlong write accepted");
     st_writer_abort(&w);
     CHECK(count_tmp_files() == 0, "temporary files left behind");
     // a directory that does not exist: clear error, no crash
     st_writer_init(&w);
-    st_writer_add(&w, "x", "F32", 1, &one);
+    CHECK_OK(st_writer_add(&w, "x", "F32", 1, &one));
     rc = st_writer_begin(&w, tpath("no/such/dir/x.safetensors"));
     CHECK(rc == LSSAR_E_IO, "missing directory: rc %d", rc);
     st_writer_abort(&w);
@@ -255,8 +259,8 @@ static int same_buffers(const gpt *a, const gpt *b, gpt_buffer which) {
         size_t n = gpt_tensor_numel(a, i);
         if (n != gpt_tensor_numel(b, i) || strcmp(gpt_tensor_name(a, i), gpt_tensor_name(b, i))) return 0;
         float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-        gpt_read_tensor(a, which, i, x);
-        gpt_read_tensor(b, which, i, y);
+        CHECK_OK(gpt_read_tensor(a, which, i, x));
+        CHECK_OK(gpt_read_tensor(b, which, i, y));
         same = !memcmp(x, y, n * sizeof *x);
         free(x); free(y);
     }
@@ -306,34 +310,34 @@ static void test_model_roundtrip(void) {
 // 0 as is, 1 drop one tensor, 2 one tensor as I32, 3 one extra tensor, 4 a NaN in one tensor.
 static void write_mixed(const char *path, const gpt *a, const gpt *b, int mode) {
     const char *ref = tpath("ref.safetensors");
-    ckpt_save_model(a, ref, 1);
+    CHECK_OK(ckpt_save_model(a, ref, 1));
     st_file f;
-    st_open(&f, ref);
+    CHECK_OK(st_open(&f, ref));
     st_writer w;
     st_writer_init(&w);
-    for (int i = 0; i < f.n_meta; i++) st_writer_meta(&w, f.meta_keys[i], f.meta_vals[i]);
+    for (int i = 0; i < f.n_meta; i++) CHECK_OK(st_writer_meta(&w, f.meta_keys[i], f.meta_vals[i]));
     int n = gpt_num_tensors(b);
     for (int i = 0; i < n; i++) {
         if (mode == 1 && i == 3) continue;
         int64_t sh[8];
         for (int k = 0; k < gpt_tensor_ndim(b, i); k++) sh[k] = gpt_tensor_shape(b, i)[k];
-        st_writer_add(&w, gpt_tensor_name(b, i), mode == 2 && i == 3 ? "I32" : "F32", gpt_tensor_ndim(b, i), sh);
+        CHECK_OK(st_writer_add(&w, gpt_tensor_name(b, i), mode == 2 && i == 3 ? "I32" : "F32", gpt_tensor_ndim(b, i), sh));
     }
     int64_t one = 1;
     if (mode == 3) st_writer_add(&w, "h.9.surprise", "F32", 1, &one);
-    st_writer_begin(&w, path);
+    CHECK_OK(st_writer_begin(&w, path));
     for (int i = 0; i < n; i++) {
         if (mode == 1 && i == 3) continue;
         size_t k = gpt_tensor_numel(b, i);
         float *x = malloc(k * sizeof *x);
-        gpt_read_tensor(b, GPT_BUF_PARAM, i, x);
+        CHECK_OK(gpt_read_tensor(b, GPT_BUF_PARAM, i, x));
         if (mode == 4 && i == 5) x[k / 2] = NAN;
-        st_writer_write(&w, x, k * sizeof *x);
+        CHECK_OK(st_writer_write(&w, x, k * sizeof *x));
         free(x);
     }
     float z = 0;
     if (mode == 3) st_writer_write(&w, &z, 4);
-    st_writer_commit(&w);
+    CHECK_OK(st_writer_commit(&w));
     st_close(&f);
 }
 
@@ -368,9 +372,9 @@ static void test_model_damaged(void) {
     write_good(g);
     expect_model_bad(g, "foreign file", "lssar_format");
     // truncated model file
-    ckpt_save_model(a, p, 1);
+    CHECK_OK(ckpt_save_model(a, p, 1));
     char *data; size_t len;
-    lssar_read_file(p, &data, &len);
+    CHECK_OK(lssar_read_file(p, &data, &len));
     FILE *f = fopen(p, "wb"); fwrite(data, 1, len - 100, f); fclose(f);
     free(data);
     expect_model_bad(p, "truncated model", "truncated");
@@ -384,9 +388,9 @@ static void test_trainer_roundtrip(void) {
     uint16_t in[2 * 8 * 2], tg[2 * 8 * 2];
     for (int i = 0; i < 32; i++) { in[i] = (uint16_t)(i % 11); tg[i] = (uint16_t)((i * 7) % 11); }
     float loss;
-    gpt_zero_grad(m);
+    CHECK_OK(gpt_zero_grad(m));
     CHECK(gpt_forward(m, in, tg, 2, 8, &loss) == 0 && gpt_backward(m, 1.0f) == 0, "train step: %s", lssar_errmsg());
-    gpt_adamw_step(m, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f);
+    CHECK_OK(gpt_adamw_step(m, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f));
     train_state s;
     memset(&s, 0, sizeof s);
     s.lr = 1e-3f; s.min_lr_frac = 0.1f; s.warmup = 3; s.steps = 17; s.batch = 2; s.seq = 8; s.accum = 2; s.align = 1000; s.passkey_mix = 0.25f;
@@ -414,7 +418,7 @@ static void test_trainer_roundtrip(void) {
     CHECK(same_buffers(m, l, GPT_BUF_ADAM_M) && same_buffers(m, l, GPT_BUF_ADAM_V), "AdamW state differs after the round trip");
     // the trainer file of another model is refused
     gpt *o = tiny_model(8, LSSAR_ATTN_LSSAR, 3);
-    gpt_reserve(o, 2, 8, 1);
+    CHECK_OK(gpt_reserve(o, 2, 8, 1));
     rc = ckpt_load_trainer(o, tp, &r);
     CHECK(rc == LSSAR_E_FORMAT, "trainer state of another shape accepted (rc %d)", rc);
     gpt_free(o);

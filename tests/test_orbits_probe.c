@@ -12,6 +12,10 @@
 #include "orbits/probe.h"
 #include "orbits/sample.h"
 
+// A library call that returns an error code (0 = success): a failure fails the test, with the
+// library's message, instead of being ignored.
+#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
+
 static void test_kdtree_matches_brute_force(void) {
     const int n = 3000, d = 6, nq = 200;
     float *p = malloc(sizeof(float) * n * d), q[6];
@@ -184,8 +188,8 @@ static void test_head_gradient(void) {
 // differences of L through gpt_forward_hidden, for each attention kind; and the hidden states of
 // gpt_forward_hidden equal those of a full gpt_forward.
 static double hidden_objective(gpt *m, const uint16_t *in, int B, int T, const float *R, float *h) {
-    gpt_forward_hidden(m, in, B, T);
-    gpt_get_hidden(m, h);
+    CHECK_OK(gpt_forward_hidden(m, in, B, T));
+    CHECK_OK(gpt_get_hidden(m, h));
     double s = 0;
     for (int i = 0; i < B * T * gpt_get_config(m)->dim; i++) s += (double)R[i] * h[i];
     return s;
@@ -207,8 +211,8 @@ static void test_backward_hidden(void) {
         for (int i = 0; i < B * T * 2; i++) in[i] = (uint16_t)lssar_rng_below(&r, 11);
         for (int i = 0; i < B * T * C; i++) R[i] = (float)lssar_rng_normal(&r);
         // same hidden states with and without the output heads
-        gpt_forward(m, in, NULL, B, T, NULL);
-        gpt_get_hidden(m, h2);
+        CHECK_OK(gpt_forward(m, in, NULL, B, T, NULL));
+        CHECK_OK(gpt_get_hidden(m, h2));
         hidden_objective(m, in, B, T, R, h);
         CHECK(!memcmp(h, h2, sizeof h), "%s: gpt_forward_hidden differs from gpt_forward", lssar_attn_name(kinds[kk]));
         CHECK(gpt_zero_grad(m) == 0 && gpt_backward_hidden(m, R, 0.5f) == 0, "backward: %s", lssar_errmsg());
@@ -217,15 +221,15 @@ static void test_backward_hidden(void) {
         for (int t = 0; t < gpt_num_tensors(m); t++) {
             size_t n = gpt_tensor_numel(m, t);
             float *p = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
-            gpt_read_tensor(m, GPT_BUF_PARAM, t, p);
-            gpt_read_tensor(m, GPT_BUF_GRAD, t, g);
+            CHECK_OK(gpt_read_tensor(m, GPT_BUF_PARAM, t, p));
+            CHECK_OK(gpt_read_tensor(m, GPT_BUF_GRAD, t, g));
             for (int s = 0; s < 3; s++) {
                 size_t i = (size_t)lssar_rng_below(&r, n);
                 float keep = p[i];
                 const float e = 1e-3f;
-                p[i] = keep + e; gpt_write_tensor(m, GPT_BUF_PARAM, t, p); double lp = hidden_objective(m, in, B, T, R, h);
-                p[i] = keep - e; gpt_write_tensor(m, GPT_BUF_PARAM, t, p); double lm = hidden_objective(m, in, B, T, R, h);
-                p[i] = keep; gpt_write_tensor(m, GPT_BUF_PARAM, t, p);
+                p[i] = keep + e; CHECK_OK(gpt_write_tensor(m, GPT_BUF_PARAM, t, p)); double lp = hidden_objective(m, in, B, T, R, h);
+                p[i] = keep - e; CHECK_OK(gpt_write_tensor(m, GPT_BUF_PARAM, t, p)); double lm = hidden_objective(m, in, B, T, R, h);
+                p[i] = keep; CHECK_OK(gpt_write_tensor(m, GPT_BUF_PARAM, t, p));
                 double fd = 0.5 * (lp - lm) / (2 * e);   // x 0.5: the grad_scale used above
                 if (fabs(g[i] - fd) > 0.1 * fmax(1.0, fabs(fd))) {   // LayerNorm of a ~0.02-scale stream: curved
                     bad++;
@@ -243,14 +247,14 @@ static void test_backward_hidden(void) {
         uint16_t tg[B * T * 2];
         for (int i = 0; i < B * T * 2; i++) tg[i] = (uint16_t)lssar_rng_below(&r, 11);
         float dh[B * T * C] = {0};
-        gpt_forward(m, in, tg, B, T, NULL);
-        gpt_get_hidden(m, h);
+        CHECK_OK(gpt_forward(m, in, tg, B, T, NULL));
+        CHECK_OK(gpt_get_hidden(m, h));
         for (int ch = 0; ch < 2; ch++) {
             char name[32];
             snprintf(name, sizeof name, "lm_head.%d", ch);
             int ti = gpt_tensor_index(m, name);
             float W[11 * C];
-            gpt_read_tensor(m, GPT_BUF_PARAM, ti, W);
+            CHECK_OK(gpt_read_tensor(m, GPT_BUF_PARAM, ti, W));
             for (int i = 0; i < B * T; i++) {
                 double z[11], mx = -1e300, sum = 0;
                 for (int v = 0; v < 11; v++) { z[v] = 0; for (int c = 0; c < C; c++) z[v] += (double)h[i * C + c] * W[v * C + c]; if (z[v] > mx) mx = z[v]; }
@@ -264,13 +268,13 @@ static void test_backward_hidden(void) {
         size_t total = 0;
         for (int t = 0; t < gpt_num_tensors(m); t++) total += gpt_tensor_numel(m, t);
         float *g1 = malloc(total * sizeof(float)), *g2 = malloc(total * sizeof(float));
-        gpt_zero_grad(m);
-        gpt_backward(m, 1.0f);
-        for (int t = 0, o = 0; t < gpt_num_tensors(m); o += gpt_tensor_numel(m, t), t++) gpt_read_tensor(m, GPT_BUF_GRAD, t, g1 + o);
-        gpt_forward_hidden(m, in, B, T);
-        gpt_zero_grad(m);
-        gpt_backward_hidden(m, dh, 1.0f);
-        for (int t = 0, o = 0; t < gpt_num_tensors(m); o += gpt_tensor_numel(m, t), t++) gpt_read_tensor(m, GPT_BUF_GRAD, t, g2 + o);
+        CHECK_OK(gpt_zero_grad(m));
+        CHECK_OK(gpt_backward(m, 1.0f));
+        for (int t = 0, o = 0; t < gpt_num_tensors(m); o += gpt_tensor_numel(m, t), t++) CHECK_OK(gpt_read_tensor(m, GPT_BUF_GRAD, t, g1 + o));
+        CHECK_OK(gpt_forward_hidden(m, in, B, T));
+        CHECK_OK(gpt_zero_grad(m));
+        CHECK_OK(gpt_backward_hidden(m, dh, 1.0f));
+        for (int t = 0, o = 0; t < gpt_num_tensors(m); o += gpt_tensor_numel(m, t), t++) CHECK_OK(gpt_read_tensor(m, GPT_BUF_GRAD, t, g2 + o));
         double worst = 0;
         for (int t = 0, o = 0; t < gpt_num_tensors(m); o += gpt_tensor_numel(m, t), t++) {
             if (!strncmp(gpt_tensor_name(m, t), "lm_head", 7)) continue;
@@ -288,10 +292,10 @@ static void test_backward_hidden(void) {
     gpt *m;
     float d[16] = {0};
     uint16_t in[4] = {1, 2, 3, 4};
-    gpt_create(&cfg, 1, &m);
-    gpt_reserve(m, 1, 4, 0);
+    CHECK_OK(gpt_create(&cfg, 1, &m));
+    CHECK_OK(gpt_reserve(m, 1, 4, 0));
     CHECK(gpt_backward_hidden(m, d, 1.0f) != 0, "backward without a forward was accepted");
-    gpt_forward_hidden(m, in, 1, 4);
+    CHECK_OK(gpt_forward_hidden(m, in, 1, 4));
     CHECK(gpt_backward_hidden(m, d, 1.0f) != 0, "backward on an evaluation-only reservation was accepted");
     uint16_t out[4];
     CHECK(gpt_get_argmax(m, out) != 0, "argmax after a forward without heads was accepted");

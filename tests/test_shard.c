@@ -6,6 +6,10 @@
 #include "data/shard.h"
 #include "data/synth.h"
 
+// A library call that returns an error code (0 = success): a failure fails the test, with the
+// library's message, instead of being ignored.
+#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
+
 static char dir[] = "/tmp/lssar_test_shard_XXXXXX";
 
 static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
@@ -72,9 +76,9 @@ static void test_synth_repeat_structure(void) {
     CHECK(bad == 0 && docs > 200, "docs %zu bad %d", docs, bad);
     shard_close(&s);
     char q[256]; path_in(q, sizeof q, "synth2.bin");
-    synth_write_repeat(q, &sp, 5000, 42);
+    CHECK_OK(synth_write_repeat(q, &sp, 5000, 42));
     char *a, *b; size_t la, lb;
-    lssar_read_file(p, &a, &la); lssar_read_file(q, &b, &lb);
+    CHECK_OK(lssar_read_file(p, &a, &la)); CHECK_OK(lssar_read_file(q, &b, &lb));
     CHECK(la == lb && memcmp(a, b, la) == 0, "deterministic");
     free(a); free(b);
     sp.max_len = 1;

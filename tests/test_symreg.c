@@ -14,6 +14,10 @@
 #include "harness.h"
 #include "symreg/sr.h"
 
+// A library call that returns an error code (0 = success): a failure fails the test, with the
+// library's message, instead of being ignored.
+#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
+
 #define ROWS 1000
 
 // The float64 scalar reference for a few hand-written programs.
@@ -74,7 +78,7 @@ static void test_eval_matches_scalar_reference(void) {
     fill_uniform(y, n, -1, 1, 2);
     for (int loss = 0; loss <= LSSAR_SR_REL; loss++) {
         sr_data d = {X, y, n, 2, loss};
-        sr_eval(&p, &d, pred);
+        CHECK_OK(sr_eval(&p, &d, pred));
         double a = sr_loss(&p, &d), b = 0;
         for (int i = 0; i < n; i++) {
             double e = fabs(pred[i] - y[i]);
@@ -99,8 +103,8 @@ static void test_print_parse_roundtrip(void) {
         char *s = sr_to_string(&p, names);
         CHECK(s && sr_parse(s, names, 2, &q) == 0, "reparse '%s'", s ? s : "(null)");
         sr_data d = {X, NULL, n, 2, 0};
-        sr_eval(&p, &d, a);
-        sr_eval(&q, &d, b);
+        CHECK_OK(sr_eval(&p, &d, a));
+        CHECK_OK(sr_eval(&q, &d, b));
         double worst = 0;
         for (int i = 0; i < n; i++) worst = fmax(worst, fabs(a[i] - b[i]) / fmax(1, fabs(a[i])));
         CHECK(worst < 1e-9, "'%s' printed as '%s' changes values by %g", src[k], s, worst);
@@ -116,7 +120,7 @@ static void test_print_parse_roundtrip(void) {
 static void test_simplify(void) {
     const char *names[] = {"x"};
     sr_prog p;
-    sr_parse("(2*3)*(4*x) + 0 - (x - x)", names, 1, &p);
+    CHECK_OK(sr_parse("(2*3)*(4*x) + 0 - (x - x)", names, 1, &p));
     int before = p.len;
     CHECK(sr_simplify(&p) == 1, "nothing simplified");
     char *s = sr_to_string(&p, names);
@@ -124,21 +128,21 @@ static void test_simplify(void) {
     CHECK(s && strstr(s, "24"), "constant not folded: %s", s);
     free(s);
     // The presentation rules: (x + 3) - 3 -> x, 0 - x*y -> -(x*y), and snapping cancels.
-    sr_parse("(x + 3) - 3", names, 1, &p);
+    CHECK_OK(sr_parse("(x + 3) - 3", names, 1, &p));
     sr_simplify_full(&p);
     CHECK(p.len == 1 && p.n[0].op == SR_VAR, "(x + 3) - 3 should become x, got %d nodes", p.len);
-    sr_parse("0 - x*x", names, 1, &p);
+    CHECK_OK(sr_parse("0 - x*x", names, 1, &p));
     sr_simplify_full(&p);
     CHECK(p.len == 4 && p.n[3].op == SR_NEG, "0 - x*x should become -(x*x), got %d nodes", p.len);
-    sr_parse("1.75 - (1/(x*x) + 0.75)", names, 1, &p);  // a constant split in two, as searches leave it
+    CHECK_OK(sr_parse("1.75 - (1/(x*x) + 0.75)", names, 1, &p)); // a constant split in two, as searches leave it
     sr_simplify_full(&p);
     CHECK(p.len == 7 && p.n[0].op == SR_CONST && p.n[0].c == 1.0, "c1 - (Y + c2) should become (c1 - c2) - Y, got %d nodes", p.len);
-    sr_parse("exp(log((x*x)*(-1)/(-1)))*(-1) + (-1)", names, 1, &p);
+    CHECK_OK(sr_parse("exp(log((x*x)*(-1)/(-1)))*(-1) + (-1)", names, 1, &p));
     sr_simplify_full(&p);
     s = sr_to_string(&p, names);
     CHECK(s && !strcmp(s, "(-(x*x)) - 1"), "exp(log(y)), y*(-1), y/(-1) and + (-1): got '%s'", s ? s : "(null)");
     free(s);
-    sr_parse("x*log(exp(log(exp(x))))", names, 1, &p);
+    CHECK_OK(sr_parse("x*log(exp(log(exp(x))))", names, 1, &p));
     sr_simplify_full(&p);
     CHECK(p.len == 3, "log(exp(x)) should become x, got %d nodes", p.len);
     // Folding never changes the function.
@@ -150,13 +154,13 @@ static void test_simplify(void) {
                          "(x + 1)*(-1) + exp(log(x*x + 1))", "(-0.4)/(-exp(x)) + (-x)*2 + (-x)/(-3)",
                          "2*((3*x)*5)", "(x*(2*x))*3", "(2 + (3*x + 4)) + 1", "((x*3)*x)*2"};
     for (int k = 0; k < (int)(sizeof src / sizeof *src); k++) {
-        sr_parse(src[k], names, 1, &p);
-        sr_eval(&p, &d, a);
+        CHECK_OK(sr_parse(src[k], names, 1, &p));
+        CHECK_OK(sr_eval(&p, &d, a));
         sr_simplify(&p);
-        sr_eval(&p, &d, b);
+        CHECK_OK(sr_eval(&p, &d, b));
         for (int i = 0; i < 50; i++) CHECK_CLOSE(b[i], a[i], 1e-12);
         sr_simplify_full(&p);
-        sr_eval(&p, &d, b);
+        CHECK_OK(sr_eval(&p, &d, b));
         for (int i = 0; i < 50; i++) CHECK_CLOSE(b[i], a[i], 1e-12);
     }
 }
@@ -166,13 +170,13 @@ static void test_constant_optimisation(void) {
     const sr_law *L = &sr_laws[0];  // Newton
     double *X = malloc(sizeof(double) * 3 * ROWS), *y = malloc(sizeof(double) * ROWS);
     double *work = malloc(sizeof(double) * (SR_MAXC + 3) * ROWS);
-    sr_law_data(L, ROWS, 5, 0, X, y);
+    CHECK_OK(sr_law_data(L, ROWS, 5, 0, X, y));
     lssar_rng rng;
     lssar_rng_seed(&rng, 1);
     for (int loss = LSSAR_SR_L2; loss <= LSSAR_SR_L1; loss++) {
         sr_data d = {X, y, ROWS, 3, loss};
         sr_prog p;
-        sr_parse("1.0*m1*m2/r**2", L->feat, 3, &p);
+        CHECK_OK(sr_parse("1.0*m1*m2/r**2", L->feat, 3, &p));
         double l0 = sr_loss(&p, &d);
         double l = sr_optimize_constants(&p, &d, l0, 20, 2, &rng, work);
         CHECK(l < 1e-12 * l0, "loss %d: %g -> %g", loss, l0, l);
@@ -180,10 +184,10 @@ static void test_constant_optimisation(void) {
     }
     // Two constants inside a non-linear function (the Gaussian law): a*exp(b*theta**2).
     const sr_law *G = &sr_laws[5];
-    sr_law_data(G, ROWS, 6, 0, X, y);
+    CHECK_OK(sr_law_data(G, ROWS, 6, 0, X, y));
     sr_data d = {X, y, ROWS, 1, LSSAR_SR_L2};
     sr_prog p;
-    sr_parse("1.0*exp(-1.0*theta**2)", G->feat, 1, &p);
+    CHECK_OK(sr_parse("1.0*exp(-1.0*theta**2)", G->feat, 1, &p));
     double l = sr_optimize_constants(&p, &d, sr_loss(&p, &d), 30, 3, &rng, work);
     CHECK(l < 1e-20, "gaussian constants: loss %g", l);
     CHECK_CLOSE(p.n[0].c, 1 / sqrt(2 * M_PI), 1e-6);
@@ -254,7 +258,7 @@ static int fronts_equal(const lssar_sr_result *a, const lssar_sr_result *b) {
 static void test_determinism(void) {
     const sr_law *L = &sr_laws[3];  // a law not found in 6 iterations, so the fronts are rich
     double *X = malloc(sizeof(double) * 3 * ROWS), *y = malloc(sizeof(double) * ROWS);
-    sr_law_data(L, ROWS, 11, 0, X, y);
+    CHECK_OK(sr_law_data(L, ROWS, 11, 0, X, y));
     lssar_sr_options o;
     lssar_sr_defaults(&o);
     o.iterations = 6; o.populations = 6; o.cycles = 150; o.seed = 42; o.threads = 2;
@@ -272,48 +276,65 @@ static void test_determinism(void) {
     free(X); free(y);
 }
 
-// Each public law once (seed 0), default budget, 2 threads. The search is deterministic, so the
-// outcome is a property of the build, not of the machine load. Every law was recovered in every
-// seed measured (100/100 with bench/symreg_recovery.sh, docs/symreg.md), so all ten must be.
+// Each public law, default budget, 2 threads: seed 0 first, and seeds 1 and 2 only if a seed
+// misses. The search is deterministic for one build on one CPU, but its path is not the same on
+// every CPU: the AVX-512, AVX2 and SSE clones of the evaluation call different libmvec variants
+// (whose last bits of exp/log/sin/cos differ) and sum the loss in different lane orders, and the
+// search amplifies such differences (docs/symreg.md: vectorising exp alone changed every path).
+// Seed 0 recovers all ten on AVX-512, but an AVX2 build (-march=x86-64-v3) missed relativistic
+// mass with seed 0 (selected an approximation with max relative error 3e-4). Recovery is a
+// property of the engine measured over seeds: 100/100 (law, seed) cases (bench/symreg_recovery.sh,
+// docs/symreg.md); taking the per-seed miss rate of the hardest law as at most 1/4 (the lower 95%
+// confidence limit of its 10/10 is 0.74), three independent seeds all miss with probability
+// <= 1/64, while an engine that really lost a law misses all three.
+#define LAW_SEEDS 3
 static void test_public_laws(void) {
     double total = 0;
     int found = 0;
     for (int li = 0; li < SR_NLAWS; li++) {
         const sr_law *L = &sr_laws[li];
         double *X = malloc(sizeof(double) * L->nf * ROWS), *y = malloc(sizeof(double) * ROWS);
-        sr_law_data(L, ROWS, 1000, 0, X, y);
-        lssar_sr_options o;
-        lssar_sr_defaults(&o);
-        o.threads = 2;
-        lssar_sr_result r;
-        int rc = lssar_symreg(&o, X, y, ROWS, L->nf, L->feat, &r);
-        CHECK(rc == 0, "%s: %s", L->name, lssar_errmsg());
-        if (!rc) {
+        CHECK_OK(sr_law_data(L, ROWS, 1000, 0, X, y));
+        int ok = 0;
+        char last[512] = "";
+        double last_err = INFINITY;
+        for (int seed = 0; seed < LAW_SEEDS && !ok; seed++) {
+            lssar_sr_options o;
+            lssar_sr_defaults(&o);
+            o.threads = 2;
+            o.seed = (uint64_t)seed;
+            lssar_sr_result r;
+            int rc = lssar_symreg(&o, X, y, ROWS, L->nf, L->feat, &r);
+            CHECK(rc == 0, "%s (seed %d): %s", L->name, seed, lssar_errmsg());
+            if (rc) break;
             const char *eq = r.front[r.selected].equation;
             double err = sr_law_max_relerr(L, eq, ROWS, 77);
-            int ok = err < 1e-6;
-            printf("  %-18s %-9s %5.1f s  %s  max rel err %.2g  (truth %s)\n", L->name, ok ? "recovered" : "MISSED",
-                   r.seconds, eq, err, L->truth);
+            ok = err < 1e-6;
+            printf("  %-18s %-9s seed %d %5.1f s  %s  max rel err %.2g  (truth %s)\n", L->name,
+                   ok ? "recovered" : "MISSED", seed, r.seconds, eq, err, L->truth);
             fflush(stdout);
-            CHECK(ok, "%s not recovered: selected '%s' (max relative error %g)", L->name, eq, err);
+            snprintf(last, sizeof last, "%s", eq);
+            last_err = err;
             // Newton's law is found in the first iterations (then 5 more run); a search that needs
             // many more has lost its selection pressure (a 0-size tournament once did exactly that
             // and still found it, in ~40x the time).
-            if (li == 0) CHECK(r.iterations <= 25, "newton took %d iterations (expected an early stop)", r.iterations);
-            found += ok;
+            if (li == 0 && seed == 0) CHECK(r.iterations <= 25, "newton took %d iterations (expected an early stop)", r.iterations);
             total += r.seconds;
             lssar_sr_result_free(&r);
         }
+        CHECK(ok, "%s not recovered with seeds 0..%d: last selected '%s' (max relative error %g)", L->name,
+              LAW_SEEDS - 1, last, last_err);
+        found += ok;
         free(X); free(y);
     }
-    printf("  public laws recovered (seed 0): %d/%d in %.1f s\n", found, SR_NLAWS, total);
+    printf("  public laws recovered (up to %d seeds): %d/%d in %.1f s\n", LAW_SEEDS, found, SR_NLAWS, total);
 }
 
 // Relative RMS difference sqrt(sum (eq - truth)^2 / sum truth^2) on fresh points of L.
 static double rms_relerr(const sr_law *L, const char *eq) {
     double *X = malloc(sizeof(double) * L->nf * ROWS), *t = malloc(sizeof(double) * ROWS), *p = malloc(sizeof(double) * ROWS);
     double num = 0, den = 0;
-    sr_law_data(L, ROWS, 79, 0, X, t);
+    CHECK_OK(sr_law_data(L, ROWS, 79, 0, X, t));
     if (lssar_sr_eval(eq, X, ROWS, L->nf, L->feat, p)) num = INFINITY;
     for (int i = 0; i < ROWS; i++) { num += (p[i] - t[i]) * (p[i] - t[i]); den += t[i] * t[i]; }
     free(X); free(t); free(p);
@@ -328,7 +349,7 @@ static void test_noise(void) {
     for (int k = 0; k < 3; k++) {
         const sr_law *L = &sr_laws[laws[k]];
         double *X = malloc(sizeof(double) * L->nf * ROWS), *y = malloc(sizeof(double) * ROWS);
-        sr_law_data(L, ROWS, 2000, 0.01, X, y);
+        CHECK_OK(sr_law_data(L, ROWS, 2000, 0.01, X, y));
         lssar_sr_options o;
         lssar_sr_defaults(&o);
         o.threads = 2; o.iterations = 30; o.select = LSSAR_SR_SCORE;

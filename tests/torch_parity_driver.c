@@ -14,12 +14,23 @@
 #include "core/util.h"
 #include "model/gpt.h"
 
+// A library call that returns an error code (0 = success): a failure ends the driver with exit
+// status 1 and the library's message (test_torch_parity.py then fails), instead of being ignored.
+#define CHECK_OK(call)                                                                    \
+    do {                                                                                  \
+        if ((call) != 0) {                                                                \
+            fprintf(stderr, "%s failed: %s\n", #call, lssar_errmsg());                   \
+            exit(1);                                                                      \
+        }                                                                                 \
+    } while (0)
+
 static int write_file(const char *dir, const char *name, const void *data, size_t bytes) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, bytes, f) != bytes) { fprintf(stderr, "cannot write %s\n", path); return 1; }
-    fclose(f);
+    int bad = !f || fwrite(data, 1, bytes, f) != bytes;
+    if (f && fclose(f)) bad = 1;   // a write error may only show at the flush
+    if (bad) { fprintf(stderr, "cannot write %s\n", path); return 1; }
     return 0;
 }
 
@@ -49,7 +60,7 @@ int main(int argc, char **argv) {
         size_t k = gpt_tensor_numel(m, i);
         const int *sh = gpt_tensor_shape(m, i);
         fprintf(tf, "%s %d %d %d %zu\n", nm, gpt_tensor_ndim(m, i), sh[0], gpt_tensor_ndim(m, i) > 1 ? sh[1] : 0, k);
-        gpt_read_tensor(m, GPT_BUF_PARAM, i, params + off);
+        CHECK_OK(gpt_read_tensor(m, GPT_BUF_PARAM, i, params + off));
         int is_ln = strstr(nm, "ln_") != NULL, is_s = strstr(nm, "ssmax") != NULL;
         for (size_t j = 0; j < k; j++) {
             double z = lssar_rng_normal(&r);
@@ -57,10 +68,10 @@ int main(int argc, char **argv) {
             else if (is_s) params[off + j] = (float)(1.0 + 0.3 * z);
             else params[off + j] = (float)(scale * z);
         }
-        gpt_write_tensor(m, GPT_BUF_PARAM, i, params + off);
+        CHECK_OK(gpt_write_tensor(m, GPT_BUF_PARAM, i, params + off));
         off += k;
     }
-    fclose(tf);
+    if (fclose(tf)) { fprintf(stderr, "cannot write %s\n", path); return 1; }
     size_t nt = (size_t)B * T * c.channels;
     uint16_t *in = malloc(nt * 2), *tg = malloc(nt * 2), *am = malloc(nt * 2);
     float *losses = malloc(nt * sizeof(float));
@@ -73,11 +84,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", lssar_errmsg());
         return 1;
     }
-    gpt_get_losses(m, losses);
-    gpt_get_argmax(m, am);
+    CHECK_OK(gpt_get_losses(m, losses));
+    CHECK_OK(gpt_get_argmax(m, am));
     off = 0;
     for (int i = 0; i < gpt_num_tensors(m); i++) {
-        gpt_read_tensor(m, GPT_BUF_GRAD, i, grads + off);
+        CHECK_OK(gpt_read_tensor(m, GPT_BUF_GRAD, i, grads + off));
         off += gpt_tensor_numel(m, i);
     }
     int rc = write_file(out, "params.bin", params, np * 4) || write_file(out, "grads.bin", grads, np * 4) ||
@@ -86,8 +97,8 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/result.txt", out);
     FILE *f = fopen(path, "w");
     if (!f) return 1;
-    fprintf(f, "loss %.9g\n", loss);
-    fclose(f);
+    int wbad = fprintf(f, "loss %.9g\n", loss) < 0;
+    if (fclose(f) || wbad) { fprintf(stderr, "cannot write %s\n", path); return 1; }
     gpt_free(m);
     free(params); free(grads); free(in); free(tg); free(am); free(losses);
     return rc;

@@ -1,11 +1,12 @@
 // adamw.c - AdamW update, gradient norm and scaling.
 #include <math.h>
+#include "core/dispatch.h"
 #include "nn.h"
 #include "vmath.h"
 
 // PyTorch AdamW: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), on one block of values
 // (nn_sqrtf: sqrtf's errno branch keeps the loop scalar, ~7x slower on a 124M model)
-static void adamw_block(float *restrict params, const float *restrict grads, float *restrict m,
+LSSAR_HOT static void adamw_block(float *restrict params, const float *restrict grads, float *restrict m,
                         float *restrict v, int n, float lr, float beta1, float beta2, float eps,
                         float wd, float ibc1, float ibc2) {
     #pragma omp simd
@@ -32,7 +33,7 @@ void adamw_update(float *params, const float *grads, float *m, float *v, size_t 
 }
 
 #define SS_BLOCK 16384
-double sum_squares(const float *x, size_t n) {
+LSSAR_HOT double sum_squares(const float *x, size_t n) {
     size_t nb = (n + SS_BLOCK - 1) / SS_BLOCK;
     if (nb == 0) return 0.0;
     double part[4096];   // blocks are summed in groups so that the stack array stays small
@@ -54,12 +55,12 @@ double sum_squares(const float *x, size_t n) {
     return total;
 }
 
-void scale_inplace(float *x, size_t n, float s) {
+LSSAR_HOT void scale_inplace(float *x, size_t n, float s) {
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
-void zero_fill(float *x, size_t n) {
+LSSAR_HOT void zero_fill(float *x, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) x[i] = 0.0f;
 }

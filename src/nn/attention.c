@@ -1,6 +1,7 @@
 // attention.c - glue to the attention kernels (lssar_attn_forward / _backward, src/attn), and a
 // one-row attention over a KV cache for incremental decoding (same math as docs/attention.md).
 #include <math.h>
+#include "core/dispatch.h"
 #include "nn.h"
 
 // out (B, T, NH, HS) from q, k, v (B, T, NH, HS)
@@ -23,7 +24,7 @@ int attention_backward(float *dq, float *dk, float *dv, float *dscale, float *ds
 
 // One query row i = n - 1: q (NH, HS), cache kc, vc (n, NH, HS), out (NH, HS).
 // Computed in double per row: decoding is memory-bound, so the precision is free.
-void attention_row_forward(float *out, const float *q, const float *kc, const float *vc, int n,
+LSSAR_HOT void attention_row_forward(float *out, const float *q, const float *kc, const float *vc, int n,
                            const lssar_attn_desc *a, int NH, int HS, double *scratch) {
     int C = NH * HS;
     double lnn = log((double)n);

@@ -1,9 +1,10 @@
 // embedding.c - token embeddings of Ch channels, summed, plus learned positions (optional).
 #include <string.h>
+#include "core/dispatch.h"
 #include "nn.h"
 
 // out (B*T, C) = sum_ch wte[ch][tok] + wpe[t]
-void embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe,
+LSSAR_HOT void embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe,
                        int B, int T, int Ch, int C) {
     #pragma omp parallel for schedule(static)
     for (int bt = 0; bt < B * T; bt++) {
@@ -25,7 +26,7 @@ void embedding_forward(float *out, const uint16_t *tokens, float *const *wte, co
 // Scatter-add; parallel over column blocks so that every table entry receives its rows in
 // order (deterministic, no atomics).
 #define COLBLK 64
-void embedding_backward(float *const *dwte, float *dwpe, const float *dout,
+LSSAR_HOT void embedding_backward(float *const *dwte, float *dwpe, const float *dout,
                         const uint16_t *tokens, int B, int T, int Ch, int C) {
     int nblk = (C + COLBLK - 1) / COLBLK;
     #pragma omp parallel for schedule(static)

@@ -1,13 +1,16 @@
 // gelu.c - GELU, tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
 // and the residual addition. Loops run in blocks: threads over blocks, SIMD inside a block.
+// LSSAR_HOT (core/dispatch.h): AVX-512 / AVX2+FMA / baseline clones picked at load time; GCC
+// clones the OpenMP-outlined loop bodies with their function.
 #include <math.h>
+#include "core/dispatch.h"
 #include "nn.h"
 #include "vmath.h"
 
 #define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
 #define BLK 4096
 
-void gelu_forward(float *out, const float *inp, size_t n) {
+LSSAR_HOT void gelu_forward(float *out, const float *inp, size_t n) {
     long nb = (long)((n + BLK - 1) / BLK);
     #pragma omp parallel for schedule(static)
     for (long b = 0; b < nb; b++) {
@@ -22,7 +25,7 @@ void gelu_forward(float *out, const float *inp, size_t n) {
     }
 }
 
-void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
+LSSAR_HOT void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     long nb = (long)((n + BLK - 1) / BLK);
     #pragma omp parallel for schedule(static)
     for (long b = 0; b < nb; b++) {
@@ -40,12 +43,12 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     }
 }
 
-void residual_forward(float *out, const float *a, const float *b, size_t n) {
+LSSAR_HOT void residual_forward(float *out, const float *a, const float *b, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-void residual_backward(float *da, float *db, const float *dout, size_t n) {
+LSSAR_HOT void residual_backward(float *da, float *db, const float *dout, size_t n) {
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) { da[i] += dout[i]; db[i] += dout[i]; }
 }

@@ -7,9 +7,12 @@
  *   - all tensors are contiguous float32, row-major; N is a number of rows (usually B * T);
  *   - "dx +=" means the gradient is ACCUMULATED into dx, "dx =" that it is written;
  *   - parameter gradients are always accumulated;
- *   - every reduction runs in a fixed order, independent of the thread count, except inside
- *     OpenBLAS (whose results depend only on the thread count), so the same seed and thread count
- *     give bit-identical results.
+ *   - every reduction runs in a fixed order, independent of the thread count, and every sgemm is
+ *     cut into blocks by its shape alone, each a single-threaded OpenBLAS call (matmul.c), so the
+ *     same seed gives bit-identical results on 1, 2 or more threads (test_model's
+ *     test_determinism, test_train's test_deterministic). Results differ between CPUs: the hot
+ *     loops carry AVX-512 / AVX2 + FMA / baseline clones (core/dispatch.h), with their own lane
+ *     orders and fused multiply-adds, and OpenBLAS picks its kernels by CPU.
  */
 #ifndef LSSAR_NN_H
 #define LSSAR_NN_H

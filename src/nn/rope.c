@@ -1,6 +1,7 @@
 // rope.c - rotary position embedding, "rotate half": pairs (c, c + HS/2) rotated by
 // angle t * theta^(-2c/HS) (docs/attention.md).
 #include <math.h>
+#include "core/dispatch.h"
 #include "nn.h"
 
 // cos_t, sin_t (T, HS/2)
@@ -16,7 +17,7 @@ void rope_table(float *cos_t, float *sin_t, int T, int HS, double theta) {
 }
 
 // x (B, T, NH, HS): (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin); dir -1 is the inverse
-static void rope_apply(float *x, const float *cos_t, const float *sin_t, int B, int T, int NH,
+LSSAR_HOT static void rope_apply(float *x, const float *cos_t, const float *sin_t, int B, int T, int NH,
                        int HS, int pos0, float dir) {
     int h = HS / 2;
     #pragma omp parallel for schedule(static)

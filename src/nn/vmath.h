@@ -12,8 +12,23 @@
 #include <stdint.h>
 #include <string.h>
 
+/* c ? a : b without a branch. GCC does not if-convert `x < k ? k : x` once it is inlined into an
+   `omp simd` loop (float compares may trap), which left the loops calling nn_expf scalar in the
+   baseline and AVX2 clones (only AVX-512's masked stores vectorised them); this bit select
+   becomes a compare and a blend in every clone. NaN compares false, so NaN passes through. */
+static inline float nn_selectf(int c, float a, float b) {
+    int32_t m = -(int32_t)c, ia, ib, r;
+    memcpy(&ia, &a, sizeof ia);
+    memcpy(&ib, &b, sizeof ib);
+    r = (ia & m) | (ib & ~m);
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
 static inline float nn_expf(float x) {
-    x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+    x = nn_selectf(x < -87.3f, -87.3f, x);
+    x = nn_selectf(x > 88.7f, 88.7f, x);
     // round to nearest by adding and subtracting 1.5 * 2^23 (floorf does not vectorise)
     float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
     float r = x - n * 0.693145752f - n * 1.42860677e-6f;   // ln 2 in two parts (Cody-Waite)

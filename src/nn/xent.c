@@ -1,15 +1,29 @@
 // xent.c - softmax cross-entropy over the vocabulary, one row per (position, channel).
 #include <math.h>
+#include "core/dispatch.h"
 #include "nn.h"
 #include "vmath.h"
 
 // One row: logits x (V) -> probabilities in place; returns -log p[tg] (0 if tg is ignored, NaN
 // if any logit is NaN or inf). A separate function so that GCC vectorises its loops (they stay
 // scalar inside OpenMP's outlined loop body).
-static float xent_row(float *restrict x, int V, int tg, uint16_t *am_out) {
-    float mx = x[0], sum = 0.0f;
-    #pragma omp simd reduction(max:mx) reduction(+:sum)
-    for (int j = 0; j < V; j++) { mx = fmaxf(mx, x[j]); sum += x[j]; }
+LSSAR_HOT static float xent_row(float *restrict x, int V, int tg, uint16_t *am_out) {
+    // max and sum in XL interleaved lanes combined in a fixed order. (An `omp simd
+    // reduction(max)` over fmaxf stayed a scalar loop calling fmaxf: GCC inlines fmaxf only under
+    // -ffinite-math-only.) A NaN compares false and never becomes the max; `sum` catches it.
+    enum { XL = 16 };
+    float mxl[XL], sl[XL];
+    for (int k = 0; k < XL; k++) { mxl[k] = x[0]; sl[k] = 0.0f; }
+    int j0 = 0;
+    for (; j0 + XL <= V; j0 += XL)
+        for (int k = 0; k < XL; k++) {
+            float v = x[j0 + k];
+            mxl[k] = nn_selectf(v > mxl[k], v, mxl[k]);
+            sl[k] += v;
+        }
+    for (int j = j0; j < V; j++) { mxl[0] = nn_selectf(x[j] > mxl[0], x[j], mxl[0]); sl[0] += x[j]; }
+    float mx = mxl[0], sum = 0.0f;
+    for (int k = 0; k < XL; k++) { mx = nn_selectf(mxl[k] > mx, mxl[k], mx); sum += sl[k]; }
     int am = 0;
     while (am < V - 1 && x[am] != mx) am++;   // the first maximum
     *am_out = (uint16_t)am;
@@ -48,7 +62,7 @@ double softmax_xent_forward(float *logits, float *losses, uint16_t *argmax,
 }
 
 // dlogits = scale * (probs - onehot(target)), in place; ignored rows are zeroed
-void softmax_xent_backward(float *probs, const uint16_t *targets, int tstride, int R, int V,
+LSSAR_HOT void softmax_xent_backward(float *probs, const uint16_t *targets, int tstride, int R, int V,
                            float scale) {
     #pragma omp parallel for schedule(static)
     for (int r = 0; r < R; r++) {

@@ -4,11 +4,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/dispatch.h"
 #include "symreg/sr.h"
 
 // glibc's vector math library (libmvec, linked with -lmvec) has SIMD versions of these, accurate
 // to 4 ulp; declaring them "simd" lets the `omp simd` loops below call 4 or 8 rows at a time
-// instead of one (glibc declares them so itself only under -ffast-math).
+// instead of one (glibc declares them so itself only under -ffast-math). The evaluation entry
+// points (sr_loss, sr_eval, sr_loss_of) are LSSAR_HOT (core/dispatch.h) with the block loops
+// forced inline, so the AVX-512 clone calls the 8-lane variants (_ZGVeN8v_exp), the AVX2 clone
+// the 4-lane ones (_ZGVdN4v_exp) and the baseline the SSE2 2-lane ones (_ZGVbN2v_exp).
 #pragma omp declare simd notinbranch
 double exp(double);
 #pragma omp declare simd notinbranch
@@ -101,7 +105,8 @@ static double apply_op(int op, double a, double b) {
 // 0 if every x[i] is finite, NaN otherwise (inf*0 = NaN). Used on the inputs of the operators that
 // can map a non-finite value to a finite one (x/inf = 0, exp(-inf) = 0, pow), so an overflow inside
 // an expression can never hide behind them.
-static inline double nonfinite_probe(const double *x, int m) {
+#define SR_INLINE static inline __attribute__((always_inline))
+SR_INLINE double nonfinite_probe(const double *x, int m) {
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (int i = 0; i < m; i++) s += x[i] * 0.0;
@@ -110,7 +115,7 @@ static inline double nonfinite_probe(const double *x, int m) {
 
 // Evaluate rows [r0, r0 + m) of p. Stack slot k writes into buf[k]; a feature leaf points straight
 // into X (no copy). Returns the row-vector of results; adds NaN to *chk on a hidden overflow.
-static const double *eval_block(const sr_prog *p, const sr_data *d, int r0, int m,
+SR_INLINE const double *eval_block(const sr_prog *p, const sr_data *d, int r0, int m,
                                 double (*buf)[SR_BLK], double *chk) {
     const double *st[SR_MAXLEN];
     int sp = 0;
@@ -182,7 +187,7 @@ static const double *eval_block(const sr_prog *p, const sr_data *d, int r0, int 
 #define SR_STACK (SR_MAXLEN / 2 + 2)
 
 // Sum of the per-row loss over one block.
-static double block_loss(int loss, const double *pr, const double *y, int m) {
+SR_INLINE double block_loss(int loss, const double *pr, const double *y, int m) {
     double s = 0;
     switch (loss) {
     case LSSAR_SR_L1:
@@ -204,7 +209,7 @@ static double block_loss(int loss, const double *pr, const double *y, int m) {
     return s;
 }
 
-double sr_loss(const sr_prog *p, const sr_data *d) {
+LSSAR_HOT double sr_loss(const sr_prog *p, const sr_data *d) {
     double buf[SR_STACK][SR_BLK];
     double sum = 0, chk = 0;
     for (int r0 = 0; r0 < d->n; r0 += SR_BLK) {
@@ -217,7 +222,7 @@ double sr_loss(const sr_prog *p, const sr_data *d) {
     return isfinite(sum) ? sum / d->n : INFINITY;
 }
 
-int sr_eval(const sr_prog *p, const sr_data *d, double *pred) {
+LSSAR_HOT int sr_eval(const sr_prog *p, const sr_data *d, double *pred) {
     double buf[SR_STACK][SR_BLK];
     double chk = 0, s = 0;
     for (int r0 = 0; r0 < d->n; r0 += SR_BLK) {
@@ -229,7 +234,7 @@ int sr_eval(const sr_prog *p, const sr_data *d, double *pred) {
     return isfinite(s + chk) ? 0 : -1;
 }
 
-double sr_loss_of(const double *pred, const sr_data *d) {
+LSSAR_HOT double sr_loss_of(const double *pred, const sr_data *d) {
     double s = block_loss(d->loss, pred, d->y, d->n);
     return isfinite(s) ? s / d->n : INFINITY;
 }
