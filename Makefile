@@ -60,8 +60,11 @@ $(BUILD)/build-flags: FORCE
 	@printf '%s\n' '$(FLAGS_LINE)' | cmp -s - $@ || printf '%s\n' '$(FLAGS_LINE)' > $@
 FORCE:
 
-# Hot loops may fuse a * b + c into one FMA where the CPU (or a clone's target) has one.
-$(BUILD)/obj/src/attn/%.o $(BUILD)/obj/src/nn/%.o: ALL_CFLAGS += -ffp-contract=fast
+# Hot loops may fuse a * b + c into one FMA where the CPU (or a clone's target) has one, and may
+# turn selects into vector blends: under the default -ftrapping-math GCC if-converts them only with
+# AVX-512 masks, so the AVX2 and SSE clones of the row loops stayed scalar (src/attn/attn_rows.c).
+# Neither flag changes a result that lssar can observe (it never enables FP exceptions).
+$(BUILD)/obj/src/attn/%.o $(BUILD)/obj/src/nn/%.o: ALL_CFLAGS += -ffp-contract=fast -fno-trapping-math
 
 $(BUILD)/obj/%.o: %.c $(BUILD)/build-flags
 	@mkdir -p $(dir $@)

@@ -24,6 +24,7 @@
 #include <cblas.h>
 #include "lssar.h"
 #include "core/util.h"
+#include "core/dispatch.h"
 #include "attn/attn_rows.h"
 
 #ifndef BQ
@@ -87,7 +88,7 @@ static float *scratch(size_t nfloats) {
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 // 1 / max(|x_r|, 1e-12) for n rows of length D with stride ld.
-static void inv_norms(const float *x, int n, int D, int ld, float *out) {
+LSSAR_HOT static void inv_norms(const float *x, int n, int D, int ld, float *out) {
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * ld;
         // float is enough: |x|^2 overflows only where q . k in the sgemm would overflow too
@@ -101,7 +102,7 @@ static void inv_norms(const float *x, int n, int D, int ld, float *out) {
 
 // g <- g - xh (xh . g) with xh = x * rx: the backward of the l2 normalisation, given g already
 // multiplied by rx (see attention.c's header and docs/attention.md).
-static void project_rows(float *g, const float *x, const float *rx, int n, int D, int ld) {
+LSSAR_HOT static void project_rows(float *g, const float *x, const float *rx, int n, int D, int ld) {
     for (int r = 0; r < n; r++) {
         float *gr = g + (size_t)r * ld;
         const float *xr = x + (size_t)r * ld;

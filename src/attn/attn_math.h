@@ -4,10 +4,15 @@
  *
  * glibc's expf/log1pf/powf are scalar calls unless the whole build uses -ffast-math, and in
  * attention they run once or twice per score: at T = 1024 that was 80% of the time. These are
- * plain arithmetic (Cody-Waite range reduction + polynomials evaluated with fmaf, which GCC turns
- * into vector FMA instructions), branch-free, accurate to about 2 float32 ulp over the ranges
- * attention uses, and tested through the float64 comparisons in
+ * plain arithmetic (Cody-Waite range reduction + polynomials in a * b + c form, which GCC turns
+ * into vector FMA instructions where the target has FMA), branch-free, accurate to about 2 float32
+ * ulp over the ranges attention uses, and tested through the float64 comparisons in
  * tests/test_attention.c.
+ *
+ * Callers must be compiled with -fno-trapping-math (the Makefile sets it for src/attn and src/nn): the
+ * selects below (x < -87.3 ? 0 : y, big ? a : b) are turned into branches by earlier passes, and
+ * under the default -ftrapping-math GCC may only if-convert such branches back into vector blends
+ * with AVX-512 masked arithmetic, so with SSE/AVX2 the loops stayed scalar.
  */
 #ifndef LSSAR_ATTN_MATH_H
 #define LSSAR_ATTN_MATH_H
@@ -16,13 +21,13 @@
 #include <stdint.h>
 #include <string.h>
 
-// a * b + c: one fused instruction where the target has FMA (-march=native here); elsewhere plain
-// arithmetic, since fmaf without hardware support is a slow library call that blocks vectorising.
-#ifdef __FMA__
-#define AM_FMA(a, b, c) fmaf(a, b, c)
-#else
+// a * b + c. Plain arithmetic, not fmaf: the files including this are built with
+// -ffp-contract=fast (Makefile), so it becomes one FMA wherever the target has FMA, including the
+// AVX2/AVX-512 clones of a portable build (dispatch.h), where `#ifdef __FMA__` is a preprocessor
+// test and false; and fmaf without hardware support is a slow library call that blocks
+// vectorising. The polynomials below are accurate to ~2 ulp either way (tests/test_attention.c
+// test_math_functions runs in every build).
 #define AM_FMA(a, b, c) ((a) * (b) + (c))
-#endif
 
 static inline float am_bits_to_float(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int32_t am_float_to_bits(float f) { int32_t i; memcpy(&i, &f, 4); return i; }

@@ -23,10 +23,28 @@
  *    within lambda * 8 sqrt(D) eps of each other (the rounding level; 4.5e-5 at n = 17, D = 64) is
  *    treated as uniform. Finer differences than that are not resolved by float32 scores anyway,
  *    and p = 15 would amplify that noise into arbitrary weights.
+ *
+ * CPU dispatch: attn_row_forward and attn_row_backward are LSSAR_HOT (core/dispatch.h), so a
+ * portable build carries AVX-512, AVX2 + FMA and baseline clones of them, and the helpers below are
+ * static inline so that each clone gets its own copy compiled for its target.
+ *
+ * -fno-trapping-math (the Makefile sets it for src/attn and src/nn; it changes no result, we
+ * never enable FP exceptions):
+ * GCC turns the selects of attn_math.h into branches, and with the default -ftrapping-math it
+ * can if-convert them back into blends only through AVX-512 masked arithmetic. Without it every
+ * transcendental loop here stayed scalar in the AVX2 and SSE builds (-fopt-info-vec-missed:
+ * "control flow in loop"): lssar forward + backward was 3.1-3.3x softmax at T = 256..4096 with
+ * -march=x86-64-v3, against 1.2-1.5x with AVX-512.
+ *
+ * Row sums (Z, sum b, the softmax sum, D1, D2, the ssmax ds term) are accumulated in double: a
+ * float32 sum of n terms has a worst-case relative error of n * eps (1e-3 at n = 16384, beyond
+ * the 1e-4 the spec asks for), the double sum 2^-29 times that. The conversion costs two
+ * instructions per vector against the ~40 of softplus.
  */
 #include <float.h>
 #include <math.h>
 #include "lssar.h"
+#include "core/dispatch.h"
 #include "attn/attn_math.h"
 #include "attn/attn_rows.h"
 
@@ -51,7 +69,8 @@ static inline int first_index_of(const float *x, int n, float m) {
     return 0;
 }
 
-static void softmax_forward(const attn_row_params *pp, int i, float *s, float *w, attn_row_stats *st) {
+static inline void softmax_forward(const attn_row_params *pp, int i, float *s, float *w,
+                                   attn_row_stats *st) {
     int n = i + 1;
     float sc = logit_scale(pp, i);
     st->scale = sc;
@@ -61,17 +80,17 @@ static void softmax_forward(const attn_row_params *pp, int i, float *s, float *w
         float x = sc * s[j];
         m = x > m ? x : m;  // not fmaxf: its NaN rules keep GCC from vectorising
     }
-    float sum = 0.0f;
+    double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < n; j++) {
         float e = am_exp(sc * s[j] - m);
         w[j] = e;
         sum += e;
     }
-    float inv = 1.0f / sum;
+    float inv = (float)(1.0 / sum);
 #pragma omp simd
     for (int j = 0; j < n; j++) w[j] *= inv;
-    st->z = sum;
+    st->z = (float)sum;
     // the argmax: s_j with sc * s_j == m (recomputed exactly as above)
     st->jmax = 0;
     for (int j0 = 0; j0 < n; j0 += 16) {
@@ -84,8 +103,9 @@ static void softmax_forward(const attn_row_params *pp, int i, float *s, float *w
     }
 }
 
-void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, const float *rk,
-                      float *s, float *alpha, float *w, attn_row_stats *st) {
+LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq,
+                                const float *rk, float *s, float *alpha, float *w,
+                                attn_row_stats *st) {
     int n = i + 1;
     for (int j = n; j < ncols; j++) w[j] = 0.0f;
     st->fallback = 0;
@@ -97,7 +117,8 @@ void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, con
     float lam0 = pp->ln_d * logf((float)n), lam = lam0 * rq;  // lambda_i, and with 1/|q_i| folded in
     st->scale = lam;
     float *al = pp->kind == LSSAR_ATTN_LSSAR ? alpha : w;
-    float z = 0.0f, xmax = -INFINITY, xmin = INFINITY;
+    double z = 0.0;
+    float xmax = -INFINITY, xmin = INFINITY;
 #pragma omp simd reduction(+ : z) reduction(max : xmax) reduction(min : xmin)
     for (int j = 0; j < n; j++) {
         float x = lam * (s[j] * rk[j]);
@@ -108,9 +129,9 @@ void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, con
         xmax = x > xmax ? x : xmax;
         xmin = x < xmin ? x : xmin;
     }
-    float invz = 1.0f / z;
+    float invz = (float)(1.0 / z);
     int jm = first_index_of(s, n, xmax);
-    st->z = z;
+    st->z = (float)z;
     st->jmax = jm;
     if (pp->kind != LSSAR_ATTN_LSSAR) {
 #pragma omp simd
@@ -128,7 +149,8 @@ void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, con
         st->fallback = 1;
         return;
     }
-    float invm = 1.0f / m, sb = 0.0f, p = pp->p;
+    float invm = 1.0f / m, p = pp->p;
+    double sb = 0.0;
     // b / max b = (u / max u)^p; u <= 0 (or below FLT_MIN of max u) gives b = 0.
     int ip = (int)p;
     if (p == (float)ip && ip >= 1 && ip < 16) {  // integer p (the paper's 15): repeated squaring
@@ -159,22 +181,25 @@ void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, con
             sb += b;
         }
     }
-    float invsb = 1.0f / sb;
+    float invsb = (float)(1.0 / sb);
 #pragma omp simd
     for (int j = 0; j < n; j++) w[j] *= invsb;
 }
 
-void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, const float *rk,
-                       const float *s, const float *alpha, const float *w,
-                       const attn_row_stats *st, float *dw, double *ds_acc) {
+LSSAR_HOT void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq,
+                                 const float *rk, const float *s, const float *alpha,
+                                 const float *w, const attn_row_stats *st, float *dw,
+                                 double *ds_acc) {
     int n = i + 1, jm = st->jmax;
     for (int j = n; j < ncols; j++) dw[j] = 0.0f;
     if (pp->kind == LSSAR_ATTN_SOFTMAX || pp->kind == LSSAR_ATTN_SSMAX) {
         float sc = st->scale;
-        float c = dw[jm], d = 0.0f;
-#pragma omp simd reduction(+ : d)
-        for (int j = 0; j < n; j++) d += w[j] * (dw[j] - c);
-        float dss = 0.0f;  // sum_j dx_j S_j, for d(loss)/d(s_h)
+        float c = dw[jm];
+        double dd = 0.0;
+#pragma omp simd reduction(+ : dd)
+        for (int j = 0; j < n; j++) dd += w[j] * (dw[j] - c);
+        float d = (float)dd;
+        double dss = 0.0;  // sum_j dx_j S_j, for d(loss)/d(s_h)
 #pragma omp simd reduction(+ : dss)
         for (int j = 0; j < n; j++) {
             float dx = w[j] * ((dw[j] - c) - d);
@@ -182,7 +207,7 @@ void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, co
             dw[j] = dx * sc;
         }
         if (pp->kind == LSSAR_ATTN_SSMAX && ds_acc)
-            *ds_acc += (double)dss * log((double)n) * pp->inv_sqrt_d;
+            *ds_acc += dss * log((double)n) * pp->inv_sqrt_d;
         return;
     }
     // al: lssa: alpha (= w); lssar: a, the unnormalised alpha (alpha_j = a_j / Z)
@@ -191,10 +216,11 @@ void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, co
     // dw holds dbeta; turn it into dalpha (lssa and the fallback row: dalpha = dbeta).
     if (pp->kind == LSSAR_ATTN_LSSAR && !st->fallback) {
         float o = i < 3 ? 0.0f : 1.0f, fn = (float)n, nz = fn * alpha_scale;
-        float c = dw[jm], d1 = 0.0f;
-#pragma omp simd reduction(+ : d1)
-        for (int j = 0; j < n; j++) d1 += w[j] * (dw[j] - c);
-        float np = fn * pp->p;
+        float c = dw[jm];
+        double d1d = 0.0;
+#pragma omp simd reduction(+ : d1d)
+        for (int j = 0; j < n; j++) d1d += w[j] * (dw[j] - c);
+        float d1 = (float)d1d, np = fn * pp->p;
 #pragma omp simd
         for (int j = 0; j < n; j++) {
             float u = nz * al[j] - o;
@@ -204,10 +230,11 @@ void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq, co
         }
     }
     // dalpha -> da -> dx -> dc -> dS (dS = dc rq rk since c = rq rk S).
-    float c = dw[jm], d2 = 0.0f;
-#pragma omp simd reduction(+ : d2)
-    for (int j = 0; j < n; j++) d2 += al[j] * (dw[j] - c);
-    d2 *= alpha_scale;
+    float c = dw[jm];
+    double d2d = 0.0;
+#pragma omp simd reduction(+ : d2d)
+    for (int j = 0; j < n; j++) d2d += al[j] * (dw[j] - c);
+    float d2 = (float)(d2d * alpha_scale);
     float f = st->scale / st->z;  // lambda_i / |q_i| / Z
     // sigmoid(x) = 1 - exp(-softplus(x)) = 1 - exp(-a): no division. Where a is tiny the
     // subtraction leaves an absolute error of ~1e-7 on a sigmoid that is itself tiny, i.e. on a
