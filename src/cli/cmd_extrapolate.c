@@ -11,6 +11,7 @@
 #include "data/shard.h"
 #include "exp/common.h"
 #include "exp/docwin.h"
+#include "exp/downstream.h"
 #include "exp/mqar.h"
 #include "exp/passkey.h"
 #include "exp/plot.h"
@@ -43,10 +44,16 @@ static const char *ABOUT =
     "({\"runs\": [{\"name\", \"attn\", \"p\", \"train_seq\", \"results\": [{\"seq\", \"loss\", \"stderr\"}]}]}),\n"
     "--out/results.md (table) and --out/loss_vs_length.png (gnuplot; skipped with a note if missing).\n"
     "Resumable: a run whose model reached --steps is not retrained; an interrupted one resumes from\n"
-    "its checkpoint; evaluations are cached in RUN/extrap*.json.";
+    "its checkpoint; evaluations are cached in RUN/extrap*.json.\n"
+    "\n"
+    "--downstream TASKS (text task, GPT-2-tokenizer data): also score every run zero-shot on these\n"
+    "`lssar downstream` tasks (e.g. hellaswag,piqa or all; the first --downstream-limit documents of\n"
+    "each, 0: all) and put acc / acc_norm with 95% Wilson intervals and chance into results.json\n"
+    "(each run's \"downstream\") and a second table of results.md; cached in RUN/downstream*.json.";
 
 #define MAXF 16
 #define MAXR 16
+#define MAXD 8
 
 typedef struct {
     char name[64];      // run directory / table label
@@ -58,6 +65,7 @@ typedef struct {
     double train_s;
     double loss[MAXF], se[MAXF], lo[MAXF], hi[MAXF];
     int windows[MAXF];
+    ds_result ds[MAXD];   // --downstream results, one per task
 } run_t;
 
 static int file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
@@ -199,6 +207,8 @@ int cmd_extrapolate(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *attn_list = "softmax,ssmax,lssa,lssar", *factors = "1,2,4,8,16";
     const char *lssar_p = "15,3", *pos = "rope", *task = "text";
     int steps = 200, max_windows = 64, eval_batch = 4, no_zeroshot = 0, no_plot = 0;
+    const char *downstream = NULL;
+    int downstream_limit = 0;
     int pairs = 8, mqar_keys = 64, mqar_values = 64, mqar_eval_n = 64, mqar_train_seqs = 0;
     o.quiet = 0;
     arg_spec sp[] = {
@@ -212,6 +222,8 @@ int cmd_extrapolate(int argc, char **argv) {
         {"eval-batch", ARG_INT, &eval_batch, "windows per forward pass in evaluation", 0, 0},
         {"no-zeroshot", ARG_BOOL, &no_zeroshot, "skip the lssa model evaluated with LSSAR re-weighting", 0, 0},
         {"no-plot", ARG_BOOL, &no_plot, "do not run gnuplot", 0, 0},
+        {"downstream", ARG_STR, &downstream, "also score each run on these `lssar downstream` tasks (comma list or all)", 0, 0},
+        {"downstream-limit", ARG_INT, &downstream_limit, "documents per downstream task at most (0: all)", 0, 0},
         {"pairs", ARG_INT, &pairs, "mqar: key-value pairs per sequence", 0, 0},
         {"mqar-keys", ARG_INT, &mqar_keys, "mqar: key alphabet", 0, 0},
         {"mqar-values", ARG_INT, &mqar_values, "mqar: value alphabet", 0, 0},
@@ -251,6 +263,23 @@ int cmd_extrapolate(int argc, char **argv) {
     if (!(o.passkey_mix >= 0 && o.passkey_mix <= 1)) return args_error("extrapolate", "--passkey-mix must be in [0, 1] (got %g)", o.passkey_mix);
     if (mqar && o.passkey_mix > 0) return args_error("extrapolate", "--passkey-mix needs text data: drop it for --task mqar");
     o.steps = steps;
+    // --downstream: resolve the tasks now, so a typo or an unfetched set fails before training
+    char ds_names[MAXD][64], ds_paths[MAXD][4096];
+    int nds = 0;
+    if (downstream) {
+        if (mqar) return args_error("extrapolate", "--downstream needs the text task (GPT-2-tokenizer data)");
+        if (downstream_limit < 0) return args_error("extrapolate", "--downstream-limit must be >= 0 (0: all documents)");
+        char dl[2048], evdir[4096];
+        snprintf(dl, sizeof dl, "%s", strcmp(downstream, "all") ? downstream : DS_ALL_TASKS);
+        const char *ld = getenv("LSSAR_DATA");
+        snprintf(evdir, sizeof evdir, "%s/evals", ld && *ld ? ld : "data");
+        for (char *tk = strtok(dl, ","); tk; tk = strtok(NULL, ",")) {
+            if (nds == MAXD) return args_error("extrapolate", "--downstream: at most %d tasks", MAXD);
+            if (ds_resolve_task(tk, evdir, ds_names[nds], sizeof ds_names[nds], ds_paths[nds], sizeof ds_paths[nds]))
+                return args_error("extrapolate", "--downstream: %s", lssar_errmsg());
+            nds++;
+        }
+    }
     int fac[MAXF];
     int nf = args_int_list("extrapolate", "--factors", factors, fac, MAXF);
     if (nf < 1) return 2;
@@ -331,6 +360,10 @@ int cmd_extrapolate(int argc, char **argv) {
         o.val = valp;
         exp_manifest_hash(data, hash);
         if (o.vocab == 0) o.vocab = exp_manifest_vocab(data);   // 257 for byte data, 50257 for GPT-2
+        if (nds && o.vocab && (o.vocab < 50257 || o.vocab > 50304)) {
+            shard_close(&val); exp_docs_free(&docs); free(train_list); free(runs);
+            return args_error("extrapolate", "--downstream needs models with the GPT-2 tokenizer (vocabulary 50257..50304), %s has vocabulary %d (byte-level data?)", data, o.vocab);
+        }
     }
     o.data = train_list;
     o.eval_every = 0;
@@ -399,12 +432,65 @@ int cmd_extrapolate(int argc, char **argv) {
         free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
         return 1;
     }
+    // downstream tasks (cached per run in RUN/downstream[-NAME].json under a key of step, tasks, limit)
+    lssar_tokenizer *dtok = NULL;
+    if (nds && (rc = lssar_tokenizer_open("gpt2", &dtok))) {
+        fprintf(stderr, "lssar extrapolate: %s\n", lssar_errmsg());
+        free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
+        return 1;
+    }
+    for (int i = 0; i < nr && nds && !rc; i++) {
+        run_t *r = &runs[i];
+        char dir[4200], cp[4400], key[8192];
+        snprintf(dir, sizeof dir, "%s/%s", out, r->src);
+        if (r->eval_only) snprintf(cp, sizeof cp, "%s/downstream-%s.json", dir, r->name);
+        else snprintf(cp, sizeof cp, "%s/downstream.json", dir);
+        int k = snprintf(key, sizeof key, "step=%lld|limit=%d|attn%d p%g|", (long long)r->step, downstream_limit, r->attn, r->p);
+        for (int t = 0; t < nds && k < (int)sizeof key; t++) k += snprintf(key + k, sizeof key - k, "%s=%s,", ds_names[t], ds_paths[t]);
+        char *txt = NULL;
+        size_t tl;
+        int cached = 0;
+        if (!lssar_read_file(cp, &txt, &tl)) {
+            cJSON *j = cJSON_Parse(txt);
+            cJSON *kk = cJSON_GetObjectItem(j, "key"), *a = cJSON_GetObjectItem(j, "results");
+            if (cJSON_IsString(kk) && !strcmp(kk->valuestring, key) && cJSON_GetArraySize(a) == nds) {
+                cached = 1;
+                for (int t = 0; t < nds && cached; t++) cached = !ds_result_from_json(cJSON_GetArrayItem(a, t), &r->ds[t]);
+            }
+            cJSON_Delete(j);
+            free(txt);
+        }
+        if (cached) { if (!o.quiet) fprintf(stderr, "extrapolate: %s: downstream results cached in %s\n", r->name, cp); continue; }
+        gpt *g = NULL;
+        if ((rc = exp_load_model(dir, r->eval_only ? r->attn : -1, r->eval_only ? r->p : 0, &g, NULL))) break;
+        ds_opts dopt = {downstream_limit, eval_batch > 16 ? eval_batch : 16, 0, o.quiet, NULL};
+        for (int t = 0; t < nds && !rc; t++) rc = ds_run_task(g, dtok, ds_names[t], ds_paths[t], &dopt, &r->ds[t]);
+        gpt_free(g);
+        if (rc) break;
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "key", key);
+        cJSON *a = cJSON_AddArrayToObject(j, "results");
+        for (int t = 0; t < nds; t++) cJSON_AddItemToArray(a, ds_result_json(&r->ds[t]));
+        lssar_write_json(cp, j);
+        cJSON_Delete(j);
+    }
+    lssar_tokenizer_free(dtok);
+    if (rc) {
+        fprintf(stderr, "lssar extrapolate: downstream evaluation failed: %s\n", lssar_errmsg());
+        free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
+        return rc == LSSAR_E_UNSUPPORTED ? 2 : 1;
+    }
     for (int i = 0; i < nr; i++)
         if (!runs[i].eval_only) runs[i].train_s = read_train_seconds(out, runs[i].name);
 
     // results.json
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "task", task);
+    if (nds) {
+        cJSON *dt = cJSON_AddArrayToObject(root, "downstream_tasks");
+        for (int t = 0; t < nds; t++) cJSON_AddItemToArray(dt, cJSON_CreateString(ds_names[t]));
+        cJSON_AddNumberToObject(root, "downstream_limit", downstream_limit);
+    }
     if (!mqar) {
         cJSON_AddStringToObject(root, "data", data);
         cJSON_AddStringToObject(root, "manifest_sha256", hash);
@@ -439,6 +525,10 @@ int cmd_extrapolate(int argc, char **argv) {
         snprintf(md, sizeof md, "%s/%s", out, r->src);
         cJSON_AddNumberToObject(e, "passkey_mix", exp_passkey_mix(md));
         cJSON_AddItemToObject(e, "results", results_json(r, seqs, nf, mqar));
+        if (nds) {
+            cJSON *da = cJSON_AddArrayToObject(e, "downstream");
+            for (int t = 0; t < nds; t++) cJSON_AddItemToArray(da, ds_result_json(&r->ds[t]));
+        }
         cJSON_AddItemToArray(ra, e);
     }
     char path[4200];
@@ -477,6 +567,27 @@ int cmd_extrapolate(int argc, char **argv) {
         k += snprintf(md + k, cap - k, "\nWindows per length:");
         for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d: %d;", seqs[f], runs[0].windows[f]);
         k += snprintf(md + k, cap - k, "\n");
+    }
+    if (nds) {
+        char lim[64] = "all documents";
+        if (downstream_limit) snprintf(lim, sizeof lim, "the first %d documents", downstream_limit);
+        k += snprintf(md + k, cap - k, "\nZero-shot downstream accuracy (`lssar downstream`, %s of each task): acc / acc_norm [95%% Wilson interval of acc_norm; LAMBADA: acc [interval], perplexity]; chance in the header.\n\n| run |", lim);
+        for (int t = 0; t < nds; t++) {
+            if (runs[0].ds[t].lambada) k += snprintf(md + k, cap - k, " %s (acc, ppl) |", ds_names[t]);
+            else k += snprintf(md + k, cap - k, " %s (chance %.3f) |", ds_names[t], runs[0].ds[t].chance);
+        }
+        k += snprintf(md + k, cap - k, "\n|---|");
+        for (int t = 0; t < nds; t++) k += snprintf(md + k, cap - k, "---|");
+        k += snprintf(md + k, cap - k, "\n");
+        for (int i = 0; i < nr && k < (int)cap - 512; i++) {
+            k += snprintf(md + k, cap - k, "| %s%s |", runs[i].name, runs[i].eval_only ? " (eval only)" : "");
+            for (int t = 0; t < nds; t++) {
+                const ds_result *d = &runs[i].ds[t];
+                if (d->lambada) k += snprintf(md + k, cap - k, " %.3f [%.3f, %.3f], %.0f |", d->acc, d->acc_lo, d->acc_hi, d->ppl);
+                else k += snprintf(md + k, cap - k, " %.3f / %.3f [%.3f, %.3f] |", d->acc, d->acc_norm, d->norm_lo, d->norm_hi);
+            }
+            k += snprintf(md + k, cap - k, "\n");
+        }
     }
     k += snprintf(md + k, cap - k, "\nTraining wall time:");
     for (int i = 0; i < nr; i++) if (!runs[i].eval_only && isfinite(runs[i].train_s)) k += snprintf(md + k, cap - k, " %s %.0f s;", runs[i].name, runs[i].train_s);

@@ -18,7 +18,8 @@
     X(orbits, "planetary-trajectory data, orbit world model and the Newton probe")         \
     X(extrapolate, "train one model per attention kind and compare loss vs length")        \
     X(attnstats, "attention entropy, sink weight and top-1 weight per layer and length")   \
-    X(passkey, "passkey retrieval at several lengths and depths")
+    X(passkey, "passkey retrieval at several lengths and depths")                          \
+    X(downstream, "zero-shot HellaSwag, PIQA, ARC, SciQ, Winogrande, LAMBADA accuracy")
 
 #define ORBITS_SUBCOMMANDS(X)                                                                  \
     X(simulate, "sample systems and write 2-channel token shards, metadata, state, CSV")     \
