@@ -17,7 +17,7 @@
 # Knobs: DEMO_STEPS (1500), DEMO_SEQ (128), DEMO_THREADS (1; 0 = all cores, which helps only on an
 # otherwise idle machine: beside other jobs 2 OpenMP threads ran 20x slower than 1, as threads wait
 # on each other at every barrier), LSSAR_BIN (build/lssar), LSSAR_DATA (./data).
-# Measured: 360 s end to end with 1 thread on a 2-core machine with other jobs (docs/RESULTS.md, B).
+# Measured: 259 s end to end with 1 thread on a 2-core machine (2026-12-01; docs/RESULTS.md, B).
 # Without network access to PyPI it falls back to the built-in synthetic "repeat" task.
 set -euo pipefail
 cd "$(dirname "$0")/.."
