@@ -16,7 +16,7 @@ pypi_wheel() {
   mkdir -p "$dir/dl" || return 1
   if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PY" -m pip download -q --no-deps "$name==$ver" -d "$dir/dl" >/dev/null 2>"$dir/pip.err"; then
     grep -E 'ERROR|rror' "$dir/pip.err" | tail -3 >&2
-    echo "$me: pip download $name==$ver failed: is PyPI reachable (network, proxy, pip config list)?" >&2
+    echo "$me: $name==$ver is unavailable from PyPI (pip download failed): is PyPI reachable (network, proxy, pip config list)?" >&2
     return 1
   fi
   WHEEL_FILE=$(ls -1 "$dir"/dl/*.whl 2>/dev/null | head -1)
