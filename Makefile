@@ -30,13 +30,24 @@ PKG_LIBS   := $(BLAS_LIBS) $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(NATIVE),1)
 OPT     ?= -O3 -march=native -DLSSAR_NATIVE
 BUILD   ?= build-native
+else ifeq ($(SANITIZE),1)
+OPT     ?= -O2 -g
 else
 OPT     ?= -O3 -march=x86-64-v2 -mtune=generic
 endif
+# `make test SANITIZE=1` builds everything (library, program, tests) in build-sanitize under
+# AddressSanitizer (with LeakSanitizer) and UBSan, any UB report fatal, and runs the suite on it
+# (tests/run.sh sees -fsanitize in build-flags and sets the sanitizer options). -O2, not -O1: GCC
+# vectorises only from -O2, so the vector loops (and the AVX2/AVX-512 target_clones, which work
+# under ASan) that the release build runs are the ones checked, and the suite runs faster.
+ifeq ($(SANITIZE),1)
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+BUILD   ?= build-sanitize
+endif
 BUILD   ?= build
 WARN    := -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fopenmp $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
-LIBS    := $(PKG_LIBS) -fopenmp -lmvec -lm -lpthread
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fopenmp $(OPT) $(SAN) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
+LIBS    := $(SAN) $(PKG_LIBS) -fopenmp -lmvec -lm -lpthread
 
 LIB_SRC := $(sort $(shell find src -name '*.c' -not -path 'src/cli/*'))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -54,7 +65,7 @@ all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar
 
 # $(BUILD)/build-flags records the compiler and flags; it changes (and so every object is rebuilt)
 # only when they do, so switching OPT or NATIVE never mixes objects built with different flags.
-FLAGS_LINE := opt=$(OPT) cc=$(CC) cflags=$(CFLAGS)
+FLAGS_LINE := opt=$(OPT) $(SAN) cc=$(CC) cflags=$(CFLAGS)
 $(BUILD)/build-flags: FORCE
 	@mkdir -p $(BUILD)
 	@printf '%s\n' '$(FLAGS_LINE)' | cmp -s - $@ || printf '%s\n' '$(FLAGS_LINE)' > $@
@@ -122,6 +133,6 @@ install: all
 	    -e 's|@LIBS_PRIVATE@|$(LIBS)|' lssar.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lssar.pc
 
 clean:
-	rm -rf build build-native
+	rm -rf build build-native build-sanitize
 
 -include $(DEPS)

@@ -66,7 +66,10 @@ int main(void) {
     return 0;
 }
 C
-out=$(cc "$tmp/dyn.c" -o "$tmp/dyn" $cflags -L"$tmp/prefix/lib" -llssar 2>&1) && ok "dynamic link with -llssar" || bad "dynamic link with -llssar" "$out"
+# a sanitizer build's liblssar.so needs its runtime first in the program (the static link gets it
+# from Libs.private)
+san=$(grep -o -- '-fsanitize=[^ ]*' "$BUILD/build-flags" 2>/dev/null | tr '\n' ' ')
+out=$(cc "$tmp/dyn.c" -o "$tmp/dyn" $cflags $san -L"$tmp/prefix/lib" -llssar 2>&1) && ok "dynamic link with -llssar" || bad "dynamic link with -llssar" "$out"
 if [ -x "$tmp/dyn" ]; then
   run=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/dyn" 2>&1) && [ "$run" = "lssar $ver" ] && ok "lssar_version() = $ver through liblssar.so" ||
     bad "lssar_version() = $ver through liblssar.so" "$run"

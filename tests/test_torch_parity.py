@@ -53,10 +53,16 @@ def compile_driver(tmp):
                               text=True).stdout.split()
     pk = blas + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libpcre2-8", "zlib"],
                                capture_output=True, text=True).stdout.split()
+    # a sanitizer build (make SANITIZE=1) links its runtime: the driver is its own executable, so
+    # the instrumented library runs under ASan/UBSan there, with no LD_PRELOAD into this process
+    try:
+        san = [w for w in open(os.path.join(BUILD, "build-flags")).read().split() if w.startswith("-fsanitize")]
+    except OSError:
+        san = []
     exe = os.path.join(tmp, "driver")
     cmd = ["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-fopenmp", "-I" + os.path.join(ROOT, "include"),
            "-I" + os.path.join(ROOT, "src"), os.path.join(ROOT, "tests", "torch_parity_driver.c"),
-           lib, "-o", exe] + pk + ["-fopenmp", "-lm", "-lpthread"]
+           lib, "-o", exe] + pk + san + ["-fopenmp", "-lm", "-lpthread"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         print("  FAIL compiling the driver:\n" + r.stderr[-3000:])

@@ -39,6 +39,7 @@ static inline float am_exp(float x) {
     // n = round(x / ln 2) with the 1.5 * 2^23 trick (exact, no libm call)
     float t = xc * 1.44269504088896341f;
     float n = (t + 12582912.0f) - 12582912.0f;
+    n = n == n ? n : 0.0f;  // x NaN: (int32_t)NaN is UB (INT_MIN on x86, then a negative << 23); y stays NaN via p
     // r = x - n ln2 in two pieces so r keeps full precision
     float r = xc - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;

@@ -68,8 +68,10 @@ int cmd_passkey(int argc, char **argv) {
     if ((rc = passkey_pieces_init(&pp, tok))) { lssar_tokenizer_free(tok); gpt_free(g); return args_error("passkey", "%s", lssar_errmsg()); }
     int minlen = passkey_min_len(&pp) - 1;
     for (int i = 0; i < nl; i++)
-        if (lens[i] < minlen) { passkey_pieces_free(&pp); lssar_tokenizer_free(tok); gpt_free(g);
-            return args_error("passkey", "--lengths %d is too short: the prompt needs at least %d %s tokens", lens[i], minlen, lssar_tokenizer_name(tok)); }
+        if (lens[i] < minlen) {
+            rc = args_error("passkey", "--lengths %d is too short: the prompt needs at least %d %s tokens", lens[i], minlen, lssar_tokenizer_name(tok));
+            passkey_pieces_free(&pp); lssar_tokenizer_free(tok); gpt_free(g);
+            return rc; }
     double mix = exp_passkey_mix(model);
     static double acc[MAXL * MAXD], dacc[MAXL * MAXD], lo[MAXL * MAXD], hi[MAXL * MAXD];
     static int ok_n[MAXL * MAXD];

@@ -31,6 +31,7 @@ static inline float nn_expf(float x) {
     x = nn_selectf(x > 88.7f, 88.7f, x);
     // round to nearest by adding and subtracting 1.5 * 2^23 (floorf does not vectorise)
     float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+    n = n == n ? n : 0.0f;  // x NaN: (int32_t)NaN is UB (INT_MIN on x86, then a negative << 23); the result stays NaN via p
     float r = x - n * 0.693145752f - n * 1.42860677e-6f;   // ln 2 in two parts (Cody-Waite)
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f +
               r * (8.3333338e-3f + r * (1.3888889e-3f + r * 1.9841270e-4f))))));

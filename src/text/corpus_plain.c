@@ -39,7 +39,7 @@ static int list_files(const char *root, const char *rel, int recursive, strlist 
     while (!rc && (e = readdir(d))) if (e->d_name[0] != '.') rc = strlist_add(&names, e->d_name);
     closedir(d);
     if (rc) { strlist_free(&names); return rc; }
-    qsort(names.v, names.n, sizeof *names.v, cmp_str);
+    if (names.n > 1) qsort(names.v, names.n, sizeof *names.v, cmp_str);  // an empty folder leaves v NULL
     for (int i = 0; i < names.n && !rc; i++) {
         char sub[4096], full[4096];
         corpus_path(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", names.v[i]);
