@@ -1,7 +1,6 @@
 // downstream.c - zero-shot log-likelihood scoring of ready requests; see downstream.h and
 // docs/DOWNSTREAM.md for the conventions.
 #include <cJSON.h>
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +9,7 @@
 #include "core/util.h"
 #include "exp/downstream.h"
 #include "exp/passkey.h"
-#include "nn/vmath.h"
+#include "nn/nn.h"
 
 #define DS_UNCOND_OFFSET 1000000.0
 #define GPT2_VOCAB 50257
@@ -294,8 +293,8 @@ static int cmp_len(const void *a, const void *b) {
     return x - y;
 }
 
-// Score every request: hidden states from the model, then the output head only at the scored
-// positions (float32 logits, log-softmax in double).
+// Score every request: hidden states from the model, then the output head and the model's own
+// softmax cross-entropy (nn/) only at the scored positions.
 static int score_all(gpt *m, ds_set *s, const ds_opts *o, const char *name) {
     const gpt_config *c = gpt_get_config(m);
     const int C = c->dim, V = c->vocab;
@@ -314,10 +313,10 @@ static int score_all(gpt *m, ds_set *s, const ds_opts *o, const char *name) {
     float *Lg = malloc((size_t)RCH * V * sizeof *Lg);
     uint16_t *in = malloc((size_t)B * Tmax * sizeof *in);
     int *order = malloc(s->nr * sizeof *order), *len = malloc(s->nr * sizeof *len);
-    int *rrow = malloc((size_t)RCH * sizeof *rrow), *rtgt = malloc((size_t)RCH * sizeof *rtgt);
-    double *rlp = malloc((size_t)RCH * sizeof *rlp);
-    int *ramax = malloc((size_t)RCH * sizeof *ramax);
-    if (!W || !H || !X || !Lg || !in || !order || !len || !rrow || !rtgt || !rlp || !ramax) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for scoring"); goto done; }
+    int *rrow = malloc((size_t)RCH * sizeof *rrow);
+    uint16_t *rtgt = malloc((size_t)RCH * sizeof *rtgt), *ramax = malloc((size_t)RCH * sizeof *ramax);
+    float *rnll = malloc((size_t)RCH * sizeof *rnll);
+    if (!W || !H || !X || !Lg || !in || !order || !len || !rrow || !rtgt || !rnll || !ramax) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for scoring"); goto done; }
     if ((rc = gpt_read_tensor(m, GPT_BUF_PARAM, hi, W))) goto done;
     for (int i = 0; i < s->nr; i++) { order[i] = i; len[i] = s->r[i].n - 1; s->r[i].ll = 0; s->r[i].greedy = 1; s->r[i].tokens = 0; }
     g_len = len;
@@ -342,24 +341,12 @@ static int score_all(gpt *m, ds_set *s, const ds_opts *o, const char *name) {
             for (int t = t0; t <= t1; t++) {
                 int flush = nrow == RCH || (!r && nrow > 0);
                 if (flush) {
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nrow, V, C, 1.0f, X, C, W, C, 0.0f, Lg, V);
-                    #pragma omp parallel for schedule(static)
-                    for (int q = 0; q < nrow; q++) {
-                        const float *l = Lg + (size_t)q * V;
-                        float mx = l[0];
-                        #pragma omp simd reduction(max:mx)
-                        for (int v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
-                        int am = 0;
-                        while (am < V - 1 && l[am] != mx) am++;   // the first maximum
-                        double sum = 0;
-                        #pragma omp simd reduction(+:sum)
-                        for (int v = 0; v < V; v++) sum += (double)nn_expf(l[v] - mx);
-                        rlp[q] = (double)l[rtgt[q]] - (double)mx - log(sum);
-                        ramax[q] = am;
-                    }
+                    matmul_forward(Lg, X, W, NULL, nrow, C, V);   // the output head, as gpt.c applies it
+                    // the model's own softmax cross-entropy (nn/xent.c): -log p(target) and argmax
+                    softmax_xent_forward(Lg, rnll, ramax, rtgt, 1, 1, nrow, V, NULL);
                     for (int q = 0; q < nrow; q++) {
                         ds_req *rq = &s->r[rrow[q]];
-                        rq->ll += rlp[q];
+                        rq->ll -= rnll[q];
                         rq->tokens++;
                         if (ramax[q] != rtgt[q]) rq->greedy = 0;
                     }
@@ -368,14 +355,14 @@ static int score_all(gpt *m, ds_set *s, const ds_opts *o, const char *name) {
                 if (!r || t == t1) break;
                 memcpy(X + (size_t)nrow * C, H + ((size_t)i * T + t) * C, C * sizeof *X);
                 rrow[nrow] = order[b0 + i];
-                rtgt[nrow] = r->ids[t + 1];
+                rtgt[nrow] = (uint16_t)r->ids[t + 1];
                 nrow++;
             }
         }
         if (!o->quiet) lssar_progress_update(&pg, b0 + b, NULL);
     }
 done:
-    free(W); free(H); free(X); free(Lg); free(in); free(order); free(len); free(rrow); free(rtgt); free(rlp); free(ramax);
+    free(W); free(H); free(X); free(Lg); free(in); free(order); free(len); free(rrow); free(rtgt); free(rnll); free(ramax);
     return rc;
 }
 
