@@ -53,12 +53,14 @@ LIB_SRC := $(sort $(shell find src -name '*.c' -not -path 'src/cli/*'))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d)
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d) $(EXAMPLE_BIN:=.d)
 
 .PHONY: all lib test demo bench install clean deps FORCE
 all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar
@@ -103,6 +105,11 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/liblssar.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/liblssar.a $(LIBS)
 
+# examples/: programs that use only the public header (no -Isrc), linked like an installed user's.
+$(BUILD)/examples/%: examples/%.c include/lssar.h $(BUILD)/liblssar.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -fopenmp $(OPT) $(SAN) $(WARN) -Iinclude $(CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/liblssar.a $(LIBS)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/liblssar.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/liblssar.a $(LIBS)
@@ -111,7 +118,7 @@ deps:
 	@bash scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(EXAMPLE_BIN)
 	@BUILD=$(BUILD) bash tests/run.sh
 
 bench: all $(BENCH_BIN)

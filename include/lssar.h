@@ -9,6 +9,26 @@
  * Conventions: every function returns 0 on success and a non-zero lssar_err code on failure;
  * lssar_strerror() names the code and lssar_errmsg() gives the detail of the calling thread's
  * last failure (which file, which flag, how to fix it). Nothing here aborts on bad input.
+ * Memory that a function returns through a pointer argument (lssar_encode's ids, lssar_decode's
+ * text, ...) is released with lssar_free(); objects have their own *_free function.
+ *
+ * Threads: the library parallelises inside each call with OpenMP (and OpenBLAS); the team size
+ * is lssar_set_threads() / OMP_NUM_THREADS. Calls on DISTINCT objects (two models, two decoders,
+ * two tokenizers) may run concurrently from different threads, as may the functions that take no
+ * object (lssar_attn_forward, lssar_symreg, ...). One object must not be used from two threads at
+ * once: a model keeps its activations and a decoder its KV cache inside, so even "read-only" calls
+ * such as lssar_model_loss write to them; a decoder also uses its model's buffers, so a model and
+ * its decoders are one object for this rule. A tokenizer is read-only after loading and may be
+ * shared. lssar_errmsg() is per thread: each thread sees its own last failure.
+ *
+ * Example (examples/tiny.c is a complete program): create a model, score tokens, save it, load it
+ * back and decode greedily:
+ *     lssar_model_config c; lssar_model_defaults(&c);
+ *     c.vocab = 16; c.layers = 1; c.heads = 2; c.dim = 16; c.max_seq = 32;
+ *     lssar_model *m; lssar_model_create(&c, 1, &m);
+ *     lssar_model_save(m, "run");                          (run/model.safetensors)
+ *     lssar_decoder *d; lssar_decoder_create(m, 32, &d);
+ *     float logits[16]; uint16_t t = 3; lssar_decoder_feed(d, &t, 1, logits);
  */
 #ifndef LSSAR_H
 #define LSSAR_H
@@ -21,10 +41,11 @@ extern "C" {
 #endif
 
 /* The version of this header: MAJOR.MINOR.PATCH. liblssar.so.MAJOR is the library's SONAME: a
-   new MAJOR breaks the ABI, a new MINOR only adds to it. */
-#define LSSAR_VERSION "0.2.0"
+   new MAJOR breaks the ABI, a new MINOR only adds to it - except while MAJOR is 0, when a new
+   MINOR may also change it (0.3.0 changed lssar_model_load and lssar_model_info). */
+#define LSSAR_VERSION "0.3.0"
 #define LSSAR_VERSION_MAJOR 0
-#define LSSAR_VERSION_MINOR 2
+#define LSSAR_VERSION_MINOR 3
 #define LSSAR_VERSION_PATCH 0
 
 /* liblssar is built with hidden visibility: only what this header declares is exported. */
@@ -32,7 +53,7 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-/* The version of the library linked at run time ("0.2.0"), which may differ from LSSAR_VERSION
+/* The version of the library linked at run time ("0.3.0"), which may differ from LSSAR_VERSION
    when a program was built against another header. */
 const char *lssar_version(void);
 
@@ -57,6 +78,27 @@ const char *lssar_strerror(int code);
 /* The detail of this thread's most recent failure; "" if none. Valid until the next failing call. */
 const char *lssar_errmsg(void);
 
+/* Free memory the library allocated and handed over (lssar_encode's ids, lssar_decode's text).
+   NULL is ignored. */
+void lssar_free(void *p);
+
+/* ---------------------------------------------------------------- threads */
+/* The number of threads later calls from the CALLING thread use (OpenMP's team size, which is per
+   thread, and OpenBLAS's, which is per process). n = 0 restores the default the process started
+   with (OMP_NUM_THREADS, else every core); n < 0 is LSSAR_E_ARG. Results do not depend on it: every
+   computation is deterministic for any thread count. */
+int lssar_set_threads(int n);
+/* The team size a parallel region started now by the calling thread would get. */
+int lssar_get_threads(void);
+
+/* ---------------------------------------------------------------- devices */
+/* Where a model's tensors live and its kernels run. A build without CUDA (no nvcc at build time)
+   refuses LSSAR_DEVICE_CUDA with LSSAR_E_UNSUPPORTED. */
+typedef enum { LSSAR_DEVICE_CPU = 0, LSSAR_DEVICE_CUDA = 1 } lssar_device;
+/* "cpu", "cuda" <-> device; parse returns 0 and sets *out, or LSSAR_E_ARG for another name. */
+const char *lssar_device_name(lssar_device d);
+int lssar_device_parse(const char *name, lssar_device *out);
+
 /* ------------------------------------------------------------- attention */
 typedef enum { LSSAR_ATTN_SOFTMAX = 0, LSSAR_ATTN_SSMAX = 1, LSSAR_ATTN_LSSA = 2, LSSAR_ATTN_LSSAR = 3 } lssar_attn_kind;
 typedef struct {
@@ -73,32 +115,70 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
                         const float *q, const float *k, const float *v, const float *dout,
                         float *dq, float *dk, float *dv, float *ds);
 
-/* "softmax", "ssmax", "lssa", "lssar" <-> kind. Parse returns -1 for an unknown name. */
+/* "softmax", "ssmax", "lssa", "lssar" <-> kind. Parse sets *out and returns 0, or returns
+   LSSAR_E_KIND for another name (and LSSAR_E_NULL for NULL arguments). */
 const char *lssar_attn_name(lssar_attn_kind kind);
-int lssar_attn_parse(const char *name);
+int lssar_attn_parse(const char *name, lssar_attn_kind *out);
 
 /* ---------------------------------------------------------- model (GPT) */
-/* A trained GPT model as `lssar train` writes it: DIR/model.safetensors, standard safetensors with
-   float32 tensors under GPT-2 names and the config in __metadata__ (docs/pytorch.md). Training
-   itself is the `lssar train` command (src/train/train.h inside the library). */
+/* A GPT model: pre-LayerNorm blocks, GELU MLP, one of the four attention kinds, C token channels
+   per position. On disk it is what `lssar train` writes: DIR/model.safetensors, standard
+   safetensors with float32 tensors under GPT-2 names and the config in __metadata__
+   (docs/pytorch.md). lssar_model_save writes the same format. */
 typedef struct lssar_model lssar_model;
+/* How positions enter the model: rotary (extrapolates), a learned table of max_seq rows (does not
+   extrapolate), or none. */
+typedef enum { LSSAR_POS_ROPE = 0, LSSAR_POS_LEARNED = 1, LSSAR_POS_NONE = 2 } lssar_pos;
+/* "rope", "learned", "none". */
+const char *lssar_pos_name(lssar_pos pos);
+
+typedef struct {
+    int layers, heads, dim;   /* blocks, attention heads, width (dim a multiple of heads) */
+    int vocab, channels;      /* ids per channel (<= 65536); token channels per position (1 for text) */
+    int max_seq;              /* training length (the learned table's size) */
+    lssar_pos pos;
+    lssar_attn_kind attn;
+    float p;                  /* LSSAR power (used by LSSAR_ATTN_LSSAR only) */
+    int tied;                 /* 1: the output head shares the token embedding */
+    lssar_device device;
+} lssar_model_config;
+/* A small default: 2 layers, 2 heads, dim 64, vocab 257 (bytes + end-of-text), 1 channel, max_seq
+   256, rope, LSSAR with p = 15, tied, CPU. */
+void lssar_model_defaults(lssar_model_config *cfg);
+/* A new model with GPT-2-style random parameters drawn from seed (the same seed, the same
+   parameters). An invalid config is LSSAR_E_ARG / LSSAR_E_SIZE with the field named. */
+int lssar_model_create(const lssar_model_config *cfg, uint64_t seed, lssar_model **out);
+
 typedef struct {
     int layers, heads, dim;   /* blocks, attention heads, width */
     int vocab, channels;      /* ids per channel; token channels per position (1 for text) */
     int max_seq;              /* training length */
-    const char *pos;          /* "rope", "learned" or "none" */
+    const char *pos;          /* "rope", "learned" or "none" (lssar_pos_name(pos_kind)) */
     lssar_attn_kind attn;
     float p;                  /* LSSAR power */
     int tied;                 /* output head shares the token embedding */
     size_t params;
-    long long step;           /* optimizer steps it was trained for */
+    long long step;           /* optimizer steps it was trained for (0 for a created model) */
+    lssar_pos pos_kind;
+    lssar_device device;
 } lssar_model_info;
 
-/* Load a run directory (its model.safetensors) or a .safetensors file; a damaged file or one that
-   does not match its own config is refused (LSSAR_E_FORMAT). attn < 0 keeps the trained kind;
-   LSSAR_ATTN_LSSA or LSSAR_ATTN_LSSAR swaps between those two (they share every parameter), other
-   swaps are refused. p > 0 overrides the LSSAR power, p = 0 keeps it. */
-int lssar_model_load(const char *path, int attn, float p, lssar_model **out);
+/* How lssar_model_load builds the model. A zeroed struct (or NULL) loads it as trained, on the CPU. */
+typedef struct {
+    int set_attn;             /* 1: build it with `attn` instead of the trained kind: only
+                                 LSSAR_ATTN_LSSA <-> LSSAR_ATTN_LSSAR (they share every parameter);
+                                 other swaps are refused with LSSAR_E_ARG */
+    lssar_attn_kind attn;
+    float p;                  /* > 0 overrides the LSSAR power; 0 keeps it */
+    lssar_device device;
+} lssar_load_options;
+/* Load a run directory (its model.safetensors) or a .safetensors file; a missing file is
+   LSSAR_E_IO, a damaged one or one that does not match its own config LSSAR_E_FORMAT. */
+int lssar_model_load(const char *path, const lssar_load_options *opt, lssar_model **out);
+/* Save the parameters and config (and the step it was trained for) atomically, in the format
+   `lssar train` writes: path ending in ".safetensors" is the file itself, any other path a run
+   directory (created if needed) that receives model.safetensors. */
+int lssar_model_save(const lssar_model *m, const char *path);
 void lssar_model_free(lssar_model *m);
 int lssar_model_describe(const lssar_model *m, lssar_model_info *info);
 /* Mean next-token cross-entropy (nats per token, over positions and channels) of B windows of
@@ -110,6 +190,96 @@ int lssar_model_loss(lssar_model *m, const uint16_t *windows, int B, int T, doub
    loss at each position. T beyond the training length works with rope or none positions. */
 int lssar_model_eval_shard(lssar_model *m, const char *shard_path, int T, int B, int max_windows,
                            double *loss, size_t *tokens, double *per_pos);
+
+/* Incremental decoding through a KV cache: feed a prompt (all at once or in pieces), then one
+   position at a time; each feed returns the logits of the next position. A decoder holds up to
+   max_T positions of one sequence and uses its model's buffers: free it before the model, and
+   do not use the model from another thread meanwhile. Decoding gives the logits that
+   lssar_model_loss's forward pass gives at the same positions (up to rounding). */
+typedef struct lssar_decoder lssar_decoder;
+/* max_T: most positions ever fed (learned positions: at most max_seq). */
+int lssar_decoder_create(lssar_model *m, int max_T, lssar_decoder **out);
+void lssar_decoder_free(lssar_decoder *d);
+/* Forget every position fed (the memory is kept). */
+void lssar_decoder_reset(lssar_decoder *d);
+/* Positions fed since creation or the last reset. */
+int lssar_decoder_len(const lssar_decoder *d);
+/* Feed n >= 1 positions, tokens (n, channels) uint16 (ids < vocab); logits (channels, vocab)
+   floats, may be NULL) receives the raw next-position logits after the last of them. Feeding past
+   max_T is LSSAR_E_SIZE. */
+int lssar_decoder_feed(lssar_decoder *d, const uint16_t *tokens, int n, float *logits);
+
+/* -------------------------------------------------------------- training */
+/* Train a GPT model from scratch on token shards, or continue a run: the trainer behind
+   `lssar train`, with its defaults, files and determinism (same options, seed and thread count:
+   the same weights, bit for bit). Writes OUT/model.safetensors (lssar_model_load reads it),
+   OUT/trainer.safetensors (what resume needs) and OUT/log.jsonl. Example:
+     lssar_train_options o; lssar_train_defaults(&o);
+     o.data = "data/en/train_000.bin"; o.val = "data/en/val.bin"; o.out = "runs/lssar";
+     o.model.vocab = 257; o.steps = 2000; o.progress = 1;
+     lssar_train_result r;
+     if (lssar_train(&o, &r) != 0) fprintf(stderr, "%s\n", lssar_errmsg());
+   Not offered here: `lssar train --passkey-mix` (passkey windows are an experiment's data source,
+   not the trainer's), changing the optimizer settings of a resumed run, and training on a device
+   other than the CPU. */
+typedef enum {
+    LSSAR_LR_COSINE = 0,      /* after the warmup, cosine decay to lr_floor x lr at `steps` */
+    LSSAR_LR_CONSTANT = 1,    /* after the warmup, constant lr (lr_floor is ignored) */
+} lssar_lr_schedule;
+typedef enum {
+    LSSAR_WARMUP_TENTH = 0,   /* linear warmup over steps / 10 steps */
+    LSSAR_WARMUP_STEPS = 1,   /* linear warmup over warmup_steps steps (0: none) */
+} lssar_warmup;
+typedef struct {
+    /* data and output */
+    const char *data;       /* training shards "A.bin[,B.bin...]" (llm.c format); required, except
+                               on resume (then NULL keeps the stored ones) */
+    const char *val;        /* validation shard, or NULL (NULL) */
+    const char *out;        /* run directory, created if needed; required. A fresh run refuses a
+                               directory that already holds a checkpoint */
+    int resume;             /* 1: continue the run in out exactly where it stopped (0). model,
+                               batch, seq, accum, the schedule, the optimizer and seed are then the
+                               checkpoint's (the values here are ignored); steps still applies */
+    /* the model of a fresh run; defaults: 4 layers, 4 heads, dim 128, LSSAR p = 15, rope, tied */
+    lssar_model_config model;  /* vocab 0 (the default): 50257 (GPT-2) if every id of the data fits;
+                               channels 0: the shards' (else it must match them); max_seq 0: seq
+                               (else it must equal seq); device: where it trains
+                               (also for a resumed run) */
+    int align;              /* windows start at multiples of this: 1 anywhere (1); 1000 for orbits */
+    /* batches and schedule */
+    int steps;              /* optimizer steps = the schedule's length (100); on resume 0 keeps the
+                               stored length and another value re-spreads the decay from there */
+    int batch, seq, accum;  /* windows per micro-batch, window length T, micro-batches per step (8, 128, 1) */
+    float lr;               /* peak learning rate (6e-4) */
+    lssar_lr_schedule schedule; /* (LSSAR_LR_COSINE) */
+    float lr_floor;         /* the cosine ends at this fraction of lr, 0..1 (0.1) */
+    lssar_warmup warmup;    /* (LSSAR_WARMUP_TENTH) */
+    int warmup_steps;       /* with LSSAR_WARMUP_STEPS (0) */
+    float weight_decay;     /* AdamW decay of the 2-D weights (0.1) */
+    float grad_clip;        /* clip the global gradient norm to this; 0: off (1) */
+    float beta1, beta2, eps;/* AdamW (0.9, 0.95, 1e-8) */
+    uint64_t seed;          /* initialisation and data order (1337) */
+    /* run control */
+    int stop_at;            /* > 0: stop (and save) after this step, keeping the schedule of steps (0) */
+    int eval_every;         /* validation loss every N steps; 0: only at the end (0) */
+    int eval_batches;       /* validation windows = eval_batches x batch (4) */
+    int save_every;         /* checkpoint every N steps; 0: only at the end (0) */
+    int threads;            /* OpenMP and OpenBLAS threads; 0: leave them as they are (0) */
+    int progress;           /* 1: progress lines on stderr, as `lssar train` prints them (0) */
+} lssar_train_options;
+void lssar_train_defaults(lssar_train_options *o);
+
+typedef struct {
+    long long step;         /* optimizer steps done when the run ended */
+    double train_loss;      /* mean micro-batch loss of the last step */
+    double val_loss;        /* last validation loss; NaN without val */
+    double seconds;
+} lssar_train_result;
+/* Run it; r may be NULL. LSSAR_E_ARG for a bad option (lssar_errmsg names it), LSSAR_E_IO or
+   LSSAR_E_FORMAT for a missing or damaged shard or checkpoint, LSSAR_E_UNSUPPORTED for a device
+   other than the CPU, LSSAR_E_NAN when the loss or the gradient became NaN or infinite (nothing is
+   saved then: the last checkpoint stays intact). */
+int lssar_train(const lssar_train_options *o, lssar_train_result *r);
 
 /* ------------------------------------------------------------- tokenizer */
 /* GPT-2's byte-level BPE (identical to OpenAI's tokenizer) or a byte tokenizer (ids 0..255 are
@@ -127,10 +297,10 @@ void lssar_tokenizer_free(lssar_tokenizer *t);
 int lssar_tokenizer_vocab_size(const lssar_tokenizer *t);  /* 50257 or 257 */
 int lssar_tokenizer_eot(const lssar_tokenizer *t);
 /* Encode any len bytes (invalid UTF-8 included). The text "<|endoftext|>" becomes the EOT id only
-   if allow_special; otherwise it is ordinary text. *ids is malloc'd (free it); *n its length. */
+   if allow_special; otherwise it is ordinary text. *ids is allocated (lssar_free it); *n its length. */
 int lssar_encode(const lssar_tokenizer *t, const char *text, size_t len, int allow_special,
                  int32_t **ids, size_t *n);
-/* Decode ids back to bytes; *text is malloc'd and NUL-terminated, *len excludes the NUL.
+/* Decode ids back to bytes; *text is allocated (lssar_free it) and NUL-terminated, *len excludes the NUL.
    An id out of range is an error. */
 int lssar_decode(const lssar_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
 /* "gpt2" or "byte" (for metadata files). */

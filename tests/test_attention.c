@@ -23,7 +23,7 @@
 #include <omp.h>
 #include "lssar.h"
 #include "core/util.h"
-#include "attn/attn_math.h"
+#include "core/fastmath.h"
 #include "harness.h"
 
 // ------------------------------------------------------------------ float64 reference
@@ -405,32 +405,32 @@ static double worst(errs e) {
 
 // ------------------------------------------------------------------ tests
 
-// The vectorisable float32 math of attn_math.h against libm in double, over the ranges attention
+// The vectorisable float32 math of core/fastmath.h against libm in double, over the ranges attention
 // uses: relative error within a few float32 ulp (pow: scaled by |p log r|, the size of its argument).
 static void test_math_functions(void) {
     double e_exp = 0, e_l1p = 0, e_sp = 0, e_sig = 0, e_log = 0, e_pow = 0, e_powi = 0;
     for (int i = 0; i <= 200000; i++) {
         double t = i / 200000.0;
         float x = (float)(-87.0 + 175.0 * t);  // exp: [-87, 88]
-        e_exp = fmax(e_exp, fabs(am_exp(x) - exp((double)x)) / exp((double)x));
+        e_exp = fmax(e_exp, fabs(fm_exp(x) - exp((double)x)) / exp((double)x));
         float y = (float)pow(10.0, -30.0 + 30.0 * t);  // log1p: [1e-30, 1]
-        e_l1p = fmax(e_l1p, fabs(am_log1p01(y) - log1p((double)y)) / log1p((double)y));
+        e_l1p = fmax(e_l1p, fabs(fm_log1p01(y) - log1p((double)y)) / log1p((double)y));
         float z = (float)(-50.0 + 100.0 * t);  // softplus, sigmoid: [-50, 50]
         double sp = fmax(z, 0.0) + log1p(exp(-fabs((double)z))), sg = 1.0 / (1.0 + exp(-(double)z));
-        e_sp = fmax(e_sp, fabs(am_softplus(z) - sp) / sp);
-        e_sig = fmax(e_sig, fabs(am_sigmoid(z) - sg) / sg);
+        e_sp = fmax(e_sp, fabs(fm_softplus(z) - sp) / sp);
+        e_sig = fmax(e_sig, fabs(fm_sigmoid(z) - sg) / sg);
         float r = (float)pow(10.0, -37.0 + 37.0 * t);  // log, pow: [1e-37, 1]
-        e_log = fmax(e_log, fabs(am_log(r) - log((double)r)) / fmax(1.0, fabs(log((double)r))));
+        e_log = fmax(e_log, fabs(fm_log(r) - log((double)r)) / fmax(1.0, fabs(log((double)r))));
         static const float ps[] = {0.5f, 2.5f, 15.0f};
         for (int k = 0; k < 3; k++) {
             double want = pow((double)r, (double)ps[k]);
             if (want < 1e-37) continue;
-            e_pow = fmax(e_pow, fabs(am_pow01(r, ps[k]) - want) / want / (1.0 + fabs(ps[k] * log((double)r))));
+            e_pow = fmax(e_pow, fabs(fm_pow01(r, ps[k]) - want) / want / (1.0 + fabs(ps[k] * log((double)r))));
         }
         for (int ip = 1; ip < 64; ip += 7) {
             double want = pow((double)r, ip);
             if (want < 1e-30) continue;
-            float got = ip < 16 ? am_powi4(r, ip) : am_powi6(r, ip);
+            float got = ip < 16 ? fm_powi4(r, ip) : fm_powi6(r, ip);
             e_powi = fmax(e_powi, fabs(got - want) / want / ip);
         }
     }
@@ -443,8 +443,8 @@ static void test_math_functions(void) {
     CHECK(e_log < 4e-7, "log err %.2e", e_log);
     CHECK(e_pow < 4e-7, "pow rel err / (1 + |p log r|) %.2e", e_pow);
     CHECK(e_powi < 4e-7, "powi rel err / p %.2e", e_powi);
-    CHECK(am_exp(-100.0f) == 0.0f && am_exp(-87.5f) == 0.0f, "exp does not flush to 0 below -87.3");
-    CHECK(isfinite(am_exp(1000.0f)), "exp overflows");
+    CHECK(fm_exp(-100.0f) == 0.0f && fm_exp(-87.5f) == 0.0f, "exp does not flush to 0 below -87.3");
+    CHECK(isfinite(fm_exp(1000.0f)), "exp overflows");
 }
 
 // Every kind, T in {1,2,3,4,17,64,300}, D in {16,32,64,128}, random inputs, several B/H.

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "harness.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
 
 // A library call that returns an error code (0 = success): a failure fails the test, with the
 // library's message, instead of being ignored.
@@ -274,7 +274,7 @@ static void test_model_roundtrip(void) {
     CHECK(ckpt_save_model(m, p, 42) == 0, "save: %s", lssar_errmsg());
     gpt *l = NULL;
     int64_t step = 0;
-    int rc = ckpt_load_model(p, -1, 0, &l, &step);
+    int rc = ckpt_load_model(p, NULL, &l, &step);
     CHECK(rc == 0, "load: %s", lssar_errmsg());
     if (!rc) {
         const gpt_config *a = gpt_get_config(m), *b = gpt_get_config(l);
@@ -294,13 +294,13 @@ static void test_model_roundtrip(void) {
     st_close(&f);
     // lssa <-> lssar may be swapped at load; other kinds may not
     l = NULL;
-    CHECK(ckpt_load_model(p, LSSAR_ATTN_LSSA, 0, &l, NULL) == 0 && l && gpt_get_config(l)->attn == LSSAR_ATTN_LSSA, "lssar -> lssa refused");
+    CHECK(ckpt_load_model(p, &(ckpt_load_opts){.set_attn = 1, .attn = LSSAR_ATTN_LSSA}, &l, NULL) == 0 && l && gpt_get_config(l)->attn == LSSAR_ATTN_LSSA, "lssar -> lssa refused");
     if (l) gpt_free(l);
     l = NULL;
-    CHECK(ckpt_load_model(p, LSSAR_ATTN_LSSAR, 4.0f, &l, NULL) == 0 && l && gpt_get_config(l)->p == 4.0f, "p override");
+    CHECK(ckpt_load_model(p, &(ckpt_load_opts){.set_attn = 1, .attn = LSSAR_ATTN_LSSAR, .p = 4.0f}, &l, NULL) == 0 && l && gpt_get_config(l)->p == 4.0f, "p override");
     if (l) gpt_free(l);
     l = NULL;
-    rc = ckpt_load_model(p, LSSAR_ATTN_SOFTMAX, 0, &l, NULL);
+    rc = ckpt_load_model(p, &(ckpt_load_opts){.set_attn = 1, .attn = LSSAR_ATTN_SOFTMAX}, &l, NULL);
     CHECK(rc == LSSAR_E_ARG && l == NULL, "lssar -> softmax accepted (rc %d)", rc);
     CHECK(strstr(lssar_errmsg(), "lssa") != NULL, "message: %s", lssar_errmsg());
     gpt_free(m);
@@ -343,7 +343,7 @@ static void write_mixed(const char *path, const gpt *a, const gpt *b, int mode) 
 
 static void expect_model_bad(const char *path, const char *what, const char *needle) {
     gpt *l = NULL;
-    int rc = ckpt_load_model(path, -1, 0, &l, NULL);
+    int rc = ckpt_load_model(path, NULL, &l, NULL);
     CHECK(rc == LSSAR_E_FORMAT && l == NULL, "%s: rc %d (%s)", what, rc, lssar_errmsg());
     CHECK(strstr(lssar_errmsg(), needle) != NULL, "%s: message lacks '%s': %s", what, needle, lssar_errmsg());
     if (l) gpt_free(l);
@@ -355,7 +355,7 @@ static void test_model_damaged(void) {
     const char *p = tpath("mixed.safetensors");
     write_mixed(p, a, a, 0);
     gpt *l = NULL;
-    CHECK(ckpt_load_model(p, -1, 0, &l, NULL) == 0, "control file refused: %s", lssar_errmsg());
+    CHECK(ckpt_load_model(p, NULL, &l, NULL) == 0, "control file refused: %s", lssar_errmsg());
     if (l) gpt_free(l);
     write_mixed(p, a, b, 0);
     expect_model_bad(p, "wrong shapes", "shape");
@@ -405,7 +405,7 @@ static void test_trainer_roundtrip(void) {
     char mp[256], tp[256];
     snprintf(mp, sizeof mp, "%s/%s", tmpdir, CKPT_MODEL_FILE);
     snprintf(tp, sizeof tp, "%s/%s", tmpdir, CKPT_TRAINER_FILE);
-    CHECK(ckpt_load_model(mp, -1, 0, &l, NULL) == 0, "load model: %s", lssar_errmsg());
+    CHECK(ckpt_load_model(mp, NULL, &l, NULL) == 0, "load model: %s", lssar_errmsg());
     if (!l) { gpt_free(m); return; }
     CHECK(gpt_reserve(l, 2, 8, 1) == 0, "reserve");
     train_state r;

@@ -109,6 +109,12 @@ assert r[1]['loss'] < 1.0, r
 "; then ok "eval JSON"; else bad "eval JSON" "$(cat "$tmp/eval.json" 2>&1)"; fi
 expect "eval lssar as lssa" 0 "lssa attention" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn lssa $T1
 expect "eval lssar as softmax refused" fail "lssa" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn softmax $T1
+expect "eval --device cpu" 0 "loss" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device cpu $T1
+expect "--device gpu refused" 2 "use cpu, or cuda" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device gpu $T1
+if ! grep -q LSSAR_CUDA "${LSSAR_BUILD:-build}/build-flags" 2>/dev/null; then   # a build without the CUDA backend
+    expect "--device cuda without CUDA" fail "no CUDA backend" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device cuda $T1
+    expect "sample --device cuda without CUDA" fail "no CUDA backend" $LSSAR sample --model "$tmp/run" --prompt-ids 1,2 --tokens 2 --device cuda
+fi
 expect "eval channel mismatch" fail "channels" $LSSAR eval --model "$tmp/run" --data "$tmp/val2.bin" --seq 32 $T1
 expect "eval bad --seq" 2 "--seq" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32,x $T1
 expect "eval seq longer than the shard" fail "positions" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 5000 $T1

@@ -181,7 +181,8 @@ static void test_docwin(void) {
 }
 
 static gpt *tiny_model(lssar_attn_kind k, gpt_pos pos, int layers) {
-    gpt_config c = {layers, 2, 16, 20, 1, 32, pos, k, 15.0f, 1};
+    gpt_config c = {.layers = layers, .heads = 2, .dim = 16, .vocab = 20, .channels = 1, .max_seq = 32,
+                    .pos = pos, .attn = k, .p = 15.0f, .tied = 1};
     gpt *m = NULL;
     if (gpt_create(&c, 7, &m)) return NULL;
     return m;

@@ -56,6 +56,19 @@ others=$(printf '%s\n' "$exports" | grep -v '^lssar_' | head -5)
 # Every exported name is declared in lssar.h (internal helpers named lssar_* stay hidden).
 undeclared=$(for f in $exports; do grep -q "\b$f(" include/lssar.h || echo "$f"; done | head -5)
 [ -z "$undeclared" ] && ok "every export is declared in lssar.h" || bad "every export is declared in lssar.h" "$undeclared"
+# The 0.3 API is exported (a missing one would mean a lssar.h declaration without a definition).
+want="lssar_version lssar_free lssar_set_threads lssar_get_threads lssar_pos_name lssar_model_defaults
+lssar_model_create lssar_model_load lssar_model_save lssar_model_free lssar_model_describe lssar_model_loss
+lssar_model_eval_shard lssar_decoder_create lssar_decoder_free lssar_decoder_reset lssar_decoder_len
+lssar_decoder_feed lssar_attn_parse lssar_attn_name lssar_device_name lssar_device_parse lssar_encode lssar_decode"
+missing=$(for f in $want; do grep -qx "$f" <<<"$exports" || echo "$f"; done | tr '\n' ' ')
+[ -z "$missing" ] && ok "liblssar.so exports the 0.3 model, decoder, memory and thread API" ||
+  bad "liblssar.so exports the 0.3 model, decoder, memory and thread API" "missing: $missing"
+# And the other way round: every function lssar.h declares is exported.
+declared=$(sed -n 's/^[a-z_ ]*[ *]\(lssar_[a-z0-9_]*\)(.*/\1/p' include/lssar.h | sort -u)
+absent=$(for f in $declared; do grep -qx "$f" <<<"$exports" || echo "$f"; done | head -5)
+[ -z "$absent" ] && ok "every function of lssar.h is exported ($(printf '%s\n' "$declared" | grep -c .))" ||
+  bad "every function of lssar.h is exported" "declared but not exported: $absent"
 cat > "$tmp/dyn.c" <<'C'
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include "harness.h"
 #include "data/shard.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/dataloader.h"
 #include "train/eval.h"
 #include "train/train.h"
@@ -204,7 +204,7 @@ static void test_learns_pattern(void) {
     gpt *m = NULL;
     char mp[256];
     snprintf(mp, sizeof mp, "%s/%s", o.out, CKPT_MODEL_FILE);
-    CHECK(ckpt_load_model(mp, -1, 0, &m, NULL) == 0, "load: %s", lssar_errmsg());
+    CHECK(ckpt_load_model(mp, NULL, &m, NULL) == 0, "load: %s", lssar_errmsg());
     if (m) {
         shard s;
         CHECK_OK(shard_open(&s, o.val));
@@ -229,7 +229,7 @@ static void test_learns_pattern(void) {
 // The public API (include/lssar.h) on the model trained above.
 static void test_public_api(void) {
     lssar_model *m = NULL;
-    int rc = lssar_model_load(tpath("learn"), -1, 0, &m);
+    int rc = lssar_model_load(tpath("learn"), NULL, &m);
     CHECK(rc == 0, "lssar_model_load: %s", lssar_errmsg());
     if (rc) return;
     lssar_model_info info;
@@ -253,8 +253,9 @@ static void test_public_api(void) {
     CHECK(lssar_model_loss(m, w, 2, 32, &l2) == LSSAR_E_ARG, "out-of-vocabulary id accepted");
     lssar_model_free(m);
     m = NULL;
-    CHECK(lssar_model_load(tpath("learn"), LSSAR_ATTN_SOFTMAX, 0, &m) == LSSAR_E_ARG && m == NULL, "lssar -> softmax accepted");
-    CHECK(lssar_model_load(tpath("nothing"), -1, 0, &m) == LSSAR_E_IO, "missing model");
+    lssar_load_options as_softmax = {.set_attn = 1, .attn = LSSAR_ATTN_SOFTMAX};
+    CHECK(lssar_model_load(tpath("learn"), &as_softmax, &m) == LSSAR_E_ARG && m == NULL, "lssar -> softmax accepted");
+    CHECK(lssar_model_load(tpath("nothing"), NULL, &m) == LSSAR_E_IO, "missing model");
 }
 
 static void test_resume_exact(void) {
@@ -332,7 +333,7 @@ static void test_nan_stops(void) {
     gpt *m = NULL;
     int64_t step = -1;
     if (r.step > 0) {
-        CHECK(ckpt_load_model(mp, -1, 0, &m, &step) == 0, "last checkpoint does not load: %s", lssar_errmsg());
+        CHECK(ckpt_load_model(mp, NULL, &m, &step) == 0, "last checkpoint does not load: %s", lssar_errmsg());
         CHECK(step == r.step, "checkpoint at step %lld, last completed step %lld", (long long)step, (long long)r.step);
         if (m) gpt_free(m);
     }

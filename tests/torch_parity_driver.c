@@ -42,7 +42,8 @@ int main(int argc, char **argv) {
     const char *out = argv[1];
     gpt_config c = {.layers = atoi(argv[2]), .heads = atoi(argv[3]), .dim = atoi(argv[4]), .vocab = atoi(argv[5]),
                     .channels = atoi(argv[6]), .max_seq = atoi(argv[7]), .pos = gpt_pos_parse(argv[8]),
-                    .attn = lssar_attn_parse(argv[9]), .p = (float)atof(argv[10]), .tied = atoi(argv[11])};
+                    .p = (float)atof(argv[10]), .tied = atoi(argv[11])};
+    if (lssar_attn_parse(argv[9], &c.attn)) { fprintf(stderr, "%s\n", lssar_errmsg()); return 2; }
     int B = atoi(argv[12]), T = atoi(argv[13]);
     double scale = atof(argv[14]);
     gpt *m;

@@ -25,6 +25,7 @@
 #include "lssar.h"
 #include "core/util.h"
 #include "core/dispatch.h"
+#include "attn/attn.h"
 #include "attn/attn_rows.h"
 
 #ifndef BQ
@@ -147,19 +148,29 @@ static int is_normed(int kind) { return kind == LSSAR_ATTN_LSSA || kind == LSSAR
 
 int lssar_attn_forward(const lssar_attn_desc *a, int B, int T, int H, int D,
                        const float *q, const float *k, const float *v, float *out) {
-    int rc = check_common(a, B, T, H, D);
+    return attn_forward_cached(a, B, T, T, T, H, D, q, k, v, out);
+}
+
+// The last Tq of Tk positions (see attn.h). The full forward is Tq = Tk = kv_stride; decoding
+// over a KV cache is the same code with fewer query rows, so both give the same weights.
+int attn_forward_cached(const lssar_attn_desc *a, int B, int Tq, int Tk, int kv_stride, int H, int D,
+                        const float *q, const float *k, const float *v, float *out) {
+    int rc = check_common(a, B, Tk, H, D);
     if (rc) return rc;
+    if (Tq < 1 || Tq > Tk || kv_stride < Tk)
+        return lssar_fail(LSSAR_E_SIZE, "attention forward: %d query rows of %d positions in a cache of %d; "
+                          "need 1 <= Tq <= Tk <= capacity", Tq, Tk, kv_stride);
     if (!q || !k || !v || !out)
         return lssar_fail(LSSAR_E_NULL, "attention forward: q, k, v and out must be non-NULL");
-    const int HD = H * D, nb = (T + BQ - 1) / BQ;
+    const int HD = H * D, nb = (Tq + BQ - 1) / BQ, q0 = Tk - Tq;
     const int64_t ntask = (int64_t)B * H * nb;
-    const size_t ldt = round16((size_t)T);
+    const size_t ldt = round16((size_t)Tk);
     const int normed = is_normed(a->kind);
     int failed = 0;
     int blas_threads = blas_single_begin();
 #pragma omp parallel
     {
-        // s: scores / logits (BQ, T); al: alpha (BQ, T); w: weights (BQ, T); rk: (T); rq: (BQ)
+        // s: scores / logits (BQ, Tk); al: alpha (BQ, Tk); w: weights (BQ, Tk); rk: (Tk); rq: (BQ)
         float *buf = scratch(3 * BQ * ldt + ldt + BQ);
         if (!buf) {
 #pragma omp atomic write
@@ -172,11 +183,12 @@ int lssar_attn_forward(const lssar_attn_desc *a, int B, int T, int H, int D,
             // Largest (last) row blocks of every head first: better load balance under causal masking.
             int rb = nb - 1 - (int)(t / ((int64_t)B * H));
             int bh = (int)(t % ((int64_t)B * H)), b = bh / H, h = bh % H;
-            int i0 = rb * BQ, i1 = i0 + BQ < T ? i0 + BQ : T, bq = i1 - i0, n = i1;
-            const float *qb = q + ((size_t)b * T + i0) * HD + (size_t)h * D;  // (bq, D) stride HD
-            const float *kh = k + (size_t)b * T * HD + (size_t)h * D;        // (n, D) stride HD
-            const float *vh = v + (size_t)b * T * HD + (size_t)h * D;
-            float *ob = out + ((size_t)b * T + i0) * HD + (size_t)h * D;
+            // query rows r0..r1-1 of this call are positions i0..i1-1; they see keys 0..i1-1
+            int r0 = rb * BQ, r1 = r0 + BQ < Tq ? r0 + BQ : Tq, bq = r1 - r0, i0 = q0 + r0, n = q0 + r1;
+            const float *qb = q + ((size_t)b * Tq + r0) * HD + (size_t)h * D;       // (bq, D) stride HD
+            const float *kh = k + (size_t)b * kv_stride * HD + (size_t)h * D;      // (n, D) stride HD
+            const float *vh = v + (size_t)b * kv_stride * HD + (size_t)h * D;
+            float *ob = out + ((size_t)b * Tq + r0) * HD + (size_t)h * D;
             attn_row_params pp;
             row_params(a, D, h, &pp);
             // S = Q_blk K^T  (bq, n)
@@ -201,7 +213,7 @@ int lssar_attn_forward(const lssar_attn_desc *a, int B, int T, int H, int D,
         }
     }
     blas_single_end(blas_threads);
-    if (failed) return lssar_fail(LSSAR_E_NOMEM, "attention forward: cannot allocate scratch for T=%d", T);
+    if (failed) return lssar_fail(LSSAR_E_NOMEM, "attention forward: cannot allocate scratch for T=%d", Tk);
     return LSSAR_OK;
 }
 

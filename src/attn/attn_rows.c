@@ -2,7 +2,7 @@
  * attn_rows.c - per-row forward and backward of the four attention kinds (see attn_rows.h).
  *
  * Every loop over a row is a `#pragma omp simd` loop calling the branch-free functions of
- * attn_math.h, so GCC vectorises them (the sums become per-lane partial sums: deterministic for a
+ * core/fastmath.h, so GCC vectorises them (the sums become per-lane partial sums: deterministic for a
  * given build, independent of the thread count).
  *
  * Two numerical choices, both exact in real arithmetic (docs/attention.md explains them):
@@ -30,7 +30,7 @@
  *
  * -fno-trapping-math (the Makefile sets it for src/attn and src/nn; it changes no result, we
  * never enable FP exceptions):
- * GCC turns the selects of attn_math.h into branches, and with the default -ftrapping-math it
+ * GCC turns the selects of core/fastmath.h into branches, and with the default -ftrapping-math it
  * can if-convert them back into blends only through AVX-512 masked arithmetic. Without it every
  * transcendental loop here stayed scalar in the AVX2 and SSE builds (-fopt-info-vec-missed:
  * "control flow in loop"): lssar forward + backward was 3.1-3.3x softmax at T = 256..4096 with
@@ -45,7 +45,7 @@
 #include <math.h>
 #include "lssar.h"
 #include "core/dispatch.h"
-#include "attn/attn_math.h"
+#include "core/fastmath.h"
 #include "attn/attn_rows.h"
 
 // softmax/ssmax: the factor between the raw dot product and the logit of row i.
@@ -83,7 +83,7 @@ static inline void softmax_forward(const attn_row_params *pp, int i, float *s, f
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < n; j++) {
-        float e = am_exp(sc * s[j] - m);
+        float e = fm_exp(sc * s[j] - m);
         w[j] = e;
         sum += e;
     }
@@ -123,7 +123,7 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
     for (int j = 0; j < n; j++) {
         float x = lam * (s[j] * rk[j]);
         s[j] = x;
-        float a = am_softplus(x);
+        float a = fm_softplus(x);
         al[j] = a;
         z += a;
         xmax = x > xmax ? x : xmax;
@@ -157,7 +157,7 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
 #pragma omp simd reduction(+ : sb)
         for (int j = 0; j < n; j++) {
             float r = (nz * al[j] - o) * invm;
-            float b = am_powi4(r, ip);
+            float b = fm_powi4(r, ip);
             b = r > FLT_MIN ? b : 0.0f;
             w[j] = b;
             sb += b;
@@ -166,7 +166,7 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
 #pragma omp simd reduction(+ : sb)
         for (int j = 0; j < n; j++) {
             float r = (nz * al[j] - o) * invm;
-            float b = am_powi6(r, ip);
+            float b = fm_powi6(r, ip);
             b = r > FLT_MIN ? b : 0.0f;
             w[j] = b;
             sb += b;
@@ -175,7 +175,7 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
 #pragma omp simd reduction(+ : sb)
         for (int j = 0; j < n; j++) {
             float r = (nz * al[j] - o) * invm;
-            float b = am_pow01(r, p);
+            float b = fm_pow01(r, p);
             b = r > FLT_MIN ? b : 0.0f;
             w[j] = b;
             sb += b;
@@ -242,7 +242,7 @@ LSSAR_HOT void attn_row_backward(const attn_row_params *pp, int i, int ncols, fl
     float a_of_al = pp->kind == LSSAR_ATTN_LSSAR ? 1.0f : st->z;  // a_j = al_j * a_of_al
 #pragma omp simd
     for (int j = 0; j < n; j++) {
-        float sig = 1.0f - am_exp(-a_of_al * al[j]);
+        float sig = 1.0f - fm_exp(-a_of_al * al[j]);
         dw[j] = f * ((dw[j] - c) - d2) * sig * rk[j];
     }
 }

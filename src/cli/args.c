@@ -117,3 +117,12 @@ int args_int_list(const char *cmd, const char *flag, const char *s, int *out, in
     if (n == 0) { args_error(cmd, "--%s is empty", flag); return -1; }
     return n;
 }
+
+int args_device(const char *cmd, const char *name, lssar_device *out) {
+    if (lssar_device_parse(name, out) == 0) return 0;
+    return args_error(cmd, "--device '%s': use cpu, or cuda in a build with the CUDA backend", name ? name : "");
+}
+
+int args_attn_kind(const char *name, lssar_attn_kind *out) {
+    return name ? lssar_attn_parse(name, out) : LSSAR_E_KIND;
+}

@@ -17,6 +17,7 @@
 #define LSSAR_ARGS_H
 
 #include <stdint.h>
+#include "lssar.h"
 
 typedef enum { ARG_END = 0, ARG_INT, ARG_FLOAT, ARG_STR, ARG_BOOL, ARG_U64 } arg_type;
 typedef struct {
@@ -35,5 +36,12 @@ int args_parse(const char *cmd, const char *about, arg_spec *specs, int argc, ch
 int args_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Split "a,b,c" of integers into out[] (at most max); returns the count or -1 (error printed). */
 int args_int_list(const char *cmd, const char *flag, const char *s, int *out, int max);
+/* --device NAME -> *out: 0, or 2 after printing the error. Every command that builds or loads a
+   model takes --device (ARGS_DEVICE_HELP); a build without CUDA refuses cuda when the model is made. */
+#define ARGS_DEVICE_HELP "where the model runs: cpu, or cuda (a build with the CUDA backend)"
+int args_device(const char *cmd, const char *name, lssar_device *out);
+/* An attention kind name ("softmax", "ssmax", "lssa", "lssar") -> *out; 0, or LSSAR_E_KIND for an
+   unknown name (nothing printed). The one place the CLI parses --attn. */
+int args_attn_kind(const char *name, lssar_attn_kind *out);
 
 #endif

@@ -13,6 +13,7 @@
 #include "data/shard.h"
 #include "exp/attnstats.h"
 #include "exp/common.h"
+#include "model/checkpoint.h"
 #include "exp/docwin.h"
 #include "exp/plot.h"
 #include "core/json.h"
@@ -41,6 +42,7 @@ int cmd_attnstats(int argc, char **argv) {
     const char *models = NULL, *data = NULL, *seqs_s = NULL, *json = NULL, *plot = NULL, *attn = NULL;
     float p = 0;
     int windows = 4, rows = 64, threads = 0;
+    const char *device_name = "cpu";
     arg_spec sp[] = {
         {"model", ARG_STR, &models, "run directory (or several, comma-separated)", 1, 0},
         {"data", ARG_STR, &data, "token shard, e.g. DATA/val.bin", 1, 0},
@@ -52,16 +54,19 @@ int cmd_attnstats(int argc, char **argv) {
         {"json", ARG_STR, &json, "write the numbers here", 0, 0},
         {"plot", ARG_STR, &plot, "write PNG plots FILE.png and FILE_sink.png (gnuplot)", 0, 0},
         {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("attnstats", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
+    lssar_device device;
+    if (args_device("attnstats", device_name, &device)) return 2;
     int seqs[MAXT];
     int nt = args_int_list("attnstats", "--seq", seqs_s, seqs, MAXT);
     if (nt < 1) return 2;
     for (int i = 0; i < nt; i++) if (seqs[i] < 2) return args_error("attnstats", "--seq values must be >= 2");
     if (windows < 1 || rows < 1) return args_error("attnstats", "--windows and --rows must be >= 1");
-    int a = -1;
-    if (attn && (a = lssar_attn_parse(attn)) < 0) return args_error("attnstats", "--attn '%s' is unknown", attn);
+    ckpt_load_opts lo = {.set_attn = attn != NULL, .p = p, .device = device};
+    if (attn && args_attn_kind(attn, &lo.attn)) return args_error("attnstats", "--attn '%s' is unknown", attn);
     if (p < 0) return args_error("attnstats", "--p must be > 0 (or 0 for the model's)");
     if (threads > 0) omp_set_num_threads(threads);
 
@@ -93,7 +98,7 @@ int cmd_attnstats(int argc, char **argv) {
     printf("attention statistics (rows in [T/2, T), %d windows per length%s)\n", windows, have_docs ? ", inside held-out documents" : "");
     for (int mi = 0; mi < nm && !rc; mi++) {
         gpt *g = NULL;
-        if ((rc = exp_load_model(names[mi], a, p, &g, NULL))) break;
+        if ((rc = ckpt_load_model(names[mi], &lo, &g, NULL))) break;
         const gpt_config *c = gpt_get_config(g);
         if (c->channels != s.channels) { rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d channels but the model has %d", data, s.channels, c->channels); gpt_free(g); break; }
         // plot label: the run's folder name and its kind

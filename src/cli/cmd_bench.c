@@ -143,8 +143,8 @@ int cmd_bench(int argc, char **argv) {
     int rc = args_parse("bench", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
     rc = 0;
-    int kind = lssar_attn_parse(attn);
-    if (kind < 0) return args_error("bench", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
+    lssar_attn_kind kind;
+    if (args_attn_kind(attn, &kind)) return args_error("bench", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
     if (repeats < 0) return args_error("bench", "--repeats must be >= 0");
     if (threads < 0) return args_error("bench", "--threads must be >= 0");
     if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }

@@ -11,6 +11,7 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "exp/common.h"
+#include "model/checkpoint.h"
 #include "exp/downstream.h"
 
 static const char *ABOUT =
@@ -41,6 +42,7 @@ int cmd_downstream(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *json = NULL, *evals = NULL, *attn = NULL, *reqout = NULL;
     int limit = 0, batch = 16, window = 0, threads = 0, quiet = 0;
     float p = 0;
+    const char *device_name = "cpu";
     arg_spec sp[] = {
         {"model", ARG_STR, &model, "run directory or model .safetensors file", 1, 0},
         {"tasks", ARG_STR, &tasks, "comma-separated tasks (" DS_ALL_TASKS "), all, NAME=FILE or FILE", 1, 0},
@@ -54,16 +56,19 @@ int cmd_downstream(int argc, char **argv) {
         {"requests-out", ARG_STR, &reqout, "write one JSON line per scored request to this file", 0, 0},
         {"threads", ARG_INT, &threads, "CPU threads (0: all cores)", 0, 0},
         {"quiet", ARG_BOOL, &quiet, "no progress lines", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("downstream", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
+    lssar_device device;
+    if (args_device("downstream", device_name, &device)) return 2;
     if (limit < 0) return args_error("downstream", "--limit must be >= 0 (0: all documents)");
     if (batch < 1) return args_error("downstream", "--batch must be >= 1");
     if (window < 0) return args_error("downstream", "--window must be >= 0");
     if (threads < 0) return args_error("downstream", "--threads must be >= 0");
     if (p < 0) return args_error("downstream", "--p must be > 0");
-    int akind = -1;
-    if (attn && (akind = lssar_attn_parse(attn)) < 0) return args_error("downstream", "--attn '%s' is unknown: use lssa or lssar", attn);
+    ckpt_load_opts lo = {.set_attn = attn != NULL, .p = p, .device = device};
+    if (attn && args_attn_kind(attn, &lo.attn)) return args_error("downstream", "--attn '%s' is unknown: use lssa or lssar", attn);
     if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
     char evdir[4096];
     if (evals) snprintf(evdir, sizeof evdir, "%s", evals);
@@ -86,7 +91,7 @@ int cmd_downstream(int argc, char **argv) {
 
     gpt *m = NULL;
     int64_t step = 0;
-    if ((rc = exp_load_model(model, akind, p, &m, &step))) { fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg()); return 1; }
+    if ((rc = ckpt_load_model(model, &lo, &m, &step))) { fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg()); return 1; }
     if ((rc = ds_check_model(m))) { fprintf(stderr, "lssar downstream: %s: %s\n", model, lssar_errmsg()); gpt_free(m); return 2; }
     lssar_tokenizer *tok = NULL;
     if ((rc = lssar_tokenizer_open("gpt2", &tok))) { fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg()); gpt_free(m); return 1; }

@@ -4,13 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <cblas.h>
 #include <cJSON.h>
 #include "args.h"
 #include "lssar.h"
 #include "model/gpt.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/eval.h"
 #include "core/json.h"
 
@@ -28,17 +27,11 @@ static const char *ABOUT =
     "JSON (--json): {\"model\": ..., \"attn\": ..., \"p\": ..., \"results\": [{\"seq\": T, \"loss\": x,\n"
     "\"tokens\": n, \"windows\": w[, \"per_position\": [...]]}, ...]}.";
 
-// DIR -> DIR/model.safetensors; a file path stays as it is.
-static void model_path(const char *arg, char *out, size_t n) {
-    struct stat st;
-    if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(out, n, "%s/%s", arg, CKPT_MODEL_FILE);
-    else snprintf(out, n, "%s", arg);
-}
-
 int cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *seqs = NULL, *json = NULL, *attn = NULL;
     int batches = 8, batch = 4, threads = 0, per_pos = 0;
     float p = 0;
+    const char *device_name = "cpu";
     arg_spec sp[] = {
         {"model", ARG_STR, &model, "run directory or model .safetensors file", 1, 0},
         {"data", ARG_STR, &data, "token shard to evaluate on (e.g. the val shard)", 1, 0},
@@ -50,9 +43,12 @@ int cmd_eval(int argc, char **argv) {
         {"json", ARG_STR, &json, "also write the results as JSON to this file", 0, 0},
         {"per-position", ARG_BOOL, &per_pos, "include the mean loss at every position in the JSON", 0, 0},
         {"threads", ARG_INT, &threads, "CPU threads (0: all cores)", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("eval", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
+    lssar_device device;
+    if (args_device("eval", device_name, &device)) return 2;
     int T[64];
     int nT = args_int_list("eval", "seq", seqs, T, 64);
     if (nT < 0) return 2;
@@ -60,16 +56,15 @@ int cmd_eval(int argc, char **argv) {
     if (batch < 1) return args_error("eval", "--batch must be >= 1");
     if (threads < 0) return args_error("eval", "--threads must be >= 0");
     if (p < 0) return args_error("eval", "--p must be > 0");
-    int akind = -1;
-    if (attn && (akind = lssar_attn_parse(attn)) < 0)
+    ckpt_load_opts lo = {.set_attn = attn != NULL, .p = p, .device = device};
+    if (attn && args_attn_kind(attn, &lo.attn))
         return args_error("eval", "--attn '%s' is unknown: use lssa or lssar", attn);
     if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
 
     char mp[4096];
-    model_path(model, mp, sizeof mp);
     gpt *m = NULL;
     int64_t step = 0;
-    if ((rc = ckpt_load_model(mp, akind, p, &m, &step))) {
+    if ((rc = ckpt_model_path(model, mp, sizeof mp)) || (rc = ckpt_load_model(mp, &lo, &m, &step))) {
         fprintf(stderr, "lssar eval: %s\n", lssar_errmsg());
         return 1;
     }

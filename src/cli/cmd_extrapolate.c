@@ -15,7 +15,7 @@
 #include "exp/mqar.h"
 #include "exp/passkey.h"
 #include "exp/plot.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/train.h"
 #include "core/json.h"
 
@@ -57,7 +57,7 @@ static const char *ABOUT =
 
 typedef struct {
     char name[64];      // run directory / table label
-    int attn;           // kind evaluated
+    lssar_attn_kind attn; // kind evaluated
     float p;
     int eval_only;      // 1: evaluate the model trained in dir `src` with `attn` switched on
     char src[64];
@@ -70,6 +70,13 @@ typedef struct {
 
 static int file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
 
+// How a run's model is loaded for evaluation: a zero-shot run (eval_only) switches the kind.
+static ckpt_load_opts run_load_opts(const run_t *r, lssar_device device) {
+    ckpt_load_opts o = {.device = device};
+    if (r->eval_only) { o.set_attn = 1; o.attn = (lssar_attn_kind)r->attn; o.p = r->p; }
+    return o;
+}
+
 // Train (or resume) one run unless its model already reached the step budget.
 static int ensure_trained(const train_opts *base, const char *out, run_t *r, int quiet) {
     char dir[4096], mp[4200], tp[4200];
@@ -79,7 +86,7 @@ static int ensure_trained(const train_opts *base, const char *out, run_t *r, int
     if (file_exists(mp)) {
         gpt *g = NULL;
         int64_t step = 0;
-        int rc = exp_load_model(dir, -1, 0, &g, &step);
+        int rc = ckpt_load_model(dir, &(ckpt_load_opts){.device = base->device}, &g, &step);
         if (rc) return rc;
         // a folder left by a different experiment must not pass for this one
         const gpt_config *c = gpt_get_config(g);
@@ -204,6 +211,7 @@ static void save_cache(const char *path, const char *key, const run_t *r, const 
 int cmd_extrapolate(int argc, char **argv) {
     train_opts o;
     train_opts_default(&o);
+    o.source = passkey_train_source;   // --passkey-mix mixes passkey windows into the shard batches
     const char *data = NULL, *out = NULL, *attn_list = "softmax,ssmax,lssa,lssar", *factors = "1,2,4,8,16";
     const char *lssar_p = "15,3", *pos = "rope", *task = "text";
     int steps = 200, max_windows = 64, eval_batch = 4, no_zeroshot = 0, no_plot = 0;
@@ -211,6 +219,7 @@ int cmd_extrapolate(int argc, char **argv) {
     int downstream_limit = 0;
     int pairs = 8, mqar_keys = 64, mqar_values = 64, mqar_eval_n = 64, mqar_train_seqs = 0;
     o.quiet = 0;
+    const char *device_name = "cpu";
     arg_spec sp[] = {
         {"task", ARG_STR, &task, "text (held-out documents) or mqar (associative recall)", 0, 0},
         {"data", ARG_STR, &data, "folder from `lssar data build` (text task)", 0, 0},
@@ -248,9 +257,13 @@ int cmd_extrapolate(int argc, char **argv) {
         {"seed", ARG_U64, &o.seed, "seed of initialisation and data order (the same for every run)", 0, 0},
         {"threads", ARG_INT, &o.threads, "CPU threads (0: all)", 0, 0},
         {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("extrapolate", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
+    lssar_device device;
+    if (args_device("extrapolate", device_name, &device)) return 2;
+    o.device = device;
     int mqar = !strcmp(task, "mqar");
     if (!mqar && strcmp(task, "text")) return args_error("extrapolate", "--task '%s' is unknown: use text or mqar", task);
     if (!mqar && !data) return args_error("extrapolate", "missing --data DIR (a folder written by `lssar data build`)");
@@ -303,8 +316,8 @@ int cmd_extrapolate(int argc, char **argv) {
     char list[1024];
     snprintf(list, sizeof list, "%s", attn_list);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        int a = lssar_attn_parse(tok);
-        if (a < 0) { free(runs); return args_error("extrapolate", "--attn: '%s' is unknown: use softmax, ssmax, lssa or lssar", tok); }
+        lssar_attn_kind a;
+        if (args_attn_kind(tok, &a)) { free(runs); return args_error("extrapolate", "--attn: '%s' is unknown: use softmax, ssmax, lssa or lssar", tok); }
         int reps = a == LSSAR_ATTN_LSSAR ? np : 1;
         for (int k = 0; k < reps && nr < MAXR; k++) {
             run_t *r = &runs[nr++];
@@ -386,7 +399,8 @@ int cmd_extrapolate(int argc, char **argv) {
         snprintf(dir, sizeof dir, "%s/%s", out, r->src);
         gpt *g = NULL;
         int64_t step = 0;
-        if ((rc = exp_load_model(dir, r->eval_only ? r->attn : -1, r->eval_only ? r->p : 0, &g, &step))) break;
+        ckpt_load_opts lo = run_load_opts(r, device);
+        if ((rc = ckpt_load_model(dir, &lo, &g, &step))) break;
         r->step = step;
         if (r->eval_only) snprintf(cp, sizeof cp, "%s/extrap-%s.json", dir, r->name);
         else snprintf(cp, sizeof cp, "%s/extrap.json", dir);
@@ -462,7 +476,8 @@ int cmd_extrapolate(int argc, char **argv) {
         }
         if (cached) { if (!o.quiet) fprintf(stderr, "extrapolate: %s: downstream results cached in %s\n", r->name, cp); continue; }
         gpt *g = NULL;
-        if ((rc = exp_load_model(dir, r->eval_only ? r->attn : -1, r->eval_only ? r->p : 0, &g, NULL))) break;
+        ckpt_load_opts lo = run_load_opts(r, device);
+        if ((rc = ckpt_load_model(dir, &lo, &g, NULL))) break;
         ds_opts dopt = {downstream_limit, eval_batch > 16 ? eval_batch : 16, 0, o.quiet, NULL};
         for (int t = 0; t < nds && !rc; t++) rc = ds_run_task(g, dtok, ds_names[t], ds_paths[t], &dopt, &r->ds[t]);
         gpt_free(g);

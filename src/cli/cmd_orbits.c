@@ -15,6 +15,7 @@
 #include "core/util.h"
 #include "lssar.h"
 #include "orbits/sample.h"
+#include "orbits/tasks.h"
 #include "core/json.h"
 #include "cli/commands.h"
 
@@ -85,14 +86,10 @@ int cmd_orbits_simulate(int argc, char **argv) {
     o.split = split;
     o.csv_path = csv;
     o.progress = !quiet;
-    lssar_orb_stats st;
-    if ((rc = lssar_orbits_simulate(out, &o, &st)) != 0) {
+    if (orb_simulate_run(out, &o, stderr)) {
         fprintf(stderr, "lssar orbits simulate: %s\n", lssar_errmsg());
         return 1;
     }
-    fprintf(stderr, "lssar orbits simulate: %lld systems (%lld rows) in %.2f s = %.3g rows/s -> %s/%s_*.bin%s\n",
-            (long long)o.systems, (long long)st.rows, st.seconds, st.seconds > 0 ? st.rows / st.seconds : 0.0, out,
-            o.split, o.state ? " (+ state)" : "");
     return 0;
 }
 

@@ -1,8 +1,7 @@
 // cmd_orbits_probe.c - `lssar orbits probe`: fine-tune an orbit model with a force regression head
 // (src/orbits/head.c) on the force set's labelled rows, predict the test rows nearest to training
-// states, and write OUT/forces.csv for `lssar orbits newton`.
-#include <math.h>
-#include <omp.h>
+// states, and write OUT/forces.csv for `lssar orbits newton`: flags -> orb_probe_task ->
+// orb_probe_run (src/orbits/tasks.h).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +9,7 @@
 #include "args.h"
 #include "core/util.h"
 #include "lssar.h"
-#include "orbits/probe.h"
-#include "core/json.h"
-
-int orb_cli_load_model(const char *cmd, const char *path, gpt **m);
-int orb_cli_force_open(const char *cmd, const char *data, const char *split, uint64_t systems, uint64_t seed,
-                       orb_state *st, orb_force_split *fs);
+#include "orbits/tasks.h"
 
 int cmd_orbits_probe(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *split = "force", *out = NULL, *target = "log";
@@ -59,45 +53,18 @@ int cmd_orbits_probe(int argc, char **argv) {
     if (po.batch < 1) return args_error("orbits probe", "--batch must be >= 1, got %d", po.batch);
     if (!(po.lr >= 0) || !(po.head_lr >= 0)) return args_error("orbits probe", "--lr and --head-lr must be >= 0");
     if (threads < 0) return args_error("orbits probe", "--threads must be >= 0, got %d", threads);
-    if (threads > 0) omp_set_num_threads(threads);
+    orb_probe_task t;
+    orb_probe_task_defaults(&t);
+    t.model = model; t.data = data; t.split = split; t.out = out;
+    t.systems = systems; t.keep = keep; t.threads = threads;
     po.seed = seed;
     po.progress = !quiet;
-    double t0 = lssar_now();
-    gpt *m = NULL;
-    if (orb_cli_load_model("probe", model, &m)) return 1;
-    orb_state st;
-    orb_force_split fs;
-    if (orb_cli_force_open("probe", data, split, systems, seed, &st, &fs)) { gpt_free(m); return 1; }
-    int64_t *ids = NULL, n = 0;
-    double *pred = NULL, mse = NAN;
-    rc = 1;
-    if (orb_force_nearest(&st, &fs, NULL, (int64_t)keep, &ids, &n)) goto fail;
-    pred = malloc(sizeof(double) * (size_t)n);
-    if (!pred) { lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail; }
-    if (orb_probe_fit_predict(m, data, split, &st, &fs, &po, ids, n, pred, &mse)) goto fail;
-    double secs = lssar_now() - t0;
-    cJSON *j = cJSON_CreateObject();  // OUT/probe.json, the summary `lssar orbits run` reads
-    cJSON_AddStringToObject(j, "model", model);
-    cJSON_AddStringToObject(j, "data", data);
-    cJSON_AddNumberToObject(j, "steps", po.steps);
-    cJSON_AddNumberToObject(j, "batch", po.batch);
-    cJSON_AddNumberToObject(j, "lr", po.lr);
-    cJSON_AddNumberToObject(j, "head_lr", po.head_lr);
-    cJSON_AddStringToObject(j, "target", target);
-    cJSON_AddNumberToObject(j, "final_train_mse", mse);
-    cJSON_AddNumberToObject(j, "seconds", secs);
-    double lerr;
-    if (orb_forces_finish(out, &st, &fs, ids, pred, n, j, &lerr)) goto fail;
-    fprintf(stderr, "lssar orbits probe: %d steps, final train mse %.4f (%s target); %lld test rows: mean |log10 F_pred - log10 F_true| = %.3f; %.1f s -> %s/forces.csv\n",
-            po.steps, mse, target, (long long)n, lerr, secs, out);
-    rc = 0;
-    goto done;
-fail:
-    fprintf(stderr, "lssar orbits probe: %s\n", lssar_errmsg());
-done:
-    free(pred); free(ids);
-    orb_force_split_free(&fs);
-    orb_state_close(&st);
-    gpt_free(m);
-    return rc;
+    t.probe = po;
+    t.report = stderr;
+    orb_probe_summary sum;
+    if (orb_probe_run(&t, &sum)) {
+        fprintf(stderr, "lssar orbits probe: %s\n", lssar_errmsg());
+        return 1;
+    }
+    return 0;
 }

@@ -1,8 +1,10 @@
 // cmd_orbits_run.c - `lssar orbits run`: the whole orbits pipeline in one command, one model per
 // attention kind side by side: simulate -> train -> orbits eval -> probe -> newton, plus the k-NN
 // oracle control; then OUT/RESULTS.md (laws, audits, accuracies) and OUT/forces.png (predicted
-// against true |F|, log-log). Each stage is the same subcommand a person would type (the exact
-// command lines are written to OUT/commands.sh), run in this process.
+// against true |F|, log-log). Each stage calls the library function its subcommand calls
+// (src/orbits/tasks.h, train_run), with the options the subcommand's flags would give; the
+// equivalent command lines are printed and written to OUT/commands.sh, and RESULTS.md is built
+// from the results the stages return.
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +17,10 @@
 #include "core/util.h"
 #include "exp/plot.h"
 #include "lssar.h"
+#include "model/gpt.h"
 #include "orbits/sample.h"
+#include "orbits/tasks.h"
+#include "train/train.h"
 
 
 /* A scale's sizes. */
@@ -63,8 +68,55 @@ static int g_dry;
 static struct { char what[64]; double seconds; } g_times[64];   // wall time per stage, for RESULTS.md
 static int g_ntimes;
 
+/* The stages: the library call behind each subcommand, with the errors printed as the
+   subcommand prints them and its exit status. */
+typedef struct {
+    const char *data;          // simulate: OUT/data
+    lssar_orb_opts sim;
+    train_opts train;
+    orb_eval_opts eval;
+    orb_eval_result *eval_r;
+    orb_probe_task probe;
+    orb_oracle_opts oracle;
+    orb_probe_summary *probe_r;
+    orb_newton_opts newton;
+    orb_newton_result *newton_r;
+} stage_args;
+
+static int run_simulate(stage_args *s) {
+    if (!orb_simulate_run(s->data, &s->sim, stderr)) return 0;
+    fprintf(stderr, "lssar orbits simulate: %s\n", lssar_errmsg());
+    return 1;
+}
+static int run_train(stage_args *s) {
+    int rc = train_run(&s->train, NULL);
+    if (!rc) return 0;
+    fprintf(stderr, "lssar train: %s\n", lssar_errmsg()[0] ? lssar_errmsg() : lssar_strerror(rc));
+    return rc == LSSAR_E_NAN ? 3 : 1;
+}
+static int run_eval(stage_args *s) {
+    if (!orb_eval_run(&s->eval, s->eval_r)) return 0;
+    fprintf(stderr, "lssar orbits eval: %s\n", lssar_errmsg());
+    return 1;
+}
+static int run_probe(stage_args *s) {
+    if (!orb_probe_run(&s->probe, s->probe_r)) return 0;
+    fprintf(stderr, "lssar orbits probe: %s\n", lssar_errmsg());
+    return 1;
+}
+static int run_oracle(stage_args *s) {
+    if (!orb_oracle_run(&s->oracle, s->probe_r)) return 0;
+    fprintf(stderr, "lssar orbits oracle: %s\n", lssar_errmsg());
+    return 1;
+}
+static int run_newton(stage_args *s) {
+    if (!orb_newton_run(&s->newton, s->newton_r)) return 0;
+    fprintf(stderr, "lssar orbits newton: %s\n", lssar_errmsg());
+    return 1;
+}
+
 // Print (and log) the command line of a stage, then run it unless this is a dry run.
-static int stage(const char *prefix, int (*fn)(int, char **), argvec *a) {
+static int stage(const char *prefix, int (*fn)(stage_args *), stage_args *sa, argvec *a) {
     printf("\n$ lssar%s", prefix);
     for (int i = 0; i < a->n; i++) printf(" %s", a->v[i]);
     printf("\n");
@@ -78,8 +130,7 @@ static int stage(const char *prefix, int (*fn)(int, char **), argvec *a) {
     int rc = 0;
     if (!g_dry) {
         double t0 = lssar_now();
-        if (!fn) { fprintf(stderr, "lssar orbits run: '%s' is not built into this binary\n", a->v[0]); rc = 1; }
-        else rc = fn(a->n, a->v);
+        rc = fn(sa);
         double dt = lssar_now() - t0;
         printf("  (%.1f s)\n", dt);
         if (g_ntimes < 64) {
@@ -96,20 +147,16 @@ static int stage(const char *prefix, int (*fn)(int, char **), argvec *a) {
     return rc;
 }
 
-static cJSON *read_json(const char *path) {
-    char *text = NULL;
-    size_t len = 0;
-    if (lssar_read_file(path, &text, &len)) return NULL;
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    return j;
-}
+// What the stages returned, per model (and the oracle, the last), for RESULTS.md.
+typedef struct {
+    int have_eval, have_probe, have_newton;
+    orb_eval_result eval;
+    orb_probe_summary probe;
+    orb_newton_result newton;
+} model_results;
 
-static double num(const cJSON *j, const char *a, const char *b) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, a);
-    if (b) x = cJSON_GetObjectItemCaseSensitive(x, b);
-    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-}
+// A number as a JSON file would have carried it: NaN and infinities (null in JSON) as NaN.
+static double fin(double x) { return isfinite(x) ? x : NAN; }
 
 // Predicted against true |F|, log-log, one series per forces.csv.
 static int plot_forces(const char *png, const char *out, char names[][32], int n) {
@@ -124,7 +171,7 @@ static int plot_forces(const char *png, const char *out, char names[][32], int n
                            "true |F| (Msun AU / yr^2)", "predicted |F|", csv, titles, n, 5, 4);
 }
 
-static void write_results(const char *out, const scale *sc, char names[][32], int nk) {
+static void write_results(const char *out, const scale *sc, char names[][32], const model_results *res, int nk) {
     char path[4400];
     snprintf(path, sizeof path, "%s/RESULTS.md", out);
     lssar_afile af;
@@ -142,50 +189,33 @@ static void write_results(const char *out, const scale *sc, char names[][32], in
                "| model | loss | accuracy | error (AU) | previous-position accuracy | previous-position error (AU) |\n"
                "|---|---|---|---|---|---|\n");
     for (int i = 0; i < nk; i++) {
-        if (!strcmp(names[i], "oracle")) continue;
-        snprintf(path, sizeof path, "%s/%s/eval.json", out, names[i]);
-        cJSON *j = read_json(path);
-        if (!j) continue;
-        fprintf(f, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f |\n", names[i], num(j, "loss", NULL),
-                num(cJSON_GetObjectItem(j, "compared"), "model", "accuracy"),
-                num(cJSON_GetObjectItem(j, "compared"), "model", "error_au"),
-                num(cJSON_GetObjectItem(j, "compared"), "previous_position", "accuracy"),
-                num(cJSON_GetObjectItem(j, "compared"), "previous_position", "error_au"));
-        cJSON_Delete(j);
+        if (!strcmp(names[i], "oracle") || !res[i].have_eval) continue;
+        const orb_eval_result *e = &res[i].eval;
+        fprintf(f, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f |\n", names[i], fin(e->loss), fin(e->cmp_acc_channel),
+                fin(e->cmp_err_au), fin(e->base_acc_channel), fin(e->base_err_au));
     }
     fprintf(f, "\n## Force probe and law audit\n\n"
                "| forces from | probe mean abs log10 error | c of c m1 m2/r^2 (c/G) | c of c m1/r^2 | better form | rank corr. of m2 with F r^2/m1 | laws with m2 | laws = G m1 m2/r^2 (1%%) |\n"
                "|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < nk; i++) {
-        snprintf(path, sizeof path, "%s/%s/newton.json", out, names[i]);
-        cJSON *j = read_json(path);
-        if (!j) continue;
-        snprintf(path, sizeof path, "%s/%s/probe.json", out, names[i]);
-        cJSON *p = read_json(path);
-        const cJSON *a = cJSON_GetObjectItem(j, "audit");
-        const cJSON *bf = cJSON_GetObjectItem(a, "better_form");
+        if (!res[i].have_newton) continue;
+        const orb_newton_result *a = &res[i].newton;
         fprintf(f, "| %s | %.3f | %.4g (%.4f) | %.4g | `%s` | %.3f | %.0f of %d | %.0f of %d |\n", names[i],
-                p ? num(p, "mean_abs_log10_error", NULL) : NAN, num(a, "c_m1m2", NULL), num(a, "c_m1m2_over_G", NULL),
-                num(a, "c_m1", NULL), cJSON_IsString(bf) ? bf->valuestring : "?", num(a, "m2_rank_correlation", NULL),
-                num(a, "galaxies_depending_on_m2", NULL),
-                sc->galaxies, num(a, "galaxies_newton_within_1pct", NULL), sc->galaxies);
-        cJSON_Delete(p);
-        cJSON_Delete(j);
+                res[i].have_probe ? fin(res[i].probe.mean_abs_log10_error) : NAN, fin(a->c_m1m2), fin(a->c_m1m2_over_G),
+                fin(a->c_m1), a->better_form ? a->better_form : "?", fin(a->m2_rank_correlation),
+                (double)a->galaxies_depending_on_m2, sc->galaxies, (double)a->galaxies_newton_within_1pct, sc->galaxies);
     }
     fprintf(f, "\n## Laws found (one per galaxy)\n\n");
     for (int i = 0; i < nk; i++) {
-        snprintf(path, sizeof path, "%s/%s/newton.json", out, names[i]);
-        cJSON *j = read_json(path);
-        if (!j) continue;
+        if (!res[i].have_newton) continue;
+        const orb_newton_result *a = &res[i].newton;
+        static const char *const FEAT[3] = {"r", "m1", "m2"};
         fprintf(f, "- **%s**:\n", names[i]);
-        const cJSON *g;
-        cJSON_ArrayForEach(g, cJSON_GetObjectItem(j, "galaxies")) {
-            const cJSON *e = cJSON_GetObjectItem(g, "equation"), *d = cJSON_GetObjectItem(g, "depends_on"), *x;
-            fprintf(f, "  - `%s` (depends on:", cJSON_IsString(e) ? e->valuestring : "?");
-            cJSON_ArrayForEach(x, d) fprintf(f, " %s", cJSON_IsString(x) ? x->valuestring : "?");
+        for (int g = 0; g < a->galaxies; g++) {
+            fprintf(f, "  - `%s` (depends on:", a->galaxy[g].equation ? a->galaxy[g].equation : "?");
+            for (int x = 0; x < 3; x++) if (a->galaxy[g].depends[x]) fprintf(f, " %s", FEAT[x]);
             fprintf(f, ")\n");
         }
-        cJSON_Delete(j);
     }
     fprintf(f, "\n## Wall time per stage\n\n| stage | seconds |\n|---|---|\n");
     double total = 0;
@@ -226,7 +256,8 @@ int cmd_orbits_run(int argc, char **argv) {
         char buf[512];
         snprintf(buf, sizeof buf, "%s", attn);
         for (char *s = strtok(buf, ","); s; s = strtok(NULL, ",")) {
-            if (lssar_attn_parse(s) < 0) return args_error("orbits run", "--attn: unknown kind '%s' (softmax, ssmax, lssa, lssar)", s);
+            lssar_attn_kind kind;
+            if (args_attn_kind(s, &kind)) return args_error("orbits run", "--attn: unknown kind '%s' (softmax, ssmax, lssa, lssar)", s);
             if (nk == 8) return args_error("orbits run", "--attn: at most 8 kinds");
             snprintf(kinds[nk++], 32, "%s", s);
         }
@@ -250,6 +281,11 @@ int cmd_orbits_run(int argc, char **argv) {
     }
     double t0 = lssar_now();
     argvec a = {0};
+    static stage_args sa;              // the options of the stage being run (large: not on the stack)
+    static model_results res[10];      // per model, then the oracle
+    memset(&sa, 0, sizeof sa);
+    memset(res, 0, sizeof res);
+    sa.data = data;
     const char *T = threads > 0 ? "--threads" : NULL;
 #define THREADS() do { if (T) { add(&a, "--threads"); add(&a, "%d", threads); } } while (0)
     // 1. data
@@ -261,7 +297,16 @@ int cmd_orbits_run(int argc, char **argv) {
             add(&a, "--systems"); add(&a, "%d", n); add(&a, "--seed"); add(&a, "%d", sets[i].seed);
             if (sets[i].two_body) add(&a, "--two-body");
             add(&a, "--quiet"); THREADS();
-            if ((rc = stage(" orbits", cmd_orbits_simulate, &a))) goto fail;
+            // what `orbits simulate` makes of these flags
+            lssar_orb_defaults(&sa.sim);
+            sa.sim.systems = n;
+            sa.sim.seed = (uint64_t)sets[i].seed;
+            sa.sim.split = sets[i].split;
+            sa.sim.two_body = sets[i].two_body;
+            sa.sim.state = sets[i].two_body;
+            sa.sim.threads = threads;
+            sa.sim.progress = 0;
+            if ((rc = stage(" orbits", run_simulate, &sa, &a))) goto fail;
         }
     }
     // training shards: every train_%06d.bin (a dry run lists the first)
@@ -276,6 +321,8 @@ int cmd_orbits_run(int argc, char **argv) {
         if (i) strcat(shards, ",");
         strcat(shards, path);
     }
+    char valpath[4400];
+    snprintf(valpath, sizeof valpath, "%s/val_000000.bin", data);
     for (int k = 0; k < nk; k++) {
         char run[4200];
         snprintf(run, sizeof run, "%s/%s", out, kinds[k]);
@@ -288,39 +335,83 @@ int cmd_orbits_run(int argc, char **argv) {
         add(&a, "--layers"); add(&a, "%d", sc->layers); add(&a, "--heads"); add(&a, "%d", sc->heads); add(&a, "--dim"); add(&a, "%d", sc->dim);
         add(&a, "--seq"); add(&a, "%d", sc->seq); add(&a, "--batch"); add(&a, "%d", sc->batch); add(&a, "--steps"); add(&a, "%d", sc->steps);
         add(&a, "--lr"); add(&a, "%g", (double)sc->lr); add(&a, "--quiet"); THREADS();
-        if ((rc = stage("", cmd_train, &a))) goto fail;
+        // what `lssar train` makes of these flags (no passkey share: batches straight from the shards)
+        train_opts *to = &sa.train;
+        train_opts_default(to);
+        to->data = shards; to->val = valpath; to->out = run;
+        args_attn_kind(kinds[k], &to->attn);
+        to->pos = (gpt_pos)gpt_pos_parse(pos);
+        to->vocab = LSSAR_ORB_VOCAB; to->untied = 1; to->align = LSSAR_ORB_ROWS;
+        to->layers = sc->layers; to->heads = sc->heads; to->dim = sc->dim;
+        to->seq = sc->seq; to->batch = sc->batch; to->steps = sc->steps; to->lr = sc->lr;
+        to->quiet = 1; to->threads = threads;
+        if ((rc = stage("", run_train, &sa, &a))) goto fail;
         // 3. next-position accuracy
         add(&a, "eval"); add(&a, "--model"); add(&a, "%s", run); add(&a, "--data"); add(&a, "%s", data); add(&a, "--split"); add(&a, "val");
         add(&a, "--systems"); add(&a, "%d", sc->eval_sys); add(&a, "--json"); add(&a, "%s/eval.json", run); add(&a, "--quiet");
-        if ((rc = stage(" orbits", cmd_orbits_eval, &a))) goto fail;
+        char ejson[4400];
+        snprintf(ejson, sizeof ejson, "%s/eval.json", run);
+        orb_eval_defaults(&sa.eval);
+        sa.eval.model = run; sa.eval.data = data; sa.eval.split = "val"; sa.eval.systems = sc->eval_sys;
+        sa.eval.json = ejson; sa.eval.progress = 0; sa.eval.report = stdout;
+        sa.eval_r = &res[k].eval;
+        if ((rc = stage(" orbits", run_eval, &sa, &a))) goto fail;
+        res[k].have_eval = !g_dry;
         // 4. force probe
         add(&a, "probe"); add(&a, "--model"); add(&a, "%s", run); add(&a, "--data"); add(&a, "%s", data); add(&a, "--out"); add(&a, "%s", run);
         add(&a, "--steps"); add(&a, "%d", sc->probe_steps); add(&a, "--batch"); add(&a, "%d", sc->probe_batch);
         add(&a, "--lr"); add(&a, "%g", (double)sc->probe_lr); add(&a, "--keep"); add(&a, "%d", sc->keep); add(&a, "--quiet"); THREADS();
-        if ((rc = stage(" orbits", cmd_orbits_probe, &a))) goto fail;
+        orb_probe_task_defaults(&sa.probe);
+        sa.probe.model = run; sa.probe.data = data; sa.probe.out = run;
+        sa.probe.probe.steps = sc->probe_steps; sa.probe.probe.batch = sc->probe_batch; sa.probe.probe.lr = sc->probe_lr;
+        sa.probe.keep = (uint64_t)sc->keep; sa.probe.probe.progress = 0; sa.probe.threads = threads;
+        sa.probe.report = stderr;
+        sa.probe_r = &res[k].probe;
+        if ((rc = stage(" orbits", run_probe, &sa, &a))) goto fail;
+        res[k].have_probe = !g_dry;
     }
     // 5. the oracle control
     snprintf(names[nk], 32, "oracle");
     add(&a, "oracle"); add(&a, "--data"); add(&a, "%s", data); add(&a, "--out"); add(&a, "%s/oracle", out);
     add(&a, "--keep"); add(&a, "%d", sc->keep); THREADS();
-    if ((rc = stage(" orbits", cmd_orbits_oracle, &a))) goto fail;
+    char oracle_out[4400];
+    snprintf(oracle_out, sizeof oracle_out, "%s/oracle", out);
+    orb_oracle_defaults(&sa.oracle);
+    sa.oracle.data = data; sa.oracle.out = oracle_out; sa.oracle.keep = (uint64_t)sc->keep; sa.oracle.threads = threads;
+    sa.oracle.report = stderr;
+    sa.probe_r = &res[nk].probe;
+    if ((rc = stage(" orbits", run_oracle, &sa, &a))) goto fail;
+    res[nk].have_probe = !g_dry;
     // 6. the law, per model and for the oracle
     for (int k = 0; k <= nk; k++) {
         add(&a, "newton"); add(&a, "--forces"); add(&a, "%s/%s/forces.csv", out, names[k]);
         add(&a, "--galaxies"); add(&a, "%d", sc->galaxies); add(&a, "--rows"); add(&a, "%d", sc->rows);
         add(&a, "--iterations"); add(&a, "%d", sc->iterations); add(&a, "--restarts"); add(&a, "%d", sc->restarts);
         add(&a, "--json"); add(&a, "%s/%s/newton.json", out, names[k]); add(&a, "--quiet"); THREADS();
-        if ((rc = stage(" orbits", cmd_orbits_newton, &a))) goto fail;
+        char forces[4400], njson[4400];
+        snprintf(forces, sizeof forces, "%s/%s/forces.csv", out, names[k]);
+        snprintf(njson, sizeof njson, "%s/%s/newton.json", out, names[k]);
+        orb_newton_defaults(&sa.newton);
+        sa.newton.forces = forces; sa.newton.json = njson;
+        sa.newton.galaxies = sc->galaxies; sa.newton.rows = sc->rows;
+        sa.newton.sr.iterations = sc->iterations; sa.newton.sr.restarts = sc->restarts;
+        sa.newton.sr.threads = threads; sa.newton.sr.verbose = 0;
+        sa.newton.report = stdout;
+        sa.newton_r = &res[k].newton;
+        if ((rc = stage(" orbits", run_newton, &sa, &a))) goto fail;
+        res[k].have_newton = !g_dry;
     }
     if (g_dry) return 0;
     snprintf(path, sizeof path, "%s/forces.png", out);
     if (plot_forces(path, out, names, nk + 1)) fprintf(stderr, "lssar orbits run: no %s: %s\n", path, lssar_errmsg());
-    write_results(out, sc, names, nk + 1);
+    write_results(out, sc, names, res, nk + 1);
+    for (int k = 0; k <= nk; k++) orb_newton_result_free(&res[k].newton);
     if (g_log) fclose(g_log);
     printf("\norbits run (%s): done in %.1f s -> %s/RESULTS.md, %s/forces.png\n", sc->name, lssar_now() - t0, out, out);
     return 0;
 fail:
     clear(&a);
+    for (int k = 0; k < 10; k++) orb_newton_result_free(&res[k].newton);
     if (g_log) fclose(g_log);
     g_log = NULL;
     fprintf(stderr, "lssar orbits run: a stage failed (exit %d); its command is above\n", rc);

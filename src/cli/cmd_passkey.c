@@ -10,6 +10,7 @@
 #include "args.h"
 #include "lssar.h"
 #include "exp/common.h"
+#include "model/checkpoint.h"
 #include "exp/passkey.h"
 #include "exp/plot.h"
 #include "core/json.h"
@@ -35,6 +36,7 @@ int cmd_passkey(int argc, char **argv) {
     int depths = 11, trials = 20, batch = 8, threads = 0;
     float p = 0;
     uint64_t seed = 1;
+    const char *device_name = "cpu";
     arg_spec sp[] = {
         {"model", ARG_STR, &model, "run directory (or .safetensors file)", 1, 0},
         {"lengths", ARG_STR, &lengths_s, "sequence lengths L1,L2,... (tokens the model reads)", 1, 0},
@@ -47,19 +49,22 @@ int cmd_passkey(int argc, char **argv) {
         {"json", ARG_STR, &json, "write the results here", 0, 0},
         {"plot", ARG_STR, &plot, "write a heatmap PNG here (gnuplot)", 0, 0},
         {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("passkey", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
+    lssar_device device;
+    if (args_device("passkey", device_name, &device)) return 2;
     int lens[MAXL];
     int nl = args_int_list("passkey", "--lengths", lengths_s, lens, MAXL);
     if (nl < 1) return 2;
     if (depths < 1 || depths > MAXD) return args_error("passkey", "--depths must be in 1..%d", MAXD);
     if (trials < 1 || batch < 1) return args_error("passkey", "--trials and --batch must be >= 1");
     if (threads > 0) omp_set_num_threads(threads);
-    int a = -1;
-    if (attn && (a = lssar_attn_parse(attn)) < 0) return args_error("passkey", "--attn '%s' is unknown", attn);
+    ckpt_load_opts load = {.set_attn = attn != NULL, .p = p, .device = device};
+    if (attn && args_attn_kind(attn, &load.attn)) return args_error("passkey", "--attn '%s' is unknown", attn);
     gpt *g = NULL;
-    if ((rc = exp_load_model(model, a, p, &g, NULL))) return args_error("passkey", "%s", lssar_errmsg());
+    if ((rc = ckpt_load_model(model, &load, &g, NULL))) return args_error("passkey", "%s", lssar_errmsg());
     const gpt_config *c = gpt_get_config(g);
     if (c->channels != 1) { gpt_free(g); return args_error("passkey", "the passkey test needs a one-channel text model"); }
     lssar_tokenizer *tok = NULL;

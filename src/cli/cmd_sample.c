@@ -5,12 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <cblas.h>
 #include "args.h"
 #include "lssar.h"
 #include "model/gpt.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 static const char *ABOUT =
     "Generate --tokens positions after a prompt of token ids, one position at a time with the model's\n"
@@ -64,6 +63,7 @@ int cmd_sample(int argc, char **argv) {
     int tokens = 32, threads = 0;
     float temp = 1.0f;
     uint64_t seed = 1337;
+    const char *device_name = "cpu";
     arg_spec sp[] = {
         {"model", ARG_STR, &model, "run directory or model .safetensors file", 1, 0},
         {"prompt-ids", ARG_STR, &prompt, "prompt token ids, comma-separated (channels interleaved)", 1, 0},
@@ -71,9 +71,12 @@ int cmd_sample(int argc, char **argv) {
         {"temperature", ARG_FLOAT, &temp, "sampling temperature (0: greedy)", 0, 0},
         {"seed", ARG_U64, &seed, "sampling seed", 0, 0},
         {"threads", ARG_INT, &threads, "CPU threads (0: all cores)", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("sample", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
+    lssar_device device;
+    if (args_device("sample", device_name, &device)) return 2;
     if (tokens < 0) return args_error("sample", "--tokens must be >= 0");
     if (temp < 0) return args_error("sample", "--temperature must be >= 0 (0: greedy)");
     if (threads < 0) return args_error("sample", "--threads must be >= 0");
@@ -83,12 +86,8 @@ int cmd_sample(int argc, char **argv) {
     if (nids == 0) { free(ids); return args_error("sample", "--prompt-ids is empty: give at least one position"); }
     if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
 
-    char mp[4096];
-    struct stat st;
-    if (stat(model, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(mp, sizeof mp, "%s/%s", model, CKPT_MODEL_FILE);
-    else snprintf(mp, sizeof mp, "%s", model);
     gpt *m = NULL;
-    if ((rc = ckpt_load_model(mp, -1, 0, &m, NULL))) {
+    if ((rc = ckpt_load_model(model, &(ckpt_load_opts){.device = device}, &m, NULL))) {
         fprintf(stderr, "lssar sample: %s\n", lssar_errmsg());
         free(ids);
         return 1;
@@ -104,15 +103,16 @@ int cmd_sample(int argc, char **argv) {
         rc = args_error("sample", "prompt (%d positions) + --tokens %d exceeds the %d positions this model learned: use fewer --tokens", P, tokens, c->max_seq);
     if (rc) { gpt_free(m); free(ids); return rc; }
 
-    uint16_t *tok = malloc(sizeof(uint16_t) * C);
+    uint16_t *tok = malloc(sizeof(uint16_t) * (P > 1 ? P : 1) * C);   // (P, C) the prompt, then (C)
     float *logits = malloc(sizeof(float) * C * V);   // (C, V)
+    gpt_kvcache *kv = NULL;
     lssar_rng rng;
     lssar_rng_seed(&rng, seed);
     if (!tok || !logits) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
-    if (!rc) rc = gpt_decode_reset(m, total);
-    for (int t = 0; !rc && t < P; t++) {
-        for (int ch = 0; ch < C; ch++) tok[ch] = (uint16_t)ids[t * C + ch];
-        rc = gpt_decode_step(m, tok, logits);
+    if (!rc) rc = gpt_kvcache_create(m, 1, total, &kv);
+    if (!rc) {   // the whole prompt in one call
+        for (int i = 0; i < P * C; i++) tok[i] = (uint16_t)ids[i];
+        rc = gpt_decode(m, kv, tok, P, logits);
     }
     for (int n = 0; !rc && n < tokens; n++) {
         for (int ch = 0; ch < C; ch++) {
@@ -120,8 +120,9 @@ int cmd_sample(int argc, char **argv) {
             printf("%s%d", n || ch ? " " : "", tok[ch]);
         }
         fflush(stdout);
-        if (n + 1 < tokens) rc = gpt_decode_step(m, tok, logits);
+        if (n + 1 < tokens) rc = gpt_decode(m, kv, tok, 1, logits);
     }
+    gpt_kvcache_free(kv);
     printf("\n");
     if (rc) fprintf(stderr, "lssar sample: %s\n", lssar_errmsg());
     free(tok); free(logits); free(ids);

@@ -1,11 +1,13 @@
-// cmd_train.c - `lssar train`: flags -> train_opts -> train_run (src/train/train.h).
+// cmd_train.c - `lssar train`: flags -> train_opts (with the passkey source of src/exp/passkey.h
+// for --passkey-mix) -> train_run (src/train/train.h).
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "args.h"
 #include "lssar.h"
+#include "exp/passkey.h"
+#include "model/checkpoint.h"
 #include "model/gpt.h"
-#include "train/checkpoint.h"
 #include "train/train.h"
 
 static const char *ABOUT =
@@ -55,13 +57,16 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     st_close(&f);
     if (rc) return args_error("train", "--resume: %s", lssar_errmsg());
     char stored[64], given[64];
+    lssar_attn_kind given_attn = c.attn;
+    if (seen(sp, "attn") && args_attn_kind(attn, &given_attn))
+        return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
 #define SAME(flag, cond, sfmt, sval, gval)                                                        \
     if (seen(sp, flag) && !(cond)) {                                                              \
         snprintf(stored, sizeof stored, sfmt, sval); snprintf(given, sizeof given, sfmt, gval);   \
         return args_error("train", "--%s %s differs from the checkpoint in %s (%s): --resume continues the stored run; drop --%s, or start a new run in another --out", \
                           flag, given, o->out, stored, flag);                                     \
     }
-    SAME("attn", lssar_attn_parse(attn) == (int)c.attn, "%s", lssar_attn_name(c.attn), attn);
+    SAME("attn", given_attn == c.attn, "%s", lssar_attn_name(c.attn), attn);
     SAME("pos", gpt_pos_parse(pos) == (int)c.pos, "%s", gpt_pos_name(c.pos), pos);
     SAME("p", o->p == c.p, "%g", c.p, o->p);
     SAME("layers", o->layers == c.layers, "%d", c.layers, o->layers);
@@ -96,6 +101,7 @@ int cmd_train(int argc, char **argv) {
     train_opts_default(&o);
     const char *attn = "lssar", *pos = "rope";
     int steps = 100;
+    const char *device_name = "cpu";
     arg_spec sp[] = {
         {"data", ARG_STR, &o.data, "training shards TRAIN.bin[,MORE.bin] (required unless --resume)", 0, 0},
         {"val", ARG_STR, &o.val, "validation shard", 0, 0},
@@ -130,13 +136,16 @@ int cmd_train(int argc, char **argv) {
         {"stop-at", ARG_INT, &o.stop_at, "stop and save after this step, keeping the --steps schedule (0: off)", 0, 0},
         {"threads", ARG_INT, &o.threads, "CPU threads for OpenMP and OpenBLAS (0: all cores)", 0, 0},
         {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("train", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
-    int a = lssar_attn_parse(attn), ps = gpt_pos_parse(pos);
-    if (a < 0) return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
+    lssar_device device;
+    if (args_device("train", device_name, &device)) return 2;
+    o.device = device;
+    int ps = gpt_pos_parse(pos);
+    if (args_attn_kind(attn, &o.attn)) return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
     if (ps < 0) return args_error("train", "--pos '%s' is unknown: use rope, learned or none", pos);
-    o.attn = (lssar_attn_kind)a;
     o.pos = (gpt_pos)ps;
     if (!(o.p > 0)) return args_error("train", "--p must be > 0 (the paper uses 15)");
     if (steps < 1) return args_error("train", "--steps must be >= 1");
@@ -154,6 +163,10 @@ int cmd_train(int argc, char **argv) {
         if (!(o.lr > 0)) return args_error("train", "--lr must be > 0");
         o.steps = steps;
     }
+    // the batches: the shards, with passkey windows mixed in when the run has a passkey share (the
+    // source looks at the run's share, so a resumed run mixes as its checkpoint says)
+    o.source = passkey_train_source;
+    o.source_arg = NULL;
     train_result r;
     rc = train_run(&o, &r);
     if (rc) {

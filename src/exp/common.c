@@ -6,18 +6,8 @@
 #include "core/sha256.h"
 #include "core/util.h"
 #include "exp/common.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
-
-int exp_load_model(const char *path, int attn, float p, gpt **out, int64_t *step) {
-    char file[4096];
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(file, sizeof file, "%s/%s", path, CKPT_MODEL_FILE);
-    else snprintf(file, sizeof file, "%s", path);
-    if (stat(file, &st) != 0)
-        return lssar_fail(LSSAR_E_IO, "no model at %s: give a run directory written by `lssar train` (it holds %s)", file, CKPT_MODEL_FILE);
-    return ckpt_load_model(file, attn, p, out, step);
-}
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
 
 int exp_write_text(const char *path, const char *text) {
     lssar_afile a;

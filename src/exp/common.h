@@ -1,6 +1,7 @@
 /*
- * common.h - small shared pieces of the experiment commands: loading a run directory for
- * evaluation, writing JSON and text files atomically, glob of training shards.
+ * common.h - small shared pieces of the experiment commands: writing text files atomically, glob
+ * of training shards, a run directory's manifest and trainer metadata. (Loading a run directory
+ * or model file is the model layer's ckpt_load_model, src/model/checkpoint.h.)
  */
 #ifndef LSSAR_EXP_COMMON_H
 #define LSSAR_EXP_COMMON_H
@@ -9,9 +10,6 @@
 #include <stdint.h>
 #include "model/gpt.h"
 
-/* path: a run directory (its model.safetensors) or a .safetensors file. attn < 0 keeps the trained
-   kind; p > 0 overrides the LSSAR power. *step may be NULL. */
-int exp_load_model(const char *path, int attn, float p, gpt **out, int64_t *step);
 /* Write a string to path atomically. */
 int exp_write_text(const char *path, const char *text);
 /* Comma-separated DIR/train_*.bin, sorted (malloc'd); error if none. */

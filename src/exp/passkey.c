@@ -120,6 +120,54 @@ int passkey_mix_batch(const passkey_pieces *pp, double mix, int B, int T, lssar_
     return rc;
 }
 
+/* ------------------------------------------------------ the trainer's source */
+typedef struct {
+    train_source base;
+    lssar_tokenizer *tok;
+    passkey_pieces pk;
+    double mix;
+} passkey_source;
+
+static int pks_next_batch(void *ctx, lssar_rng *rng, int B, int T, uint16_t *inputs, uint16_t *targets) {
+    passkey_source *p = ctx;
+    int rc = p->base.next_batch(p->base.ctx, rng, B, T, inputs, targets);
+    if (!rc) rc = passkey_mix_batch(&p->pk, p->mix, B, T, rng, inputs, targets, NULL);
+    return rc;
+}
+
+static void pks_close(void *ctx) {
+    passkey_source *p = ctx;
+    if (!p) return;
+    passkey_pieces_free(&p->pk);
+    lssar_tokenizer_free(p->tok);
+    free(p);
+}
+
+int passkey_train_source(void *arg, const train_source_env *env, const train_source *base, train_source *out) {
+    (void)arg;
+    if (!env || !base || !out) return lssar_fail(LSSAR_E_NULL, "passkey_train_source: NULL argument");
+    if (!(env->passkey_mix > 0)) { *out = *base; return 0; }
+    const int C = env->model->channels, T = env->seq;
+    if (C != 1) return lssar_fail(LSSAR_E_ARG, "--passkey-mix needs a text model (1 token channel); this data has %d", C);
+    passkey_source *p = calloc(1, sizeof *p);
+    if (!p) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    p->base = *base;
+    p->mix = env->passkey_mix;
+    int rc = passkey_tokenizer_for_vocab(env->model->vocab, &p->tok);
+    if (rc) { free(p); return rc; }
+    if ((rc = passkey_pieces_init(&p->pk, p->tok))) { lssar_tokenizer_free(p->tok); free(p); return rc; }
+    if (T + 1 < passkey_min_len(&p->pk)) {
+        rc = lssar_fail(LSSAR_E_ARG, "--passkey-mix: a passkey sequence needs at least %d tokens with the %s tokenizer; --seq is %d",
+                        passkey_min_len(&p->pk), lssar_tokenizer_name(p->tok), T);
+        pks_close(p);
+        return rc;
+    }
+    out->ctx = p;
+    out->next_batch = pks_next_batch;
+    out->close = pks_close;
+    return 0;
+}
+
 int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos, int ans_len,
                   double *digit_acc) {
     int all = 1;

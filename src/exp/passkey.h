@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "lssar.h"
 #include "core/util.h"
+#include "train/train.h"
 
 #define PASSKEY_MAX_ANS 16
 
@@ -59,6 +60,15 @@ int passkey_window(const passkey_pieces *pp, int T, lssar_rng *rng, uint16_t *wi
    (so a checkpointed rng state resumes exactly). *replaced (may be NULL) counts the swaps. */
 int passkey_mix_batch(const passkey_pieces *pp, double mix, int B, int T, lssar_rng *rng,
                       uint16_t *inputs, uint16_t *targets, int *replaced);
+
+/* The --passkey-mix data source, a train_source_fn (train/train.h) for train_opts.source: with
+   env->passkey_mix > 0 it wraps the shard source so that each window of every batch is replaced
+   by a passkey window (passkey_mix_batch) with that probability, drawing from the trainer's rng
+   after the shards have drawn theirs. The tokenizer is the one the model's vocabulary implies
+   (passkey_tokenizer_for_vocab). Refuses a model with more than 1 token channel and a --seq too
+   short for one passkey sequence. With passkey_mix 0 the base source is returned unchanged. arg
+   is unused (NULL). */
+int passkey_train_source(void *arg, const train_source_env *env, const train_source *base, train_source *out);
 
 /* Score teacher-forced predictions of one sequence: pred[t] is the model's argmax after reading
    inputs 0..t (so pred[t] predicts seq[t + 1]). Returns 1 if every answer token is right and puts

@@ -1,17 +1,18 @@
 /*
- * gpt.c - the GPT model (see gpt.h): parameter table and initialisation, activation memory,
- * forward, backward, AdamW, tensor copy-in / copy-out. Every tensor operation is a layer function
- * of src/nn; this file only lays out memory and calls them in order. Incremental decoding is in
- * gpt_decode.c.
+ * gpt.c - the GPT model (see gpt.h): parameter table and initialisation, activation memory, the
+ * block forward and backward, the output heads, AdamW, tensor copy-in / copy-out. The model only
+ * orchestrates: every tensor lives in its backend's memory and every operation on one is a call
+ * into the backend (nn/backend.h), so this file never reads or writes a tensor itself. The KV
+ * cache (decoding) is gpt_decode.c, the probes gpt_probe.c; both run the block forward below.
  *
  * Memory (llm.c style): one contiguous block each for parameters, gradients, AdamW m and v (same
  * layout, tensors 64-byte aligned), and one block of activations allocated by gpt_reserve and
- * reused by every step: fresh pages are slow on the machines we use, so nothing is allocated per
- * step.
+ * reused by every step: nothing is allocated per step.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include "model/gpt_internal.h"
 
 /* ------------------------------------------------------------------ config */
@@ -63,15 +64,18 @@ int gpt_config_check(const gpt_config *c) {
     return 0;
 }
 
+
 /* ---------------------------------------------------------- tensor table */
 
 enum { INIT_NORMAL, INIT_ZERO, INIT_ONE, INIT_SSMAX };
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-static int add_tensor(gpt *m, const char *name, int ndim, int s0, int s1, int decay, int init,
-                      float std) {
-    gpt_tensor *t = &m->t[m->nt];
+/* One tensor of the table, bound to the gpt_params field at `field` (layer -1) or to the
+   gpt_block_params field of block `layer`. */
+static void add_tensor(gpt *m, const char *name, int layer, size_t field, int ndim, int s0, int s1,
+                       int decay, int init, float std) {
+    gpt_tensor *t = &m->t[m->nt++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->ndim = ndim;
     t->shape[0] = s0;
@@ -81,8 +85,9 @@ static int add_tensor(gpt *m, const char *name, int ndim, int s0, int s1, int de
     t->decay = decay;
     t->init = init;
     t->std = std;
+    t->layer = layer;
+    t->field = field;
     m->nfloats += round16(t->numel);
-    return m->nt++;
 }
 
 static void build_table(gpt *m) {
@@ -94,58 +99,71 @@ static void build_table(gpt *m) {
     m->nfloats = 0;
     for (int ch = 0; ch < c->channels; ch++) {
         snprintf(nm, sizeof nm, "wte.%d", ch);
-        m->i_wte[ch] = add_tensor(m, nm, 2, V, C, 1, INIT_NORMAL, std);
+        add_tensor(m, nm, -1, offsetof(gpt_params, wte) + ch * sizeof(float *), 2, V, C, 1, INIT_NORMAL, std);
     }
-    m->i_wpe = c->pos == GPT_POS_LEARNED ? add_tensor(m, "wpe", 2, c->max_seq, C, 1, INIT_NORMAL, std) : -1;
+    if (c->pos == GPT_POS_LEARNED)
+        add_tensor(m, "wpe", -1, offsetof(gpt_params, wpe), 2, c->max_seq, C, 1, INIT_NORMAL, std);
     for (int l = 0; l < L; l++) {
-        int *li = m->lt + l * LT_N;
-#define T1(k, suffix, n, dec, init, sd) \
-        snprintf(nm, sizeof nm, "h.%d.%s", l, suffix); li[k] = add_tensor(m, nm, 1, n, 0, dec, init, sd)
-#define T2(k, suffix, r, cc, init, sd) \
-        snprintf(nm, sizeof nm, "h.%d.%s", l, suffix); li[k] = add_tensor(m, nm, 2, r, cc, 1, init, sd)
-        T1(LT_LN1W, "ln_1.weight", C, 0, INIT_ONE, 0);
-        T1(LT_LN1B, "ln_1.bias", C, 0, INIT_ZERO, 0);
-        T2(LT_QKVW, "attn.c_attn.weight", 3 * C, C, INIT_NORMAL, std);
-        T1(LT_QKVB, "attn.c_attn.bias", 3 * C, 0, INIT_ZERO, 0);
-        T2(LT_PROJW, "attn.c_proj.weight", C, C, INIT_NORMAL, rstd);
-        T1(LT_PROJB, "attn.c_proj.bias", C, 0, INIT_ZERO, 0);
-        if (c->attn == LSSAR_ATTN_SSMAX) {
-            T1(LT_SSMAX, "attn.ssmax_s", c->heads, 0, INIT_SSMAX, 0);
-        } else {
-            li[LT_SSMAX] = -1;
-        }
-        T1(LT_LN2W, "ln_2.weight", C, 0, INIT_ONE, 0);
-        T1(LT_LN2B, "ln_2.bias", C, 0, INIT_ZERO, 0);
-        T2(LT_FCW, "mlp.c_fc.weight", 4 * C, C, INIT_NORMAL, std);
-        T1(LT_FCB, "mlp.c_fc.bias", 4 * C, 0, INIT_ZERO, 0);
-        T2(LT_FCPW, "mlp.c_proj.weight", C, 4 * C, INIT_NORMAL, rstd);
-        T1(LT_FCPB, "mlp.c_proj.bias", C, 0, INIT_ZERO, 0);
+#define T1(f, suffix, n, init) \
+        snprintf(nm, sizeof nm, "h.%d.%s", l, suffix); \
+        add_tensor(m, nm, l, offsetof(gpt_block_params, f), 1, n, 0, 0, init, 0)
+#define T2(f, suffix, r, cc, sd) \
+        snprintf(nm, sizeof nm, "h.%d.%s", l, suffix); \
+        add_tensor(m, nm, l, offsetof(gpt_block_params, f), 2, r, cc, 1, INIT_NORMAL, sd)
+        T1(ln1w, "ln_1.weight", C, INIT_ONE);
+        T1(ln1b, "ln_1.bias", C, INIT_ZERO);
+        T2(qkvw, "attn.c_attn.weight", 3 * C, C, std);
+        T1(qkvb, "attn.c_attn.bias", 3 * C, INIT_ZERO);
+        T2(attprojw, "attn.c_proj.weight", C, C, rstd);
+        T1(attprojb, "attn.c_proj.bias", C, INIT_ZERO);
+        if (c->attn == LSSAR_ATTN_SSMAX) { T1(ssmax_s, "attn.ssmax_s", c->heads, INIT_SSMAX); }
+        T1(ln2w, "ln_2.weight", C, INIT_ONE);
+        T1(ln2b, "ln_2.bias", C, INIT_ZERO);
+        T2(fcw, "mlp.c_fc.weight", 4 * C, C, std);
+        T1(fcb, "mlp.c_fc.bias", 4 * C, INIT_ZERO);
+        T2(fcprojw, "mlp.c_proj.weight", C, 4 * C, rstd);
+        T1(fcprojb, "mlp.c_proj.bias", C, INIT_ZERO);
 #undef T1
 #undef T2
     }
-    m->i_lnfw = add_tensor(m, "ln_f.weight", 1, C, 0, 0, INIT_ONE, 0);
-    m->i_lnfb = add_tensor(m, "ln_f.bias", 1, C, 0, 0, INIT_ZERO, 0);
-    for (int ch = 0; ch < c->channels; ch++) {
-        if (c->tied) {
-            m->i_head[ch] = m->i_wte[ch];
-        } else {
+    add_tensor(m, "ln_f.weight", -1, offsetof(gpt_params, lnfw), 1, C, 0, 0, INIT_ONE, 0);
+    add_tensor(m, "ln_f.bias", -1, offsetof(gpt_params, lnfb), 1, C, 0, 0, INIT_ZERO, 0);
+    if (!c->tied)
+        for (int ch = 0; ch < c->channels; ch++) {
             snprintf(nm, sizeof nm, "lm_head.%d", ch);
-            m->i_head[ch] = add_tensor(m, nm, 2, V, C, 1, INIT_NORMAL, std);
+            add_tensor(m, nm, -1, offsetof(gpt_params, head) + ch * sizeof(float *), 2, V, C, 1, INIT_NORMAL, std);
         }
-    }
 }
 
 static int num_tensors_for(const gpt_config *c) {
-    return 2 * c->channels + 1 + c->layers * LT_N + 2;   // an upper bound
+    return 2 * c->channels + 1 + c->layers * 13 + 2;   // an upper bound
 }
 
-/* Deterministic, thread-count independent init: each tensor is cut into chunks and every chunk
-   draws from its own RNG stream. */
+/* Point every field of P (blocks in h) at its tensor in base, a block laid out by the table. */
+static void bind_params(const gpt *m, float *base, gpt_params *P, gpt_block_params *h) {
+    memset(P, 0, sizeof *P);
+    memset(h, 0, sizeof *h * m->cfg.layers);
+    P->h = h;
+    for (int i = 0; i < m->nt; i++) {
+        const gpt_tensor *t = &m->t[i];
+        char *owner = t->layer < 0 ? (char *)P : (char *)&h[t->layer];
+        float *p = base + t->off;
+        memcpy(owner + t->field, &p, sizeof p);
+    }
+    if (m->cfg.tied)
+        for (int ch = 0; ch < m->cfg.channels; ch++) P->head[ch] = P->wte[ch];
+}
+
+/* Deterministic, thread-count independent init, on the host then uploaded: each tensor is cut into
+   chunks and every chunk draws from its own RNG stream. */
 #define INIT_CHUNK 65536
-static void init_params(gpt *m, uint64_t seed) {
+static int init_params(gpt *m, uint64_t seed) {
+    size_t most = 16;
+    for (int i = 0; i < m->nt; i++) if (m->t[i].numel > most) most = m->t[i].numel;
+    float *host = malloc(most * sizeof(float));   // (most) staging for one tensor at a time
+    if (!host) return lssar_fail(LSSAR_E_NOMEM, "gpt_create: cannot allocate %zu MiB to initialise", most * 4 >> 20);
     for (int i = 0; i < m->nt; i++) {
         gpt_tensor *t = &m->t[i];
-        float *p = m->params + t->off;
         size_t n = t->numel, nch = (n + INIT_CHUNK - 1) / INIT_CHUNK;
         #pragma omp parallel for schedule(static)
         for (size_t c = 0; c < nch; c++) {
@@ -160,81 +178,71 @@ static void init_params(gpt *m, uint64_t seed) {
                     if (u1 < 1e-300) u1 = 1e-300;
                     double rad = t->std * sqrt(-2.0 * log(u1));
                     sincos(2.0 * M_PI * u2, &sn, &cs);
-                    p[j] = (float)(rad * cs);
-                    if (j + 1 < j1) p[j + 1] = (float)(rad * sn);
+                    host[j] = (float)(rad * cs);
+                    if (j + 1 < j1) host[j + 1] = (float)(rad * sn);
                 }
             } else {
                 float v = t->init == INIT_ZERO ? 0.0f : t->init == INIT_ONE ? 1.0f : 0.43f;
-                for (size_t j = j0; j < j1; j++) p[j] = v;
+                for (size_t j = j0; j < j1; j++) host[j] = v;
             }
         }
+        m->be->upload(m->ctx, m->params_mem + t->off, host, n * sizeof(float));
     }
+    free(host);
+    return 0;
 }
 
-/* Allocate n floats, 64-byte aligned, zeroed (the pages are touched here, once). */
-float *gpt_alloc_floats(size_t n) {
-    if (n == 0) n = 16;
-    size_t bytes = round16(n) * sizeof(float);
-    float *p = aligned_alloc(64, bytes);
-    if (!p) return NULL;
-    size_t nn = round16(n);
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < nn; i++) p[i] = 0.0f;
-    return p;
-}
+static float *alloc_floats(gpt *m, size_t n) { return m->be->alloc(m->ctx, round16(n ? n : 1) * sizeof(float)); }
 
 int gpt_create_empty(const gpt_config *cfg, gpt **out) {
     if (!out) return lssar_fail(LSSAR_E_NULL, "gpt_create: out is NULL");
     *out = NULL;
     int rc = gpt_config_check(cfg);
     if (rc) return rc;
+    const nn_backend *be;
+    if ((rc = nn_backend_get(cfg->device, &be))) return rc;
     gpt *m = calloc(1, sizeof *m);
     if (!m) return lssar_fail(LSSAR_E_NOMEM, "gpt_create: out of memory");
     m->cfg = *cfg;
-    m->lt = calloc((size_t)cfg->layers * LT_N, sizeof(int));
+    m->be = be;
+    if ((rc = be->ctx_create(&m->ctx))) { free(m); return rc; }
     m->t = calloc(num_tensors_for(cfg), sizeof(gpt_tensor));
-    if (!m->lt || !m->t) { gpt_free(m); return lssar_fail(LSSAR_E_NOMEM, "gpt_create: out of memory"); }
+    m->hp = calloc(cfg->layers, sizeof(gpt_block_params));
+    m->hg = calloc(cfg->layers, sizeof(gpt_block_params));
+    if (!m->t || !m->hp || !m->hg) { gpt_free(m); return lssar_fail(LSSAR_E_NOMEM, "gpt_create: out of memory"); }
     build_table(m);
-    m->params = gpt_alloc_floats(m->nfloats);
-    if (!m->params) {
+    m->params_mem = alloc_floats(m, m->nfloats);
+    if (!m->params_mem) {
         size_t mb = m->nfloats * 4 >> 20;
         gpt_free(m);
         return lssar_fail(LSSAR_E_NOMEM, "gpt_create: cannot allocate %zu MiB of parameters", mb);
     }
+    bind_params(m, m->params_mem, &m->params, m->hp);
     *out = m;
     return 0;
 }
 
 int gpt_create(const gpt_config *cfg, uint64_t seed, gpt **out) {
     int rc = gpt_create_empty(cfg, out);
-    if (!rc) init_params(*out, seed);
+    if (!rc && (rc = init_params(*out, seed))) { gpt_free(*out); *out = NULL; }
     return rc;
-}
-
-static void free_acts(gpt *m) {
-    free(m->acts); m->acts = NULL;
-    free(m->la); m->la = NULL;
-    free(m->inputs); m->inputs = NULL;
-    free(m->targets); m->targets = NULL;
-    free(m->losses); m->losses = NULL;
-    free(m->argmax); m->argmax = NULL;
-    m->rN = m->rT = m->rtrain = 0;
-    m->fvalid = 0;
-    m->fhidden = 0;
 }
 
 void gpt_free(gpt *m) {
     if (!m) return;
-    free_acts(m);
-    gpt_decode_free(m);
-    free(m->rope_cos);
-    free(m->rope_sin);
-    free(m->params);
-    free(m->grads);
-    free(m->adam_m);
-    free(m->adam_v);
+    if (m->ctx) {
+        gpt_acts_free(m, &m->acts);
+        m->be->release(m->ctx, m->rope_cos);
+        m->be->release(m->ctx, m->rope_sin);
+        m->be->release(m->ctx, m->params_mem);
+        m->be->release(m->ctx, m->grads_mem);
+        m->be->release(m->ctx, m->adam_m);
+        m->be->release(m->ctx, m->adam_v);
+        m->be->ctx_free(m->ctx);
+    }
     free(m->t);
-    free(m->lt);
+    free(m->hp);
+    free(m->hg);
     free(m);
 }
 
@@ -249,64 +257,110 @@ size_t gpt_num_params(const gpt *m) {
 
 /* ------------------------------------------------------------- memory */
 
-int gpt_ensure_opt_state(gpt *m) {
-    if (m->grads) return 0;
-    m->grads = gpt_alloc_floats(m->nfloats);
-    m->adam_m = gpt_alloc_floats(m->nfloats);
-    m->adam_v = gpt_alloc_floats(m->nfloats);
-    if (!m->grads || !m->adam_m || !m->adam_v) {
-        free(m->grads); free(m->adam_m); free(m->adam_v);
-        m->grads = m->adam_m = m->adam_v = NULL;
+static int ensure_opt_state(gpt *m) {
+    if (m->grads_mem) return 0;
+    m->grads_mem = alloc_floats(m, m->nfloats);
+    m->adam_m = alloc_floats(m, m->nfloats);
+    m->adam_v = alloc_floats(m, m->nfloats);
+    if (!m->grads_mem || !m->adam_m || !m->adam_v) {
+        m->be->release(m->ctx, m->grads_mem); m->be->release(m->ctx, m->adam_m); m->be->release(m->ctx, m->adam_v);
+        m->grads_mem = m->adam_m = m->adam_v = NULL;
         return lssar_fail(LSSAR_E_NOMEM, "gpt: cannot allocate 3 x %zu MiB for gradients and AdamW state",
                           m->nfloats * 4 >> 20);
     }
+    bind_params(m, m->grads_mem, &m->grads, m->hg);
     return 0;
 }
 
 int gpt_ensure_rope(gpt *m, int T) {
     if (m->cfg.pos != GPT_POS_ROPE || T <= m->rope_T) return 0;
     int HS = m->cfg.dim / m->cfg.heads;
-    float *c = gpt_alloc_floats((size_t)T * HS / 2), *s = gpt_alloc_floats((size_t)T * HS / 2);
-    if (!c || !s) { free(c); free(s); return lssar_fail(LSSAR_E_NOMEM, "gpt: cannot allocate the RoPE table"); }
-    rope_table(c, s, T, HS, 10000.0);
-    free(m->rope_cos); free(m->rope_sin);
-    m->rope_cos = c; m->rope_sin = s; m->rope_T = T;
-    return 0;
+    size_t n = (size_t)T * HS / 2;
+    float *hc = malloc(n * sizeof(float)), *hs = malloc(n * sizeof(float));   // host tables
+    float *c = alloc_floats(m, n), *s = alloc_floats(m, n);
+    int rc = 0;
+    if (!hc || !hs || !c || !s) {
+        m->be->release(m->ctx, c); m->be->release(m->ctx, s);
+        rc = lssar_fail(LSSAR_E_NOMEM, "gpt: cannot allocate the RoPE table");
+    } else {
+        rope_table(hc, hs, T, HS, 10000.0);
+        m->be->upload(m->ctx, c, hc, n * sizeof(float));
+        m->be->upload(m->ctx, s, hs, n * sizeof(float));
+        m->be->release(m->ctx, m->rope_cos); m->be->release(m->ctx, m->rope_sin);
+        m->rope_cos = c; m->rope_sin = s; m->rope_T = T;
+    }
+    free(hc); free(hs);
+    return rc;
 }
 
 /* Lay the activations out in one block; base == NULL only counts. Returns the float count. */
-static size_t act_layout(gpt *m, float *base, size_t N, int train) {
+static size_t act_layout(gpt *m, gpt_acts *a, float *base, size_t N, int train) {
     const gpt_config *c = &m->cfg;
     size_t C = c->dim, off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += round16(n); } while (0)
-    int nsets = train ? c->layers : 1;   // evaluation reuses one set for every layer
+    int nsets = train ? c->layers : 1;   // evaluation reuses one set for every block
     for (int l = 0; l < nsets; l++) {
-        gpt_layer_acts *a = &m->la[l];
-        TAKE(a->ln1, N * C); TAKE(a->ln1_mean, N); TAKE(a->ln1_rstd, N);
-        TAKE(a->q, N * C); TAKE(a->k, N * C); TAKE(a->v, N * C); TAKE(a->att, N * C);
-        TAKE(a->res1, N * C);
-        TAKE(a->ln2, N * C); TAKE(a->ln2_mean, N); TAKE(a->ln2_rstd, N);
-        TAKE(a->fch, N * 4 * C); TAKE(a->fch_gelu, N * 4 * C);
-        TAKE(a->res2, N * C);
+        gpt_block_acts *b = &a->h[l];
+        TAKE(b->ln1, N * C); TAKE(b->ln1_mean, N); TAKE(b->ln1_rstd, N);
+        TAKE(b->q, N * C); TAKE(b->k, N * C); TAKE(b->v, N * C); TAKE(b->att, N * C);
+        TAKE(b->res1, N * C);
+        TAKE(b->ln2, N * C); TAKE(b->ln2_mean, N); TAKE(b->ln2_rstd, N);
+        TAKE(b->fch, N * 4 * C); TAKE(b->fch_gelu, N * 4 * C);
+        TAKE(b->res2, N * C);
     }
     if (base)
-        for (int l = nsets; l < c->layers; l++) m->la[l] = m->la[0];
-    TAKE(m->encoded, N * C);
-    TAKE(m->lnf, N * C); TAKE(m->lnf_mean, N); TAKE(m->lnf_rstd, N);
-    TAKE(m->scratch, N * C);
+        for (int l = nsets; l < c->layers; l++) a->h[l] = a->h[0];
+    TAKE(a->encoded, N * C);
+    TAKE(a->lnf, N * C); TAKE(a->lnf_mean, N); TAKE(a->lnf_rstd, N);
+    TAKE(a->scratch, N * C);
     // logits: all rows when training (the backward pass turns them into dlogits in place),
-    // chunks of rows in evaluation, so memory stays linear in T with a 50k vocabulary
-    size_t R = train ? N : (N < GPT_EVAL_ROWS ? N : GPT_EVAL_ROWS);
-    if (base) m->logit_rows = (int)R;
-    TAKE(m->logits, c->channels * R * c->vocab);
+    // chunks of the backend's eval_rows in evaluation, so memory stays linear in T with a 50k
+    // vocabulary
+    size_t R = train || N < (size_t)m->be->eval_rows ? N : (size_t)m->be->eval_rows;
+    if (base) a->logit_rows = (int)R;
+    TAKE(a->logits, c->channels * R * c->vocab);
     if (train) {
-        TAKE(m->dres, N * C); TAKE(m->dln, N * C); TAKE(m->datt, N * C);
-        TAKE(m->dq, N * C); TAKE(m->dk, N * C); TAKE(m->dv, N * C);
-        TAKE(m->dfch, N * 4 * C);
-        TAKE(m->ds_tmp, c->heads);
+        TAKE(a->dres, N * C); TAKE(a->dln, N * C); TAKE(a->datt, N * C);
+        TAKE(a->dq, N * C); TAKE(a->dk, N * C); TAKE(a->dv, N * C);
+        TAKE(a->dfch, N * 4 * C);
+    }
+    TAKE(a->losses, N * c->channels);
+    // the tokens and the loss accumulator share the block: three uint16 arrays of nt16 entries
+    // (whole 64-byte lines each), then two doubles
+    size_t nt16 = (N * c->channels + 31) & ~(size_t)31;
+    float *tok = NULL, *acc = NULL;
+    TAKE(tok, 3 * nt16 / 2);
+    TAKE(acc, 4);
+    if (base) {
+        a->inputs = (uint16_t *)tok;
+        a->targets = a->inputs + nt16;
+        a->argmax = a->targets + nt16;
+        a->loss_acc = (double *)acc;
     }
 #undef TAKE
     return off;
+}
+
+int gpt_acts_alloc(gpt *m, int N, int T, int train, gpt_acts *a) {
+    memset(a, 0, sizeof *a);
+    a->h = calloc(m->cfg.layers, sizeof(gpt_block_acts));
+    if (!a->h) return lssar_fail(LSSAR_E_NOMEM, "gpt: out of memory");
+    size_t n = act_layout(m, a, NULL, N, train);
+    a->mem = alloc_floats(m, n);
+    if (!a->mem) {
+        free(a->h); a->h = NULL;
+        return lssar_fail(LSSAR_E_NOMEM, "gpt: cannot allocate %zu MiB of activations for %d rows; use a "
+                          "smaller batch or T", n * 4 >> 20, N);
+    }
+    act_layout(m, a, a->mem, N, train);
+    a->N = N; a->T = T; a->train = train;
+    return 0;
+}
+
+void gpt_acts_free(gpt *m, gpt_acts *a) {
+    if (a->mem) m->be->release(m->ctx, a->mem);
+    free(a->h);
+    memset(a, 0, sizeof *a);
 }
 
 int gpt_reserve(gpt *m, int B, int T, int train) {
@@ -318,43 +372,29 @@ int gpt_reserve(gpt *m, int B, int T, int train) {
     if ((long)B * T > (1L << 30)) return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: B*T = %ld too large", (long)B * T);
     train = train ? 1 : 0;
     int N = B * T;
-    if (m->acts && N <= m->rN && T <= m->rT && train <= m->rtrain) return 0;   // already fits
+    gpt_acts *a = &m->acts;
+    if (a->mem && N <= a->N && T <= a->T && train <= a->train) return 0;   // already fits
     // grow to cover both the old and the new shapes
-    if (m->acts) {
-        if (m->rN > N) N = m->rN;
-        if (m->rT > T) T = m->rT;
-        if (m->rtrain > train) train = m->rtrain;
+    if (a->mem) {
+        if (a->N > N) N = a->N;
+        if (a->T > T) T = a->T;
+        if (a->train > train) train = a->train;
     }
-    free_acts(m);
-    if (train) { int rc = gpt_ensure_opt_state(m); if (rc) return rc; }
-    int rc = gpt_ensure_rope(m, T);
-    if (rc) return rc;
-    m->la = calloc(m->cfg.layers, sizeof(gpt_layer_acts));
-    if (!m->la) return lssar_fail(LSSAR_E_NOMEM, "gpt_reserve: out of memory");
-    size_t n = act_layout(m, NULL, N, train);
-    m->acts = gpt_alloc_floats(n);
-    size_t nt = (size_t)N * m->cfg.channels;
-    m->inputs = calloc(nt, sizeof(uint16_t));
-    m->targets = calloc(nt, sizeof(uint16_t));
-    m->losses = calloc(nt, sizeof(float));
-    m->argmax = calloc(nt, sizeof(uint16_t));
-    if (!m->acts || !m->inputs || !m->targets || !m->losses || !m->argmax) {
-        free_acts(m);
-        return lssar_fail(LSSAR_E_NOMEM, "gpt_reserve: cannot allocate %zu MiB of activations for %d rows; "
-                          "use a smaller batch or T", n * 4 >> 20, N);
-    }
-    act_layout(m, m->acts, N, train);
-    m->rN = N; m->rT = T; m->rtrain = train;
-    return 0;
+    gpt_acts_free(m, a);
+    m->fvalid = m->fhidden = m->fbackward_ready = 0;
+    int rc;
+    if (train && (rc = ensure_opt_state(m))) return rc;
+    if ((rc = gpt_ensure_rope(m, T))) return rc;
+    return gpt_acts_alloc(m, N, T, train, a);
 }
 
 /* ------------------------------------------------------------- forward */
 
-static int check_tokens(const gpt *m, const uint16_t *tok, size_t n, int allow_ignore, const char *what) {
+int gpt_check_tokens(const gpt *m, const uint16_t *tok, size_t n, int allow_ignore, const char *what) {
     int V = m->cfg.vocab, Ch = m->cfg.channels;
     for (size_t i = 0; i < n; i++) {
         if (tok[i] < V || (allow_ignore && tok[i] == GPT_IGNORE)) continue;
-        return lssar_fail(LSSAR_E_ARG, "gpt_forward: %s token %u at position %zu channel %zu is out of range; "
+        return lssar_fail(LSSAR_E_ARG, "gpt: %s token %u at position %zu channel %zu is out of range; "
                           "the vocabulary has %d tokens%s", what, (unsigned)tok[i], i / Ch, i % Ch, V,
                           allow_ignore ? " (65535 = ignore)" : "");
     }
@@ -362,14 +402,117 @@ static int check_tokens(const gpt *m, const uint16_t *tok, size_t n, int allow_i
 }
 
 lssar_attn_desc gpt_attn_desc(const gpt *m, int l) {
-    lssar_attn_desc d = {m->cfg.attn, m->cfg.p, NULL};
-    int i = m->lt[l * LT_N + LT_SSMAX];
-    if (i >= 0) d.ssmax_s = m->params + m->t[i].off;
+    lssar_attn_desc d = {m->cfg.attn, m->cfg.p, m->hp[l].ssmax_s};
     return d;
 }
 
-/* The trunk of the forward pass: embeddings, blocks, final LayerNorm -> m->lnf (N, C). targets
-   (may be NULL) are only validated and kept for the output heads. */
+/* One block, forward: x (N, C) -> a->res2 (N, C), N = B * T.
+   res1 = x + c_proj(attn(rope(c_attn(ln_1(x)))));  res2 = res1 + c_proj(gelu(c_fc(ln_2(res1)))).
+   With a KV cache the T rows are positions pos0.. of each sequence: their keys and values are
+   appended to the cache and the queries attend over all pos0 + T of them. */
+static int block_forward(gpt *m, int l, gpt_block_acts *a, float *scratch, const float *x, int B, int T,
+                         const gpt_kvcache *kv) {
+    const nn_backend *be = m->be;
+    nn_ctx *ctx = m->ctx;
+    const gpt_config *c = &m->cfg;
+    const gpt_block_params *w = &m->hp[l];
+    int N = B * T, C = c->dim, NH = c->heads, HS = C / NH, pos0 = kv ? kv->len : 0;
+    size_t NC = (size_t)N * C, CC = (size_t)C * C;
+    be->layernorm_forward(ctx, a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+    // q, k, v (N, C) each: three sgemms straight into the (B, T, NH, HS) layout attention wants,
+    // instead of one (N, 3C) sgemm and a copy
+    be->matmul_forward(ctx, a->q, a->ln1, w->qkvw, w->qkvb, N, C, C);
+    be->matmul_forward(ctx, a->k, a->ln1, w->qkvw + CC, w->qkvb + C, N, C, C);
+    be->matmul_forward(ctx, a->v, a->ln1, w->qkvw + 2 * CC, w->qkvb + 2 * C, N, C, C);
+    if (c->pos == GPT_POS_ROPE) {
+        be->rope_forward(ctx, a->q, m->rope_cos, m->rope_sin, B, T, NH, HS, pos0);
+        be->rope_forward(ctx, a->k, m->rope_cos, m->rope_sin, B, T, NH, HS, pos0);
+    }
+    lssar_attn_desc d = gpt_attn_desc(m, l);
+    if (m->probe) {
+        int rc = gpt_probe_call(m, l, a->q, a->k, B, T, &d);
+        if (rc) return rc;
+    }
+    const float *keys = a->k, *values = a->v;
+    int Tk = T, stride = T;
+    if (kv) {   // append to the cache: sequence b's rows go to (l, b, pos0..pos0+T-1)
+        size_t lay = (size_t)l * kv->B * kv->cap * C;
+        for (int b = 0; b < B; b++) {
+            size_t at = lay + ((size_t)b * kv->cap + pos0) * C;
+            be->copy(ctx, kv->k + at, a->k + (size_t)b * T * C, (size_t)T * C * sizeof(float));
+            be->copy(ctx, kv->v + at, a->v + (size_t)b * T * C, (size_t)T * C * sizeof(float));
+        }
+        keys = kv->k + lay;
+        values = kv->v + lay;
+        Tk = pos0 + T;
+        stride = kv->cap;
+    }
+    int rc = be->attention_forward(ctx, a->att, a->q, keys, values, &d, B, T, Tk, stride, NH, HS);
+    if (rc) return rc;
+    be->matmul_forward(ctx, scratch, a->att, w->attprojw, w->attprojb, N, C, C);
+    be->residual_forward(ctx, a->res1, x, scratch, NC);
+    be->layernorm_forward(ctx, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1, w->ln2w, w->ln2b, N, C);
+    be->matmul_forward(ctx, a->fch, a->ln2, w->fcw, w->fcb, N, C, 4 * C);
+    be->gelu_forward(ctx, a->fch_gelu, a->fch, 4 * NC);
+    be->matmul_forward(ctx, scratch, a->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
+    be->residual_forward(ctx, a->res2, a->res1, scratch, NC);
+    return 0;
+}
+
+/* One block, backward: acts->dres (N, C) holds the gradient on the block's output res2 and
+   receives the gradient on its input x; the parameter gradients of block l are accumulated.
+   dres passes through the residual additions unchanged (so no residual backward is needed). */
+static int block_backward(gpt *m, int l, gpt_acts *acts, const float *x, int B, int T) {
+    const nn_backend *be = m->be;
+    nn_ctx *ctx = m->ctx;
+    const gpt_config *c = &m->cfg;
+    const gpt_block_params *w = &m->hp[l];
+    const gpt_block_params *g = &m->hg[l];
+    const gpt_block_acts *a = &acts->h[l];
+    int N = B * T, C = c->dim, NH = c->heads, HS = C / NH;
+    size_t CC = (size_t)C * C;
+    float *dres = acts->dres, *dln = acts->dln;
+    // MLP
+    be->matmul_backward(ctx, acts->dfch, g->fcprojw, g->fcprojb, dres, a->fch_gelu, w->fcprojw, N, 4 * C, C, 0);
+    be->gelu_backward(ctx, acts->dfch, a->fch, acts->dfch, (size_t)N * 4 * C);
+    be->matmul_backward(ctx, dln, g->fcw, g->fcb, acts->dfch, a->ln2, w->fcw, N, C, 4 * C, 0);
+    be->layernorm_backward(ctx, dres, g->ln2w, g->ln2b, dln, a->res1, w->ln2w, a->ln2_mean, a->ln2_rstd, N, C);
+    // attention
+    be->matmul_backward(ctx, acts->datt, g->attprojw, g->attprojb, dres, a->att, w->attprojw, N, C, C, 0);
+    lssar_attn_desc d = gpt_attn_desc(m, l);
+    int rc = be->attention_backward(ctx, acts->dq, acts->dk, acts->dv, g->ssmax_s, acts->datt, a->q, a->k, a->v,
+                                    &d, B, T, NH, HS);
+    if (rc) return rc;
+    if (c->pos == GPT_POS_ROPE) {
+        be->rope_backward(ctx, acts->dq, m->rope_cos, m->rope_sin, B, T, NH, HS);
+        be->rope_backward(ctx, acts->dk, m->rope_cos, m->rope_sin, B, T, NH, HS);
+    }
+    be->matmul_backward(ctx, dln, g->qkvw, g->qkvb, acts->dq, a->ln1, w->qkvw, N, C, C, 0);
+    be->matmul_backward(ctx, dln, g->qkvw + CC, g->qkvb + C, acts->dk, a->ln1, w->qkvw + CC, N, C, C, 1);
+    be->matmul_backward(ctx, dln, g->qkvw + 2 * CC, g->qkvb + 2 * C, acts->dv, a->ln1, w->qkvw + 2 * CC,
+                        N, C, C, 1);
+    be->layernorm_backward(ctx, dres, g->ln1w, g->ln1b, dln, x, w->ln1w, a->ln1_mean, a->ln1_rstd, N, C);
+    return 0;
+}
+
+int gpt_trunk_forward(gpt *m, gpt_acts *a, int B, int T, const gpt_kvcache *kv) {
+    const nn_backend *be = m->be;
+    const gpt_config *c = &m->cfg;
+    int N = B * T, C = c->dim;
+    const float *wpe = m->params.wpe ? m->params.wpe + (size_t)(kv ? kv->len : 0) * C : NULL;
+    be->embedding_forward(m->ctx, a->encoded, a->inputs, m->params.wte, wpe, B, T, c->channels, C);
+    const float *x = a->encoded;   // the residual stream (N, C)
+    for (int l = 0; l < c->layers; l++) {
+        int rc = block_forward(m, l, &a->h[l], a->scratch, x, B, T, kv);
+        if (rc) return rc;
+        x = a->h[l].res2;
+    }
+    be->layernorm_forward(m->ctx, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->params.lnfw, m->params.lnfb, N, C);
+    return 0;
+}
+
+/* Validate and upload a batch, then run the trunk into m->acts. targets (may be NULL) are only
+   validated and uploaded for the output heads. */
 static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T) {
     if (!m || !inputs) return lssar_fail(LSSAR_E_NULL, "gpt_forward: model or inputs is NULL");
     const gpt_config *c = &m->cfg;
@@ -377,88 +520,62 @@ static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets
     if (c->pos == GPT_POS_LEARNED && T > c->max_seq)
         return lssar_fail(LSSAR_E_SIZE, "gpt_forward: T = %d exceeds max_seq = %d of a model with learned "
                           "positions; use T <= %d", T, c->max_seq, c->max_seq);
-    if (!m->acts || (long)B * T > m->rN || T > m->rT)
+    gpt_acts *a = &m->acts;
+    if (!a->mem || (long)B * T > a->N || T > a->T)
         return lssar_fail(LSSAR_E_SIZE, "gpt_forward: batch %d x %d exceeds the reserved %d rows / T = %d; "
-                          "call gpt_reserve with the largest shape first", B, T, m->rN, m->rT);
-    int N = B * T, C = c->dim, NH = c->heads, HS = C / NH, Ch = c->channels, L = c->layers;
-    size_t ntok = (size_t)N * Ch;
-    int rc = check_tokens(m, inputs, ntok, 0, "input");
-    if (!rc && targets) rc = check_tokens(m, targets, ntok, 1, "target");
+                          "call gpt_reserve with the largest shape first", B, T, a->N, a->T);
+    size_t ntok = (size_t)B * T * c->channels;
+    int rc = gpt_check_tokens(m, inputs, ntok, 0, "input");
+    if (!rc && targets) rc = gpt_check_tokens(m, targets, ntok, 1, "target");
     if (rc) return rc;
-    m->fvalid = 0;
-    m->fhidden = 0;
-    m->fbackward_ready = 0;   // until this forward completes
-    memcpy(m->inputs, inputs, ntok * sizeof(uint16_t));
-    if (targets) memcpy(m->targets, targets, ntok * sizeof(uint16_t));
-    const float *P = m->params;
-#define W(l, k) (P + m->t[m->lt[(l) * LT_N + (k)]].off)
-    float *wte[GPT_MAX_CHANNELS];
-    for (int ch = 0; ch < Ch; ch++) wte[ch] = m->params + m->t[m->i_wte[ch]].off;
-    embedding_forward(m->encoded, m->inputs, wte, m->i_wpe >= 0 ? P + m->t[m->i_wpe].off : NULL, B, T, Ch, C);
-    const float *x = m->encoded;   // the residual stream (N, C)
-    for (int l = 0; l < L; l++) {
-        gpt_layer_acts *a = &m->la[l];
-        const float *wqkv = W(l, LT_QKVW), *bqkv = W(l, LT_QKVB);
-        layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, W(l, LT_LN1W), W(l, LT_LN1B), N, C);
-        // q, k, v (N, C) each: three sgemms straight into the (B, T, NH, HS) layout attention
-        // wants, instead of one (N, 3C) sgemm and a copy
-        matmul_forward(a->q, a->ln1, wqkv, bqkv, N, C, C);
-        matmul_forward(a->k, a->ln1, wqkv + (size_t)C * C, bqkv + C, N, C, C);
-        matmul_forward(a->v, a->ln1, wqkv + (size_t)2 * C * C, bqkv + 2 * C, N, C, C);
-        if (c->pos == GPT_POS_ROPE) {
-            rope_forward(a->q, m->rope_cos, m->rope_sin, B, T, NH, HS, 0);
-            rope_forward(a->k, m->rope_cos, m->rope_sin, B, T, NH, HS, 0);
-        }
-        lssar_attn_desc d = gpt_attn_desc(m, l);
-        rc = attention_forward(a->att, a->q, a->k, a->v, &d, B, T, NH, HS);
-        if (rc) return rc;
-        matmul_forward(m->scratch, a->att, W(l, LT_PROJW), W(l, LT_PROJB), N, C, C);
-        residual_forward(a->res1, x, m->scratch, (size_t)N * C);
-        layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res1, W(l, LT_LN2W), W(l, LT_LN2B), N, C);
-        matmul_forward(a->fch, a->ln2, W(l, LT_FCW), W(l, LT_FCB), N, C, 4 * C);
-        gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
-        matmul_forward(m->scratch, a->fch_gelu, W(l, LT_FCPW), W(l, LT_FCPB), N, 4 * C, C);
-        residual_forward(a->res2, a->res1, m->scratch, (size_t)N * C);
-        x = a->res2;
-    }
-    layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, x, P + m->t[m->i_lnfw].off,
-                      P + m->t[m->i_lnfb].off, N, C);
-#undef W
+    m->fvalid = m->fhidden = m->fbackward_ready = 0;   // until this forward completes
+    m->be->upload(m->ctx, a->inputs, inputs, ntok * sizeof(uint16_t));
+    if (targets) m->be->upload(m->ctx, a->targets, targets, ntok * sizeof(uint16_t));
+    if ((rc = gpt_trunk_forward(m, a, B, T, NULL))) return rc;
     m->fB = B; m->fT = T;
     m->fhidden = 1;
     return 0;
 }
 
+/* The output heads of rows [r0, r0 + rr) of hidden states lnf (N, C) into a->logits (Ch, R, V);
+   softmax, per-row loss and argmax into a->losses / a->argmax rows r0.., loss sum and count added
+   to a->loss_acc on the device. */
+static void heads_forward(gpt *m, gpt_acts *a, int r0, int rr, int with_targets) {
+    const gpt_config *c = &m->cfg;
+    int C = c->dim, V = c->vocab, Ch = c->channels, R = a->logit_rows;
+    for (int ch = 0; ch < Ch; ch++) {
+        float *lg = a->logits + (size_t)ch * R * V;
+        m->be->matmul_forward(m->ctx, lg, a->lnf + (size_t)r0 * C, m->params.head[ch], NULL, rr, C, V);
+        size_t o = (size_t)r0 * Ch + ch;
+        m->be->xent_forward(m->ctx, lg, a->losses + o, a->argmax + o, with_targets ? a->targets + o : NULL,
+                            Ch, Ch, rr, V, a->loss_acc);
+    }
+}
+
 int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T, float *loss) {
     int rc = forward_trunk(m, inputs, targets, B, T);
     if (rc) return rc;
-    const gpt_config *c = &m->cfg;
-    int N = B * T, C = c->dim, V = c->vocab, Ch = c->channels;
-    const float *P = m->params;
-    // output heads, in chunks of R rows: logits (Ch, R, V) -> probabilities, loss, argmax
-    int R = m->logit_rows;
-    double total = 0.0;
-    long count = 0;
-    for (int r0 = 0; r0 < N; r0 += R) {
-        int rr = N - r0 < R ? N - r0 : R;
-        for (int ch = 0; ch < Ch; ch++) {
-            float *lg = m->logits + (size_t)ch * R * V;
-            matmul_forward(lg, m->lnf + (size_t)r0 * C, P + m->t[m->i_head[ch]].off, NULL, rr, C, V);
-            size_t o = (size_t)r0 * Ch + ch;
-            total += softmax_xent_forward(lg, m->losses + o, m->argmax + o, targets ? m->targets + o : NULL,
-                                          Ch, Ch, rr, V, &count);
-        }
-    }
+    gpt_acts *a = &m->acts;
+    int N = B * T, R = a->logit_rows;
+    m->be->zero(m->ctx, (float *)a->loss_acc, 4);
+    for (int r0 = 0; r0 < N; r0 += R)   // the whole batch, R rows of logits at a time
+        heads_forward(m, a, r0, N - r0 < R ? N - r0 : R, targets != NULL);
     m->fvalid = 1;
     m->ftargets = targets != NULL;
-    m->fcount = count;
     // the probabilities of every row are still there only if one chunk held all rows
-    m->fbackward_ready = m->rtrain && targets && R >= N;
-    m->floss = count ? (float)(total / count) : 0.0f;
-    if (loss) *loss = m->floss;
-    if (targets && !isfinite(m->floss))
+    m->fbackward_ready = a->train && targets && R >= N;
+    return loss ? gpt_get_loss(m, loss) : 0;
+}
+
+int gpt_get_loss(const gpt *m, float *loss) {
+    if (!m || !loss) return lssar_fail(LSSAR_E_NULL, "gpt_get_loss: NULL argument");
+    if (!m->fvalid) return lssar_fail(LSSAR_E_ARG, "gpt_get_loss: no forward pass has run");
+    double acc[2];
+    m->be->download(m->ctx, acc, m->acts.loss_acc, sizeof acc);
+    *loss = acc[1] > 0 ? (float)(acc[0] / acc[1]) : 0.0f;
+    if (m->ftargets && !isfinite(*loss))
         return lssar_fail(LSSAR_E_NAN, "gpt_forward: the loss is %g; lower the learning rate or clip "
-                          "gradients", (double)m->floss);
+                          "gradients", (double)*loss);
     return 0;
 }
 
@@ -466,7 +583,7 @@ int gpt_get_losses(const gpt *m, float *out) {
     if (!m || !out) return lssar_fail(LSSAR_E_NULL, "gpt_get_losses: NULL argument");
     if (!m->fvalid) return lssar_fail(LSSAR_E_ARG, "gpt_get_losses: no forward pass has run");
     size_t n = (size_t)m->fB * m->fT * m->cfg.channels;
-    if (m->ftargets) memcpy(out, m->losses, n * sizeof(float));
+    if (m->ftargets) m->be->download(m->ctx, out, m->acts.losses, n * sizeof(float));
     else memset(out, 0, n * sizeof(float));
     return 0;
 }
@@ -474,11 +591,10 @@ int gpt_get_losses(const gpt *m, float *out) {
 int gpt_get_argmax(const gpt *m, uint16_t *out) {
     if (!m || !out) return lssar_fail(LSSAR_E_NULL, "gpt_get_argmax: NULL argument");
     if (!m->fvalid) return lssar_fail(LSSAR_E_ARG, "gpt_get_argmax: no forward pass has run");
-    memcpy(out, m->argmax, (size_t)m->fB * m->fT * m->cfg.channels * sizeof(uint16_t));
+    m->be->download(m->ctx, out, m->acts.argmax, (size_t)m->fB * m->fT * m->cfg.channels * sizeof(uint16_t));
     return 0;
 }
 
-/* The hidden states of the last forward: lnf (B, T, C). */
 int gpt_forward_hidden(gpt *m, const uint16_t *inputs, int B, int T) {
     return forward_trunk(m, inputs, NULL, B, T);
 }
@@ -486,7 +602,7 @@ int gpt_forward_hidden(gpt *m, const uint16_t *inputs, int B, int T) {
 int gpt_get_hidden(const gpt *m, float *out) {
     if (!m || !out) return lssar_fail(LSSAR_E_NULL, "gpt_get_hidden: NULL argument");
     if (!m->fhidden) return lssar_fail(LSSAR_E_ARG, "gpt_get_hidden: no forward pass has run");
-    memcpy(out, m->lnf, sizeof(float) * (size_t)m->fB * m->fT * m->cfg.dim);
+    m->be->download(m->ctx, out, m->acts.lnf, sizeof(float) * (size_t)m->fB * m->fT * m->cfg.dim);
     return 0;
 }
 
@@ -494,13 +610,30 @@ int gpt_get_hidden(const gpt *m, float *out) {
 
 int gpt_zero_grad(gpt *m) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_zero_grad: model is NULL");
-    int rc = gpt_ensure_opt_state(m);
+    int rc = ensure_opt_state(m);
     if (rc) return rc;
-    zero_fill(m->grads, m->nfloats);
+    m->be->zero(m->ctx, m->grads_mem, m->nfloats);
     return 0;
 }
 
-static int backward_trunk(gpt *m);
+/* Backward of the trunk from acts.dln = the gradient on the final hidden states (N, C): the final
+   LayerNorm, the blocks in reverse, the embeddings. Only reads the activations, so a second call
+   after the same forward is fine. */
+static int backward_trunk(gpt *m) {
+    const nn_backend *be = m->be;
+    const gpt_config *c = &m->cfg;
+    gpt_acts *a = &m->acts;
+    int B = m->fB, T = m->fT, N = B * T, C = c->dim, L = c->layers;
+    be->zero(m->ctx, a->dres, (size_t)N * C);
+    be->layernorm_backward(m->ctx, a->dres, m->grads.lnfw, m->grads.lnfb, a->dln, a->h[L - 1].res2,
+                           m->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C);
+    for (int l = L - 1; l >= 0; l--) {
+        int rc = block_backward(m, l, a, l ? a->h[l - 1].res2 : a->encoded, B, T);
+        if (rc) return rc;
+    }
+    be->embedding_backward(m->ctx, m->grads.wte, m->grads.wpe, a->dres, a->inputs, B, T, c->channels, C);
+    return 0;
+}
 
 int gpt_backward(gpt *m, float grad_scale) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_backward: model is NULL");
@@ -508,96 +641,39 @@ int gpt_backward(gpt *m, float grad_scale) {
         return lssar_fail(LSSAR_E_ARG, "gpt_backward: needs a gpt_forward with targets just before it, on a "
                           "model reserved with train = 1 (and only one backward per forward)");
     m->fbackward_ready = 0;   // the probabilities are consumed in place below
-    if (m->fcount == 0) return 0;   // every target ignored: the loss is constant
     const gpt_config *c = &m->cfg;
+    gpt_acts *a = &m->acts;
     int N = m->fB * m->fT, C = c->dim, V = c->vocab, Ch = c->channels;
-    const float *P = m->params;
-    float *G = m->grads;
-    // output heads: dlogits = scale (p - onehot) in place; dlnf (N, C) = sum_ch dlogits_ch W_ch
-    float scale = grad_scale / (float)m->fcount;
+    // output heads: dlogits = (grad_scale / count) (p - onehot) in place (all 0 if every target is
+    // ignored); dlnf (N, C) = sum_ch dlogits_ch W_ch
     for (int ch = 0; ch < Ch; ch++) {
-        float *lg = m->logits + (size_t)ch * N * V;   // R == N when training
-        softmax_xent_backward(lg, m->targets + ch, Ch, N, V, scale);
-        size_t o = m->t[m->i_head[ch]].off;
-        matmul_backward(m->dln, G + o, NULL, lg, m->lnf, P + o, N, C, V, ch > 0);
+        float *lg = a->logits + (size_t)ch * N * V;   // R == N when training
+        m->be->xent_backward(m->ctx, lg, a->targets + ch, Ch, N, V, grad_scale, a->loss_acc);
+        m->be->matmul_backward(m->ctx, a->dln, m->grads.head[ch], NULL, lg, a->lnf, m->params.head[ch],
+                               N, C, V, ch > 0);
     }
     return backward_trunk(m);
-}
-
-/* Backward of the trunk from m->dln = the gradient on the final hidden states (N, C): the final
-   LayerNorm, the blocks in reverse, the embeddings. Only reads the activations, so a second call
-   after the same forward is fine. */
-static int backward_trunk(gpt *m) {
-    const gpt_config *c = &m->cfg;
-    int B = m->fB, T = m->fT, N = B * T, C = c->dim, NH = c->heads, HS = C / NH;
-    int Ch = c->channels, L = c->layers;
-    const float *P = m->params;
-    float *G = m->grads;
-#define W(l, k) (P + m->t[m->lt[(l) * LT_N + (k)]].off)
-#define DW(l, k) (G + m->t[m->lt[(l) * LT_N + (k)]].off)
-    const float *xlast = m->la[L - 1].res2;
-    zero_fill(m->dres, (size_t)N * C);
-    layernorm_backward(m->dres, G + m->t[m->i_lnfw].off, G + m->t[m->i_lnfb].off, m->dln, xlast,
-                       P + m->t[m->i_lnfw].off, m->lnf_mean, m->lnf_rstd, N, C);
-    // blocks in reverse; dres is the gradient of the residual stream, which the residual
-    // additions pass through unchanged (so no explicit residual_backward is needed)
-    for (int l = L - 1; l >= 0; l--) {
-        gpt_layer_acts *a = &m->la[l];
-        const float *x = l ? m->la[l - 1].res2 : m->encoded;
-        // MLP: res2 = res1 + c_proj(gelu(c_fc(ln_2(res1))))
-        matmul_backward(m->dfch, DW(l, LT_FCPW), DW(l, LT_FCPB), m->dres, a->fch_gelu, W(l, LT_FCPW),
-                        N, 4 * C, C, 0);
-        gelu_backward(m->dfch, a->fch, m->dfch, (size_t)N * 4 * C);
-        matmul_backward(m->dln, DW(l, LT_FCW), DW(l, LT_FCB), m->dfch, a->ln2, W(l, LT_FCW), N, C, 4 * C, 0);
-        layernorm_backward(m->dres, DW(l, LT_LN2W), DW(l, LT_LN2B), m->dln, a->res1, W(l, LT_LN2W),
-                           a->ln2_mean, a->ln2_rstd, N, C);
-        // attention: res1 = x + c_proj(attn(rope(c_attn(ln_1(x)))))
-        matmul_backward(m->datt, DW(l, LT_PROJW), DW(l, LT_PROJB), m->dres, a->att, W(l, LT_PROJW),
-                        N, C, C, 0);
-        lssar_attn_desc d = gpt_attn_desc(m, l);
-        float *dscale = m->lt[l * LT_N + LT_SSMAX] >= 0 ? DW(l, LT_SSMAX) : NULL;
-        int rc = attention_backward(m->dq, m->dk, m->dv, dscale, m->ds_tmp, m->datt, a->q, a->k, a->v, &d,
-                                    B, T, NH, HS);
-        if (rc) return rc;
-        if (c->pos == GPT_POS_ROPE) {
-            rope_backward(m->dq, m->rope_cos, m->rope_sin, B, T, NH, HS, 0);
-            rope_backward(m->dk, m->rope_cos, m->rope_sin, B, T, NH, HS, 0);
-        }
-        float *dw = DW(l, LT_QKVW), *db = DW(l, LT_QKVB);
-        const float *w = W(l, LT_QKVW);
-        size_t CC = (size_t)C * C;
-        matmul_backward(m->dln, dw, db, m->dq, a->ln1, w, N, C, C, 0);
-        matmul_backward(m->dln, dw + CC, db + C, m->dk, a->ln1, w + CC, N, C, C, 1);
-        matmul_backward(m->dln, dw + 2 * CC, db + 2 * C, m->dv, a->ln1, w + 2 * CC, N, C, C, 1);
-        layernorm_backward(m->dres, DW(l, LT_LN1W), DW(l, LT_LN1B), m->dln, x, W(l, LT_LN1W),
-                           a->ln1_mean, a->ln1_rstd, N, C);
-    }
-#undef W
-#undef DW
-    float *dwte[GPT_MAX_CHANNELS];
-    for (int ch = 0; ch < Ch; ch++) dwte[ch] = G + m->t[m->i_wte[ch]].off;
-    embedding_backward(dwte, m->i_wpe >= 0 ? G + m->t[m->i_wpe].off : NULL, m->dres, m->inputs, B, T, Ch, C);
-    return 0;
 }
 
 int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale) {
     if (!m || !dhidden) return lssar_fail(LSSAR_E_NULL, "gpt_backward_hidden: NULL argument");
-    if (!m->fhidden || !m->rtrain)
+    if (!m->fhidden || !m->acts.train)
         return lssar_fail(LSSAR_E_ARG, "gpt_backward_hidden: needs a gpt_forward or gpt_forward_hidden just before "
                           "it, on a model reserved with train = 1");
-    int rc = gpt_ensure_opt_state(m);
+    int rc = ensure_opt_state(m);
     if (rc) return rc;
     size_t n = (size_t)m->fB * m->fT * m->cfg.dim;
-    for (size_t i = 0; i < n; i++) m->dln[i] = grad_scale * dhidden[i];
+    m->be->upload(m->ctx, m->acts.dln, dhidden, n * sizeof(float));
+    m->be->scale(m->ctx, m->acts.dln, n, grad_scale);
     return backward_trunk(m);
 }
 
 float gpt_clip_grad_norm(gpt *m, float max_norm) {
-    if (!m || !m->grads) return 0.0f;
-    double ss = sum_squares(m->grads, m->nfloats);
+    if (!m || !m->grads_mem) return 0.0f;
+    double ss = m->be->sum_squares(m->ctx, m->grads_mem, m->nfloats);
     if (!isfinite(ss)) return NAN;
     float norm = (float)sqrt(ss);
-    if (max_norm > 0.0f && norm > max_norm) scale_inplace(m->grads, m->nfloats, max_norm / norm);
+    if (max_norm > 0.0f && norm > max_norm) m->be->scale(m->ctx, m->grads_mem, m->nfloats, max_norm / norm);
     return norm;
 }
 
@@ -607,12 +683,12 @@ int gpt_adamw_step(gpt *m, int t, float lr, float beta1, float beta2, float eps,
     if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0))
         return lssar_fail(LSSAR_E_ARG, "gpt_adamw_step: need 0 <= beta1, beta2 < 1 and eps > 0 (got %g, %g, %g)",
                           (double)beta1, (double)beta2, (double)eps);
-    int rc = gpt_ensure_opt_state(m);
+    int rc = ensure_opt_state(m);
     if (rc) return rc;
     for (int i = 0; i < m->nt; i++) {
         const gpt_tensor *tt = &m->t[i];
-        adamw_update(m->params + tt->off, m->grads + tt->off, m->adam_m + tt->off, m->adam_v + tt->off,
-                     tt->numel, t, lr, beta1, beta2, eps, tt->decay ? weight_decay : 0.0f);
+        m->be->adamw(m->ctx, m->params_mem + tt->off, m->grads_mem + tt->off, m->adam_m + tt->off,
+                     m->adam_v + tt->off, tt->numel, t, lr, beta1, beta2, eps, tt->decay ? weight_decay : 0.0f);
     }
     return 0;
 }
@@ -634,8 +710,8 @@ int gpt_tensor_index(const gpt *m, const char *name) {
 
 static float *buffer_of(const gpt *m, gpt_buffer which) {
     switch (which) {
-    case GPT_BUF_PARAM: return m->params;
-    case GPT_BUF_GRAD: return m->grads;
+    case GPT_BUF_PARAM: return m->params_mem;
+    case GPT_BUF_GRAD: return m->grads_mem;
     case GPT_BUF_ADAM_M: return m->adam_m;
     case GPT_BUF_ADAM_V: return m->adam_v;
     }
@@ -648,7 +724,7 @@ int gpt_read_tensor(const gpt *m, gpt_buffer which, int i, float *dst) {
     if ((unsigned)which > GPT_BUF_ADAM_V) return lssar_fail(LSSAR_E_KIND, "gpt_read_tensor: buffer %d", (int)which);
     const float *b = buffer_of(m, which);
     if (!b) memset(dst, 0, m->t[i].numel * sizeof(float));   // not allocated yet: all zero
-    else memcpy(dst, b + m->t[i].off, m->t[i].numel * sizeof(float));
+    else m->be->download(m->ctx, dst, b + m->t[i].off, m->t[i].numel * sizeof(float));
     return 0;
 }
 
@@ -656,8 +732,8 @@ int gpt_write_tensor(gpt *m, gpt_buffer which, int i, const float *src) {
     if (!m || !src) return lssar_fail(LSSAR_E_NULL, "gpt_write_tensor: NULL argument");
     if (i < 0 || i >= m->nt) return lssar_fail(LSSAR_E_ARG, "gpt_write_tensor: tensor %d of %d", i, m->nt);
     if ((unsigned)which > GPT_BUF_ADAM_V) return lssar_fail(LSSAR_E_KIND, "gpt_write_tensor: buffer %d", (int)which);
-    if (which != GPT_BUF_PARAM) { int rc = gpt_ensure_opt_state(m); if (rc) return rc; }
-    memcpy(buffer_of(m, which) + m->t[i].off, src, m->t[i].numel * sizeof(float));
+    if (which != GPT_BUF_PARAM) { int rc = ensure_opt_state(m); if (rc) return rc; }
+    m->be->upload(m->ctx, buffer_of(m, which) + m->t[i].off, src, m->t[i].numel * sizeof(float));
     m->fbackward_ready = 0;   // a new parameter makes the stored forward stale
     m->fhidden = 0;
     return 0;

@@ -3,10 +3,10 @@
  * kinds, RoPE / learned / no positions, C token channels per position (one embedding table per
  * channel, summed; one output head per channel), AdamW state kept beside the parameters.
  *
- * Backend seam: everything here that touches tensors goes through the layer functions in src/nn/,
- * and callers above this level (trainer, CLI, experiments) only move data through the copy-in /
- * copy-out functions below, never through raw pointers, so a CUDA backend can keep every buffer
- * on the device.
+ * Backend seam: the model's tensors live in the memory of its backend (nn/backend.h; chosen by
+ * cfg.device), and every operation on them is a backend call. Callers above this level (trainer,
+ * CLI, experiments) move data only through the copy-in / copy-out functions below, in host
+ * memory, never through the model's pointers, so a CUDA backend keeps every buffer on the device.
  *
  * Parameter tensor names follow PyTorch GPT-2 conventions so model.safetensors loads with a few
  * lines of Python (see docs/pytorch.md):
@@ -43,6 +43,7 @@ typedef struct {
     lssar_attn_kind attn;
     float p;             // LSSAR power (used by lssar only)
     int tied;            // 1: output head = wte (per channel)
+    lssar_device device; // where tensors live and kernels run (not saved in checkpoints)
 } gpt_config;
 
 typedef struct gpt gpt;
@@ -64,14 +65,18 @@ size_t gpt_num_params(const gpt *m);
 /* Allocate activations once, up front, for batches of up to B x T (train = 1 also keeps what the
    backward pass needs, and gradients and AdamW state). Calling again with a smaller or equal
    shape is free. Memory grows linearly in T: no T x T matrix is stored, and in evaluation the
-   logits are produced in chunks and reduced to per-position loss and argmax. */
+   logits are produced in chunks of the backend's eval_rows and reduced, on the backend, to
+   per-position loss, argmax and the loss sum. */
 int gpt_reserve(gpt *m, int B, int T, int train);
 
-/* Forward pass. inputs, targets: (B, T, channels) uint16, host memory; targets may be NULL (then
-   no loss) and may hold GPT_IGNORE. On success *loss (if non-NULL) is the mean over channels and
-   counted positions of the cross-entropy. Longer T than max_seq is an error with learned
-   positions. */
+/* Forward pass of whole sequences. inputs, targets: (B, T, channels) uint16, host memory; targets
+   may be NULL (then no loss) and may hold GPT_IGNORE. If loss is non-NULL, *loss is the mean over
+   channels and counted positions of the cross-entropy (which waits for the backend; NULL leaves it
+   there for gpt_get_loss). Longer T than max_seq is an error with learned positions. */
 int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T, float *loss);
+/* The mean loss of the last forward (as *loss of gpt_forward; LSSAR_E_NAN if it is not finite).
+   The loss stays with the backend until this is called (or gpt_forward is given a loss pointer). */
+int gpt_get_loss(const gpt *m, float *loss);
 /* Per-position results of the last forward: loss (B, T, channels) (0 where ignored) and argmax
    prediction (B, T, channels). */
 int gpt_get_losses(const gpt *m, float *out);
@@ -97,10 +102,18 @@ float gpt_clip_grad_norm(gpt *m, float max_norm);
    biases, LayerNorm, SSMax scales; embeddings count as 2-D). */
 int gpt_adamw_step(gpt *m, int t, float lr, float beta1, float beta2, float eps, float weight_decay);
 
-/* Incremental decoding with a KV cache: reset, then feed one position at a time (channels
-   tokens); logits (channels, V) of the next position are copied to host memory. */
-int gpt_decode_reset(gpt *m, int max_T);
-int gpt_decode_step(gpt *m, const uint16_t *tokens, float *logits);
+/* Incremental decoding: a KV cache holds the keys and values (after RoPE) of every layer for B
+   sequences of up to max_T positions. gpt_decode feeds T new positions of every sequence (tokens
+   (B, T, channels), host memory) through the same block forward as gpt_forward, appending to the
+   cache, and copies the logits of the LAST fed position of each sequence, (B, channels, V), to
+   host memory (logits may be NULL). A prompt can be fed whole (T > 1, "prefill") and then one
+   position per call. The cache belongs to one model; free it before the model. */
+typedef struct gpt_kvcache gpt_kvcache;
+int gpt_kvcache_create(gpt *m, int B, int max_T, gpt_kvcache **out);
+void gpt_kvcache_free(gpt_kvcache *kv);
+void gpt_kvcache_clear(gpt_kvcache *kv);          /* back to 0 positions, memory kept */
+int gpt_kvcache_len(const gpt_kvcache *kv);       /* positions held per sequence */
+int gpt_decode(gpt *m, gpt_kvcache *kv, const uint16_t *tokens, int T, float *logits);
 
 /* Tensor table, for checkpoints and tests. Buffers: parameters, gradients, AdamW m and v. */
 typedef enum { GPT_BUF_PARAM = 0, GPT_BUF_GRAD = 1, GPT_BUF_ADAM_M = 2, GPT_BUF_ADAM_V = 3 } gpt_buffer;

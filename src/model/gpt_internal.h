@@ -1,6 +1,9 @@
 /*
- * gpt_internal.h - the model's private state, shared by gpt.c (training path) and gpt_decode.c
- * (incremental decoding). Not part of any public API.
+ * gpt_internal.h - the model's private state, shared by gpt.c (parameters, forward, backward,
+ * optimiser), gpt_decode.c (the KV cache) and gpt_probe.c. Not part of any public API.
+ *
+ * Every float / uint16 pointer below is backend memory (nn/backend.h): the model hands it from one
+ * backend call to the next and never reads or writes through it.
  */
 #ifndef LSSAR_GPT_INTERNAL_H
 #define LSSAR_GPT_INTERNAL_H
@@ -8,25 +11,45 @@
 #include <stdio.h>
 #include "core/util.h"
 #include "model/gpt.h"
-#include "nn/nn.h"
+#include "model/gpt_probe.h"
+#include "nn/backend.h"
 
 #define GPT_MAX_CHANNELS 16
-#define GPT_EVAL_ROWS 128   /* rows of logits per chunk in evaluation */
 
-/* per-layer parameter tensors */
-enum { LT_LN1W, LT_LN1B, LT_QKVW, LT_QKVB, LT_PROJW, LT_PROJB, LT_SSMAX, LT_LN2W, LT_LN2B,
-       LT_FCW, LT_FCB, LT_FCPW, LT_FCPB, LT_N };
+/* The parameters of one block (llm.c's ParameterTensors, per layer). The same struct names the
+   gradients. */
+typedef struct {
+    float *ln1w, *ln1b;           // (C) each
+    float *qkvw, *qkvb;           // (3C, C), (3C): q, k, v rows in that order
+    float *attprojw, *attprojb;   // (C, C), (C)
+    float *ssmax_s;               // (NH), SSMax only; NULL otherwise
+    float *ln2w, *ln2b;           // (C) each
+    float *fcw, *fcb;             // (4C, C), (4C)
+    float *fcprojw, *fcprojb;     // (C, 4C), (C)
+} gpt_block_params;
 
+typedef struct {
+    float *wte[GPT_MAX_CHANNELS];     // (V, C) per channel
+    float *wpe;                       // (max_seq, C), learned positions only; NULL otherwise
+    gpt_block_params *h;              // (L)
+    float *lnfw, *lnfb;               // (C) each
+    float *head[GPT_MAX_CHANNELS];    // (V, C) per channel; = wte[ch] in a tied model
+} gpt_params;
+
+/* One entry of the tensor table: its name, shape, place in each of the four blocks (parameters,
+   gradients, AdamW m and v) and the gpt_params field it binds to. */
 typedef struct {
     char name[64];
     int ndim, shape[2];
-    size_t off, numel;   // offset (floats) in each of the four blocks; element count
+    size_t off, numel;   // offset (floats) in each block; element count
     int decay;           // AdamW weight decay applies (2-D tensors)
     int init;
     float std;
+    int layer;           // -1: a field of gpt_params; else a field of gpt_block_params h[layer]
+    size_t field;        // offsetof the float * it binds to
 } gpt_tensor;
 
-/* activations of one layer, each (N, ...) with N = B * T rows */
+/* The activations of one block, each (N, ...) with N = B * T rows. */
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd;   // (N, C), (N), (N)
     float *q, *k, *v;                   // (N, C) each = (B, T, NH, HS), after RoPE
@@ -34,49 +57,65 @@ typedef struct {
     float *res1;                        // (N, C) residual after attention
     float *ln2, *ln2_mean, *ln2_rstd;   // (N, C), (N), (N)
     float *fch, *fch_gelu;              // (N, 4C) each
-    float *res2;                        // (N, C) residual after the MLP (the layer's output)
-} gpt_layer_acts;
+    float *res2;                        // (N, C) residual after the MLP (the block's output)
+} gpt_block_acts;
 
-struct gpt {
-    gpt_config cfg;
-    int nt;
-    gpt_tensor *t;
-    size_t nfloats;                     // floats per block, padding included
-    float *params, *grads, *adam_m, *adam_v;
-    int i_wte[GPT_MAX_CHANNELS], i_head[GPT_MAX_CHANNELS], i_wpe, i_lnfw, i_lnfb;
-    int *lt;                            // (L, LT_N) tensor indices, -1 if absent
-    // activations (gpt_reserve)
-    int rN, rT, rtrain;
-    float *acts;
-    gpt_layer_acts *la;                 // L entries; in evaluation all alias one set
+/* Activations for batches of up to N rows, T positions (llm.c's ActivationTensors). In evaluation
+   (train = 0) every block aliases one set and the logits are made eval_rows rows at a time, so
+   memory is linear in T. The training set keeps every block and all N rows of logits. */
+typedef struct {
+    int N, T, train;                    // capacity
+    float *mem;                         // the one allocation the float tensors live in
+    gpt_block_acts *h;                  // (L), host array of device pointers
     float *encoded;                     // (N, C)
-    float *lnf, *lnf_mean, *lnf_rstd;   // (N, C), (N), (N)
+    float *lnf, *lnf_mean, *lnf_rstd;   // (N, C), (N), (N): the final hidden states
     float *scratch;                     // (N, C)
     float *logits;                      // (Ch, R, V), R = logit_rows
     int logit_rows;
     float *dres, *dln, *datt, *dq, *dk, *dv;   // (N, C) each, training only
-    float *dfch;                        // (N, 4C)
-    float *ds_tmp;                      // (NH)
+    float *dfch;                        // (N, 4C), training only
+    uint16_t *inputs, *targets, *argmax;   // (N, Ch) each
+    float *losses;                      // (N, Ch)
+    double *loss_acc;                   // (2): sum of counted losses, their count
+} gpt_acts;
+
+struct gpt {
+    gpt_config cfg;
+    const nn_backend *be;
+    nn_ctx *ctx;
+    int nt;
+    gpt_tensor *t;                      // (nt) tensor table, host
+    size_t nfloats;                     // floats per block, padding included
+    float *params_mem, *grads_mem, *adam_m, *adam_v;   // (nfloats) each
+    gpt_params params, grads;           // bound to params_mem, grads_mem
+    gpt_block_params *hp, *hg;          // (L) each, host: params.h, grads.h
+    gpt_acts acts;                      // gpt_reserve's
     float *rope_cos, *rope_sin;         // (rope_T, HS/2)
     int rope_T;
-    uint16_t *inputs, *targets, *argmax;   // (N, Ch)
-    float *losses;                         // (N, Ch)
     // the last forward pass
     int fB, fT, fvalid, ftargets, fbackward_ready;
-    int fhidden;                        // lnf (the final hidden states) holds the last forward's
-    long fcount;
-    float floss;
-    // incremental decoding (gpt_decode.c)
-    int dmax, dpos;
-    float *kcache, *vcache;             // (L, dmax, C) each, after RoPE
-    float *dbuf;                        // one row's working vectors
-    double *dscratch;                   // (NH, dmax)
+    int fhidden;                        // acts.lnf holds the last forward's final hidden states
+    // a probe (gpt_probe.c) that the block forward calls while it is set
+    struct gpt_probe_state *probe;
 };
 
-float *gpt_alloc_floats(size_t n);
-int gpt_ensure_opt_state(gpt *m);
+struct gpt_kvcache {
+    gpt *m;
+    int B, cap, len;                    // sequences, positions each can hold, positions held
+    float *k, *v;                       // (L, B, cap, C) each, after RoPE
+    gpt_acts acts;                      // evaluation activations for the positions fed per call
+};
+
+int gpt_acts_alloc(gpt *m, int N, int T, int train, gpt_acts *a);
+void gpt_acts_free(gpt *m, gpt_acts *a);
 int gpt_ensure_rope(gpt *m, int T);
 lssar_attn_desc gpt_attn_desc(const gpt *m, int l);
-void gpt_decode_free(gpt *m);
+int gpt_check_tokens(const gpt *m, const uint16_t *tok, size_t n, int allow_ignore, const char *what);
+/* The trunk: embeddings of tokens (on the backend, in a->inputs), the blocks, the final
+   LayerNorm -> a->lnf (B*T, C). kv: NULL, or the cache the blocks append to (positions pos0..). */
+int gpt_trunk_forward(gpt *m, gpt_acts *a, int B, int T, const gpt_kvcache *kv);
+/* Hand layer l's queries and keys (backend memory, (B, T, NH, HS)) to the probe set on m, as host
+   copies (gpt_probe.c). */
+int gpt_probe_call(gpt *m, int l, const float *q, const float *k, int B, int T, const lssar_attn_desc *d);
 
 #endif

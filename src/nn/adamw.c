@@ -2,10 +2,10 @@
 #include <math.h>
 #include "core/dispatch.h"
 #include "nn.h"
-#include "vmath.h"
+#include "core/fastmath.h"
 
 // PyTorch AdamW: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), on one block of values
-// (nn_sqrtf: sqrtf's errno branch keeps the loop scalar, ~7x slower on a 124M model)
+// (fm_sqrt: sqrtf's errno branch keeps the loop scalar, ~7x slower on a 124M model)
 LSSAR_HOT static void adamw_block(float *restrict params, const float *restrict grads, float *restrict m,
                         float *restrict v, int n, float lr, float beta1, float beta2, float eps,
                         float wd, float ibc1, float ibc2) {
@@ -16,7 +16,7 @@ LSSAR_HOT static void adamw_block(float *restrict params, const float *restrict 
         float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
         m[i] = mi;
         v[i] = vi;
-        params[i] -= lr * (mi * ibc1 / (nn_sqrtf(vi * ibc2) + eps) + wd * params[i]);
+        params[i] -= lr * (mi * ibc1 / (fm_sqrt(vi * ibc2) + eps) + wd * params[i]);
     }
 }
 

@@ -5,7 +5,7 @@
 #include <math.h>
 #include "core/dispatch.h"
 #include "nn.h"
-#include "vmath.h"
+#include "core/fastmath.h"
 
 #define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
 #define BLK 4096
@@ -20,7 +20,7 @@ LSSAR_HOT void gelu_forward(float *out, const float *inp, size_t n) {
         #pragma omp simd
         for (int i = 0; i < len; i++) {
             float v = x[i];
-            o[i] = 0.5f * v * (1.0f + nn_tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+            o[i] = 0.5f * v * (1.0f + fm_tanh(GELU_K * (v + 0.044715f * v * v * v)));
         }
     }
 }
@@ -35,7 +35,7 @@ LSSAR_HOT void gelu_backward(float *dinp, const float *inp, const float *dout, s
         #pragma omp simd
         for (int i = 0; i < len; i++) {
             float v = x[i];
-            float t = nn_tanhf(GELU_K * (v + 0.044715f * v * v * v));
+            float t = fm_tanh(GELU_K * (v + 0.044715f * v * v * v));
             float sech2 = 1.0f - t * t;
             float g = 0.5f * (1.0f + t) + 0.5f * v * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
             dx[i] = d[i] * g;

@@ -1,7 +1,7 @@
 /*
- * nn.h - the layer functions of the GPT model, CPU backend. Every tensor operation of the model
- * lives here, forward and backward side by side; src/model/gpt.c only orchestrates them. A CUDA
- * backend provides the same functions on device memory.
+ * nn.h - the layer functions of the GPT model on the CPU, forward and backward side by side. The
+ * model reaches them through the CPU backend (backend.h, backend_cpu.c); a CUDA backend provides
+ * the same operations on device memory.
  *
  * Conventions (llm.c style):
  *   - all tensors are contiguous float32, row-major; N is a number of rows (usually B * T);
@@ -74,19 +74,8 @@ void rope_forward(float *x, const float *cos_t, const float *sin_t, int B, int T
 void rope_backward(float *dx, const float *cos_t, const float *sin_t, int B, int T, int NH,
                    int HS, int pos0);
 
-/* ---- attention glue (the kernels are lssar_attn_forward / _backward, src/attn) */
-// out (B, T, NH, HS) from q, k, v (B, T, NH, HS); returns 0 or an lssar_err
-int attention_forward(float *out, const float *q, const float *k, const float *v,
-                      const lssar_attn_desc *a, int B, int T, int NH, int HS);
-// dq, dk, dv (B, T, NH, HS) written; dscale (NH) += ds for SSMax (may be NULL otherwise);
-// ds_tmp: NH floats of scratch
-int attention_backward(float *dq, float *dk, float *dv, float *dscale, float *ds_tmp,
-                       const float *dout, const float *q, const float *k, const float *v,
-                       const lssar_attn_desc *a, int B, int T, int NH, int HS);
-// One query row (decoding): q (NH, HS) at row index n-1 attends over the cache
-// kc, vc (n, NH, HS); out (NH, HS). scratch: NH * n doubles. Same math as attention.md.
-void attention_row_forward(float *out, const float *q, const float *kc, const float *vc, int n,
-                           const lssar_attn_desc *a, int NH, int HS, double *scratch);
+/* ---- attention: the kernels are src/attn (lssar_attn_forward / _backward, attn_forward_cached),
+   called by the backend (backend_cpu.c) */
 
 /* ---- softmax cross-entropy over the vocabulary, one row per position */
 // logits (R, V) are replaced in place by probabilities. targets[r * tstride] (GPT_IGNORE:

@@ -2,7 +2,7 @@
 #include <math.h>
 #include "core/dispatch.h"
 #include "nn.h"
-#include "vmath.h"
+#include "core/fastmath.h"
 
 // One row: logits x (V) -> probabilities in place; returns -log p[tg] (0 if tg is ignored, NaN
 // if any logit is NaN or inf). A separate function so that GCC vectorises its loops (they stay
@@ -18,19 +18,19 @@ LSSAR_HOT static float xent_row(float *restrict x, int V, int tg, uint16_t *am_o
     for (; j0 + XL <= V; j0 += XL)
         for (int k = 0; k < XL; k++) {
             float v = x[j0 + k];
-            mxl[k] = nn_selectf(v > mxl[k], v, mxl[k]);
+            mxl[k] = fm_select(v > mxl[k], v, mxl[k]);
             sl[k] += v;
         }
-    for (int j = j0; j < V; j++) { mxl[0] = nn_selectf(x[j] > mxl[0], x[j], mxl[0]); sl[0] += x[j]; }
+    for (int j = j0; j < V; j++) { mxl[0] = fm_select(x[j] > mxl[0], x[j], mxl[0]); sl[0] += x[j]; }
     float mx = mxl[0], sum = 0.0f;
-    for (int k = 0; k < XL; k++) { mx = nn_selectf(mxl[k] > mx, mxl[k], mx); sum += sl[k]; }
+    for (int k = 0; k < XL; k++) { mx = fm_select(mxl[k] > mx, mxl[k], mx); sum += sl[k]; }
     int am = 0;
     while (am < V - 1 && x[am] != mx) am++;   // the first maximum
     *am_out = (uint16_t)am;
     float xt = tg != NN_IGNORE ? x[tg] : 0.0f;
     float z = 0.0f;   // float partial sums per SIMD lane: ~1e-7 relative at V = 50k
     #pragma omp simd reduction(+:z)
-    for (int j = 0; j < V; j++) { float e = nn_expf(x[j] - mx); x[j] = e; z += e; }
+    for (int j = 0; j < V; j++) { float e = fm_exp(x[j] - mx); x[j] = e; z += e; }
     float inv = 1.0f / z;
     #pragma omp simd
     for (int j = 0; j < V; j++) x[j] *= inv;

@@ -20,8 +20,8 @@
 #include "core/util.h"
 #include "data/shard.h"
 #include "lssar.h"
-#include "nn/nn.h"
 #include "orbits/probe.h"
+#include "train/train.h"
 
 void orb_probe_defaults(orb_probe_opts *o) {
     memset(o, 0, sizeof *o);
@@ -148,7 +148,11 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
     if (o->progress) lssar_progress_start(&pg, "orbits probe", "steps", o->steps);
     double tail = 0;
     int tail_n = 0;
-    int warm = o->steps / 10 > 0 ? o->steps / 10 : 1;
+    // the trainer's schedule as a factor of the peak rates: linear warmup over 10% of the steps
+    // (at least 1), then cosine to 10%; and the trainer's AdamW step for the model and the head
+    train_schedule sched = {1.0, 0.1, o->steps / 10 > 0 ? o->steps / 10 : 1, o->steps};
+    const train_adamw adam = {0.9f, 0.95f, 1e-8f, o->wd};
+    train_tensor head_t = {head, hg, hm, hv, (size_t)C + 1, 0.0f, 0};   // the head: no weight decay
     for (int step = 1; step <= o->steps; step++) {
         for (int b = 0; b < B; b++) {
             int64_t i = (int64_t)lssar_rng_below(&rng, (uint64_t)S);
@@ -164,11 +168,9 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
         if ((rc = gpt_zero_grad(m)) || (rc = gpt_backward_hidden(m, dh, 1.0f))) goto done;
         float norm = gpt_clip_grad_norm(m, o->clip);
         if (!isfinite(norm)) { rc = lssar_fail(LSSAR_E_NAN, "probe: the gradient became %g at step %d; lower --lr", (double)norm, step); goto done; }
-        // linear warmup, then cosine to 10%
-        double u = step <= warm ? 1.0 : (double)(step - warm) / (o->steps - warm > 0 ? o->steps - warm : 1);
-        double f = step <= warm ? (double)step / warm : 0.1 + 0.9 * 0.5 * (1 + cos(M_PI * u));
-        if ((rc = gpt_adamw_step(m, step, (float)(o->lr * f), 0.9f, 0.95f, 1e-8f, o->wd))) goto done;
-        adamw_update(head, hg, hm, hv, (size_t)C + 1, step, (float)(o->head_lr * f), 0.9f, 0.95f, 1e-8f, 0.0f);
+        double f = train_lr_at(&sched, step);
+        head_t.lr = (float)(o->head_lr * f);
+        if ((rc = train_adamw_step(m, (float)(o->lr * f), &head_t, 1, step, &adam))) goto done;
         if (step > o->steps - (o->steps + 9) / 10) { tail += loss; tail_n++; }
         if (o->progress) {
             char extra[64];

@@ -2,7 +2,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "eval.h"
+#include "train/eval.h"
+#include "model/model_api.h"
 
 int eval_num_windows(const shard *s, int T) {
     if (T < 1 || s->n < 2) return 0;
@@ -68,5 +69,23 @@ int eval_shard(gpt *m, const shard *s, int T, int B, int max_windows, eval_resul
     r->loss = sum / (double)r->tokens;
     if (per_pos) for (int t = 0; t < T; t++) per_pos[t] /= (double)r->windows * C;
     if (!isfinite(r->loss)) return lssar_fail(LSSAR_E_NAN, "evaluation loss is not finite on %s at seq %d", s->path, T);
+    return 0;
+}
+
+// The public lssar_model_eval_shard (lssar.h): here rather than in src/model/model_api.c because
+// it reads a token shard (src/data), a layer above the model.
+int lssar_model_eval_shard(lssar_model *m, const char *shard_path, int T, int B, int max_windows,
+                           double *loss, size_t *tokens, double *per_pos) {
+    if (!m || !shard_path || !loss) return lssar_fail(LSSAR_E_NULL, "lssar_model_eval_shard: NULL argument");
+    if (max_windows < 0) return lssar_fail(LSSAR_E_SIZE, "lssar_model_eval_shard: max_windows must be >= 0");
+    shard s;
+    int rc = shard_open(&s, shard_path);
+    if (rc) return rc;
+    eval_result r;
+    rc = eval_shard(m->g, &s, T, B, max_windows, &r, per_pos);
+    shard_close(&s);
+    if (rc) return rc;
+    *loss = r.loss;
+    if (tokens) *tokens = r.tokens;
     return 0;
 }

@@ -10,8 +10,8 @@
 #define LSSAR_EVAL_H
 
 #include <stddef.h>
-#include "../data/shard.h"
-#include "../model/gpt.h"
+#include "data/shard.h"
+#include "model/gpt.h"
 
 typedef struct {
     double loss;       // mean cross-entropy per token (nats), over windows, positions, channels

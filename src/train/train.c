@@ -11,7 +11,7 @@
 #include "train.h"
 #include "dataloader.h"
 #include "eval.h"
-#include "exp/passkey.h"
+#include "nn/nn.h"
 
 #define GPT2_VOCAB 50257
 
@@ -25,14 +25,53 @@ void train_opts_default(train_opts *o) {
     o->seed = 1337; o->eval_batches = 4; o->align = 1;
 }
 
-float train_lr(const train_state *s, int64_t step) {
-    double lr = s->lr, lr_min = s->min_lr_frac * s->lr;
-    if (s->warmup > 0 && step <= s->warmup) return (float)(lr * (double)step / s->warmup);
-    double span = s->steps - s->warmup;
-    double u = span > 0 ? (double)(step - s->warmup) / span : 1.0;
+double train_lr_at(const train_schedule *sc, int64_t step) {
+    double lr = sc->lr, lr_min = sc->lr_min;
+    if (sc->warmup > 0 && step <= sc->warmup) return lr * (double)step / sc->warmup;
+    double span = sc->steps - sc->warmup;
+    double u = span > 0 ? (double)(step - sc->warmup) / span : 1.0;
     if (u < 0) u = 0;
     if (u > 1) u = 1;   // past the schedule (never in a normal run): stay at the floor
-    return (float)(lr_min + 0.5 * (lr - lr_min) * (1.0 + cos(M_PI * u)));
+    return lr_min + 0.5 * (lr - lr_min) * (1.0 + cos(M_PI * u));
+}
+
+train_schedule train_schedule_of(const train_state *s) {
+    // min_lr_frac x lr in float, as the trainer has always computed it (bit-exact resumes)
+    train_schedule sc = {s->lr, s->min_lr_frac * s->lr, s->warmup, s->steps};
+    return sc;
+}
+
+float train_lr(const train_state *s, int64_t step) {
+    train_schedule sc = train_schedule_of(s);
+    return (float)train_lr_at(&sc, step);
+}
+
+int train_adamw_step(gpt *m, float lr, const train_tensor *extra, int n_extra, int64_t t, const train_adamw *h) {
+    if (!h) return lssar_fail(LSSAR_E_NULL, "train_adamw_step: no hyper-parameters");
+    if (t < 1 || t > 0x7fffffff) return lssar_fail(LSSAR_E_ARG, "train_adamw_step: step t = %lld; steps count from 1", (long long)t);
+    if (!(h->beta1 >= 0 && h->beta1 < 1 && h->beta2 >= 0 && h->beta2 < 1 && h->eps > 0))
+        return lssar_fail(LSSAR_E_ARG, "AdamW needs 0 <= beta1, beta2 < 1 and eps > 0 (got %g, %g, %g)",
+                          (double)h->beta1, (double)h->beta2, (double)h->eps);
+    int rc;
+    if (m && (rc = gpt_adamw_step(m, (int)t, lr, h->beta1, h->beta2, h->eps, h->wd))) return rc;
+    for (int i = 0; i < n_extra; i++) {
+        const train_tensor *x = &extra[i];
+        if (!x->param || !x->grad || !x->m || !x->v) return lssar_fail(LSSAR_E_NULL, "train_adamw_step: tensor %d has a NULL buffer", i);
+        adamw_update(x->param, x->grad, x->m, x->v, x->n, (int)t, x->lr, h->beta1, h->beta2, h->eps, x->decay ? h->wd : 0.0f);
+    }
+    return 0;
+}
+
+static int shard_next_batch(void *ctx, lssar_rng *rng, int B, int T, uint16_t *inputs, uint16_t *targets) {
+    dataloader *d = ctx;
+    if (T != d->T) return lssar_fail(LSSAR_E_ARG, "shard source: batch length %d, but the shards were opened for %d", T, d->T);
+    dl_next_batch(d, rng, B, inputs, targets);
+    return 0;
+}
+
+train_source train_shard_source(dataloader *d) {
+    train_source s = {d, shard_next_batch, NULL};
+    return s;
 }
 
 static void fmt_eta(char *b, size_t n, double s) {
@@ -88,7 +127,7 @@ static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train
     gpt_config cfg = {
         .layers = o->layers, .heads = o->heads, .dim = o->dim, .vocab = vocab,
         .channels = dl->channels, .max_seq = o->seq, .pos = o->pos, .attn = o->attn, .p = o->p,
-        .tied = !o->untied};
+        .tied = !o->untied, .device = o->device};
     if ((rc = gpt_config_check(&cfg))) return rc;
     if ((rc = gpt_create(&cfg, o->seed, m))) return rc;
     memset(s, 0, sizeof *s);
@@ -116,7 +155,7 @@ static int start_resume(const train_opts *o, gpt **m, train_state *s) {
         return lssar_fail(LSSAR_E_IO, "--resume: %s has no %s and %s to continue from: train without --resume first", o->out, CKPT_MODEL_FILE, CKPT_TRAINER_FILE);
     int64_t mstep;
     int rc = ckpt_read_train_state(tp, s);
-    if (!rc) rc = ckpt_load_model(mp, -1, 0, m, &mstep);
+    if (!rc) rc = ckpt_load_model(mp, &(ckpt_load_opts){.device = o->device}, m, &mstep);
     if (!rc && mstep != s->step)
         rc = lssar_fail(LSSAR_E_FORMAT, "%s is at step %lld but %s at step %lld (a run stopped between writing the two?): cannot resume exactly; start a new --out",
                         mp, (long long)mstep, tp, (long long)s->step);
@@ -165,9 +204,7 @@ int train_run(const train_opts *o, train_result *r) {
     int have_val = 0;
     uint16_t *in = NULL, *tg = NULL;
     FILE *logf = NULL;
-    lssar_tokenizer *pk_tok = NULL;   // --passkey-mix: the text the passkey windows are made of
-    passkey_pieces pk;
-    memset(&pk, 0, sizeof pk);
+    train_source src = {0};           // where batches come from: the shards, or o->source's wrap of them
     int64_t saved_step = -1;
 
     if (o->resume) {
@@ -193,13 +230,17 @@ int train_run(const train_opts *o, train_result *r) {
         if (val.channels != C) { rc = lssar_fail(LSSAR_E_FORMAT, "--val: %s has %d token channels but the model has %d", s.val, val.channels, C); goto done; }
         if (eval_num_windows(&val, T) < 1) { rc = lssar_fail(LSSAR_E_SIZE, "--val: %s has %zu positions, fewer than --seq + 1 = %d", s.val, val.n, T + 1); goto done; }
     }
-    if (s.passkey_mix > 0) {
-        if (C != 1) { rc = lssar_fail(LSSAR_E_ARG, "--passkey-mix needs a text model (1 token channel); this data has %d", C); goto done; }
-        if ((rc = passkey_tokenizer_for_vocab(cfg->vocab, &pk_tok)) || (rc = passkey_pieces_init(&pk, pk_tok))) goto done;
-        if (T + 1 < passkey_min_len(&pk)) {
-            rc = lssar_fail(LSSAR_E_ARG, "--passkey-mix: a passkey sequence needs at least %d tokens with the %s tokenizer; --seq is %d",
-                            passkey_min_len(&pk), lssar_tokenizer_name(pk_tok), T);
+    {
+        train_source base = train_shard_source(&dl);
+        if (o->source) {
+            train_source_env env = {cfg, B, T, s.passkey_mix, o->quiet};
+            if ((rc = o->source(o->source_arg, &env, &base, &src))) { memset(&src, 0, sizeof src); goto done; }
+        } else if (s.passkey_mix > 0) {
+            rc = lssar_fail(LSSAR_E_ARG, "this run mixes passkey windows into its batches (passkey_mix %g), which needs the passkey data source: continue it with `lssar train --resume` (in code: train_opts.source = passkey_train_source, src/exp/passkey.h)",
+                            (double)s.passkey_mix);
             goto done;
+        } else {
+            src = base;
         }
     }
     if ((rc = lssar_mkdirs(o->out))) goto done;
@@ -232,8 +273,7 @@ int train_run(const train_opts *o, train_result *r) {
         double loss_sum = 0;
         for (int a = 0; a < s.accum; a++) {
             float loss;
-            dl_next_batch(&dl, &s.rng, B, in, tg);
-            if (s.passkey_mix > 0 && (rc = passkey_mix_batch(&pk, s.passkey_mix, B, T, &s.rng, in, tg, NULL))) goto done;
+            if ((rc = src.next_batch(src.ctx, &s.rng, B, T, in, tg))) goto done;
             rc = gpt_forward(m, in, tg, B, T, &loss);
             if (rc == LSSAR_E_NAN || (!rc && !isfinite(loss))) { rc = 0; loss_sum = NAN; break; }
             if (rc) goto done;
@@ -249,7 +289,8 @@ int train_run(const train_opts *o, train_result *r) {
                             (long long)step, isfinite(loss_sum) ? "gradient norm" : "loss", "not finite (NaN or Inf)", where);
             goto done;
         }
-        if ((rc = gpt_adamw_step(m, (int)step, lr, s.beta1, s.beta2, s.eps, s.wd))) goto done;
+        train_adamw h = {s.beta1, s.beta2, s.eps, s.wd};
+        if ((rc = train_adamw_step(m, lr, NULL, 0, step, &h))) goto done;
         s.step = step;
         r->step = step;
         r->train_loss = (float)(loss_sum / s.accum);
@@ -294,7 +335,7 @@ int train_run(const train_opts *o, train_result *r) {
     r->seconds = lssar_now() - t0;
 done:
     if (logf) fclose(logf);
-    if (pk_tok) { passkey_pieces_free(&pk); lssar_tokenizer_free(pk_tok); }
+    if (src.close) src.close(src.ctx);
     free(in); free(tg);
     if (have_val) shard_close(&val);
     dl_close(&dl);

@@ -17,13 +17,77 @@
  *
  * A NaN or infinite loss or gradient norm stops the run before the optimizer step with
  * LSSAR_E_NAN; nothing is saved then, so the last checkpoint in `out` stays the last good one.
+ *
+ * Batches come from a train_source (below): the trainer opens the shards of `data` as the base
+ * source and knows nothing else about the data. Anything that changes the batches (the passkey
+ * windows of --passkey-mix, src/exp/passkey.h) is a source the caller hands in through
+ * train_opts.source, which wraps the base source once the model is known.
  */
 #ifndef LSSAR_TRAIN_H
 #define LSSAR_TRAIN_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include "../core/util.h"
 #include "../model/gpt.h"
-#include "checkpoint.h"
+#include "../model/checkpoint.h"
+#include "dataloader.h"
+
+/* ------------------------------------------------------------ data sources */
+/* A source of training batches. next_batch fills inputs and targets (B, T, C) with B windows
+   (targets = inputs shifted by one position) and takes every random number from rng: the trainer
+   saves rng in its checkpoints, so a resumed run continues with the same batches. close (may be
+   NULL) frees ctx. */
+typedef struct {
+    void *ctx;
+    int (*next_batch)(void *ctx, lssar_rng *rng, int B, int T, uint16_t *inputs, uint16_t *targets);
+    void (*close)(void *ctx);
+} train_source;
+
+/* The shard dataloader (dataloader.h) as a source; it stays owned by the caller (close is NULL). */
+train_source train_shard_source(dataloader *d);
+
+/* What a source builder learns before the first batch. */
+typedef struct {
+    const gpt_config *model;   // vocab and channels of the model being trained
+    int batch, seq;            // B and T of every batch
+    float passkey_mix;         // the run's passkey share (fresh: train_opts; resumed: the checkpoint's)
+    int quiet;
+} train_source_env;
+
+/* Builds the run's source on top of `base` (the shards). *out = *base keeps it unchanged; a
+   source that wraps base must not close it. Returns 0 or an lssar_err (with lssar_fail). */
+typedef int (*train_source_fn)(void *arg, const train_source_env *env, const train_source *base, train_source *out);
+
+/* ---------------------------------------------------- schedule and optimizer */
+/* The learning-rate schedule of the header comment: linear warmup to lr over `warmup` steps (none
+   if 0), then cosine decay to lr_min at `steps`; step is 1-based, past `steps` it stays at lr_min. */
+typedef struct {
+    double lr, lr_min;
+    int64_t warmup, steps;
+} train_schedule;
+double train_lr_at(const train_schedule *sc, int64_t step);
+/* The schedule a train_state stores (lr_min = min_lr_frac x lr). */
+train_schedule train_schedule_of(const train_state *s);
+
+/* AdamW with the trainer's conventions: PyTorch's formula, decoupled weight decay wd on 2-D weight
+   matrices only (gpt_adamw_step for the model's tensors). */
+typedef struct {
+    float beta1, beta2, eps, wd;
+} train_adamw;
+/* A tensor trained beside a model (a probe's regression head): host memory, its own AdamW moments
+   m and v (n floats each, zero at the start), its own learning rate, decayed only if decay. */
+typedef struct {
+    float *param;
+    const float *grad;
+    float *m, *v;
+    size_t n;
+    float lr;
+    int decay;
+} train_tensor;
+/* One AdamW step t (1, 2, ...): the model (may be NULL) at learning rate lr, then each of the
+   n_extra tensors at its own rate, all with the hyper-parameters h. */
+int train_adamw_step(gpt *m, float lr, const train_tensor *extra, int n_extra, int64_t t, const train_adamw *h);
 
 typedef struct {
     const char *data;      // comma-separated training shards (on --resume: NULL = the stored ones)
@@ -36,8 +100,12 @@ typedef struct {
     int layers, heads, dim;
     int vocab;             // 0: 50257 (GPT-2) if every id fits, else an error asking for --vocab
     int untied;
+    lssar_device device;   // where the model runs (fresh and resumed runs alike)
     int align;             // windows start at multiples of this (1: anywhere; orbits: 1000)
-    float passkey_mix;     // replace this share of training windows by passkey sequences (1 channel text)
+    float passkey_mix;     // share of training windows the source replaces by passkey sequences
+                           // (recorded in the checkpoint; > 0 needs a source that does it)
+    train_source_fn source;   // NULL: batches straight from the shards; else builds the run's source
+    void *source_arg;      // passed to source
     // schedule and batch (ignored on resume except steps)
     float lr, min_lr_frac, wd, clip, beta1, beta2, eps;
     int warmup;            // < 0: 10% of steps
@@ -67,7 +135,7 @@ typedef struct {
 
 int train_run(const train_opts *o, train_result *r);
 
-/* The schedule above; step is 1-based. */
+/* The schedule above for a train_state; step is 1-based (train_lr_at of train_schedule_of). */
 float train_lr(const train_state *s, int64_t step);
 
 #endif

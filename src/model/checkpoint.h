@@ -18,17 +18,29 @@
  * Each file is written atomically (temporary file, fsync, rename). Both carry the step, so a
  * crash between the two renames is detected on --resume instead of silently mixing states.
  * Loading checks everything against the config: dtype, shape, missing or unexpected tensors.
+ * The metadata keys of both files are listed once, in one table per file (checkpoint.c), which
+ * drives both writing and reading.
+ *
+ * Layer: model (src/model). It uses core and the model itself, never train/data/exp/cli; the
+ * trainer state below is only a record of numbers, its meaning belongs to src/train.
  */
 #ifndef LSSAR_CHECKPOINT_H
 #define LSSAR_CHECKPOINT_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include "../core/util.h"
-#include "../model/gpt.h"
-#include "safetensors.h"
+#include "core/util.h"
+#include "model/gpt.h"
+#include "model/safetensors.h"
 
 #define CKPT_MODEL_FILE "model.safetensors"
 #define CKPT_TRAINER_FILE "trainer.safetensors"
+
+/* The one resolver of a model argument: a run directory means DIR/model.safetensors, anything
+   else is taken as the model file itself. Writes the file's path into out (n bytes) and checks
+   that it can be opened: LSSAR_E_IO "no model at PATH: cannot open it (...)" otherwise, with the
+   fix; LSSAR_E_ARG if the path does not fit. */
+int ckpt_model_path(const char *path, char *out, size_t n);
 
 /* Everything besides the weights that decides the next step. */
 typedef struct {
@@ -48,10 +60,17 @@ typedef struct {
 int ckpt_config_from_meta(const st_file *f, gpt_config *cfg, int64_t *step);
 
 int ckpt_save_model(const gpt *m, const char *path, int64_t step);
-/* Load a model file. attn_override < 0 keeps the stored kind; otherwise the model is built with
-   that kind (and p_override if > 0) - allowed only between lssa and lssar, which share every
-   parameter. *step may be NULL. */
-int ckpt_load_model(const char *path, int attn_override, float p_override, gpt **out, int64_t *step);
+/* How to build the loaded model. A zeroed struct (or NULL) loads it as trained, on the CPU. */
+typedef struct {
+    int set_attn;            // 1: build it with `attn` instead of the stored kind - allowed only
+    lssar_attn_kind attn;    //    between lssa and lssar, which share every parameter
+    float p;                 // > 0: override the LSSAR power; 0 keeps it
+    lssar_device device;     // where the model lives (gpt_config.device)
+} ckpt_load_opts;
+
+/* Load a model from a run directory or a model file (resolved by ckpt_model_path). *step may be
+   NULL. */
+int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_t *step);
 
 /* Trainer file: needs gpt_reserve(m, ..., train = 1) first (the AdamW buffers). */
 int ckpt_save_trainer(const gpt *m, const train_state *s, const char *path);

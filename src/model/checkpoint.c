@@ -4,50 +4,80 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "checkpoint.h"
+#include <sys/stat.h>
+#include <unistd.h>
+#include "model/checkpoint.h"
 
 // ---------------------------------------------------------------------------- metadata fields
+//
+// One table per file lists every __metadata__ key with its type and where it lives in the struct;
+// the same table writes the keys (in table order) and reads them back, so a new field is one line.
 
-static int meta_int(const st_file *f, const char *key, long lo, long hi, long *out) {
-    const char *v = st_meta(f, key);
-    if (!v) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' is missing: not an lssar checkpoint, or damaged", f->path, key);
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi)
-        return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not an integer in %ld..%ld", f->path, key, v, lo, hi);
-    *out = x;
-    return 0;
+typedef enum { MF_INT, MF_I64, MF_U64, MF_FLOAT, MF_STR, MF_POS, MF_ATTN } meta_type;
+typedef struct {
+    const char *key;
+    meta_type type;
+    size_t off;          // offset of the field in the struct the table describes
+    size_t size;         // MF_STR: the char buffer's size
+    long lo, hi;         // MF_INT, MF_I64: accepted range
+    int optional;        // absent in older files: the field keeps `dflt`
+    double dflt;
+} meta_field;
+
+#define META_OPTIONAL(dflt) 1, (dflt)
+#define META_REQUIRED 0, 0
+
+// model.safetensors: the config and the step.
+typedef struct { gpt_config c; int64_t step; } model_meta;
+#define MM(f) offsetof(model_meta, f)
+static const meta_field MODEL_FIELDS[] = {
+    {"layers", MF_INT, MM(c.layers), 0, 1, 1 << 16, META_REQUIRED},
+    {"heads", MF_INT, MM(c.heads), 0, 1, 1 << 16, META_REQUIRED},
+    {"dim", MF_INT, MM(c.dim), 0, 1, 1 << 20, META_REQUIRED},
+    {"vocab", MF_INT, MM(c.vocab), 0, 1, 65536, META_REQUIRED},
+    {"channels", MF_INT, MM(c.channels), 0, 1, 64, META_REQUIRED},
+    {"max_seq", MF_INT, MM(c.max_seq), 0, 1, 1 << 30, META_REQUIRED},
+    {"pos", MF_POS, MM(c.pos), 0, 0, 0, META_REQUIRED},
+    {"attn", MF_ATTN, MM(c.attn), 0, 0, 0, META_REQUIRED},
+    {"p", MF_FLOAT, MM(c.p), 0, 0, 0, META_REQUIRED},
+    {"tied", MF_INT, MM(c.tied), 0, 0, 1, META_REQUIRED},
+    {"step", MF_I64, MM(step), 0, 0, INT32_MAX, META_REQUIRED},
+};
+#define N_MODEL_FIELDS (int)(sizeof MODEL_FIELDS / sizeof MODEL_FIELDS[0])
+
+// trainer.safetensors: the schedule and batch arguments. "step" here is informational (the I64
+// tensor "step" is what --resume trusts), so it is optional on reading and then overwritten.
+#define TS(f) offsetof(train_state, f)
+static const meta_field TRAINER_FIELDS[] = {
+    {"lr", MF_FLOAT, TS(lr), 0, 0, 0, META_REQUIRED},
+    {"min_lr_frac", MF_FLOAT, TS(min_lr_frac), 0, 0, 0, META_REQUIRED},
+    {"warmup", MF_INT, TS(warmup), 0, 0, INT32_MAX, META_REQUIRED},
+    {"steps", MF_INT, TS(steps), 0, 1, INT32_MAX, META_REQUIRED},
+    {"batch", MF_INT, TS(batch), 0, 1, 1 << 20, META_REQUIRED},
+    {"seq", MF_INT, TS(seq), 0, 1, 1 << 30, META_REQUIRED},
+    {"accum", MF_INT, TS(accum), 0, 1, 1 << 20, META_REQUIRED},
+    {"seed", MF_U64, TS(seed), 0, 0, 0, META_REQUIRED},
+    {"wd", MF_FLOAT, TS(wd), 0, 0, 0, META_REQUIRED},
+    {"clip", MF_FLOAT, TS(clip), 0, 0, 0, META_REQUIRED},
+    {"beta1", MF_FLOAT, TS(beta1), 0, 0, 0, META_REQUIRED},
+    {"beta2", MF_FLOAT, TS(beta2), 0, 0, 0, META_REQUIRED},
+    {"eps", MF_FLOAT, TS(eps), 0, 0, 0, META_REQUIRED},
+    {"passkey_mix", MF_FLOAT, TS(passkey_mix), 0, 0, 0, META_OPTIONAL(0)},
+    {"align", MF_INT, TS(align), 0, 1, 1 << 30, META_OPTIONAL(1)},
+    {"data", MF_STR, TS(data), sizeof(((train_state *)0)->data), 0, 0, META_OPTIONAL(0)},
+    {"val", MF_STR, TS(val), sizeof(((train_state *)0)->val), 0, 0, META_OPTIONAL(0)},
+    {"step", MF_I64, TS(step), 0, 0, INT64_MAX, META_OPTIONAL(0)},
+};
+#define N_TRAINER_FIELDS (int)(sizeof TRAINER_FIELDS / sizeof TRAINER_FIELDS[0])
+
+// The stored name of an attention kind or position scheme -> its value; -1 if unknown. (Local:
+// the file's names are the checkpoint format, whatever the CLI's parsers accept.)
+static int attn_from_name(const char *v) {
+    for (int k = LSSAR_ATTN_SOFTMAX; k <= LSSAR_ATTN_LSSAR; k++)
+        if (!strcmp(v, lssar_attn_name((lssar_attn_kind)k))) return k;
+    return -1;
 }
 
-static int meta_float(const st_file *f, const char *key, float *out) {
-    const char *v = st_meta(f, key);
-    if (!v) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' is missing: not an lssar checkpoint, or damaged", f->path, key);
-    char *end;
-    errno = 0;
-    float x = strtof(v, &end);
-    if (!*v || *end || errno || !isfinite(x))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not a finite number", f->path, key, v);
-    *out = x;
-    return 0;
-}
-
-static int meta_u64(const st_file *f, const char *key, uint64_t *out) {
-    const char *v = st_meta(f, key);
-    if (!v) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' is missing", f->path, key);
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (!*v || *v == '-' || *end || errno)
-        return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not a non-negative integer", f->path, key, v);
-    *out = x;
-    return 0;
-}
-
-static int put_int(st_writer *w, const char *key, long x) {
-    char b[32]; snprintf(b, sizeof b, "%ld", x);
-    return st_writer_meta(w, key, b);
-}
 static int put_float(st_writer *w, const char *key, float x) {
     // The shortest decimal that reads back as exactly x (9 digits always do for float32), so
     // 3e-3 is stored as "0.003", not "0.00300000003".
@@ -59,14 +89,113 @@ static int put_float(st_writer *w, const char *key, float x) {
     return st_writer_meta(w, key, b);
 }
 
-// Read integer metadata `key` into `field` or return the error.
-#define GET_INT(key, lo, hi, field)                                   \
-    do {                                                              \
-        if ((rc = meta_int(f, key, lo, hi, &v))) return rc;           \
-        field = (int)v;                                               \
-    } while (0)
+// Write every field of the table from the struct at base.
+static int meta_write(st_writer *w, const meta_field *fields, int n, const void *base) {
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const meta_field *fd = &fields[i];
+        const char *at = (const char *)base + fd->off;
+        char b[48];
+        switch (fd->type) {
+        case MF_INT: snprintf(b, sizeof b, "%d", *(const int *)at); rc = st_writer_meta(w, fd->key, b); break;
+        case MF_I64: snprintf(b, sizeof b, "%lld", (long long)*(const int64_t *)at); rc = st_writer_meta(w, fd->key, b); break;
+        case MF_U64: snprintf(b, sizeof b, "%llu", (unsigned long long)*(const uint64_t *)at); rc = st_writer_meta(w, fd->key, b); break;
+        case MF_FLOAT: rc = put_float(w, fd->key, *(const float *)at); break;
+        case MF_STR: rc = st_writer_meta(w, fd->key, at); break;
+        case MF_POS: rc = st_writer_meta(w, fd->key, gpt_pos_name(*(const gpt_pos *)at)); break;
+        case MF_ATTN: rc = st_writer_meta(w, fd->key, lssar_attn_name(*(const lssar_attn_kind *)at)); break;
+        }
+    }
+    return rc;
+}
+
+// Read one field of the table into the struct at base; errors name the file, the key and the value.
+static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
+    char *at = (char *)base + fd->off;
+    const char *v = st_meta(f, fd->key);
+    if (!v) {
+        if (!fd->optional) {
+            if (fd->type == MF_POS)
+                return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'pos' is missing (expected rope, learned or none)", f->path);
+            if (fd->type == MF_ATTN)
+                return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is missing (expected softmax, ssmax, lssa or lssar)", f->path);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' is missing: not an lssar checkpoint, or damaged", f->path, fd->key);
+        }
+        switch (fd->type) {
+        case MF_INT: *(int *)at = (int)fd->dflt; break;
+        case MF_I64: *(int64_t *)at = (int64_t)fd->dflt; break;
+        case MF_U64: *(uint64_t *)at = (uint64_t)fd->dflt; break;
+        case MF_FLOAT: *(float *)at = (float)fd->dflt; break;
+        case MF_STR: at[0] = 0; break;
+        case MF_POS: case MF_ATTN: break;   // never optional
+        }
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    switch (fd->type) {
+    case MF_INT: case MF_I64: {
+        long long x = strtoll(v, &end, 10);
+        if (!*v || *end || errno || x < fd->lo || x > fd->hi)
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not an integer in %ld..%ld", f->path, fd->key, v, fd->lo, fd->hi);
+        if (fd->type == MF_INT) *(int *)at = (int)x;
+        else *(int64_t *)at = x;
+        return 0;
+    }
+    case MF_U64: {
+        unsigned long long x = strtoull(v, &end, 10);
+        if (!*v || *v == '-' || *end || errno)
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not a non-negative integer", f->path, fd->key, v);
+        *(uint64_t *)at = x;
+        return 0;
+    }
+    case MF_FLOAT: {
+        float x = strtof(v, &end);
+        if (!*v || *end || errno || !isfinite(x))
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not a finite number", f->path, fd->key, v);
+        *(float *)at = x;
+        return 0;
+    }
+    case MF_STR:
+        snprintf(at, fd->size, "%s", v);
+        return 0;
+    case MF_POS: {
+        int k = gpt_pos_parse(v);
+        if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'pos' is %s (expected rope, learned or none)", f->path, v);
+        *(gpt_pos *)at = (gpt_pos)k;
+        return 0;
+    }
+    case MF_ATTN: {
+        int k = attn_from_name(v);
+        if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is %s (expected softmax, ssmax, lssa or lssar)", f->path, v);
+        *(lssar_attn_kind *)at = (lssar_attn_kind)k;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+static int meta_read(const st_file *f, const meta_field *fields, int n, void *base) {
+    for (int i = 0; i < n; i++) {
+        int rc = meta_read_field(f, &fields[i], base);
+        if (rc) return rc;
+    }
+    return 0;
+}
 
 // ----------------------------------------------------------------------------------- model
+
+int ckpt_model_path(const char *path, char *out, size_t n) {
+    if (!path || !out || n == 0) return lssar_fail(LSSAR_E_NULL, "ckpt_model_path: NULL argument");
+    struct stat st;
+    int len = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? snprintf(out, n, "%s/%s", path, CKPT_MODEL_FILE)
+                                                          : snprintf(out, n, "%s", path);
+    if (len < 0 || (size_t)len >= n) return lssar_fail(LSSAR_E_ARG, "model path %s is too long", path);
+    if (access(out, R_OK) != 0)
+        return lssar_fail(LSSAR_E_IO, "no model at %s: cannot open it (%s); give a run directory written by `lssar train` (it holds %s) or a .safetensors file",
+                          out, strerror(errno), CKPT_MODEL_FILE);
+    return 0;
+}
 
 int ckpt_config_from_meta(const st_file *f, gpt_config *cfg, int64_t *step) {
     memset(cfg, 0, sizeof *cfg);
@@ -74,26 +203,13 @@ int ckpt_config_from_meta(const st_file *f, gpt_config *cfg, int64_t *step) {
     if (!fmt || strcmp(fmt, "gpt-v1"))
         return lssar_fail(LSSAR_E_FORMAT, "%s: metadata lssar_format is %s%s%s, expected \"gpt-v1\": not an lssar model file",
                           f->path, fmt ? "\"" : "missing", fmt ? fmt : "", fmt ? "\"" : "");
-    long v;
-    int rc;
-    GET_INT("layers", 1, 1 << 16, cfg->layers);
-    GET_INT("heads", 1, 1 << 16, cfg->heads);
-    GET_INT("dim", 1, 1 << 20, cfg->dim);
-    GET_INT("vocab", 1, 65536, cfg->vocab);
-    GET_INT("channels", 1, 64, cfg->channels);
-    GET_INT("max_seq", 1, 1 << 30, cfg->max_seq);
-    GET_INT("tied", 0, 1, cfg->tied);
-    if ((rc = meta_float(f, "p", &cfg->p))) return rc;
-    const char *pos = st_meta(f, "pos"), *attn = st_meta(f, "attn");
-    int pi = pos ? gpt_pos_parse(pos) : -1, ai = attn ? lssar_attn_parse(attn) : -1;
-    if (pi < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'pos' is %s (expected rope, learned or none)", f->path, pos ? pos : "missing");
-    if (ai < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is %s (expected softmax, ssmax, lssa or lssar)", f->path, attn ? attn : "missing");
-    cfg->pos = (gpt_pos)pi;
-    cfg->attn = (lssar_attn_kind)ai;
-    if (step) {
-        if ((rc = meta_int(f, "step", 0, INT32_MAX, &v))) return rc;
-        *step = v;
-    }
+    model_meta mm;
+    memset(&mm, 0, sizeof mm);
+    // "step" is the table's last field: read it only when asked (as before).
+    int rc = meta_read(f, MODEL_FIELDS, step ? N_MODEL_FIELDS : N_MODEL_FIELDS - 1, &mm);
+    if (rc) return rc;
+    *cfg = mm.c;
+    if (step) *step = mm.step;
     if (gpt_config_check(cfg))
         return lssar_fail(LSSAR_E_FORMAT, "%s: the stored model config is invalid: %s", f->path, lssar_errmsg());
     return 0;
@@ -130,17 +246,11 @@ int ckpt_save_model(const gpt *m, const char *path, int64_t step) {
     st_writer w;
     st_writer_init(&w);
     st_writer_meta(&w, "lssar_format", "gpt-v1");
-    put_int(&w, "layers", c->layers);
-    put_int(&w, "heads", c->heads);
-    put_int(&w, "dim", c->dim);
-    put_int(&w, "vocab", c->vocab);
-    put_int(&w, "channels", c->channels);
-    put_int(&w, "max_seq", c->max_seq);
-    st_writer_meta(&w, "pos", gpt_pos_name(c->pos));
-    st_writer_meta(&w, "attn", lssar_attn_name(c->attn));
-    put_float(&w, "p", c->p);
-    put_int(&w, "tied", c->tied);
-    put_int(&w, "step", (long)step);
+    model_meta mm;
+    memset(&mm, 0, sizeof mm);
+    mm.c = *c;
+    mm.step = step;
+    meta_write(&w, MODEL_FIELDS, N_MODEL_FIELDS, &mm);
     for (int i = 0; i < gpt_num_tensors(m); i++) declare(&w, m, i, "");
     float *scratch = malloc(max_numel(m) * sizeof(float));
     if (!scratch) { st_writer_abort(&w); return lssar_fail(LSSAR_E_NOMEM, "out of memory saving %s", path); }
@@ -197,23 +307,30 @@ static int check_no_extra(const gpt *m, const st_file *f, const char *const *pre
     return 0;
 }
 
-int ckpt_load_model(const char *path, int attn_override, float p_override, gpt **out, int64_t *step) {
+int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_t *step) {
+    static const ckpt_load_opts defaults;
+    if (!o) o = &defaults;
     *out = NULL;
+    char file[4096];
+    int rc = ckpt_model_path(path, file, sizeof file);
+    if (rc) return rc;
+    path = file;
     st_file f;
-    int rc = st_open(&f, path);
+    rc = st_open(&f, path);
     if (rc) return rc;
     gpt_config cfg;
     int64_t st = 0;
     rc = ckpt_config_from_meta(&f, &cfg, &st);
-    if (!rc && attn_override >= 0 && attn_override != (int)cfg.attn) {
-        int a = cfg.attn, b = attn_override;
+    if (!rc && o->set_attn && o->attn != cfg.attn) {
+        int a = cfg.attn, b = o->attn;
         int ok = (a == LSSAR_ATTN_LSSA || a == LSSAR_ATTN_LSSAR) && (b == LSSAR_ATTN_LSSA || b == LSSAR_ATTN_LSSAR);
         if (!ok)
             rc = lssar_fail(LSSAR_E_ARG, "%s was trained with %s attention; evaluating it as %s is allowed only between lssa and lssar (they share every parameter and the score function)",
-                            path, lssar_attn_name(cfg.attn), lssar_attn_name((lssar_attn_kind)attn_override));
-        else cfg.attn = (lssar_attn_kind)attn_override;
+                            path, lssar_attn_name(cfg.attn), lssar_attn_name(o->attn));
+        else cfg.attn = o->attn;
     }
-    if (!rc && p_override > 0) cfg.p = p_override;
+    if (!rc && o->p > 0) cfg.p = o->p;
+    cfg.device = o->device;
     gpt *m = NULL;
     if (!rc) rc = gpt_create_empty(&cfg, &m);  // every tensor is read below: no random init (seconds at 124M)
     const char *pre[] = {""};
@@ -235,25 +352,7 @@ int ckpt_save_trainer(const gpt *m, const train_state *s, const char *path) {
     st_writer w;
     st_writer_init(&w);
     st_writer_meta(&w, "lssar_format", "trainer-v1");
-    put_float(&w, "lr", s->lr);
-    put_float(&w, "min_lr_frac", s->min_lr_frac);
-    put_int(&w, "warmup", s->warmup);
-    put_int(&w, "steps", s->steps);
-    put_int(&w, "batch", s->batch);
-    put_int(&w, "seq", s->seq);
-    put_int(&w, "accum", s->accum);
-    char b[32]; snprintf(b, sizeof b, "%llu", (unsigned long long)s->seed);
-    st_writer_meta(&w, "seed", b);
-    put_float(&w, "wd", s->wd);
-    put_float(&w, "clip", s->clip);
-    put_float(&w, "beta1", s->beta1);
-    put_float(&w, "beta2", s->beta2);
-    put_float(&w, "eps", s->eps);
-    put_float(&w, "passkey_mix", s->passkey_mix);
-    put_int(&w, "align", s->align);
-    st_writer_meta(&w, "data", s->data);
-    st_writer_meta(&w, "val", s->val);
-    put_int(&w, "step", (long)s->step);
+    meta_write(&w, TRAINER_FIELDS, N_TRAINER_FIELDS, s);
     int64_t one = 1, four = 4;
     st_writer_add(&w, "step", "I64", 1, &one);
     st_writer_add(&w, "rng", "I64", 1, &four);
@@ -277,26 +376,10 @@ static int state_from_file(const st_file *f, train_state *s) {
     const char *fmt = st_meta(f, "lssar_format");
     if (!fmt || strcmp(fmt, "trainer-v1"))
         return lssar_fail(LSSAR_E_FORMAT, "%s: metadata lssar_format is not \"trainer-v1\": not an lssar trainer state", f->path);
-    long v;
-    int rc;
-    if ((rc = meta_float(f, "lr", &s->lr)) || (rc = meta_float(f, "min_lr_frac", &s->min_lr_frac)) ||
-        (rc = meta_float(f, "wd", &s->wd)) || (rc = meta_float(f, "clip", &s->clip)) ||
-        (rc = meta_float(f, "beta1", &s->beta1)) || (rc = meta_float(f, "beta2", &s->beta2)) ||
-        (rc = meta_float(f, "eps", &s->eps)) || (rc = meta_u64(f, "seed", &s->seed)))
-        return rc;
-    if (st_meta(f, "passkey_mix") && (rc = meta_float(f, "passkey_mix", &s->passkey_mix))) return rc;
+    int rc = meta_read(f, TRAINER_FIELDS, N_TRAINER_FIELDS, s);
+    if (rc) return rc;
     if (!(s->passkey_mix >= 0 && s->passkey_mix <= 1))
         return lssar_fail(LSSAR_E_FORMAT, "%s: passkey_mix %g is outside [0, 1] (damaged)", f->path, s->passkey_mix);
-    GET_INT("warmup", 0, INT32_MAX, s->warmup);
-    GET_INT("steps", 1, INT32_MAX, s->steps);
-    GET_INT("batch", 1, 1 << 20, s->batch);
-    GET_INT("seq", 1, 1 << 30, s->seq);
-    GET_INT("accum", 1, 1 << 20, s->accum);
-    s->align = 1;
-    if (st_meta(f, "align")) GET_INT("align", 1, 1 << 30, s->align);
-    const char *d = st_meta(f, "data"), *val = st_meta(f, "val");
-    snprintf(s->data, sizeof s->data, "%s", d ? d : "");
-    snprintf(s->val, sizeof s->val, "%s", val ? val : "");
     int64_t step;
     if ((rc = st_read(f, "step", "I64", &step, 1))) return rc;
     if ((rc = st_read(f, "rng", "I64", s->rng.s, 4))) return rc;

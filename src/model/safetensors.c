@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cJSON.h>
-#include "safetensors.h"
+#include "model/safetensors.h"
 
 static const struct { const char *name; size_t size; } DTYPES[] = {
     {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},

@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../core/util.h"
+#include "core/util.h"
 
 #define ST_MAX_DIMS 8
 #define ST_MAX_HEADER (100u << 20)   /* refuse headers over 100 MB: a garbage length, not a model */

@@ -1,0 +1,141 @@
+/*
+ * backend.h - the seam between the model and the machine it runs on.
+ *
+ * The model (src/model/gpt.c) orchestrates; a backend owns memory and kernels. Every tensor the
+ * model holds (parameters, gradients, AdamW state, activations, tokens, the loss accumulator) is
+ * allocated by its backend and lives wherever the backend keeps it (host memory for the CPU
+ * backend, device memory for CUDA): the model passes those pointers from one backend call to the
+ * next and never dereferences them. Host data crosses only through upload / download.
+ *
+ * A backend is a table of functions; every function takes the backend's context first (the CPU
+ * backend has nothing in it; CUDA's holds its stream and library handles, so calls on one context
+ * run in order and a download waits for what came before it). Several backends can be built into
+ * one binary and chosen at run time (nn_backend_open), so tests can compare them.
+ *
+ * Conventions are those of the CPU layer functions (src/nn/nn.h), which the CPU backend wraps:
+ *   - tensors are contiguous float32, row-major; N is a number of rows (B * T);
+ *   - "dx +=" means the gradient is ACCUMULATED, "dx =" that it is written; parameter gradients
+ *     are always accumulated;
+ *   - reductions run in a fixed order, independent of the thread count.
+ * Shapes are in the comments, as in nn.h.
+ */
+#ifndef LSSAR_NN_BACKEND_H
+#define LSSAR_NN_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "lssar.h"
+
+typedef struct nn_ctx nn_ctx;        /* one backend context (CUDA: a stream); opaque */
+
+typedef struct nn_backend {
+    const char *name;                /* "cpu", "cuda" */
+    lssar_device device;
+    int eval_rows;                   /* rows of logits per chunk in evaluation (memory stays linear in T) */
+
+    /* ---- context and memory */
+    int (*ctx_create)(nn_ctx **out);
+    void (*ctx_free)(nn_ctx *ctx);
+    // bytes of zeroed tensor memory, 64-byte aligned; NULL when out of memory
+    void *(*alloc)(nn_ctx *ctx, size_t bytes);
+    void (*release)(nn_ctx *ctx, void *p);
+    // dst (device) = src (host); dst (host) = src (device); dst = src (both device)
+    void (*upload)(nn_ctx *ctx, void *dst, const void *src, size_t bytes);
+    void (*download)(nn_ctx *ctx, void *dst, const void *src, size_t bytes);
+    void (*copy)(nn_ctx *ctx, void *dst, const void *src, size_t bytes);
+    // x (n) = 0 (not x *= 0, which would keep NaN and inf)
+    void (*zero)(nn_ctx *ctx, float *x, size_t n);
+
+    /* ---- matmul (linear layer) */
+    // out (N, OC) = inp (N, IC) @ weight^T + bias;  weight (OC, IC), bias (OC) or NULL
+    void (*matmul_forward)(nn_ctx *ctx, float *out, const float *inp, const float *weight,
+                           const float *bias, int N, int IC, int OC);
+    // dinp (N, IC) = (or += if accumulate) dout (N, OC) @ weight; dinp may be NULL
+    // dweight (OC, IC) += dout^T @ inp;  dbias (OC) += column sums of dout (either may be NULL)
+    void (*matmul_backward)(nn_ctx *ctx, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight,
+                            int N, int IC, int OC, int accumulate);
+
+    /* ---- layernorm (eps 1e-5, biased variance, like PyTorch) */
+    // out (N, C) = (inp - mean) * rstd * weight + bias;  mean, rstd (N) saved (may be NULL)
+    void (*layernorm_forward)(nn_ctx *ctx, float *out, float *mean, float *rstd, const float *inp,
+                              const float *weight, const float *bias, int N, int C);
+    // dinp (N, C) += ...;  dweight, dbias (C) += ...
+    void (*layernorm_backward)(nn_ctx *ctx, float *dinp, float *dweight, float *dbias,
+                               const float *dout, const float *inp, const float *weight,
+                               const float *mean, const float *rstd, int N, int C);
+
+    /* ---- GELU (tanh approximation) and the residual add */
+    // out (n) = gelu(inp)
+    void (*gelu_forward)(nn_ctx *ctx, float *out, const float *inp, size_t n);
+    // dinp (n) = dout * gelu'(inp)   (dinp may alias dout)
+    void (*gelu_backward)(nn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n);
+    // out (n) = a + b  (out may alias a)
+    void (*residual_forward)(nn_ctx *ctx, float *out, const float *a, const float *b, size_t n);
+
+    /* ---- token + position embedding, Ch channels summed */
+    // out (B*T, C) = sum_ch wte[ch][tokens[(b*T + t)*Ch + ch]] + (wpe ? wpe[t] : 0)
+    // tokens (B, T, Ch) on the device, already validated < V; wte: Ch device pointers to (V, C);
+    // wpe (T, C) the rows of the positions fed (decoding passes wpe + pos0 * C)
+    void (*embedding_forward)(nn_ctx *ctx, float *out, const uint16_t *tokens, float *const *wte,
+                              const float *wpe, int B, int T, int Ch, int C);
+    // dwte[ch] (V, C) += scatter of dout (B*T, C);  dwpe (maxT, C) += (if non-NULL)
+    void (*embedding_backward)(nn_ctx *ctx, float *const *dwte, float *dwpe, const float *dout,
+                               const uint16_t *tokens, int B, int T, int Ch, int C);
+
+    /* ---- rotary position embedding; tables cos_t, sin_t (maxT, HS/2) uploaded by the model */
+    // x (B, T, NH, HS) rotated in place; row t uses table row pos0 + t
+    void (*rope_forward)(nn_ctx *ctx, float *x, const float *cos_t, const float *sin_t,
+                         int B, int T, int NH, int HS, int pos0);
+    // dx (B, T, NH, HS) in place: the inverse rotation
+    void (*rope_backward)(nn_ctx *ctx, float *dx, const float *cos_t, const float *sin_t,
+                          int B, int T, int NH, int HS);
+
+    /* ---- causal attention (the math: docs/attention.md). d->ssmax_s points to device memory. */
+    // out (B, Tq, NH, HS) for the LAST Tq of Tk positions: query r of sequence b is position
+    // i = Tk - Tq + r and sees keys 0..i. q (B, Tq, NH, HS); k, v: sequence b at
+    // k + b * kv_stride * NH * HS, rows of NH * HS (kv_stride >= Tk; a KV cache has its capacity
+    // there, a full forward Tq = Tk = kv_stride). Returns 0 or an lssar_err.
+    int (*attention_forward)(nn_ctx *ctx, float *out, const float *q, const float *k,
+                             const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
+                             int kv_stride, int NH, int HS);
+    // dq, dk, dv (B, T, NH, HS) written; dscale (NH) += d(loss)/d(ssmax_s) for SSMax (else NULL)
+    int (*attention_backward)(nn_ctx *ctx, float *dq, float *dk, float *dv, float *dscale,
+                              const float *dout, const float *q, const float *k, const float *v,
+                              const lssar_attn_desc *d, int B, int T, int NH, int HS);
+
+    /* ---- softmax cross-entropy over the vocabulary, one row per position */
+    // logits (R, V) replaced in place by probabilities. targets[r * tstride] (NN_IGNORE: no
+    // loss) may be NULL. losses[r * ostride] = -log p[target] (0 if ignored or no targets),
+    // argmax[r * ostride] = index of the largest logit (either may be NULL).
+    // acc (2 doubles, device) += {sum of the counted losses, number of counted rows}: the loss
+    // stays on the device until the model downloads acc.
+    void (*xent_forward)(nn_ctx *ctx, float *logits, float *losses, uint16_t *argmax,
+                         const uint16_t *targets, int tstride, int ostride, int R, int V,
+                         double *acc);
+    // probs (R, V) replaced in place by dlogits = (grad_scale / count) * (probs - onehot(target))
+    // with count = acc[1] (all 0 when count is 0); rows whose target is NN_IGNORE become 0
+    void (*xent_backward)(nn_ctx *ctx, float *probs, const uint16_t *targets, int tstride, int R,
+                          int V, float grad_scale, const double *acc);
+
+    /* ---- optimiser */
+    // One AdamW step (t >= 1) over n values, PyTorch formula with decoupled weight decay wd.
+    void (*adamw)(nn_ctx *ctx, float *params, const float *grads, float *m, float *v, size_t n,
+                  int t, float lr, float beta1, float beta2, float eps, float wd);
+    // Sum of squares of x (n), in double, fixed order; returned to the host (waits for the device)
+    double (*sum_squares)(nn_ctx *ctx, const float *x, size_t n);
+    // x (n) *= s
+    void (*scale)(nn_ctx *ctx, float *x, size_t n, float s);
+} nn_backend;
+
+/* Host helper: the RoPE tables cos_t, sin_t (T, HS/2), angle t * theta^(-2c/HS) in double, which
+   the model uploads for rope_forward / rope_backward (src/nn/rope.c). */
+void rope_table(float *cos_t, float *sin_t, int T, int HS, double theta);
+
+/* The backend of a device: 0, or LSSAR_E_UNSUPPORTED when this build has none for it. */
+int nn_backend_get(lssar_device device, const nn_backend **out);
+
+/* The CPU backend (backend_cpu.c). A CUDA build adds nn_backend_cuda (src/cuda). */
+extern const nn_backend nn_backend_cpu;
+
+#endif
