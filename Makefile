@@ -142,4 +142,58 @@ install: all
 clean:
 	rm -rf build build-native build-sanitize
 
+# ---- fuzzing: `make fuzz FUZZ_SECONDS=N` builds every tests/fuzz/fuzz_NAME.c into
+# $(FUZZ_BUILD)/fuzz_NAME and runs each for N seconds (30) on a copy of its seed corpus
+# tests/fuzz/corpus/NAME with its dictionary tests/fuzz/NAME.dict (scripts/fuzz.sh; long runs:
+# `scripts/fuzz.sh --seconds 1800 --runs 1000000 [NAME...]`). The library is compiled again with
+# clang into $(FUZZ_BUILD)/obj, instrumented for libFuzzer (-fsanitize=fuzzer-no-link) under ASan
+# and UBSan, and the targets link -fsanitize=fuzzer. FUZZ_ENGINE=driver links tests/fuzz/driver.c
+# instead (a main() that runs files or stdin; AFL++ persistent mode under afl-clang-fast, the
+# default engine when FUZZ_CC is an afl-clang*): `make fuzz-build FUZZ_CC=afl-clang-fast`.
+FUZZ_CC      ?= clang
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_JOBS    ?= 1
+FUZZ_ENGINE  ?= $(if $(findstring afl-,$(FUZZ_CC)),driver,libfuzzer)
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ifeq ($(FUZZ_ENGINE),libfuzzer)
+FUZZ_INSTR   := -fsanitize=fuzzer-no-link
+FUZZ_LINK    := -fsanitize=fuzzer
+FUZZ_MAIN    :=
+else
+FUZZ_INSTR   :=
+FUZZ_LINK    :=
+FUZZ_MAIN    := tests/fuzz/driver.c
+endif
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -fopenmp -O1 -g $(FUZZ_SAN) $(FUZZ_INSTR) $(WARN) -Wno-unknown-pragmas -Wno-pass-failed \
+                -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
+FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_FLAGS_LINE := fuzz cc=$(FUZZ_CC) engine=$(FUZZ_ENGINE) cflags=$(FUZZ_CFLAGS)
+DEPS += $(FUZZ_OBJ:.o=.d) $(FUZZ_BIN:=.d)
+
+$(FUZZ_BUILD)/build-flags: FORCE
+	@mkdir -p $(FUZZ_BUILD)
+	@printf '%s\n' '$(FUZZ_FLAGS_LINE)' | cmp -s - $@ || printf '%s\n' '$(FUZZ_FLAGS_LINE)' > $@
+
+$(FUZZ_BUILD)/obj/%.o: %.c $(FUZZ_BUILD)/build-flags
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/liblssar-fuzz.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_MAIN) $(FUZZ_BUILD)/liblssar-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LINK) -MMD -MP -MF $@.d -o $@ $< $(FUZZ_MAIN) $(FUZZ_BUILD)/liblssar-fuzz.a \
+	    $(PKG_LIBS) -fopenmp -lm -lpthread
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@bash scripts/fuzz.sh --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+
 -include $(DEPS)

@@ -101,6 +101,13 @@ int cmd_attnstats(int argc, char **argv) {
         if ((rc = ckpt_load_model(names[mi], &lo, &g, NULL))) break;
         const gpt_config *c = gpt_get_config(g);
         if (c->channels != s.channels) { rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d channels but the model has %d", data, s.channels, c->channels); gpt_free(g); break; }
+        for (size_t t = 0; t < s.n * (size_t)s.channels; t++)   // one pass: a damaged or foreign shard fails here, naming it
+            if (s.tokens[t] >= c->vocab) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: token %d at position %zu is outside the vocabulary of %s (0..%d): damaged, or data for another model",
+                                data, s.tokens[t], t / s.channels, names[mi], c->vocab - 1);
+                break;
+            }
+        if (rc) { gpt_free(g); break; }
         // plot label: the run's folder name and its kind
         const char *base = names[mi] + strlen(names[mi]);
         while (base > names[mi] && base[-1] == '/') base--;

@@ -372,7 +372,14 @@ int cmd_extrapolate(int argc, char **argv) {
         } else fprintf(stderr, "extrapolate: note: %s is missing; windows are consecutive ones of val.bin and may cross documents\n", idxp);
         o.val = valp;
         exp_manifest_hash(data, hash);
-        if (o.vocab == 0) o.vocab = exp_manifest_vocab(data);   // 257 for byte data, 50257 for GPT-2
+        if (o.vocab == 0) {
+            o.vocab = exp_manifest_vocab(data);   // 257 for byte data, 50257 for GPT-2
+            if (o.vocab < 0 || o.vocab > 65535) {
+                int v = o.vocab;
+                shard_close(&val); exp_docs_free(&docs); free(train_list); free(runs);
+                return args_error("extrapolate", "%s/manifest.json: tokenizer vocab_size %d is outside 1..65535 (damaged): rebuild the folder with `lssar data build`, or give --vocab", data, v);
+            }
+        }
         if (nds && o.vocab && (o.vocab < 50257 || o.vocab > 50304)) {
             shard_close(&val); exp_docs_free(&docs); free(train_list); free(runs);
             return args_error("extrapolate", "--downstream needs models with the GPT-2 tokenizer (vocabulary 50257..50304), %s has vocabulary %d (byte-level data?)", data, o.vocab);

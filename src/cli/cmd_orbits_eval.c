@@ -43,7 +43,9 @@ int cmd_orbits_eval(int argc, char **argv) {
     eo.report = stdout;
     orb_eval_result r;
     if (orb_eval_run(&eo, &r)) {
-        fprintf(stderr, "lssar orbits eval: %s\n", lssar_errmsg());
+        const char *msg = lssar_errmsg();   // a message naming neither input (a NaN loss, say) gets both
+        if (strstr(msg, model) || strstr(msg, data)) fprintf(stderr, "lssar orbits eval: %s\n", msg);
+        else fprintf(stderr, "lssar orbits eval: --model %s, --data %s: %s\n", model, data, msg);
         return 1;
     }
     return 0;

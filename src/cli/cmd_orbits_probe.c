@@ -63,7 +63,9 @@ int cmd_orbits_probe(int argc, char **argv) {
     t.report = stderr;
     orb_probe_summary sum;
     if (orb_probe_run(&t, &sum)) {
-        fprintf(stderr, "lssar orbits probe: %s\n", lssar_errmsg());
+        const char *msg = lssar_errmsg();   // a message naming neither input (a NaN loss, say) gets both
+        if (strstr(msg, model) || strstr(msg, data)) fprintf(stderr, "lssar orbits probe: %s\n", msg);
+        else fprintf(stderr, "lssar orbits probe: --model %s, --data %s: %s\n", model, data, msg);
         return 1;
     }
     return 0;

@@ -115,7 +115,7 @@ int cmd_symreg(int argc, char **argv) {
     lssar_sr_result r;
     rc = lssar_symreg(&o, X, c.data + (size_t)ti * c.rows, c.rows, nf, names, &r);
     if (rc) {
-        args_error("symreg", "%s", lssar_errmsg());
+        args_error("symreg", "%s: %s", csv, lssar_errmsg());
         rc = 2;
     } else {
         printf("%-10s %-12s %-10s %s\n", "complexity", "loss", "score", "equation");

@@ -199,6 +199,7 @@ int cmd_tokenize(int argc, char **argv) {
     size_t len = 0, n = 0;
     double t0 = lssar_now();
     rc = lssar_tokenizer_open(name, &t);
+    int in_stage = !rc;   // errors from here on are about the input (or name the output file)
     if (!rc && decode) {
         if (in && is_shard(in)) rc = shard_ids(in, &ids, &n);
         else {
@@ -206,7 +207,7 @@ int cmd_tokenize(int argc, char **argv) {
             if (!rc) rc = parse_ids(data, len, &ids, &n);
         }
         if (!rc) rc = lssar_decode(t, ids, n, &text, &len);
-        if (!rc) rc = write_bytes(out, text, len);
+        if (!rc) { in_stage = 0; rc = write_bytes(out, text, len); }
     } else if (!rc && jsonl) {
         rc = read_input(in, &data, &len);
         if (!rc) rc = encode_jsonl(t, data, len, allow_special);
@@ -215,11 +216,14 @@ int cmd_tokenize(int argc, char **argv) {
         if (!rc) rc = lssar_encode(t, data, len, allow_special, &ids, &n);
         if (!rc && out && n == 0) rc = lssar_fail(LSSAR_E_ARG, "the input%s%s is empty: nothing to write to %s", in ? " " : "", in ? in : "", out);
         if (!rc && out) {
+            in_stage = 0;
             rc = write_shard(out, ids, n);
             if (!rc) fprintf(stderr, "lssar tokenize: %zu bytes -> %zu %s tokens in %.2f s -> %s\n", len, n, name, lssar_now() - t0, out);
         } else if (!rc) rc = print_ids(ids, n);
     }
-    if (rc) fprintf(stderr, "lssar tokenize: %s\n", lssar_errmsg());
+    if (rc && in_stage && !strstr(lssar_errmsg(), in ? in : "standard input"))   // name the input the message is about
+        fprintf(stderr, "lssar tokenize: %s%s: %s\n", in ? "--in " : "", in ? in : "standard input", lssar_errmsg());
+    else if (rc) fprintf(stderr, "lssar tokenize: %s\n", lssar_errmsg());
     free(data); free(text); free(ids);
     lssar_tokenizer_free(t);
     return rc ? 1 : 0;

@@ -1,4 +1,5 @@
 // main.c - the lssar program: dispatch to one command per file (src/cli/cmd_*.c).
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "lssar.h"
@@ -19,6 +20,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    // Past a file size limit (ulimit -f) a write fails with EFBIG, which every writer reports with
+    // the file's name, instead of SIGXFSZ killing the program mid-checkpoint.
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

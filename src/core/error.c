@@ -1,6 +1,7 @@
 // error.c - error codes, their names, and the per-thread detail message.
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "util.h"
 
 static _Thread_local char errmsg[1024];
@@ -26,9 +27,13 @@ const char *lssar_strerror(int code) {
 const char *lssar_errmsg(void) { return errmsg; }
 
 int lssar_fail(int code, const char *fmt, ...) {
+    // Format into a copy first: callers often wrap the previous message, passing lssar_errmsg()
+    // (this very buffer) as an argument, and vsnprintf into its own source is undefined.
+    char buf[sizeof errmsg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(errmsg, sizeof errmsg, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(errmsg, buf, sizeof errmsg);
     return code;
 }

@@ -6,8 +6,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "util.h"
+
+const char *lssar_io_hint(int err) {
+    switch (err) {
+    case ENOSPC:
+#ifdef EDQUOT
+    case EDQUOT:
+#endif
+        return "the disk is full: free space on it, or write to another disk";
+    case EFBIG:
+        return "the file size limit was reached (ulimit -f, or the file system's largest file); raise it, or write elsewhere";
+    case EROFS: return "the file system is read-only";
+    case EIO: return "an I/O error: the disk may be failing";
+    default: return "disk full?";
+    }
+}
+
+void lssar_test_delay_save(void) {
+    static long ms = -1;
+    if (ms < 0) {
+        const char *e = getenv("LSSAR_TEST_DELAY_SAVE_MS");
+        ms = e && *e ? atol(e) : 0;
+        if (ms < 0) ms = 0;
+    }
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    }
+}
 
 int lssar_afile_open(lssar_afile *a, const char *path) {
     a->f = NULL; a->path = a->tmp = NULL;
@@ -34,25 +63,42 @@ void lssar_afile_abort(lssar_afile *a) {
 }
 
 int lssar_afile_commit(lssar_afile *a) {
-    int rc = 0;
-    if (fflush(a->f) != 0 || ferror(a->f) || fsync(fileno(a->f)) != 0)
-        rc = lssar_fail(LSSAR_E_IO, "writing %s failed: %s (disk full?)", a->path, strerror(errno));
-    if (fclose(a->f) != 0 && rc == 0)
-        rc = lssar_fail(LSSAR_E_IO, "closing %s failed: %s", a->path, strerror(errno));
-    a->f = NULL;
-    if (rc == 0 && rename(a->tmp, a->path) != 0)
-        rc = lssar_fail(LSSAR_E_IO, "renaming %s to %s failed: %s", a->tmp, a->path, strerror(errno));
-    if (rc != 0) unlink(a->tmp);
-    else {  // make the rename itself durable
-        char *d = strdup(a->path);
-        if (d) {
-            int fd = open(dirname(d), O_RDONLY);
-            if (fd >= 0) { fsync(fd); close(fd); }
-            free(d);
-        }
+    int rc = 0, e = 0;
+    // errno is read right after the call that failed (a failed fwrite earlier leaves ferror set,
+    // and fflush reports the error again for the bytes still buffered)
+    if (fflush(a->f) != 0) e = errno ? errno : EIO;
+    else if (ferror(a->f)) e = EIO;
+    else if (fsync(fileno(a->f)) != 0) e = errno;
+    if (e) rc = lssar_fail(LSSAR_E_IO, "writing %s failed: %s (%s)", a->path, strerror(e), lssar_io_hint(e));
+    if (fclose(a->f) != 0 && rc == 0) {
+        e = errno;
+        rc = lssar_fail(LSSAR_E_IO, "closing %s failed: %s (%s)", a->path, strerror(e), lssar_io_hint(e));
     }
+    a->f = NULL;
+    if (rc == 0) lssar_test_delay_save();   // tests: a kill lands between the write and the rename
+    if (rc == 0 && rename(a->tmp, a->path) != 0) {
+        e = errno;
+        rc = lssar_fail(LSSAR_E_IO, "renaming %s to %s failed: %s", a->tmp, a->path, strerror(e));
+    }
+    if (rc != 0) unlink(a->tmp);
+    else rc = lssar_fsync_dir_of(a->path);   // make the rename itself durable
     free(a->path); free(a->tmp);
     a->path = a->tmp = NULL;
+    return rc;
+}
+
+int lssar_fsync_dir_of(const char *path) {
+    char *d = strdup(path);
+    if (!d) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int rc = 0, fd = open(dirname(d), O_RDONLY | O_CLOEXEC);
+    // a directory that cannot be opened or fsynced on this file system (EINVAL, ENOTSUP) is no
+    // error; a real I/O error is
+    if (fd >= 0) {
+        if (fsync(fd) != 0 && errno == EIO)
+            rc = lssar_fail(LSSAR_E_IO, "syncing the directory of %s failed: %s (%s)", path, strerror(EIO), lssar_io_hint(EIO));
+        close(fd);
+    }
+    free(d);
     return rc;
 }
 

@@ -47,6 +47,17 @@ typedef struct { FILE *f; char *path; char *tmp; } lssar_afile;
 int lssar_afile_open(lssar_afile *a, const char *path);   /* then write to a->f */
 int lssar_afile_commit(lssar_afile *a);                    /* fsync + rename; closes */
 void lssar_afile_abort(lssar_afile *a);                    /* remove the temporary file */
+/* fsync the directory that holds path (after a rename in it); 0 also where directories cannot
+   be synced. */
+int lssar_fsync_dir_of(const char *path);
+/* What to do about a failed write with errno err: "no space left: the disk is full; ..." for
+   ENOSPC, the file size limit for EFBIG (writers name the file, strerror(err) and this). */
+const char *lssar_io_hint(int err);
+/* Test hook: sleep LSSAR_TEST_DELAY_SAVE_MS milliseconds (read once; unset or 0: no sleep).
+   lssar_afile_commit calls it between writing the temporary file and renaming it, and the trainer
+   between the renames of a checkpoint, so that a test's kill -9 lands inside a checkpoint write
+   (tests/test_crash.sh). Never set in normal use. */
+void lssar_test_delay_save(void);
 /* Create a directory and its parents (mkdir -p). */
 int lssar_mkdirs(const char *path);
 /* Read a whole file into a malloc'd buffer (NUL-terminated for convenience). */

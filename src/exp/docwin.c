@@ -30,6 +30,15 @@ int exp_docs_load(const char *path, exp_docs *d) {
             cJSON_Delete(root); d->n = i; exp_docs_free(d);
             return lssar_fail(LSSAR_E_FORMAT, "%s: document %d lacks a numeric start or tokens", path, i);
         }
+        // val.bin is one shard (at most 2^31 - 1 positions): anything beyond is damage, and would
+        // overflow the window arithmetic below.
+        double sv = s->valuedouble, tv = t->valuedouble;
+        if (sv != floor(sv) || tv != floor(tv) || sv + tv > (double)INT32_MAX) {
+            cJSON_Delete(root); d->n = i; exp_docs_free(d);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: document %d has start %.17g and tokens %.17g: they must be integers "
+                              "within the 2^31 - 1 positions of a shard (damaged; rebuild it with `lssar data build`)",
+                              path, i, sv, tv);
+        }
         d->start[i] = (size_t)s->valuedouble;
         d->tokens[i] = (size_t)t->valuedouble;
         d->name[i] = strdup(cJSON_IsString(nm) ? nm->valuestring : "?");
@@ -59,6 +68,26 @@ int exp_doc_windows(const exp_docs *d, int T, int max_windows, size_t **starts, 
     size_t total = 0;
     for (int i = 0; i < d->n; i++)
         if (d->tokens[i] >= (size_t)T + 1) total += (d->tokens[i] - 1) / T;
+    if (max_windows > 0 && total > (size_t)max_windows) {
+        // Only the evenly spaced subset thin() would keep (window j * total / max of the list),
+        // found in one sweep: a short index file may describe billions of windows.
+        size_t *a = malloc((size_t)max_windows * sizeof *a);
+        if (!a) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+        size_t before = 0;   // windows of the documents before document i
+        int i = 0;
+        for (int j = 0; j < max_windows; j++) {
+            size_t g = (size_t)((unsigned __int128)j * total / (size_t)max_windows);
+            for (;;) {
+                size_t nw = d->tokens[i] >= (size_t)T + 1 ? (d->tokens[i] - 1) / T : 0;
+                if (g < before + nw) break;
+                before += nw; i++;
+            }
+            a[j] = d->start[i] + (g - before) * T;
+        }
+        *n = max_windows;
+        *starts = a;
+        return 0;
+    }
     size_t *a = malloc((total ? total : 1) * sizeof *a);
     if (!a) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     size_t k = 0;

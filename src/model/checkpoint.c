@@ -331,6 +331,20 @@ int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_
     }
     if (!rc && o->p > 0) cfg.p = o->p;
     cfg.device = o->device;
+    if (!rc) {
+        // The parameters the config needs (gpt.c's tensor table) must all be in the file: check
+        // before allocating them, so a damaged config in a small file never asks for gigabytes.
+        // (A small shortfall is left to the per-tensor checks below, whose messages name the
+        // missing or misshapen tensor.)
+        double C = cfg.dim, V = cfg.vocab, ch = cfg.channels;
+        double per_layer = 13.0 * C + 12.0 * C * C + (cfg.attn == LSSAR_ATTN_SSMAX ? cfg.heads : 0);
+        double need = ch * V * C * (cfg.tied ? 1 : 2) + (cfg.pos == GPT_POS_LEARNED ? (double)cfg.max_seq * C : 0) +
+                      cfg.layers * per_layer + 2.0 * C;
+        if (need * sizeof(float) > (double)f.buf_len + (16 << 20))
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s: its config (layers %d, dim %d, vocab %d, channels %d) needs %.0f bytes of F32 parameters "
+                            "but the file holds %zu bytes of data: truncated, or damaged metadata",
+                            path, cfg.layers, cfg.dim, cfg.vocab, cfg.channels, need * sizeof(float), f.buf_len);
+    }
     gpt *m = NULL;
     if (!rc) rc = gpt_create_empty(&cfg, &m);  // every tensor is read below: no random init (seconds at 124M)
     const char *pre[] = {""};

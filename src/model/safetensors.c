@@ -60,6 +60,7 @@ static int parse_header(st_file *f, const char *json, size_t len) {
         if (!e->string) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: header entry without a name", path); break; }
         if (!strcmp(e->string, "__metadata__")) {
             if (!cJSON_IsObject(e)) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ is not a JSON object", path); break; }
+            if (f->meta_keys) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ appears twice in the header: damaged file", path); break; }
             int nm = cJSON_GetArraySize(e);
             f->meta_keys = calloc(nm + 1, sizeof(char *));
             f->meta_vals = calloc(nm + 1, sizeof(char *));
@@ -296,8 +297,9 @@ int st_writer_begin(st_writer *w, const char *path) {
     for (size_t i = n; ok && i < padded; i++) ok = fputc(' ', w->af.f) != EOF;
     free(json);
     if (!ok) {
+        int e = errno;
         lssar_afile_abort(&w->af);
-        return lssar_fail(LSSAR_E_IO, "writing %s failed: %s (disk full?)", path, strerror(errno));
+        return lssar_fail(LSSAR_E_IO, "writing %s failed: %s (%s)", path, strerror(e), lssar_io_hint(e));
     }
     w->open = 1; w->next = 0; w->written_in_next = 0;
     return 0;
@@ -315,7 +317,7 @@ int st_writer_write(st_writer *w, const void *data, size_t bytes) {
         if (w->written_in_next == w->decls[w->next].nbytes) { w->next++; w->written_in_next = 0; }
     }
     if (bytes && fwrite(data, 1, bytes, w->af.f) != bytes)
-        return lssar_fail(LSSAR_E_IO, "writing %s failed: %s (disk full?)", w->af.path, strerror(errno));
+        return lssar_fail(LSSAR_E_IO, "writing %s failed: %s (%s)", w->af.path, strerror(errno), lssar_io_hint(errno));
     return 0;
 }
 

@@ -1,6 +1,7 @@
 // format.c - the orbit metadata and state files: fill, map, name; see format.h.
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -51,9 +52,30 @@ int orb_meta_open(orb_meta *m, const char *path) {
     else if (h->version != ORB_FORMAT_VERSION || h->record_size != (int32_t)sizeof(orb_system))
         rc = lssar_fail(LSSAR_E_FORMAT, "%s: version %d / record size %d not supported (expected %d / %zu); regenerate it",
                         path, h->version, h->record_size, ORB_FORMAT_VERSION, sizeof(orb_system));
-    else if (h->systems < 0 || m->len != 64 + (size_t)h->systems * sizeof(orb_system))
+    else if (h->systems < 0 || (uint64_t)h->systems > (m->len - 64) / sizeof(orb_system) ||
+             m->len != 64 + (size_t)h->systems * sizeof(orb_system))
         rc = lssar_fail(LSSAR_E_FORMAT, "%s: header says %lld systems but the file is %zu bytes: truncated or damaged; regenerate it",
                         path, (long long)h->systems, m->len);
+    // Every record must be one the simulator can write: the readers index planets by K and turn
+    // dt_token into a token, so a damaged record is refused here rather than read out of bounds.
+    const orb_system *sys = (const orb_system *)((const char *)m->map + 64);
+    for (int64_t i = 0; !rc && i < h->systems; i++) {
+        orb_system s;
+        memcpy(&s, &sys[i], sizeof s);   // the mapping need not be aligned for doubles
+        if (s.K < 1 || s.K > ORB_MAX_PLANETS || (s.dt_token != ORB_BINS && s.dt_token != ORB_BINS + 1) ||
+            !(s.dt > 0 && isfinite(s.dt)) || !(s.star_mass > 0 && isfinite(s.star_mass)) ||
+            !isfinite(s.cx) || !isfinite(s.cy) || !isfinite(s.star_x) || !isfinite(s.star_y) ||
+            (s.K >= 2 && (s.fix_planet < 0 || s.fix_planet >= s.K || s.fix_step < 0 || s.fix_step >= ORB_STEPS)))
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s: system %lld is damaged (K = %d, dt token %d, dt %g, star mass %g, fixed planet %d at step %d): regenerate the file with `lssar orbits simulate`",
+                            path, (long long)i, s.K, s.dt_token, s.dt, s.star_mass, s.fix_planet, s.fix_step);
+        for (int k = 0; !rc && k < s.K; k++) {
+            const orb_planet *p = &s.p[k];
+            if (!(p->m > 0 && isfinite(p->m)) || !(p->a > 0 && isfinite(p->a)) || !(p->e >= 0 && p->e < 1) ||
+                !isfinite(p->theta) || !isfinite(p->tau))
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: system %lld, planet %d is damaged (m %g, a %g, e %g): regenerate the file with `lssar orbits simulate`",
+                                path, (long long)i, k + 1, p->m, p->a, p->e);
+        }
+    }
     if (rc) { munmap(m->map, m->len); memset(m, 0, sizeof *m); return rc; }
     m->h = h;
     m->sys = (const orb_system *)((const char *)m->map + 64);
@@ -77,7 +99,7 @@ int orb_state_open(orb_state *s, const char *path) {
     else if (h->version != ORB_FORMAT_VERSION || h->fields != ORB_S_FIELDS || h->rows != ORB_ROWS)
         rc = lssar_fail(LSSAR_E_FORMAT, "%s: version %d, %d fields, %d rows not supported (expected %d, %d, %d); regenerate it",
                         path, h->version, h->fields, h->rows, ORB_FORMAT_VERSION, ORB_S_FIELDS, ORB_ROWS);
-    else if (h->systems < 0 || s->len != 64 + (size_t)h->systems * per)
+    else if (h->systems < 0 || (uint64_t)h->systems > (s->len - 64) / per || s->len != 64 + (size_t)h->systems * per)
         rc = lssar_fail(LSSAR_E_FORMAT, "%s: header says %lld systems but the file is %zu bytes: truncated or damaged; regenerate it",
                         path, (long long)h->systems, s->len);
     if (rc) { munmap(s->map, s->len); memset(s, 0, sizeof *s); return rc; }

@@ -46,7 +46,15 @@ static int load_sequences(const char *dir, const char *split, int64_t n, uint16_
         if (orb_path(path, sizeof path, dir, split, "shard", i)) { free(*out); *out = NULL; return lssar_fail(LSSAR_E_ARG, "path too long: %s", dir); }
         int rc = shard_open(&sh, path);
         if (rc) { free(*out); *out = NULL; return rc; }
-        if (sh.channels != 2 || sh.n % LSSAR_ORB_ROWS) {
+        long long bad_tok = -1;   // bins 0..ORB_BINS-1 and the two dt tokens
+        for (size_t t = 0; sh.channels == 2 && t < sh.n * 2 && bad_tok < 0; t++) if (sh.tokens[t] > ORB_BINS + 1) bad_tok = (long long)t;
+        if (bad_tok >= 0) {
+            int v = sh.tokens[bad_tok];
+            shard_close(&sh); free(*out); *out = NULL;
+            return lssar_fail(LSSAR_E_FORMAT, "%s: token %d at row %lld is not an orbit token (0..%d): damaged; regenerate it with `lssar orbits simulate`",
+                              path, v, bad_tok / 2, ORB_BINS + 1);
+        }
+        if (sh.channels != 2 || sh.n % LSSAR_ORB_ROWS || sh.n == 0) {
             shard_close(&sh); free(*out); *out = NULL;
             return lssar_fail(LSSAR_E_FORMAT, "%s: %d channel(s), %zu rows; orbit shards have 2 channels and whole %d-row sequences",
                               path, sh.channels, sh.n, LSSAR_ORB_ROWS);

@@ -67,7 +67,9 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
                 if (orb_path(path, sizeof path, dir, split, "shard", shard_i)) { rc = lssar_fail(LSSAR_E_ARG, "path too long"); goto done_shard; }
                 if ((rc = shard_open(&sh, path))) { shard_i = -1; goto done_shard; }
                 if (sh.channels != 2) { rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d channel(s); orbit shards have 2", path, sh.channels); goto done_shard; }
-                if (sh.n % LSSAR_ORB_ROWS) { rc = lssar_fail(LSSAR_E_FORMAT, "%s holds %zu rows, not whole %d-row sequences", path, sh.n, LSSAR_ORB_ROWS); goto done_shard; }
+                if (sh.n % LSSAR_ORB_ROWS || sh.n == 0) { rc = lssar_fail(LSSAR_E_FORMAT, "%s holds %zu rows, not whole %d-row sequences (damaged: regenerate it with `lssar orbits simulate`)", path, sh.n, LSSAR_ORB_ROWS); goto done_shard; }
+                for (size_t t = 0; t < sh.n * 2; t++)   // bins 0..ORB_BINS-1 and the two dt tokens
+                    if (sh.tokens[t] > ORB_BINS + 1) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: token %u at row %zu is not an orbit token (0..%d): damaged; regenerate it with `lssar orbits simulate`", path, sh.tokens[t], t / 2, ORB_BINS + 1); goto done_shard; }
                 shard_count = (int64_t)(sh.n / LSSAR_ORB_ROWS);
             }
             memcpy(seq + (size_t)k * LSSAR_ORB_ROWS * 2, sh.tokens + (size_t)(i - shard_first) * LSSAR_ORB_ROWS * 2,

@@ -1,11 +1,19 @@
 // train.c - the training loop: data, AdamW with warmup + cosine, clipping, accumulation,
 // validation, checkpoints, exact resume; see train.h.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   // flock, O_CLOEXEC
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cblas.h>
 #include <cJSON.h>
 #include "train.h"
@@ -81,13 +89,227 @@ static void fmt_eta(char *b, size_t n, double s) {
     else snprintf(b, n, "%ld:%02ld", t / 60, t % 60);
 }
 
-// One JSON object per line in DIR/log.jsonl (flushed, so a killed run keeps its log).
-static void log_line(FILE *f, cJSON *o) {
+// One JSON object per line in DIR/log.jsonl (flushed, so a killed run keeps its log). A failed
+// write (disk full) is an error: the run stops before its next checkpoint would fail the same way.
+static int log_line(FILE *f, const char *path, cJSON *o) {
+    int rc = 0;
     if (f) {
         char *s = cJSON_PrintUnformatted(o);
-        if (s) { fprintf(f, "%s\n", s); fflush(f); free(s); }
+        if (!s) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory writing %s", path);
+        else {
+            errno = 0;
+            if (fprintf(f, "%s\n", s) < 0 || fflush(f) != 0) {
+                int e = errno ? errno : EIO;
+                rc = lssar_fail(LSSAR_E_IO, "writing %s failed: %s (%s)", path, strerror(e), lssar_io_hint(e));
+            }
+            free(s);
+        }
     }
     cJSON_Delete(o);
+    return rc;
+}
+
+/* ------------------------------------------------------- run directory lock */
+// flock on DIR/.lock, held while a run writes DIR; the kernel drops it when the process dies, so a
+// killed run never blocks its resume. Counted per process, so `lssar train` can take it before
+// train_run (which takes it again).
+typedef struct { char dir[4096]; int fd, refs; } dir_lock;
+static dir_lock g_locks[8];
+
+int train_dir_lock(const char *dir) {
+    for (int i = 0; i < 8; i++)
+        if (g_locks[i].refs > 0 && !strcmp(g_locks[i].dir, dir)) { g_locks[i].refs++; return 0; }
+    int slot = -1;
+    for (int i = 0; i < 8 && slot < 0; i++) if (g_locks[i].refs == 0) slot = i;
+    if (slot < 0 || strlen(dir) >= sizeof g_locks[0].dir) return lssar_fail(LSSAR_E_ARG, "cannot lock %s: too many run directories open at once, or the path is too long", dir);
+    char lp[4200];
+    snprintf(lp, sizeof lp, "%s/.lock", dir);
+    int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        int e = errno;
+        return lssar_fail(LSSAR_E_IO, "cannot create the lock file %s: %s (%s)", lp, strerror(e), e == ENOSPC || e == EFBIG ? lssar_io_hint(e) : "is the directory writable?");
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == EWOULDBLOCK) {
+            char b[32] = "";
+            ssize_t n = pread(fd, b, sizeof b - 1, 0);
+            long pid = n > 0 ? atol(b) : 0;
+            close(fd);
+            char who[64] = "another process", stop[64] = "";
+            if (pid > 0) { snprintf(who, sizeof who, "process %ld", pid); snprintf(stop, sizeof stop, " or stop it (kill %ld)", pid); }
+            return lssar_fail(LSSAR_E_IO, "%s is in use: %s (another `lssar train`?) holds its lock %s and is writing checkpoints there. Two runs must not write one --out: wait for it to finish%s, then --resume; or choose another --out",
+                              dir, who, lp, stop);
+        }
+        close(fd);
+        return lssar_fail(LSSAR_E_IO, "cannot lock %s: %s", lp, strerror(e));
+    }
+    char b[32];
+    int n = snprintf(b, sizeof b, "%ld\n", (long)getpid());
+    // the pid is only for the message above: a failed write (disk full) does not matter
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, b, (size_t)n, 0) != n) {}
+    snprintf(g_locks[slot].dir, sizeof g_locks[slot].dir, "%s", dir);
+    g_locks[slot].fd = fd;
+    g_locks[slot].refs = 1;
+    return 0;
+}
+
+void train_dir_unlock(const char *dir) {
+    for (int i = 0; i < 8; i++)
+        if (g_locks[i].refs > 0 && !strcmp(g_locks[i].dir, dir)) {
+            if (--g_locks[i].refs == 0) close(g_locks[i].fd);   // closing drops the flock
+            return;
+        }
+}
+
+/* ------------------------------------------------ checkpoints, crash-safe */
+// A checkpoint is two files that must be at the same step. Each is written atomically (temporary
+// file, fsync, rename), but a kill between the two renames would leave them at different steps.
+// So both are first written into DIR/.ckpt-next/, then DIR/.ckpt-next/COMPLETE marks the pair
+// whole, then they are renamed into DIR and COMPLETE removed. train_recover (under the lock, before
+// a run reads DIR) finishes a move that a kill interrupted, and discards an unmarked pair.
+#define NEXT_DIR ".ckpt-next"
+#define NEXT_MARK "COMPLETE"
+static const char *const CKPT_FILES[2] = {CKPT_MODEL_FILE, CKPT_TRAINER_FILE};
+
+static int file_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
+
+static int move_into_place(const char *out, const char *nd) {
+    char a[4400], b[4400];
+    for (int k = 0; k < 2; k++) {
+        snprintf(a, sizeof a, "%s/%s", nd, CKPT_FILES[k]);
+        snprintf(b, sizeof b, "%s/%s", out, CKPT_FILES[k]);
+        if (!file_exists(a)) continue;   // recovery: moved before the kill
+        if (k) lssar_test_delay_save();  // tests: a kill lands between the two renames
+        if (rename(a, b) != 0) return lssar_fail(LSSAR_E_IO, "renaming %s to %s failed: %s", a, b, strerror(errno));
+    }
+    return lssar_fsync_dir_of(b);
+}
+
+// Remove what killed writers left: temporary files of the checkpoint and log in DIR (out; NULL:
+// skip), and every file of an unmarked DIR/.ckpt-next (an interrupted write of a pair).
+static void remove_leftovers(const char *out, const char *nd) {
+    const char *dirs[2] = {out, nd};
+    for (int d = 0; d < 2; d++) {
+        DIR *dp = dirs[d] ? opendir(dirs[d]) : NULL;
+        if (!dp) continue;
+        struct dirent *e;
+        char p[4400];
+        while ((e = readdir(dp))) {
+            const char *n = e->d_name;
+            int ours = !strncmp(n, CKPT_MODEL_FILE ".tmp.", strlen(CKPT_MODEL_FILE) + 5) ||
+                       !strncmp(n, CKPT_TRAINER_FILE ".tmp.", strlen(CKPT_TRAINER_FILE) + 5) ||
+                       !strncmp(n, "log.jsonl.tmp.", 14);
+            if (d == 1) ours = strcmp(n, ".") && strcmp(n, "..");
+            if (!ours) continue;
+            snprintf(p, sizeof p, "%s/%s", dirs[d], n);
+            unlink(p);
+        }
+        closedir(dp);
+    }
+    rmdir(nd);
+}
+
+int train_recover(const char *out, int quiet) {
+    char nd[4200], mark[4300];
+    snprintf(nd, sizeof nd, "%s/" NEXT_DIR, out);
+    snprintf(mark, sizeof mark, "%s/" NEXT_MARK, nd);
+    if (file_exists(mark)) {
+        int rc = move_into_place(out, nd);
+        if (rc) return rc;
+        if (unlink(mark) != 0) return lssar_fail(LSSAR_E_IO, "cannot remove %s: %s", mark, strerror(errno));
+        if (!quiet) fprintf(stderr, "lssar train: %s: completed the checkpoint that a stopped run was moving into place\n", out);
+    }
+    remove_leftovers(out, nd);
+    return 0;
+}
+
+static int save_checkpoint(const char *out, const gpt *m, const train_state *s) {
+    char nd[4200], mark[4300];
+    snprintf(nd, sizeof nd, "%s/" NEXT_DIR, out);
+    snprintf(mark, sizeof mark, "%s/" NEXT_MARK, nd);
+    if (unlink(mark) == 0) lssar_fsync_dir_of(mark);   // never left by a finished save; be safe
+    int rc = ckpt_save(nd, m, s);                    // mkdir + both files, each fsynced
+    if (!rc) {   // an empty mark; the directory's fsync makes it and the pair's renames durable
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+        if (fd < 0 || close(fd) != 0) {
+            int e = errno;
+            rc = lssar_fail(LSSAR_E_IO, "cannot create %s: %s (%s)", mark, strerror(e), lssar_io_hint(e));
+        } else rc = lssar_fsync_dir_of(mark);   // from here on the pair is the checkpoint
+    }
+    if (rc) {   // an unmarked pair is no checkpoint: free its space (a full disk) and keep DIR's
+        remove_leftovers(NULL, nd);
+        return rc;
+    }
+    if ((rc = move_into_place(out, nd))) return rc;
+    if (unlink(mark) != 0) return lssar_fail(LSSAR_E_IO, "cannot remove %s: %s", mark, strerror(errno));
+    rmdir(nd);
+    return 0;
+}
+
+// A failed write: say what is still good and how to go on.
+static int write_failed(int rc, const char *out, int64_t saved_step) {
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", lssar_errmsg());
+    if (saved_step >= 0)
+        return lssar_fail(rc, "%s. The previous checkpoint in %s (step %lld) is intact: fix that, then continue with `lssar train --resume --out %s`",
+                          msg, out, (long long)saved_step, out);
+    return lssar_fail(rc, "%s. No checkpoint had been saved yet: fix that, then start the run again", msg);
+}
+
+// On resume: drop the log lines of steps after the checkpoint (written before a kill, and to be
+// written again) and a last line cut short, so the log reads as one uninterrupted run.
+static int trim_log(const char *path, int64_t step) {
+    char *d;
+    size_t n;
+    if (!file_exists(path) || lssar_read_file(path, &d, &n)) return 0;   // no log: nothing to trim
+    size_t keep = 0, at = 0;
+    int drop = 0;
+    while (at < n) {
+        char *nl = memchr(d + at, '\n', n - at);
+        if (!nl) { drop = 1; break; }   // cut short by a kill
+        *nl = 0;
+        cJSON *j = cJSON_Parse(d + at);
+        const cJSON *st = j ? cJSON_GetObjectItemCaseSensitive(j, "step") : NULL;
+        int ok = cJSON_IsNumber(st) && st->valuedouble <= (double)step;
+        cJSON_Delete(j);
+        *nl = '\n';
+        size_t len = (size_t)(nl - (d + at)) + 1;
+        if (ok) { if (keep != at) memmove(d + keep, d + at, len); keep += len; }
+        else drop = 1;
+        at += len;
+    }
+    int rc = 0;
+    if (drop) {
+        lssar_afile a;
+        rc = lssar_afile_open(&a, path);
+        if (!rc) {
+            if (keep && fwrite(d, 1, keep, a.f) != keep) {
+                int e = errno;
+                lssar_afile_abort(&a);
+                rc = lssar_fail(LSSAR_E_IO, "writing %s failed: %s (%s)", path, strerror(e), lssar_io_hint(e));
+            } else rc = lssar_afile_commit(&a);
+        }
+    }
+    free(d);
+    return rc;
+}
+
+// Test hooks (tests/test_crash.sh): LSSAR_TEST_NAN_AT_STEP=k makes the loss of step k NaN,
+// LSSAR_TEST_NAN_GRAD_AT_STEP=k one gradient element of step k; never set in normal use.
+static long env_long(const char *name) {
+    const char *e = getenv(name);
+    return e && *e ? atol(e) : 0;
+}
+
+static int poison_grad(gpt *m) {
+    float *g = malloc(gpt_tensor_numel(m, 0) * sizeof(float));
+    if (!g) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int rc = gpt_read_tensor(m, GPT_BUF_GRAD, 0, g);
+    g[0] = NAN;
+    if (!rc) rc = gpt_write_tensor(m, GPT_BUF_GRAD, 0, g);
+    free(g);
+    return rc;
 }
 
 static int check_opts(const train_opts *o) {
@@ -109,8 +331,6 @@ static int check_opts(const train_opts *o) {
         return lssar_fail(LSSAR_E_ARG, "AdamW needs 0 <= beta1, beta2 < 1 and eps > 0");
     return 0;
 }
-
-static int file_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
 
 // Fresh run: choose the vocabulary, build the config and the model, seed the data stream.
 static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train_state *s) {
@@ -206,9 +426,20 @@ int train_run(const train_opts *o, train_result *r) {
     FILE *logf = NULL;
     train_source src = {0};           // where batches come from: the shards, or o->source's wrap of them
     int64_t saved_step = -1;
+    int locked = 0;
+    char lp[4096];
+    snprintf(lp, sizeof lp, "%s/log.jsonl", o->out);
+    const long nan_loss_at = env_long("LSSAR_TEST_NAN_AT_STEP"), nan_grad_at = env_long("LSSAR_TEST_NAN_GRAD_AT_STEP");
 
     if (o->resume) {
+        struct stat st;
+        if (stat(o->out, &st) == 0 && S_ISDIR(st.st_mode)) {   // else start_resume says what is missing
+            if ((rc = train_dir_lock(o->out))) goto done;
+            locked = 1;
+            if ((rc = train_recover(o->out, o->quiet))) goto done;
+        }
         if ((rc = start_resume(o, &m, &s))) goto done;
+        if ((rc = trim_log(lp, s.step))) goto done;
         saved_step = s.step;
         if ((rc = dl_open(&dl, s.data, s.seq, s.align, "--data"))) goto done;
         const gpt_config *c = gpt_get_config(m);
@@ -244,9 +475,19 @@ int train_run(const train_opts *o, train_result *r) {
         }
     }
     if ((rc = lssar_mkdirs(o->out))) goto done;
-    char lp[4096];
-    snprintf(lp, sizeof lp, "%s/log.jsonl", o->out);
-    logf = fopen(lp, o->resume ? "a" : "w");   // a missing log is not worth failing a run for
+    if (!locked) {
+        if ((rc = train_dir_lock(o->out))) goto done;
+        locked = 1;
+        if ((rc = train_recover(o->out, o->quiet))) goto done;
+        char tp[4096];
+        snprintf(tp, sizeof tp, "%s/%s", o->out, CKPT_TRAINER_FILE);
+        if (!o->resume && (file_exists(mp) || file_exists(tp))) {   // written while we got here
+            rc = lssar_fail(LSSAR_E_ARG, "%s already holds a checkpoint: pass --resume to continue it, or choose another --out", o->out);
+            goto done;
+        }
+    }
+    logf = fopen(lp, o->resume ? "a" : "w");   // a log that cannot be opened is not worth failing a run for
+    if (!logf && !o->quiet) fprintf(stderr, "lssar train: warning: cannot open %s (%s): training without a log\n", lp, strerror(errno));
 
     in = malloc(sizeof(uint16_t) * B * T * C);
     tg = malloc(sizeof(uint16_t) * B * T * C);
@@ -280,6 +521,8 @@ int train_run(const train_opts *o, train_result *r) {
             if ((rc = gpt_backward(m, 1.0f / s.accum))) goto done;
             loss_sum += loss;
         }
+        if (step == nan_loss_at) loss_sum = NAN;
+        if (step == nan_grad_at && isfinite(loss_sum) && (rc = poison_grad(m))) goto done;
         float gnorm = isfinite(loss_sum) ? gpt_clip_grad_norm(m, s.clip) : NAN;
         if (!isfinite(loss_sum) || !isfinite(gnorm)) {
             char where[4200];
@@ -302,7 +545,7 @@ int train_run(const train_opts *o, train_result *r) {
         cJSON_AddNumberToObject(j, "grad_norm", gnorm);
         cJSON_AddNumberToObject(j, "ms", dt * 1e3);
         cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / dt);
-        log_line(logf, j);
+        if ((rc = log_line(logf, lp, j))) { rc = write_failed(rc, o->out, saved_step); goto done; }
         if (!o->quiet && (now - last_print >= 1.0 || step == end || step == first)) {
             last_print = now;
             double rate = (now - t0) / (double)(step - first + 1);   // seconds per step so far
@@ -320,11 +563,11 @@ int train_run(const train_opts *o, train_result *r) {
             cJSON_AddNumberToObject(e, "step", (double)step);
             cJSON_AddNumberToObject(e, "val_loss", er.loss);
             cJSON_AddNumberToObject(e, "val_tokens", (double)er.tokens);
-            log_line(logf, e);
+            if ((rc = log_line(logf, lp, e))) { rc = write_failed(rc, o->out, saved_step); goto done; }
             if (!o->quiet) fprintf(stderr, "step %lld/%d | val loss %.4f (%zu tokens)\n", (long long)step, s.steps, er.loss, er.tokens);
         }
         if (last || (o->save_every > 0 && step % o->save_every == 0)) {
-            if ((rc = ckpt_save(o->out, m, &s))) goto done;
+            if ((rc = save_checkpoint(o->out, m, &s))) { rc = write_failed(rc, o->out, saved_step); goto done; }
             saved_step = step;
         }
     }
@@ -334,7 +577,11 @@ int train_run(const train_opts *o, train_result *r) {
     }
     r->seconds = lssar_now() - t0;
 done:
-    if (logf) fclose(logf);
+    if (logf && fclose(logf) != 0 && !rc) {
+        int e = errno;
+        rc = write_failed(lssar_fail(LSSAR_E_IO, "closing %s failed: %s (%s)", lp, strerror(e), lssar_io_hint(e)), o->out, saved_step);
+    }
+    if (locked) train_dir_unlock(o->out);
     if (src.close) src.close(src.ctx);
     free(in); free(tg);
     if (have_val) shard_close(&val);
