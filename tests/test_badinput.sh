@@ -418,6 +418,10 @@ def run_one(t, i, desc, how):
     return res
 
 targets = [t for t in T if not ONLY or re.search(ONLY, t["name"])]
+if not targets:
+    print(f"not ok - BADINPUT_ONLY={ONLY!r} matches no target (names: {', '.join(t['name'] for t in T)})")
+    print("test_badinput: 0 passed, 1 failed")
+    sys.exit(1)
 jobs = [(t, i, d, h) for t in targets for i, (d, h) in enumerate(mutations(t))]
 t0 = time.time()
 results = {}

@@ -61,13 +61,17 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     st_file f;
     int e = ckpt_read_train_state(tp, &s);
     if (!e) e = st_open(&f, mp);
-    if (e == LSSAR_E_IO)
-        return args_error("train", "--resume: %s (train without --resume first, or point --out at an existing run)", lssar_errmsg());
-    if (e) return args_error("train", "--resume: %s", lssar_errmsg());
+    // a missing or damaged checkpoint is a file error (exit 1); a flag that disagrees with it is a
+    // usage error (exit 2, below)
+    if (e == LSSAR_E_IO) {
+        fprintf(stderr, "lssar train: --resume: %s (train without --resume first, or point --out at an existing run)\n", lssar_errmsg());
+        return 1;
+    }
+    if (e) { fprintf(stderr, "lssar train: --resume: %s\n", lssar_errmsg()); return 1; }
     gpt_config c;
     int rc = ckpt_config_from_meta(&f, &c, NULL);
     st_close(&f);
-    if (rc) return args_error("train", "--resume: %s", lssar_errmsg());
+    if (rc) { fprintf(stderr, "lssar train: --resume: %s\n", lssar_errmsg()); return 1; }
     char stored[64], given[64];
     lssar_attn_kind given_attn = c.attn;
     if (seen(sp, "attn") && args_attn_kind(attn, &given_attn))

@@ -441,7 +441,14 @@ int train_run(const train_opts *o, train_result *r) {
         if ((rc = start_resume(o, &m, &s))) goto done;
         if ((rc = trim_log(lp, s.step))) goto done;
         saved_step = s.step;
-        if ((rc = dl_open(&dl, s.data, s.seq, s.align, "--data"))) goto done;
+        if ((rc = dl_open(&dl, s.data, s.seq, s.align, "--data"))) {
+            // the shards named in the checkpoint: say where the names came from and the way out
+            char why[1024];
+            snprintf(why, sizeof why, "%s", lssar_errmsg());
+            rc = lssar_fail(rc, "--resume: the training shards stored in %s/%s: %s (pass --data to name them "
+                            "again)", o->out, CKPT_TRAINER_FILE, why);
+            goto done;
+        }
         const gpt_config *c = gpt_get_config(m);
         if (dl.channels != c->channels) {
             rc = lssar_fail(LSSAR_E_FORMAT, "--data: the shards have %d token channels but the model in %s has %d", dl.channels, o->out, c->channels);
