@@ -118,6 +118,13 @@ int args_int_list(const char *cmd, const char *flag, const char *s, int *out, in
     return n;
 }
 
+int args_fail_inputs(const char *cmd, const char *model, const char *data) {
+    const char *msg = lssar_errmsg();
+    if (strstr(msg, model) || strstr(msg, data)) fprintf(stderr, "lssar %s: %s\n", cmd, msg);
+    else fprintf(stderr, "lssar %s: --model %s, --data %s: %s\n", cmd, model, data, msg);
+    return 1;
+}
+
 int args_device(const char *cmd, const char *name, lssar_device *out) {
     if (lssar_device_parse(name, out) == 0) return 0;
     return args_error(cmd, "--device '%s': use cpu, or cuda in a build with the CUDA backend", name ? name : "");

@@ -36,6 +36,9 @@ int args_parse(const char *cmd, const char *about, arg_spec *specs, int argc, ch
 int args_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Split "a,b,c" of integers into out[] (at most max); returns the count or -1 (error printed). */
 int args_int_list(const char *cmd, const char *flag, const char *s, int *out, int max);
+/* Print the last failure for a command that read --model and --data, naming both when the message
+   names neither (a NaN loss from damaged weights, say), and return 1 (the exit status). */
+int args_fail_inputs(const char *cmd, const char *model, const char *data);
 /* --device NAME -> *out: 0, or 2 after printing the error. Every command that builds or loads a
    model takes --device (ARGS_DEVICE_HELP); a build without CUDA refuses cuda when the model is made. */
 #define ARGS_DEVICE_HELP "where the model runs: cpu, or cuda (a build with the CUDA backend)"

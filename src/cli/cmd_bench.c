@@ -147,7 +147,7 @@ int cmd_bench(int argc, char **argv) {
     if (args_attn_kind(attn, &kind)) return args_error("bench", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
     if (repeats < 0) return args_error("bench", "--repeats must be >= 0");
     if (threads < 0) return args_error("bench", "--threads must be >= 0");
-    if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
+    if (threads > 0) lssar_set_threads(threads);
     shape full[] = {{12, 768, 12, 50304, 4, 256}, {4, 256, 4, 50304, 4, 256}};
     shape tiny[] = {{2, 64, 2, 512, 2, 32}, {1, 32, 2, 256, 2, 16}};
     const shape *shapes = quick ? tiny : full;

@@ -1,8 +1,6 @@
 // cmd_downstream.c - `lssar downstream`: zero-shot HellaSwag, PIQA, ARC, SciQ, Winogrande and
 // LAMBADA by log-likelihood scoring (src/exp/downstream.c, docs/DOWNSTREAM.md).
 #include <cJSON.h>
-#include <cblas.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +67,7 @@ int cmd_downstream(int argc, char **argv) {
     if (p < 0) return args_error("downstream", "--p must be > 0");
     ckpt_load_opts lo = {.set_attn = attn != NULL, .p = p, .device = device};
     if (attn && args_attn_kind(attn, &lo.attn)) return args_error("downstream", "--attn '%s' is unknown: use lssa or lssar", attn);
-    if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
+    if (threads > 0) lssar_set_threads(threads);
     char evdir[4096];
     if (evals) snprintf(evdir, sizeof evdir, "%s", evals);
     else snprintf(evdir, sizeof evdir, "%s/evals", getenv("LSSAR_DATA") && *getenv("LSSAR_DATA") ? getenv("LSSAR_DATA") : "data");

@@ -1,10 +1,8 @@
 // cmd_eval.c - `lssar eval`: mean next-token loss of a trained model at several context lengths.
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
 #include <cJSON.h>
 #include "args.h"
 #include "lssar.h"
@@ -59,7 +57,7 @@ int cmd_eval(int argc, char **argv) {
     ckpt_load_opts lo = {.set_attn = attn != NULL, .p = p, .device = device};
     if (attn && args_attn_kind(attn, &lo.attn))
         return args_error("eval", "--attn '%s' is unknown: use lssa or lssar", attn);
-    if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
+    if (threads > 0) lssar_set_threads(threads);
 
     char mp[4096];
     gpt *m = NULL;

@@ -42,11 +42,7 @@ int cmd_orbits_eval(int argc, char **argv) {
     eo.systems = (int64_t)systems; eo.seq = seq; eo.batch = batch; eo.progress = !quiet;
     eo.report = stdout;
     orb_eval_result r;
-    if (orb_eval_run(&eo, &r)) {
-        const char *msg = lssar_errmsg();   // a message naming neither input (a NaN loss, say) gets both
-        if (strstr(msg, model) || strstr(msg, data)) fprintf(stderr, "lssar orbits eval: %s\n", msg);
-        else fprintf(stderr, "lssar orbits eval: --model %s, --data %s: %s\n", model, data, msg);
-        return 1;
-    }
+    if (orb_eval_run(&eo, &r))
+        return args_fail_inputs("orbits eval", model, data);
     return 0;
 }

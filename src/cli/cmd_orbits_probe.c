@@ -62,11 +62,7 @@ int cmd_orbits_probe(int argc, char **argv) {
     t.probe = po;
     t.report = stderr;
     orb_probe_summary sum;
-    if (orb_probe_run(&t, &sum)) {
-        const char *msg = lssar_errmsg();   // a message naming neither input (a NaN loss, say) gets both
-        if (strstr(msg, model) || strstr(msg, data)) fprintf(stderr, "lssar orbits probe: %s\n", msg);
-        else fprintf(stderr, "lssar orbits probe: --model %s, --data %s: %s\n", model, data, msg);
-        return 1;
-    }
+    if (orb_probe_run(&t, &sum))
+        return args_fail_inputs("orbits probe", model, data);
     return 0;
 }

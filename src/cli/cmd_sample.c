@@ -1,11 +1,9 @@
 // cmd_sample.c - `lssar sample`: generate token ids from a trained model with the KV cache.
 #include <errno.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
 #include "args.h"
 #include "lssar.h"
 #include "model/gpt.h"
@@ -84,7 +82,7 @@ int cmd_sample(int argc, char **argv) {
     int nids = parse_ids(prompt, &ids);
     if (nids < 0) return 2;
     if (nids == 0) { free(ids); return args_error("sample", "--prompt-ids is empty: give at least one position"); }
-    if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
+    if (threads > 0) lssar_set_threads(threads);
 
     gpt *m = NULL;
     if ((rc = ckpt_load_model(model, &(ckpt_load_opts){.device = device}, &m, NULL))) {

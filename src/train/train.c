@@ -7,14 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <cblas.h>
 #include <cJSON.h>
 #include "train.h"
 #include "dataloader.h"
@@ -409,7 +407,7 @@ int train_run(const train_opts *o, train_result *r) {
     r->val_loss = NAN;
     int rc = check_opts(o);
     if (rc) return rc;
-    if (o->threads > 0) { omp_set_num_threads(o->threads); openblas_set_num_threads(o->threads); }
+    if (o->threads > 0) lssar_set_threads(o->threads);
     char mp[4096];
     snprintf(mp, sizeof mp, "%s/%s", o->out, CKPT_MODEL_FILE);
     if (!o->resume && file_exists(mp))
