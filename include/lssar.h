@@ -115,6 +115,27 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
                         const float *q, const float *k, const float *v, const float *dout,
                         float *dq, float *dk, float *dv, float *ds);
 
+/* ---- the same attention on a GPU (CUDA builds; elsewhere these return LSSAR_E_UNSUPPORTED).
+   Every pointer is device memory: q, k, v, out, dout, dq, dk, dv (B, T, H, D) of dtype
+   (LSSAR_F32: float32 in and out, computed in float32; LSSAR_BF16: bfloat16 in and out, bf16
+   tensor-core products with float32 accumulation and float32 row statistics); a->ssmax_s (H
+   floats, SSMax) and ds (H floats, written) are float32. stream is a cudaStream_t (NULL: the
+   default stream); the calls are asynchronous on it. workspace holds
+   lssar_attn_cuda_workspace_size(...) bytes: the forward leaves there the per-row statistics the
+   backward of the same q, k, v reads, so pass the same workspace to both. Memory is O(B T H D):
+   no T x T matrix at any T. Results are deterministic (no atomics). */
+typedef enum { LSSAR_F32 = 0, LSSAR_BF16 = 1 } lssar_dtype;
+size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D);
+int lssar_attn_forward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D,
+                            const void *q, const void *k, const void *v, void *out,
+                            void *workspace, void *stream);
+int lssar_attn_backward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D,
+                             const void *q, const void *k, const void *v, const void *out,
+                             const void *dout, void *dq, void *dk, void *dv, float *ds,
+                             void *workspace, void *stream);
+/* Number of usable CUDA GPUs: 0 in a build without CUDA or on a machine without a GPU (or driver). */
+int lssar_cuda_device_count(void);
+
 /* "softmax", "ssmax", "lssa", "lssar" <-> kind. Parse sets *out and returns 0, or returns
    LSSAR_E_KIND for another name (and LSSAR_E_NULL for NULL arguments). */
 const char *lssar_attn_name(lssar_attn_kind kind);

@@ -205,7 +205,9 @@ int gpt_create_empty(const gpt_config *cfg, gpt **out) {
     if (!m) return lssar_fail(LSSAR_E_NOMEM, "gpt_create: out of memory");
     m->cfg = *cfg;
     m->be = be;
-    if ((rc = be->ctx_create(&m->ctx))) { free(m); return rc; }
+    // A GPU computes its matmuls and attention with bf16 operands (fp32 accumulation, docs/CUDA.md)
+    nn_precision prec = cfg->device == LSSAR_DEVICE_CUDA ? NN_BF16 : NN_FP32;
+    if ((rc = be->ctx_create(&m->ctx, prec))) { free(m); return rc; }
     m->t = calloc(num_tensors_for(cfg), sizeof(gpt_tensor));
     m->hp = calloc(cfg->layers, sizeof(gpt_block_params));
     m->hg = calloc(cfg->layers, sizeof(gpt_block_params));
@@ -303,6 +305,11 @@ static size_t act_layout(gpt *m, gpt_acts *a, float *base, size_t N, int train) 
         gpt_block_acts *b = &a->h[l];
         TAKE(b->ln1, N * C); TAKE(b->ln1_mean, N); TAKE(b->ln1_rstd, N);
         TAKE(b->q, N * C); TAKE(b->k, N * C); TAKE(b->v, N * C); TAKE(b->att, N * C);
+        if (train) {   // the statistics are linear in the rows, so (1, N) sizes (B, T) batches
+            lssar_attn_desc d = gpt_attn_desc(m, l);
+            size_t ns = m->be->attention_stats_floats(&d, 1, (int)N, c->heads, (int)C / c->heads);
+            if (ns) TAKE(b->att_stats, ns);
+        }
         TAKE(b->res1, N * C);
         TAKE(b->ln2, N * C); TAKE(b->ln2_mean, N); TAKE(b->ln2_rstd, N);
         TAKE(b->fch, N * 4 * C); TAKE(b->fch_gelu, N * 4 * C);
@@ -447,7 +454,7 @@ static int block_forward(gpt *m, int l, gpt_block_acts *a, float *scratch, const
         Tk = pos0 + T;
         stride = kv->cap;
     }
-    int rc = be->attention_forward(ctx, a->att, a->q, keys, values, &d, B, T, Tk, stride, NH, HS);
+    int rc = be->attention_forward(ctx, a->att, a->att_stats, a->q, keys, values, &d, B, T, Tk, stride, NH, HS);
     if (rc) return rc;
     be->matmul_forward(ctx, scratch, a->att, w->attprojw, w->attprojb, N, C, C);
     be->residual_forward(ctx, a->res1, x, scratch, NC);
@@ -481,7 +488,7 @@ static int block_backward(gpt *m, int l, gpt_acts *acts, const float *x, int B, 
     be->matmul_backward(ctx, acts->datt, g->attprojw, g->attprojb, dres, a->att, w->attprojw, N, C, C, 0);
     lssar_attn_desc d = gpt_attn_desc(m, l);
     int rc = be->attention_backward(ctx, acts->dq, acts->dk, acts->dv, g->ssmax_s, acts->datt, a->q, a->k, a->v,
-                                    &d, B, T, NH, HS);
+                                    a->att, a->att_stats, &d, B, T, NH, HS);
     if (rc) return rc;
     if (c->pos == GPT_POS_ROPE) {
         be->rope_backward(ctx, acts->dq, m->rope_cos, m->rope_sin, B, T, NH, HS);

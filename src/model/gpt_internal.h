@@ -54,6 +54,8 @@ typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd;   // (N, C), (N), (N)
     float *q, *k, *v;                   // (N, C) each = (B, T, NH, HS), after RoPE
     float *att;                         // (N, C) attention output
+    float *att_stats;                   // what the backend's attention backward needs from the
+                                        // forward (attention_stats_floats; training only, may be NULL)
     float *res1;                        // (N, C) residual after attention
     float *ln2, *ln2_mean, *ln2_rstd;   // (N, C), (N), (N)
     float *fch, *fch_gelu;              // (N, 4C) each

@@ -28,13 +28,18 @@
 
 typedef struct nn_ctx nn_ctx;        /* one backend context (CUDA: a stream); opaque */
 
+/* Arithmetic of a context. NN_FP32: float32 everywhere (CUDA matches the CPU backend to ~1e-5).
+   NN_BF16: matmul and attention operands rounded to bf16, fp32 accumulation, everything else
+   fp32 (docs/CUDA.md). The CPU backend always computes in float32. Tensors are float32 in both. */
+typedef enum { NN_FP32 = 0, NN_BF16 = 1 } nn_precision;
+
 typedef struct nn_backend {
     const char *name;                /* "cpu", "cuda" */
     lssar_device device;
     int eval_rows;                   /* rows of logits per chunk in evaluation (memory stays linear in T) */
 
     /* ---- context and memory */
-    int (*ctx_create)(nn_ctx **out);
+    int (*ctx_create)(nn_ctx **out, nn_precision precision);
     void (*ctx_free)(nn_ctx *ctx);
     // bytes of zeroed tensor memory, 64-byte aligned; NULL when out of memory
     void *(*alloc)(nn_ctx *ctx, size_t bytes);
@@ -92,17 +97,23 @@ typedef struct nn_backend {
                           int B, int T, int NH, int HS);
 
     /* ---- causal attention (the math: docs/attention.md). d->ssmax_s points to device memory. */
+    // floats of per-row statistics the forward saves for the backward (0: the backend recomputes)
+    size_t (*attention_stats_floats)(const lssar_attn_desc *d, int B, int T, int NH, int HS);
     // out (B, Tq, NH, HS) for the LAST Tq of Tk positions: query r of sequence b is position
     // i = Tk - Tq + r and sees keys 0..i. q (B, Tq, NH, HS); k, v: sequence b at
     // k + b * kv_stride * NH * HS, rows of NH * HS (kv_stride >= Tk; a KV cache has its capacity
-    // there, a full forward Tq = Tk = kv_stride). Returns 0 or an lssar_err.
-    int (*attention_forward)(nn_ctx *ctx, float *out, const float *q, const float *k,
+    // there, a full forward Tq = Tk = kv_stride). stats (attention_stats_floats(d, B, Tq, NH, HS)
+    // floats) receives what the backward needs; NULL when no backward follows (evaluation,
+    // decoding). Returns 0 or an lssar_err.
+    int (*attention_forward)(nn_ctx *ctx, float *out, float *stats, const float *q, const float *k,
                              const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
                              int kv_stride, int NH, int HS);
-    // dq, dk, dv (B, T, NH, HS) written; dscale (NH) += d(loss)/d(ssmax_s) for SSMax (else NULL)
+    // dq, dk, dv (B, T, NH, HS) written; dscale (NH) += d(loss)/d(ssmax_s) for SSMax (else NULL).
+    // out and stats are the forward's (Tq = Tk = kv_stride = T).
     int (*attention_backward)(nn_ctx *ctx, float *dq, float *dk, float *dv, float *dscale,
                               const float *dout, const float *q, const float *k, const float *v,
-                              const lssar_attn_desc *d, int B, int T, int NH, int HS);
+                              const float *out, const float *stats, const lssar_attn_desc *d,
+                              int B, int T, int NH, int HS);
 
     /* ---- softmax cross-entropy over the vocabulary, one row per position */
     // logits (R, V) replaced in place by probabilities. targets[r * tstride] (NN_IGNORE: no

@@ -10,7 +10,8 @@
 
 struct nn_ctx { int unused; };
 
-static int cpu_ctx_create(nn_ctx **out) {
+static int cpu_ctx_create(nn_ctx **out, nn_precision precision) {
+    (void)precision;  // the CPU backend always computes in float32
     *out = calloc(1, sizeof **out);
     return *out ? 0 : lssar_fail(LSSAR_E_NOMEM, "cpu backend: out of memory");
 }
@@ -90,17 +91,23 @@ static void cpu_rope_backward(nn_ctx *ctx, float *dx, const float *cos_t, const 
     rope_backward(dx, cos_t, sin_t, B, T, NH, HS, 0);
 }
 
-static int cpu_attention_forward(nn_ctx *ctx, float *out, const float *q, const float *k, const float *v,
-                                 const lssar_attn_desc *d, int B, int Tq, int Tk, int kv_stride, int NH,
-                                 int HS) {
-    (void)ctx;
+// The CPU backward recomputes the forward row by row, so nothing is saved between the two.
+static size_t cpu_attention_stats_floats(const lssar_attn_desc *d, int B, int T, int NH, int HS) {
+    (void)d; (void)B; (void)T; (void)NH; (void)HS;
+    return 0;
+}
+static int cpu_attention_forward(nn_ctx *ctx, float *out, float *stats, const float *q, const float *k,
+                                 const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
+                                 int kv_stride, int NH, int HS) {
+    (void)ctx; (void)stats;
     return attn_forward_cached(d, B, Tq, Tk, kv_stride, NH, HS, q, k, v, out);
 }
 
 static int cpu_attention_backward(nn_ctx *ctx, float *dq, float *dk, float *dv, float *dscale,
                                   const float *dout, const float *q, const float *k, const float *v,
-                                  const lssar_attn_desc *d, int B, int T, int NH, int HS) {
-    (void)ctx;
+                                  const float *out, const float *stats, const lssar_attn_desc *d,
+                                  int B, int T, int NH, int HS) {
+    (void)ctx; (void)out; (void)stats;
     float ds_stack[64], *ds = NULL;
     if (d->kind == LSSAR_ATTN_SSMAX && dscale) {
         ds = NH <= 64 ? ds_stack : malloc(sizeof(float) * NH);
@@ -160,6 +167,7 @@ const nn_backend nn_backend_cpu = {
     .embedding_backward = cpu_embedding_backward,
     .rope_forward = cpu_rope_forward,
     .rope_backward = cpu_rope_backward,
+    .attention_stats_floats = cpu_attention_stats_floats,
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
     .xent_forward = cpu_xent_forward,
