@@ -49,13 +49,52 @@ WARN    := -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fopenmp $(OPT) $(SAN) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
 LIBS    := $(SAN) $(PKG_LIBS) -fopenmp -lmvec -lm -lpthread
 
-LIB_SRC := $(sort $(shell find src -name '*.c' -not -path 'src/cli/*'))
+# ---- CUDA. `make` builds the CUDA backend (src/cuda/*.cu) when nvcc is found (CUDA_HOME, else
+# PATH), for sm_80 (A100), sm_90a (H100/H200: Hopper's own instructions) and compute_90 PTX (which
+# the driver compiles for newer GPUs). `make CUDA=0` leaves it out; SANITIZE=1 leaves it out by
+# default (ASan and the CUDA runtime do not mix). cuBLASLt and cudart are linked as shared
+# libraries (rpath to the toolkit), so a machine without a GPU or driver runs the CPU paths and
+# only --device cuda reports that there is no GPU. The .cu objects do not depend on OPT, so every
+# CPU build variant shares one copy in $(CUDA_BUILD).
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(or $(wildcard $(CUDA_HOME)/bin/nvcc),$(shell command -v nvcc 2>/dev/null))
+ifeq ($(SANITIZE),1)
+CUDA      ?= 0
+endif
+CUDA      ?= 0# TEMP during integration; restore: $(if $(NVCC),1,0)
+CUDA_BUILD ?= build-cuda
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
+             -gencode arch=compute_90,code=compute_90
+NVCC_FLAGS := -std=c++17 -O3 $(CUDA_ARCH) -DLSSAR_CUDA -Iinclude -Isrc \
+              -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Wno-unused-parameter,-Wno-sign-compare \
+              -Werror all-warnings $(NVCCFLAGS)
+CU_SRC    := $(sort $(wildcard src/cuda/*.cu))
+ifeq ($(CUDA),1)
+CU_OBJ    := $(CU_SRC:%.cu=$(CUDA_BUILD)/obj/%.o)
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
+CUDA_CFLAGS := -DLSSAR_CUDA -I$(CUDA_HOME)/include
+else
+CU_OBJ    :=
+CUDA_LIBS :=
+CUDA_CFLAGS :=
+endif
+ALL_CFLAGS += $(CUDA_CFLAGS)
+LIBS    += $(CUDA_LIBS)
+
+# src/cuda/cuda_off.c is the CUDA-less build's stand-in for the public lssar_*_cuda functions.
+LIB_SRC_ALL := $(sort $(shell find src -name '*.c' -not -path 'src/cli/*'))
+LIB_SRC_NOCUDA := $(LIB_SRC_ALL)
+ifeq ($(CUDA),1)
+LIB_SRC := $(filter-out src/cuda/cuda_off.c,$(LIB_SRC_ALL))
+else
+LIB_SRC := $(LIB_SRC_ALL)
+endif
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_OBJ)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
@@ -67,7 +106,7 @@ all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar
 
 # $(BUILD)/build-flags records the compiler and flags; it changes (and so every object is rebuilt)
 # only when they do, so switching OPT or NATIVE never mixes objects built with different flags.
-FLAGS_LINE := opt=$(OPT) $(SAN) cc=$(CC) cflags=$(CFLAGS)
+FLAGS_LINE := opt=$(OPT) $(SAN) cc=$(CC) cflags=$(CFLAGS) cuda=$(CUDA)
 $(BUILD)/build-flags: FORCE
 	@mkdir -p $(BUILD)
 	@printf '%s\n' '$(FLAGS_LINE)' | cmp -s - $@ || printf '%s\n' '$(FLAGS_LINE)' > $@
@@ -82,6 +121,14 @@ $(BUILD)/obj/src/attn/%.o $(BUILD)/obj/src/nn/%.o: ALL_CFLAGS += -ffp-contract=f
 $(BUILD)/obj/%.o: %.c $(BUILD)/build-flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(CUDA_BUILD)/nvcc-flags: FORCE
+	@mkdir -p $(CUDA_BUILD)
+	@printf '%s\n' '$(NVCC) $(NVCC_FLAGS)' | cmp -s - $@ || printf '%s\n' '$(NVCC) $(NVCC_FLAGS)' > $@
+
+$(CUDA_BUILD)/obj/%.o: %.cu $(CUDA_BUILD)/nvcc-flags
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/liblssar.a: $(LIB_OBJ)
 	@rm -f $@
@@ -140,7 +187,7 @@ install: all
 	    -e 's|@LIBS_PRIVATE@|$(LIBS)|' lssar.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lssar.pc
 
 clean:
-	rm -rf build build-native build-sanitize
+	rm -rf build build-native build-sanitize $(CUDA_BUILD)
 
 # ---- fuzzing: `make fuzz FUZZ_SECONDS=N` builds every tests/fuzz/fuzz_NAME.c into
 # $(FUZZ_BUILD)/fuzz_NAME and runs each for N seconds (30) on a copy of its seed corpus
@@ -169,7 +216,7 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -fopenmp -O1 -g $(FUZZ_SAN) $(FUZZ_INSTR)
                 -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
 FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
-FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_OBJ     := $(LIB_SRC_NOCUDA:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_FLAGS_LINE := fuzz cc=$(FUZZ_CC) engine=$(FUZZ_ENGINE) cflags=$(FUZZ_CFLAGS)
 DEPS += $(FUZZ_OBJ:.o=.d) $(FUZZ_BIN:=.d)
 

@@ -43,9 +43,9 @@ extern "C" {
 /* The version of this header: MAJOR.MINOR.PATCH. liblssar.so.MAJOR is the library's SONAME: a
    new MAJOR breaks the ABI, a new MINOR only adds to it - except while MAJOR is 0, when a new
    MINOR may also change it (0.3.0 changed lssar_model_load and lssar_model_info). */
-#define LSSAR_VERSION "0.3.0"
+#define LSSAR_VERSION "0.4.0"
 #define LSSAR_VERSION_MAJOR 0
-#define LSSAR_VERSION_MINOR 3
+#define LSSAR_VERSION_MINOR 4
 #define LSSAR_VERSION_PATCH 0
 
 /* liblssar is built with hidden visibility: only what this header declares is exported. */
@@ -53,7 +53,7 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-/* The version of the library linked at run time ("0.3.0"), which may differ from LSSAR_VERSION
+/* The version of the library linked at run time ("0.4.0"), which may differ from LSSAR_VERSION
    when a program was built against another header. */
 const char *lssar_version(void);
 

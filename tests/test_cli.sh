@@ -110,10 +110,20 @@ assert r[1]['loss'] < 1.0, r
 expect "eval lssar as lssa" 0 "lssa attention" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn lssa $T1
 expect "eval lssar as softmax refused" fail "lssa" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn softmax $T1
 expect "eval --device cpu" 0 "loss" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device cpu $T1
-expect "--device gpu refused" 2 "use cpu, or cuda" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device gpu $T1
-if ! grep -q LSSAR_CUDA "${LSSAR_BUILD:-build}/build-flags" 2>/dev/null; then   # a build without the CUDA backend
-    expect "--device cuda without CUDA" fail "no CUDA backend" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device cuda $T1
-    expect "sample --device cuda without CUDA" fail "no CUDA backend" $LSSAR sample --model "$tmp/run" --prompt-ids 1,2 --tokens 2 --device cuda
+expect "--device gpu refused" 2 "use cpu, cuda or auto" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device gpu $T1
+if ! grep -q 'cuda=1' "${LSSAR_BUILD:-build}/build-flags" 2>/dev/null; then   # a build without the CUDA backend
+    expect "--device cuda without CUDA" 2 "no CUDA backend" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device cuda $T1
+    expect "sample --device cuda without CUDA" 2 "no CUDA backend" $LSSAR sample --model "$tmp/run" --prompt-ids 1,2 --tokens 2 --device cuda
+    expect "--version says CUDA is not built in" 0 "cuda: not built in" $LSSAR --version
+elif [ "$($LSSAR --version | sed -n 's/.*; \([0-9]*\) GPUs\{0,1\} found.*/\1/p')" = 0 ]; then   # CUDA built, no GPU here
+    expect "--device cuda without a GPU" 2 "no CUDA GPU found" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device cuda $T1
+    expect "--version says no GPU" 0 "0 GPUs found: runs on the CPU" $LSSAR --version
+fi
+if [ "$($LSSAR --version | grep -c ' [1-9][0-9]* GPUs\{0,1\} found')" = 0 ]; then   # no GPU: auto is the CPU, said once
+    out=$($LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --device auto $T1 2>&1); rc=$?
+    if [ $rc -eq 0 ] && [ "$(grep -c 'no CUDA GPU found.*running on the CPU' <<<"$out")" = 1 ] && grep -q loss <<<"$out"; then
+        ok "--device auto without a GPU runs on the CPU and says so once"
+    else bad "--device auto without a GPU runs on the CPU and says so once" "rc $rc: $out"; fi
 fi
 expect "eval channel mismatch" fail "channels" $LSSAR eval --model "$tmp/run" --data "$tmp/val2.bin" --seq 32 $T1
 expect "eval bad --seq" 2 "--seq" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32,x $T1

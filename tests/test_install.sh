@@ -60,7 +60,8 @@ undeclared=$(for f in $exports; do grep -q "\b$f(" include/lssar.h || echo "$f";
 want="lssar_version lssar_free lssar_set_threads lssar_get_threads lssar_pos_name lssar_model_defaults
 lssar_model_create lssar_model_load lssar_model_save lssar_model_free lssar_model_describe lssar_model_loss
 lssar_model_eval_shard lssar_decoder_create lssar_decoder_free lssar_decoder_reset lssar_decoder_len
-lssar_decoder_feed lssar_attn_parse lssar_attn_name lssar_device_name lssar_device_parse lssar_encode lssar_decode"
+lssar_decoder_feed lssar_attn_parse lssar_attn_name lssar_device_name lssar_device_parse lssar_encode lssar_decode
+lssar_attn_forward_cuda lssar_attn_backward_cuda lssar_attn_cuda_workspace_size lssar_cuda_device_count"
 missing=$(for f in $want; do grep -qx "$f" <<<"$exports" || echo "$f"; done | tr '\n' ' ')
 [ -z "$missing" ] && ok "liblssar.so exports the 0.3 model, decoder, memory and thread API" ||
   bad "liblssar.so exports the 0.3 model, decoder, memory and thread API" "missing: $missing"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_layering.sh - the layers of src/ depend one way (issue 12):
-#   core < attn = nn < model < train = data = text < exp = orbits = symreg < cli
+#   core < attn = nn < cuda < model < train = data = text < exp = orbits = symreg < cli
+# (cuda implements the nn backend table; the model reaches it only through nn/backend.h)
 # A file may include headers of its own layer and of lower layers, never of a higher one;
 # include/lssar.h (the public header) is allowed everywhere. Every offending #include line is
 # printed as FILE:LINE: the line (LAYER includes the higher layer LAYER).
@@ -13,8 +14,8 @@ bad() { fail=$((fail + 1)); echo "not ok - $1"; }
 
 rank() {   # layer directory -> rank; empty for a path outside the layers
   case "$1" in
-    core) echo 0 ;; attn|nn) echo 1 ;; model) echo 2 ;; train|data|text) echo 3 ;;
-    exp|orbits|symreg) echo 4 ;; cli) echo 5 ;; *) echo "" ;;
+    core) echo 0 ;; attn|nn) echo 1 ;; cuda) echo 2 ;; model) echo 3 ;; train|data|text) echo 4 ;;
+    exp|orbits|symreg) echo 5 ;; cli) echo 6 ;; *) echo "" ;;
   esac
 }
 layer_of() {   # a normalised path src/LAYER/... -> LAYER
@@ -44,7 +45,7 @@ while IFS= read -r f; do
     [ -z "$rt" ] && continue
     if [ "$rt" -gt "$rf" ]; then offending+=("$f:$ln: $line   ($from includes the higher layer $to)"); fi
   done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f")
-done < <(find src -name '*.c' -o -name '*.h' | sort)
+done < <(find src -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | sort)
 
 if [ ${#offending[@]} -eq 0 ]; then
   ok "no file in src/ includes a header of a higher layer"

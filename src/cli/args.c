@@ -126,8 +126,21 @@ int args_fail_inputs(const char *cmd, const char *model, const char *data) {
 }
 
 int args_device(const char *cmd, const char *name, lssar_device *out) {
-    if (lssar_device_parse(name, out) == 0) return 0;
-    return args_error(cmd, "--device '%s': use cpu, or cuda in a build with the CUDA backend", name ? name : "");
+    int gpus = lssar_cuda_device_count();
+    if (name && !strcmp(name, "auto")) {   // the GPU when there is one; else the CPU, said once
+        *out = gpus > 0 ? LSSAR_DEVICE_CUDA : LSSAR_DEVICE_CPU;
+        if (gpus == 0)
+            fprintf(stderr, "lssar %s: no CUDA GPU found (%s); running on the CPU\n", cmd,
+                    LSSAR_HAVE_CUDA ? "none visible to the CUDA runtime" : "this build has no CUDA backend");
+        return 0;
+    }
+    if (lssar_device_parse(name, out))
+        return args_error(cmd, "--device '%s': use cpu, cuda or auto", name ? name : "");
+    if (*out == LSSAR_DEVICE_CUDA && gpus == 0)
+        return args_error(cmd, "--device cuda: %s; use --device cpu (or auto)",
+                          LSSAR_HAVE_CUDA ? "no CUDA GPU found (none visible to the CUDA runtime)"
+                                          : "this build has no CUDA backend (rebuild where nvcc is installed)");
+    return 0;
 }
 
 int args_attn_kind(const char *name, lssar_attn_kind *out) {

@@ -27,7 +27,17 @@ int main(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (!strcmp(argv[1], "--version")) { printf("lssar %s\n", LSSAR_VERSION); return 0; }
+    if (!strcmp(argv[1], "--version")) {
+        printf("lssar %s\n", LSSAR_VERSION);
+#ifdef LSSAR_CUDA
+        int gpus = lssar_cuda_device_count();
+        printf("cuda: built in (sm_80, sm_90a, compute_90 PTX); %d GPU%s found%s\n", gpus, gpus == 1 ? "" : "s",
+               gpus ? "" : ": runs on the CPU");
+#else
+        printf("cuda: not built in (built with CUDA=0, or no nvcc at build time)\n");
+#endif
+        return 0;
+    }
     for (int i = 0; i < NCOMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name)) continue;
         return commands[i].fn(argc - 1, argv + 1);

@@ -1,0 +1,55 @@
+/*
+ * flash_attn.h - the fused causal attention kernels of the CUDA backend (internal, C-callable).
+ *
+ * The kernels (flash_attn.cu) are the transliteration of the CPU emulation src/attn/flash_emu.c:
+ * the same 64-row query tiles, 64-key tiles, 4 warps, mma.sync m16n8k16 fragment ownership and
+ * accumulation order; the per-element math is src/attn/flash.h's FM_FN functions. The design
+ * contract is docs/CUDA.md.
+ *
+ * Every pointer is device memory. q, k, v, out, dout, dq, dk, dv are float32 (B, T, H, D) rows
+ * of H * D floats (k and v of the forward: sequence b starts at row b * kv_stride). d->ssmax_s
+ * (H floats) is device memory too. bf16_products = 0: fp32 SIMT products (the result matches the
+ * CPU backend to ~1e-5 relative); 1: operands rounded to bf16 for mma.sync, fp32 accumulation.
+ * Every call is asynchronous on `stream` and returns 0 or an lssar_err (lssar_errmsg says why).
+ * Pointers must be 16-byte aligned (cudaMalloc's are); D must be 16, 32, 64 or 128.
+ */
+#ifndef LSSAR_CUDA_FLASH_ATTN_H
+#define LSSAR_CUDA_FLASH_ATTN_H
+
+#include <stddef.h>
+#include <cuda_runtime.h>
+#include "lssar.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Floats the forward saves for the backward of the same inputs (the per-row statistics and, for
+   lssar, the E rows): linear in B * T. */
+size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T, int H, int D);
+
+/* Bytes of transient workspace both calls need (q/k inverse norms, the backward's D1/D2 rows and
+   ssmax ds partials, and the statistics when the forward gets stats == NULL); 256-byte multiple. */
+size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D);
+
+/* out (B, Tq, H, D) for the LAST Tq of Tk positions: query row r is position Tk - Tq + r and sees
+   keys 0..Tk - Tq + r. q (B, Tq, H, D); k, v: sequence b at k + b * kv_stride * H * D
+   (kv_stride >= Tk). stats: cuda_attn_stats_floats(d, B, Tq, H, D) floats for the backward, or
+   NULL (then they go to scratch and are dropped). scratch: cuda_attn_scratch_bytes(d, B, Tq, Tk,
+   H, D) bytes. */
+int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, int B, int Tq, int Tk, int kv_stride,
+                      int H, int D, const float *q, const float *k, const float *v, float *out,
+                      float *stats, void *scratch, cudaStream_t stream);
+
+/* dq, dk, dv (B, T, H, D) written from the forward's out and stats (Tq = Tk = kv_stride = T).
+   dscale (H floats): SSMax only, += d(loss)/d(ssmax_s); may be NULL. scratch as for the forward
+   (cuda_attn_scratch_bytes(d, B, T, T, H, D)). */
+int cuda_attn_backward(const lssar_attn_desc *d, int bf16_products, int B, int T, int H, int D,
+                       const float *q, const float *k, const float *v, const float *out,
+                       const float *stats, const float *dout, float *dq, float *dk, float *dv,
+                       float *dscale, void *scratch, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
