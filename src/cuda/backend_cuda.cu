@@ -1,0 +1,469 @@
+// backend_cuda.cu - the CUDA backend (src/nn/backend.h): device memory, cuBLASLt linear layers,
+// the kernels of kernels_*.cu and the fused attention of flash_attn.h, all in order on one stream
+// per context.
+//
+// Errors. Most of the seam's functions return nothing, so a failure (a CUDA or cuBLASLt error, or
+// no memory for scratch) is kept in the context: the first one is printed to stderr once (with
+// lssar_errmsg's detail), every later call on the context does nothing, attention_forward /
+// attention_backward return it, sum_squares returns NaN and download fills the host buffer with
+// 0xFF bytes (float NaN), so the model's loss or gradient norm turns NaN and the trainer stops.
+//
+// Determinism. Every kernel here has a launch shape fixed by the sizes, and sums in a fixed order
+// without atomics (kernels_math.h). cuBLASLt: the algorithm comes from the heuristic for the
+// shape, pointer alignments and workspace (cached per context, so one shape always runs one
+// algorithm), and NVIDIA documents bit-wise identical results for a cuBLAS routine run again
+// with the same toolkit on GPUs of the same architecture and SM count, with a workspace owned by
+// the caller when several streams are active (here: one per context, its own workspace). Its
+// split-K variants are deterministic too: cublasLtReductionScheme_t's schemes are in-place with
+// counters "to guarantee the sequentiality", or a separate reduction step.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cublasLt.h>
+#include "cuda/cuda_common.h"
+#include "cuda/flash_attn.h"
+extern "C" {
+#include "nn/backend.h"
+}
+
+#define LT_WORKSPACE (32u << 20)   /* cuBLAS's recommended workspace on Hopper */
+#define MM_CACHE 64                /* cached heuristic results (distinct GEMM shapes) */
+
+typedef struct {
+    int transa, transb, m, n, k, lda, ldb, ldd, epilogue, compute;
+    uint32_t align_a, align_b, align_d;
+    cublasLtMatmulAlgo_t algo;
+} mm_entry;
+
+struct nn_ctx {
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    nn_precision precision;
+    void *workspace;          // cuBLASLt's, LT_WORKSPACE bytes
+    void *scratch;            // transient device memory of the kernels; grows, never shrinks
+    size_t scratch_bytes;
+    double *result_dev;       // sum_squares' result, then pinned host memory for it
+    double *result_host;
+    int err;                  // the first failure (sticky), 0 while all is well
+    int ncache;
+    mm_entry cache[MM_CACHE];
+};
+
+/* ---- errors */
+static void note(nn_ctx *c, int rc) {
+    if (!rc || c->err) return;
+    c->err = rc;
+    fprintf(stderr, "lssar cuda backend: %s (later calls on this context do nothing)\n", lssar_errmsg());
+}
+// a runtime call; 1 (and the context's error set) if it failed
+static int cu(nn_ctx *c, cudaError_t e, const char *what, int line) {
+    if (e == cudaSuccess) return 0;
+    note(c, cuda_fail_at(e, what, __FILE__, line));
+    return 1;
+}
+#define CU(c, call) cu((c), (call), #call, __LINE__)
+static int lt_fail(cublasStatus_t st, const char *what, int line) {
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "cuBLASLt error %s (%s) in %s at %s:%d", cublasLtGetStatusName(st),
+                      cublasLtGetStatusString(st), what, __FILE__, line);
+}
+
+// Device scratch of at least `bytes`: grows (to the size asked, rounded up to 1 MiB) only when a
+// larger size is asked, so after the first step of a run it is never reallocated.
+static void *scratch(nn_ctx *c, size_t bytes) {
+    if (bytes <= c->scratch_bytes) return c->scratch;
+    size_t want = (bytes + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+    if (c->scratch) {
+        // kernels already queued may still use the old buffer
+        if (CU(c, cudaStreamSynchronize(c->stream)) || CU(c, cudaFree(c->scratch))) return NULL;
+        c->scratch = NULL;
+        c->scratch_bytes = 0;
+    }
+    if (CU(c, cudaMalloc(&c->scratch, want))) {
+        c->scratch = NULL;
+        return NULL;
+    }
+    c->scratch_bytes = want;
+    return c->scratch;
+}
+
+/* ---- context and memory */
+static __global__ void probe_kernel(void) {}
+
+static void cuda_ctx_free(nn_ctx *c) {
+    if (!c) return;
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->lt) cublasLtDestroy(c->lt);
+    cudaFree(c->workspace);
+    cudaFree(c->scratch);
+    cudaFree(c->result_dev);
+    if (c->result_host) cudaFreeHost(c->result_host);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    cudaGetLastError();   // leave no error behind for the next context
+    free(c);
+}
+
+static int cuda_ctx_create(nn_ctx **out, nn_precision precision) {
+    *out = NULL;
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        cudaGetLastError();
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "no CUDA GPU found (%s); use --device cpu",
+                          cudaGetErrorString(e != cudaSuccess ? e : cudaErrorNoDevice));
+    }
+    nn_ctx *c = (nn_ctx *)calloc(1, sizeof *c);
+    if (!c) return lssar_fail(LSSAR_E_NOMEM, "cuda backend: out of memory");
+    c->precision = precision;
+    int rc = 0;
+    cublasStatus_t st;
+#define CREATE_TRY(call)                                               \
+    do {                                                               \
+        cudaError_t e_ = (call);                                       \
+        if (e_ != cudaSuccess) { rc = cuda_fail_at(e_, #call, __FILE__, __LINE__); goto fail; } \
+    } while (0)
+    CREATE_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    if ((st = cublasLtCreate(&c->lt)) != CUBLAS_STATUS_SUCCESS) {
+        c->lt = NULL;
+        rc = lt_fail(st, "cublasLtCreate", __LINE__);
+        goto fail;
+    }
+    CREATE_TRY(cudaMalloc(&c->workspace, LT_WORKSPACE));
+    CREATE_TRY(cudaMalloc((void **)&c->result_dev, sizeof(double)));
+    CREATE_TRY(cudaMallocHost((void **)&c->result_host, sizeof(double)));
+    // a GPU this build has no kernels for fails its first launch: say so now, not mid-run
+    probe_kernel<<<1, 1, 0, c->stream>>>();
+    if ((e = cudaGetLastError()) == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+    if (e != cudaSuccess) {
+        int dev = 0;
+        cudaDeviceProp prop;
+        cudaGetDevice(&dev);
+        memset(&prop, 0, sizeof prop);
+        cudaGetDeviceProperties(&prop, dev);
+        rc = lssar_fail(LSSAR_E_UNSUPPORTED, "cuda backend: cannot run kernels on %s (compute capability %d.%d): %s; "
+                        "use --device cpu or a build for this GPU", prop.name, prop.major, prop.minor,
+                        cudaGetErrorString(e));
+        goto fail;
+    }
+#undef CREATE_TRY
+    *out = c;
+    return 0;
+fail:
+    cuda_ctx_free(c);
+    return rc;
+}
+
+static void *cuda_alloc(nn_ctx *c, size_t bytes) {
+    void *p = NULL;
+    if (c->err) return NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 64) != cudaSuccess) {
+        cudaGetLastError();   // out of memory is the caller's to handle: clear it for later checks
+        lssar_fail(LSSAR_E_NOMEM, "cuda backend: out of device memory (%zu bytes)", bytes);
+        return NULL;
+    }
+    if (bytes && CU(c, cudaMemsetAsync(p, 0, bytes, c->stream))) { cudaFree(p); return NULL; }
+    return p;
+}
+
+static void cuda_release(nn_ctx *c, void *p) {
+    if (!p) return;
+    cudaStreamSynchronize(c->stream);   // queued work may still use it
+    cudaFree(p);
+}
+
+static void cuda_upload(nn_ctx *c, void *dst, const void *src, size_t bytes) {
+    // from pageable memory the call returns once src is staged: the caller may reuse it at once
+    if (!c->err && bytes) CU(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
+}
+
+static void cuda_download(nn_ctx *c, void *dst, const void *src, size_t bytes) {
+    if (!c->err && bytes) CU(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+    if (!c->err) CU(c, cudaStreamSynchronize(c->stream));
+    if (c->err && bytes) memset(dst, 0xFF, bytes);   // NaN: never a plausible result
+}
+
+static void cuda_copy(nn_ctx *c, void *dst, const void *src, size_t bytes) {
+    if (!c->err && bytes) CU(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
+}
+
+static void cuda_zero(nn_ctx *c, float *x, size_t n) {
+    if (!c->err && n) CU(c, cudaMemsetAsync(x, 0, n * sizeof(float), c->stream));
+}
+
+/* ---- matmul through cuBLASLt. Row-major X (r, c) is column-major X^T (c, r) with ld c, so every
+   product below is written for column-major matrices as cuBLASLt sees them. */
+
+// the largest power of two (<= 256) dividing the address: cuBLASLt assumes 256 unless told
+static uint32_t align_of(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    uint32_t al = 256;
+    while (al > 1 && a % al) al /= 2;
+    return al;
+}
+
+// D (m, n) = op(A) (m, k) op(B) (k, n) + beta D [+ bias (m) on every column], column-major, fp32
+// storage, compute type ct. Returns 0, an lssar_err, or -1 when cuBLASLt has no algorithm for it
+// (CUBLAS_STATUS_NOT_SUPPORTED), for gemm's fallbacks.
+static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const float *bias, int transa,
+                     int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta, cublasComputeType_t ct) {
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    const char *what = "";
+    int rc = 0, epi = bias != NULL;
+    float alpha = 1.0f;
+    cublasOperation_t ta = transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    uint32_t aa = align_of(A), ab = align_of(B), ad = align_of(D);
+    const mm_entry *hit = NULL;
+    cublasLtMatmulAlgo_t algo;
+#define LT(call)                                                  \
+    do {                                                          \
+        if ((st = (call)) != CUBLAS_STATUS_SUCCESS) { what = #call; goto done; } \
+    } while (0)
+    LT(cublasLtMatmulDescCreate(&op, ct, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (epi) {
+        cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    // the stored matrices: A is (m, k), or (k, m) when transposed; B (k, n) or (n, k)
+    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, transa ? k : m, transa ? m : k, lda));
+    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, transb ? n : k, transb ? k : n, ldb));
+    LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, ldd));
+    for (int i = 0; i < c->ncache && !hit; i++) {
+        const mm_entry *e = &c->cache[i];
+        if (e->transa == transa && e->transb == transb && e->m == m && e->n == n && e->k == k && e->lda == lda &&
+            e->ldb == ldb && e->ldd == ldd && e->epilogue == epi && e->compute == (int)ct && e->align_a == aa && e->align_b == ab &&
+            e->align_d == ad)
+            hit = e;
+    }
+    if (hit) {
+        algo = hit->algo;
+    } else {
+        uint64_t ws = LT_WORKSPACE;
+        cublasLtMatmulHeuristicResult_t res;
+        int nres = 0;
+        LT(cublasLtMatmulPreferenceCreate(&pref));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad, sizeof ad));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad));
+        memset(&res, 0, sizeof res);
+        st = cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &res, &nres);
+        if (st == CUBLAS_STATUS_SUCCESS && nres == 0) st = CUBLAS_STATUS_NOT_SUPPORTED;
+        if (st != CUBLAS_STATUS_SUCCESS) { what = "cublasLtMatmulAlgoGetHeuristic"; goto done; }
+        algo = res.algo;
+        if (c->ncache < MM_CACHE) {
+            mm_entry *e = &c->cache[c->ncache++];
+            e->transa = transa; e->transb = transb; e->m = m; e->n = n; e->k = k;
+            e->lda = lda; e->ldb = ldb; e->ldd = ldd; e->epilogue = epi; e->compute = (int)ct;
+            e->align_a = aa; e->align_b = ab; e->align_d = ad;
+            e->algo = algo;
+        }
+    }
+    LT(cublasLtMatmul(c->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &algo, c->workspace, LT_WORKSPACE,
+                      c->stream));
+#undef LT
+done:
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) rc = -1;
+    else if (st != CUBLAS_STATUS_SUCCESS) rc = lt_fail(st, what, __LINE__);
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (op) cublasLtMatmulDescDestroy(op);
+    return rc;
+}
+
+// The context's GEMM: compute CUBLAS_COMPUTE_32F (NN_FP32) or CUBLAS_COMPUTE_32F_FAST_16BF
+// (NN_BF16: the operands rounded to bf16 for the tensor cores, fp32 accumulation), the bias
+// through the epilogue. Where cuBLASLt has no algorithm for a shape and alignment: without the
+// epilogue, then the bias kernel (the same one rounding of acc + bias as the epilogue); and in
+// bf16 mode, at last, in fp32 (more accurate, slower). A shape always takes the same path.
+static int gemm(nn_ctx *c, float *D, const float *A, const float *B, const float *bias, int transa, int transb,
+                int m, int n, int k, int lda, int ldb, int ldd, float beta) {
+    cublasComputeType_t ct = c->precision == NN_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+    int rc = lt_matmul(c, D, A, B, bias, transa, transb, m, n, k, lda, ldb, ldd, beta, ct);
+    if (rc != -1) return rc;
+    if (bias) {
+        rc = lt_matmul(c, D, A, B, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta, ct);
+        if (rc == 0) return cuda_add_bias(D, bias, n, m, c->stream);
+        if (rc != -1) return rc;
+    }
+    if (ct != CUBLAS_COMPUTE_32F) {
+        rc = lt_matmul(c, D, A, B, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta, CUBLAS_COMPUTE_32F);
+        if (rc == 0 && bias) rc = cuda_add_bias(D, bias, n, m, c->stream);
+        if (rc != -1) return rc;
+    }
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "cuBLASLt has no algorithm for the %d x %d x %d product (op %c%c, "
+                      "alignments %u %u %u)", m, n, k, transa ? 'T' : 'N', transb ? 'T' : 'N', align_of(A),
+                      align_of(B), align_of(D));
+}
+
+// out (N, OC) = inp (N, IC) @ W^T + bias. W stored (OC, IC) row-major is (IC, OC) column-major,
+// so D = out^T (OC, N) = op_T(W) (OC, IC) x inp^T (IC, N), and the bias (OC) runs down D's
+// columns: along each output row.
+static void cuda_matmul_forward(nn_ctx *c, float *out, const float *inp, const float *weight, const float *bias,
+                                int N, int IC, int OC) {
+    if (c->err || N <= 0 || OC <= 0) return;
+    note(c, gemm(c, out, weight, inp, bias, 1, 0, OC, N, IC, IC, IC, OC, 0.0f));
+}
+
+// dinp (N, IC) = / += dout (N, OC) @ W:  D (IC, N) = W (IC, OC) x dout^T (OC, N)
+// dweight (OC, IC) += dout^T @ inp:      D (IC, OC) = inp^T (IC, N) x op_T(dout^T) (N, OC), beta 1
+// dbias (OC) += column sums of dout: kernels_reduce.cu's fixed two-pass sum (the BGRADB epilogue
+// writes rather than accumulates, and its order is the library's)
+static void cuda_matmul_backward(nn_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
+                                 const float *inp, const float *weight, int N, int IC, int OC, int accumulate) {
+    if (c->err || N <= 0 || OC <= 0 || IC <= 0) return;
+    int rc = 0;
+    if (dinp) rc = gemm(c, dinp, weight, dout, NULL, 0, 0, IC, N, OC, IC, OC, IC, accumulate ? 1.0f : 0.0f);
+    if (!rc && dweight) rc = gemm(c, dweight, inp, dout, NULL, 0, 1, IC, OC, N, IC, OC, IC, 1.0f);
+    if (!rc && dbias) {
+        void *s = scratch(c, cuda_colsum_scratch(N, OC));
+        if (!s) return;
+        rc = cuda_colsum(dbias, dout, N, OC, s, c->stream);
+    }
+    note(c, rc);
+}
+
+/* ---- layers */
+static void cuda_layernorm_forward_(nn_ctx *c, float *out, float *mean, float *rstd, const float *inp,
+                                    const float *weight, const float *bias, int N, int C) {
+    if (!c->err) note(c, cuda_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, c->stream));
+}
+static void cuda_layernorm_backward_(nn_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
+                                     const float *inp, const float *weight, const float *mean, const float *rstd,
+                                     int N, int C) {
+    if (c->err) return;
+    void *s = scratch(c, cuda_layernorm_backward_scratch(N, C));
+    if (!s) return;
+    note(c, cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, s, c->stream));
+}
+static void cuda_gelu_forward_(nn_ctx *c, float *out, const float *inp, size_t n) {
+    if (!c->err) note(c, cuda_gelu_forward(out, inp, n, c->stream));
+}
+static void cuda_gelu_backward_(nn_ctx *c, float *dinp, const float *inp, const float *dout, size_t n) {
+    if (!c->err) note(c, cuda_gelu_backward(dinp, inp, dout, n, c->stream));
+}
+static void cuda_residual_forward_(nn_ctx *c, float *out, const float *a, const float *b, size_t n) {
+    if (!c->err) note(c, cuda_residual_forward(out, a, b, n, c->stream));
+}
+static void cuda_embedding_forward_(nn_ctx *c, float *out, const uint16_t *tokens, float *const *wte,
+                                    const float *wpe, int B, int T, int Ch, int C) {
+    if (!c->err) note(c, cuda_embedding_forward(out, tokens, wte, wpe, B, T, Ch, C, c->stream));
+}
+static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe, const float *dout,
+                                     const uint16_t *tokens, int B, int T, int Ch, int C) {
+    if (c->err) return;
+    size_t bytes = 0;
+    int rc = cuda_embedding_backward_scratch(B, T, &bytes);
+    if (rc) { note(c, rc); return; }
+    void *s = scratch(c, bytes);
+    if (!s) return;
+    note(c, cuda_embedding_backward(dwte, dwpe, dout, tokens, B, T, Ch, C, s, c->scratch_bytes, c->stream));
+}
+static void cuda_rope_forward_(nn_ctx *c, float *x, const float *cos_t, const float *sin_t, int B, int T, int NH,
+                               int HS, int pos0) {
+    if (!c->err) note(c, cuda_rope(x, cos_t, sin_t, B, T, NH, HS, pos0, 0, c->stream));
+}
+static void cuda_rope_backward_(nn_ctx *c, float *dx, const float *cos_t, const float *sin_t, int B, int T, int NH,
+                                int HS) {
+    if (!c->err) note(c, cuda_rope(dx, cos_t, sin_t, B, T, NH, HS, 0, 1, c->stream));
+}
+
+/* ---- attention: flash_attn.h (the statistics the forward saves are the backward's input) */
+static size_t cuda_attention_stats_floats(const lssar_attn_desc *d, int B, int T, int NH, int HS) {
+    return cuda_attn_stats_floats(d, B, T, NH, HS);
+}
+static int cuda_attention_forward(nn_ctx *c, float *out, float *stats, const float *q, const float *k,
+                                  const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk, int kv_stride,
+                                  int NH, int HS) {
+    if (c->err) return c->err;
+    size_t bytes = cuda_attn_scratch_bytes(d, B, Tq, Tk, NH, HS);
+    void *s = bytes ? scratch(c, bytes) : NULL;
+    if (bytes && !s) return c->err;
+    return cuda_attn_forward(d, c->precision == NN_BF16, B, Tq, Tk, kv_stride, NH, HS, q, k, v, out, stats, s,
+                             c->stream);
+}
+static int cuda_attention_backward(nn_ctx *c, float *dq, float *dk, float *dv, float *dscale, const float *dout,
+                                   const float *q, const float *k, const float *v, const float *out,
+                                   const float *stats, const lssar_attn_desc *d, int B, int T, int NH, int HS) {
+    if (c->err) return c->err;
+    size_t bytes = cuda_attn_scratch_bytes(d, B, T, T, NH, HS);
+    void *s = bytes ? scratch(c, bytes) : NULL;
+    if (bytes && !s) return c->err;
+    return cuda_attn_backward(d, c->precision == NN_BF16, B, T, NH, HS, q, k, v, out, stats, dout, dq, dk, dv,
+                              dscale, s, c->stream);
+}
+
+/* ---- cross-entropy, optimiser */
+static void cuda_xent_forward_(nn_ctx *c, float *logits, float *losses, uint16_t *argmax, const uint16_t *targets,
+                               int tstride, int ostride, int R, int V, double *acc) {
+    if (c->err) return;
+    void *s = scratch(c, cuda_xent_forward_scratch(R));
+    if (!s) return;
+    note(c, cuda_xent_forward(logits, losses, argmax, targets, tstride, ostride, R, V, acc, s, c->stream));
+}
+static void cuda_xent_backward_(nn_ctx *c, float *probs, const uint16_t *targets, int tstride, int R, int V,
+                                float grad_scale, const double *acc) {
+    if (!c->err) note(c, cuda_xent_backward(probs, targets, tstride, R, V, grad_scale, acc, c->stream));
+}
+static void cuda_adamw_(nn_ctx *c, float *params, const float *grads, float *m, float *v, size_t n, int t, float lr,
+                        float beta1, float beta2, float eps, float wd) {
+    if (c->err) return;
+    float ibc1, ibc2;
+    km_adamw_ibc(t, beta1, beta2, &ibc1, &ibc2);   // on the host, with libm's powf, as adamw.c
+    note(c, cuda_adamw(params, grads, m, v, n, lr, beta1, beta2, eps, wd, ibc1, ibc2, c->stream));
+}
+static double cuda_sum_squares_(nn_ctx *c, const float *x, size_t n) {
+    if (c->err) return NAN;
+    void *s = scratch(c, cuda_sum_squares_scratch(n));
+    if (!s) return NAN;
+    int rc = cuda_sum_squares(c->result_dev, x, n, s, c->stream);
+    if (rc) { note(c, rc); return NAN; }
+    if (CU(c, cudaMemcpyAsync(c->result_host, c->result_dev, sizeof(double), cudaMemcpyDeviceToHost, c->stream)) ||
+        CU(c, cudaStreamSynchronize(c->stream)))
+        return NAN;
+    return *c->result_host;
+}
+static void cuda_scale_(nn_ctx *c, float *x, size_t n, float s) {
+    if (!c->err) note(c, cuda_scale(x, n, s, c->stream));
+}
+
+// In the order of nn_backend's fields (C++17 has no designated initializers).
+extern "C" const nn_backend nn_backend_cuda = {
+    "cuda",                        // name
+    LSSAR_DEVICE_CUDA,             // device
+    1024,                          // eval_rows: 1024 rows x 50k vocabulary = 200 MB of logits
+    cuda_ctx_create,               // ctx_create
+    cuda_ctx_free,                 // ctx_free
+    cuda_alloc,                    // alloc
+    cuda_release,                  // release
+    cuda_upload,                   // upload
+    cuda_download,                 // download
+    cuda_copy,                     // copy
+    cuda_zero,                     // zero
+    cuda_matmul_forward,           // matmul_forward
+    cuda_matmul_backward,          // matmul_backward
+    cuda_layernorm_forward_,       // layernorm_forward
+    cuda_layernorm_backward_,      // layernorm_backward
+    cuda_gelu_forward_,            // gelu_forward
+    cuda_gelu_backward_,           // gelu_backward
+    cuda_residual_forward_,        // residual_forward
+    cuda_embedding_forward_,       // embedding_forward
+    cuda_embedding_backward_,      // embedding_backward
+    cuda_rope_forward_,            // rope_forward
+    cuda_rope_backward_,           // rope_backward
+    cuda_attention_stats_floats,   // attention_stats_floats
+    cuda_attention_forward,        // attention_forward
+    cuda_attention_backward,       // attention_backward
+    cuda_xent_forward_,            // xent_forward
+    cuda_xent_backward_,           // xent_backward
+    cuda_adamw_,                   // adamw
+    cuda_sum_squares_,             // sum_squares
+    cuda_scale_,                   // scale
+};

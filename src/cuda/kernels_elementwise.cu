@@ -1,0 +1,78 @@
+// kernels_elementwise.cu - GELU (tanh approximation), the residual add, scaling, AdamW and the
+// matmul's bias fallback: one thread per value (grid-stride beyond 2^20 blocks), the per-value
+// math of kernels_math.h (src/nn's formulas). No reductions, so nothing to order.
+#include "cuda/cuda_common.h"
+
+#define EW_MAX_BLOCKS (1u << 20)
+static inline unsigned ew_blocks(size_t n) {
+    size_t b = (n + KM_EW_THREADS - 1) / KM_EW_THREADS;
+    return b < EW_MAX_BLOCKS ? (unsigned)b : EW_MAX_BLOCKS;
+}
+#define EW_LOOP(i, n) for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+static __global__ void gelu_forward_kernel(float *out, const float *inp, size_t n) {
+    EW_LOOP(i, n) out[i] = km_gelu(inp[i]);
+}
+// dinp may alias dout: each thread reads its value before writing it
+static __global__ void gelu_backward_kernel(float *dinp, const float *inp, const float *dout, size_t n) {
+    EW_LOOP(i, n) dinp[i] = km_gelu_grad(inp[i], dout[i]);
+}
+static __global__ void residual_forward_kernel(float *out, const float *a, const float *b, size_t n) {
+    EW_LOOP(i, n) out[i] = KM_ADD(a[i], b[i]);
+}
+static __global__ void scale_kernel(float *x, size_t n, float s) {
+    EW_LOOP(i, n) x[i] = KM_MUL(x[i], s);
+}
+static __global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
+                             float beta2, float eps, float wd, float ibc1, float ibc2) {
+    EW_LOOP(i, n) {
+        float p = params[i], mi = m[i], vi = v[i];
+        km_adamw(&p, &mi, &vi, grads[i], lr, beta1, beta2, eps, wd, ibc1, ibc2);
+        params[i] = p;
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+static __global__ void add_bias_kernel(float *out, const float *bias, size_t n, int OC) {
+    EW_LOOP(i, n) out[i] = KM_ADD(out[i], bias[i % OC]);
+}
+
+int cuda_gelu_forward(float *out, const float *inp, size_t n, cudaStream_t stream) {
+    if (!n) return 0;
+    gelu_forward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(out, inp, n);
+    CUDA_LAUNCHED("gelu_forward_kernel");
+    return 0;
+}
+int cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, cudaStream_t stream) {
+    if (!n) return 0;
+    gelu_backward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(dinp, inp, dout, n);
+    CUDA_LAUNCHED("gelu_backward_kernel");
+    return 0;
+}
+int cuda_residual_forward(float *out, const float *a, const float *b, size_t n, cudaStream_t stream) {
+    if (!n) return 0;
+    residual_forward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(out, a, b, n);
+    CUDA_LAUNCHED("residual_forward_kernel");
+    return 0;
+}
+int cuda_scale(float *x, size_t n, float s, cudaStream_t stream) {
+    if (!n) return 0;
+    scale_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(x, n, s);
+    CUDA_LAUNCHED("scale_kernel");
+    return 0;
+}
+int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
+               float beta2, float eps, float wd, float ibc1, float ibc2, cudaStream_t stream) {
+    if (!n) return 0;
+    adamw_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(params, grads, m, v, n, lr, beta1, beta2, eps, wd,
+                                                            ibc1, ibc2);
+    CUDA_LAUNCHED("adamw_kernel");
+    return 0;
+}
+int cuda_add_bias(float *out, const float *bias, int N, int OC, cudaStream_t stream) {
+    size_t n = (size_t)N * OC;
+    if (!n) return 0;
+    add_bias_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(out, bias, n, OC);
+    CUDA_LAUNCHED("add_bias_kernel");
+    return 0;
+}

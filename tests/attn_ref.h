@@ -1,0 +1,423 @@
+/*
+ * attn_ref.h - the float64 attention reference written straight from docs/attention.md, the input
+ * families (random, peaked rows, zero vectors, repeated keys, large magnitudes) and the error
+ * measures, shared by tests/test_attention.c (the CPU kernels) and tests/test_flash.c (the
+ * emulation of the fused GPU kernels). Include after harness.h.
+ *
+ * Error measure (whole tensors): rel = ||got - ref||_2 / ||ref||_2; when ||ref|| is exactly 0
+ * (e.g. dq at T = 1) the check is ||got||_2 <= 1e-6 * sqrt(N) instead; rel_err_floor takes a
+ * floor for the denominator (test_attention.c explains the dq / dk floors).
+ */
+#ifndef LSSAR_TESTS_ATTN_REF_H
+#define LSSAR_TESTS_ATTN_REF_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lssar.h"
+#include "core/util.h"
+
+// Every function here is static; a test that does not use one must not warn about it.
+#define ATTN_REF_FN static __attribute__((unused))
+
+// ------------------------------------------------------------------ float64 reference
+
+typedef struct { int kind; double p; const double *s; } ref_desc;
+
+#define IDX(b, t, h, d) ((((size_t)(b) * T + (t)) * H + (h)) * D + (d))
+
+// g_j - sum_k w_k g_k for weights summing to 1, written as sum_k w_k (g_j - g_k) so that a
+// one-hot w does not cancel the result away (the float64 reference must stay accurate on peaked
+// rows, where the true value is many orders below g_j).
+ATTN_REF_FN double centred(const double *w, const double *g, int n, int j) {
+    double r = 0;
+    for (int k = 0; k < n; k++) r += w[k] * (g[j] - g[k]);
+    return r;
+}
+
+// The same for every j at once in O(n), for long rows (ref_backward_ex with fast = 1): centred on
+// g_m, m = argmax_k w_k, as sum_k w_k (g_j - g_k) = (g_j - g_m) - sum_k w_k (g_k - g_m), exact in
+// real arithmetic; the m term of the sum is exactly 0, so a one-hot w keeps its accuracy too.
+ATTN_REF_FN void centred_all(const double *w, const double *g, int n, double *out) {
+    int m = 0;
+    for (int k = 1; k < n; k++)
+        if (w[k] > w[m]) m = k;
+    double s = 0;
+    for (int k = 0; k < n; k++) s += w[k] * (g[k] - g[m]);
+    for (int j = 0; j < n; j++) out[j] = (g[j] - g[m]) - s;
+}
+
+ATTN_REF_FN double softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
+ATTN_REF_FN double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+// One row i of head (b, h): the weights w (length n = i + 1) and what the backward needs.
+typedef struct {
+    double *qh, *kh;   // l2-normalised q_i (D) and k_j (T x D) for lssa/lssar
+    double *x, *a, *alpha, *u, *beta, *w, *dot;
+    double z, lam, sc, qn;
+    int fallback;
+} ref_row;
+
+ATTN_REF_FN void ref_row_forward(const ref_desc *rd, int B, int T, int H, int D, const double *q,
+                            const double *k, int b, int h, int i, ref_row *R) {
+    int n = i + 1;
+    for (int j = 0; j < n; j++) {
+        double dot = 0;
+        for (int d = 0; d < D; d++) dot += q[IDX(b, i, h, d)] * k[IDX(b, j, h, d)];
+        R->dot[j] = dot;
+    }
+    if (rd->kind == LSSAR_ATTN_SOFTMAX || rd->kind == LSSAR_ATTN_SSMAX) {
+        R->sc = 1.0 / sqrt((double)D);
+        if (rd->kind == LSSAR_ATTN_SSMAX) R->sc *= rd->s[h] * log((double)n);
+        double m = -INFINITY, sum = 0;
+        for (int j = 0; j < n; j++) { R->x[j] = R->sc * R->dot[j]; m = fmax(m, R->x[j]); }
+        for (int j = 0; j < n; j++) { R->w[j] = exp(R->x[j] - m); sum += R->w[j]; }
+        for (int j = 0; j < n; j++) R->w[j] /= sum;
+        return;
+    }
+    double qn = 0;
+    for (int d = 0; d < D; d++) qn += q[IDX(b, i, h, d)] * q[IDX(b, i, h, d)];
+    R->qn = fmax(sqrt(qn), 1e-12);
+    for (int d = 0; d < D; d++) R->qh[d] = q[IDX(b, i, h, d)] / R->qn;
+    R->lam = log((double)D) * log((double)n);
+    R->z = 0;
+    for (int j = 0; j < n; j++) {
+        double c = 0;
+        for (int d = 0; d < D; d++) c += R->qh[d] * R->kh[j * D + d];
+        R->x[j] = R->lam * c;
+        R->a[j] = softplus(R->x[j]);
+        R->z += R->a[j];
+    }
+    for (int j = 0; j < n; j++) R->alpha[j] = R->a[j] / R->z;
+    if (rd->kind == LSSAR_ATTN_LSSA) { for (int j = 0; j < n; j++) R->w[j] = R->alpha[j]; return; }
+    double o = i < 3 ? 0 : 1, sb = 0;
+    for (int j = 0; j < n; j++) {
+        R->u[j] = n * R->alpha[j] - o;
+        R->beta[j] = pow(fmax(R->u[j], 0.0), rd->p);
+        sb += R->beta[j];
+    }
+    // sum b == 0 exactly when the lssa row is uniform (i >= 3). Test that directly: on a uniform
+    // row n * alpha_j - 1 is rounding noise of either sign, even in float64.
+    int uniform = i >= 3;
+    for (int j = 1; j < n && uniform; j++) uniform = R->a[j] == R->a[0];
+    R->fallback = sb == 0 || uniform;
+    for (int j = 0; j < n; j++) R->w[j] = R->fallback ? R->alpha[j] : R->beta[j] / sb;
+}
+
+ATTN_REF_FN ref_row *ref_row_new(int T, int D) {
+    ref_row *R = calloc(1, sizeof *R);
+    R->qh = calloc(D, sizeof(double)); R->kh = calloc((size_t)T * D, sizeof(double));
+    double **f[] = {&R->x, &R->a, &R->alpha, &R->u, &R->beta, &R->w, &R->dot};
+    for (int i = 0; i < 7; i++) *f[i] = calloc(T, sizeof(double));
+    return R;
+}
+ATTN_REF_FN void ref_row_free(ref_row *R) {
+    double *f[] = {R->qh, R->kh, R->x, R->a, R->alpha, R->u, R->beta, R->w, R->dot};
+    for (int i = 0; i < 9; i++) free(f[i]);
+    free(R);
+}
+
+ATTN_REF_FN void ref_keys(int B, int T, int H, int D, const double *k, int b, int h, double *kh) {
+    for (int j = 0; j < T; j++) {
+        double kn = 0;
+        for (int d = 0; d < D; d++) kn += k[IDX(b, j, h, d)] * k[IDX(b, j, h, d)];
+        kn = fmax(sqrt(kn), 1e-12);
+        for (int d = 0; d < D; d++) kh[j * D + d] = k[IDX(b, j, h, d)] / kn;
+    }
+}
+
+ATTN_REF_FN void ref_forward(const ref_desc *rd, int B, int T, int H, int D, const double *q,
+                        const double *k, const double *v, double *out) {
+    // heads are independent: one per thread (only to keep the test quick)
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < H; h++) {
+        ref_row *R = ref_row_new(T, D);
+        for (int b = 0; b < B; b++) {
+            ref_keys(B, T, H, D, k, b, h, R->kh);
+            for (int i = 0; i < T; i++) {
+                ref_row_forward(rd, B, T, H, D, q, k, b, h, i, R);
+                for (int d = 0; d < D; d++) {
+                    double y = 0;
+                    for (int j = 0; j <= i; j++) y += R->w[j] * v[IDX(b, j, h, d)];
+                    out[IDX(b, i, h, d)] = y;
+                }
+            }
+        }
+        ref_row_free(R);
+    }
+}
+
+// gamma_K = K u / (1 - K u), u = 2^-24: the classic bound on the relative error of K float32
+// operations in sequence (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1).
+ATTN_REF_FN double gamma_f32(double K) { double u = 0x1p-24; return K * u / (1 - K * u); }
+
+// Row i's share of the float32 rounding error bound of the ssmax gradient
+// ds_h = sum_ij dx_ij t_ij, t_ij = ln(n_i) S_ij / sqrt(D), dx_ij = w_ij (dw_ij - d_i),
+// d_i = sum_k w_ik dw_ik. First order in the unit roundoff u = 2^-24, with e(x) the error of x
+// and, for a row, the exact centred forms (sum_k w_k = 1):
+//   S_j, dw_j are length-D dot products (sgemm): |e(S_j)| <= g_D Sabs_j, Sabs_j = sum_d |q_d k_jd|;
+//     |e(dw_j)| <= g_D Wabs_j, Wabs_j = sum_d |dy_d v_jd|;
+//   G_j = sum_k w_k |dw_j - dw_k| bounds |dw_j - d| (so |dx_j| <= w_j G_j);
+//   the logit error sc e(S) moves the softmax weights by
+//     e(w_j) = w_j ((1 - w_j) e(x_j) - sum_{k != j} w_k e(x_k)),
+//     so |e(w_j)| <= w_j sc g_D ((1 - w_j) Sabs_j + sum_{k != j} w_k Sabs_k) =: ew_j,
+//     and d by at most sum_k ew_k G_k =: ed (sum_k e(w_k) = 0, so the sum is centred);
+//   dw's error enters dx_j as w_j (e(dw_j) - sum_k w_k e(dw_k)):
+//     at most w_j g_D ((1 - w_j) Wabs_j + sum_{k != j} w_k Wabs_k);
+//   exp (2 ulp), the products and the double row sums add g_16 relative to each term.
+// So |e(dx_j)| <= ew_j G_j + w_j ed + (the dw term) + g_16 w_j G_j, and
+// |e(dx_j t_j)| <= e_ij = |e(dx_j)| |t_j| + w_j G_j g_D Sabs_j ln(n)/sqrt(D),
+// where g_K = gamma_K (gamma_f32). Returns sum_j e_ij; summed over (b, i) it bounds |e(ds_h)|.
+// It is a worst case (every rounding error at its bound, with one sign): up to 30% of |ds| on the
+// large inputs at D >= 64, 1e-4..1e-3 of it on the FD test's small ones, while the measured
+// errors stay below 5e-5 of |ds|.
+// fast = 1 (long rows): G_j <= |dw_j - d| + sum_k w_k |dw_k - d| (triangle inequality through
+// d = sum_k w_k dw_k), O(n) instead of O(n^2); a larger, still valid bound.
+ATTN_REF_FN double ds_error_bound_ex(int B, int T, int H, int D, const double *q, const double *k,
+                                const double *v, const double *dy, int b, int h, int i, const ref_row *R,
+                                const double *dw, int fast) {
+    int n = i + 1;
+    double gD = gamma_f32(D), g16 = gamma_f32(16);
+    double sc = fabs(R->sc), f = log((double)n) / sqrt((double)D), ed = 0, e = 0;
+    double *sabs = malloc(4 * n * sizeof(double)), *wabs = sabs + n, *G = wabs + n, *ew = G + n;
+    for (int j = 0; j < n; j++) {
+        sabs[j] = wabs[j] = 0;
+        for (int d = 0; d < D; d++) {
+            sabs[j] += fabs(q[IDX(b, i, h, d)] * k[IDX(b, j, h, d)]);
+            wabs[j] += fabs(dy[IDX(b, i, h, d)] * v[IDX(b, j, h, d)]);
+        }
+    }
+    double dmean = 0, gmean = 0, sall = 0, wall = 0;
+    if (fast) {
+        for (int k2 = 0; k2 < n; k2++) dmean += R->w[k2] * dw[k2];
+        for (int k2 = 0; k2 < n; k2++) {
+            gmean += R->w[k2] * fabs(dw[k2] - dmean);
+            sall += R->w[k2] * sabs[k2];
+            wall += R->w[k2] * wabs[k2];
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        double so = 0, wo = 0;  // sums over k != j
+        G[j] = 0;
+        if (fast) {
+            G[j] = fabs(dw[j] - dmean) + gmean;
+            so = sall - R->w[j] * sabs[j];
+            wo = wall - R->w[j] * wabs[j];
+        } else {
+            for (int k2 = 0; k2 < n; k2++) {
+                G[j] += R->w[k2] * fabs(dw[j] - dw[k2]);
+                if (k2 != j) { so += R->w[k2] * sabs[k2]; wo += R->w[k2] * wabs[k2]; }
+            }
+        }
+        double om = 1 - R->w[j];
+        ew[j] = R->w[j] * sc * gD * (om * sabs[j] + so);
+        wabs[j] = R->w[j] * gD * (om * wabs[j] + wo);  // now: dw's contribution to e(dx_j)
+        ed += ew[j] * G[j];
+    }
+    for (int j = 0; j < n; j++) {
+        double edx = ew[j] * G[j] + R->w[j] * ed + wabs[j] + g16 * R->w[j] * G[j];
+        double eij = f * (edx * fabs(R->dot[j]) + R->w[j] * G[j] * gD * sabs[j]);
+        e += eij;
+    }
+    free(sabs);
+    return e;
+}
+
+ATTN_REF_FN double ds_error_bound(int B, int T, int H, int D, const double *q, const double *k,
+                             const double *v, const double *dy, int b, int h, int i, const ref_row *R,
+                             const double *dw) {
+    return ds_error_bound_ex(B, T, H, D, q, k, v, dy, b, h, i, R, dw, 0);
+}
+
+// The backward of docs/attention.md, row by row. For ssmax, dserr (may be NULL) receives per head
+// the bound on the float32 rounding error of ds (ds_error_bound). fast = 1: the O(n) forms of
+// centred_all and ds_error_bound_ex for long rows (the default, ref_backward, is O(n^2) per row).
+ATTN_REF_FN void ref_backward_ex(const ref_desc *rd, int B, int T, int H, int D, const double *q,
+                         const double *k, const double *v, const double *dy, double *dq,
+                         double *dk, double *dv, double *ds, double *dserr, int fast) {
+    size_t N = (size_t)B * T * H * D;
+    memset(dq, 0, N * sizeof(double)); memset(dk, 0, N * sizeof(double)); memset(dv, 0, N * sizeof(double));
+    if (ds) for (int h = 0; h < H; h++) ds[h] = 0;
+    if (dserr) for (int h = 0; h < H; h++) dserr[h] = 0;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < H; h++) {
+    ref_row *R = ref_row_new(T, D);
+    double *dw = calloc(T, sizeof(double)), *dal = calloc(T, sizeof(double)), *dc = calloc(T, sizeof(double));
+    double *dkh = calloc((size_t)T * D, sizeof(double)), *dqh = calloc(D, sizeof(double));
+    double *cw = calloc(T, sizeof(double)), *ca = calloc(T, sizeof(double));  // fast: centred_all
+        for (int b = 0; b < B; b++) {
+            ref_keys(B, T, H, D, k, b, h, R->kh);
+            memset(dkh, 0, (size_t)T * D * sizeof(double));
+            for (int i = 0; i < T; i++) {
+                int n = i + 1;
+                ref_row_forward(rd, B, T, H, D, q, k, b, h, i, R);
+                for (int j = 0; j < n; j++) {
+                    dw[j] = 0;
+                    for (int d = 0; d < D; d++) {
+                        dv[IDX(b, j, h, d)] += R->w[j] * dy[IDX(b, i, h, d)];
+                        dw[j] += dy[IDX(b, i, h, d)] * v[IDX(b, j, h, d)];
+                    }
+                }
+                if (rd->kind == LSSAR_ATTN_SOFTMAX || rd->kind == LSSAR_ATTN_SSMAX) {
+                    if (dserr && rd->kind == LSSAR_ATTN_SSMAX)
+                        dserr[h] += ds_error_bound_ex(B, T, H, D, q, k, v, dy, b, h, i, R, dw, fast);
+                    if (fast) centred_all(R->w, dw, n, cw);
+                    for (int j = 0; j < n; j++) {
+                        double dx = R->w[j] * (fast ? cw[j] : centred(R->w, dw, n, j));  // w_j (dw_j - sum w dw)
+                        for (int d = 0; d < D; d++) {
+                            dq[IDX(b, i, h, d)] += dx * R->sc * k[IDX(b, j, h, d)];
+                            dk[IDX(b, j, h, d)] += dx * R->sc * q[IDX(b, i, h, d)];
+                        }
+                        if (ds && rd->kind == LSSAR_ATTN_SSMAX)
+                            ds[h] += dx * log((double)n) * R->dot[j] / sqrt((double)D);
+                    }
+                    continue;
+                }
+                if (rd->kind == LSSAR_ATTN_LSSAR && !R->fallback) {
+                    if (fast) centred_all(R->w, dw, n, cw);
+                    for (int j = 0; j < n; j++) {  // (dbeta_j - D1) with D1 = sum beta dbeta
+                        double cj = fast ? cw[j] : centred(R->w, dw, n, j);
+                        double du = R->u[j] > 0 ? (rd->p / R->u[j]) * R->w[j] * cj : 0;
+                        dal[j] = n * du;
+                    }
+                } else {
+                    for (int j = 0; j < n; j++) dal[j] = dw[j];
+                }
+                if (fast) centred_all(R->alpha, dal, n, ca);
+                for (int j = 0; j < n; j++) {  // (dalpha_j - D2) / Z with D2 = sum alpha dalpha
+                    double da = (fast ? ca[j] : centred(R->alpha, dal, n, j)) / R->z;
+                    dc[j] = R->lam * da * sigmoid(R->x[j]);
+                }
+                memset(dqh, 0, D * sizeof(double));
+                for (int j = 0; j < n; j++)
+                    for (int d = 0; d < D; d++) {
+                        dqh[d] += dc[j] * R->kh[j * D + d];
+                        dkh[j * D + d] += dc[j] * R->qh[d];
+                    }
+                double qd = 0;
+                for (int d = 0; d < D; d++) qd += R->qh[d] * dqh[d];
+                for (int d = 0; d < D; d++) dq[IDX(b, i, h, d)] = (dqh[d] - R->qh[d] * qd) / R->qn;
+            }
+            if (rd->kind == LSSAR_ATTN_LSSA || rd->kind == LSSAR_ATTN_LSSAR)
+                for (int j = 0; j < T; j++) {
+                    double kn = 0, kd = 0;
+                    for (int d = 0; d < D; d++) kn += k[IDX(b, j, h, d)] * k[IDX(b, j, h, d)];
+                    kn = fmax(sqrt(kn), 1e-12);
+                    for (int d = 0; d < D; d++) kd += R->kh[j * D + d] * dkh[j * D + d];
+                    for (int d = 0; d < D; d++)
+                        dk[IDX(b, j, h, d)] = (dkh[j * D + d] - R->kh[j * D + d] * kd) / kn;
+                }
+        }
+    free(dw); free(dal); free(dc); free(dkh); free(dqh); free(cw); free(ca);
+    ref_row_free(R);
+    }
+}
+
+ATTN_REF_FN void ref_backward(const ref_desc *rd, int B, int T, int H, int D, const double *q,
+                         const double *k, const double *v, const double *dy, double *dq,
+                         double *dk, double *dv, double *ds, double *dserr) {
+    ref_backward_ex(rd, B, T, H, D, q, k, v, dy, dq, dk, dv, ds, dserr, 0);
+}
+
+// ------------------------------------------------------------------ helpers
+
+ATTN_REF_FN double norm2(const double *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += x[i] * x[i];
+    return sqrt(s);
+}
+
+// ||got - ref|| / max(||ref||, floor); see the header.
+ATTN_REF_FN double rel_err_floor(const float *got, const double *ref, size_t n, double floor) {
+    double num = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)got[i] - ref[i];
+        num += e * e;
+    }
+    num = sqrt(num);
+    double den = fmax(norm2(ref, n), floor);
+    if (!isfinite(num)) return INFINITY;
+    if (den == 0) return num <= 1e-6 * sqrt((double)n) ? 0 : INFINITY;
+    return num / den;
+}
+ATTN_REF_FN double rel_err_fd(const float *got, const double *ref, size_t n) { return rel_err_floor(got, ref, n, 0); }
+
+ATTN_REF_FN double *to_double(const float *x, size_t n) {
+    double *y = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    return y;
+}
+
+ATTN_REF_FN const char *kind_name[] = {"softmax", "ssmax", "lssa", "lssar"};
+
+enum { IN_RANDOM, IN_PEAKED, IN_ZEROS, IN_REPEATED, IN_LARGE, IN_COUNT };
+ATTN_REF_FN const char *input_name[] = {"random", "peaked", "zero-vectors", "repeated-keys", "large"};
+
+// Fill q, k, v (B, T, H, D) with one of the input families.
+ATTN_REF_FN void make_inputs(int family, uint64_t seed, int B, int T, int H, int D, float *q, float *k, float *v,
+                        float *dy, int kind) {
+    lssar_rng r;
+    lssar_rng_seed(&r, seed);
+    size_t N = (size_t)B * T * H * D;
+    for (size_t i = 0; i < N; i++) {
+        q[i] = (float)lssar_rng_normal(&r);
+        k[i] = (float)lssar_rng_normal(&r);
+        v[i] = (float)lssar_rng_normal(&r);
+        dy[i] = (float)lssar_rng_normal(&r);
+    }
+    int normed = kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR;
+    switch (family) {
+    case IN_PEAKED:  // each query row equals one earlier key, scaled up: a dominant score
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < T; i++) {
+                    int j = (int)lssar_rng_below(&r, (uint64_t)i + 1);
+                    for (int d = 0; d < D; d++) q[IDX(b, i, h, d)] = 3.0f * k[IDX(b, j, h, d)];
+                }
+        break;
+    case IN_ZEROS:  // every third query and every fourth key is the zero vector
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int t = 0; t < T; t++)
+                    for (int d = 0; d < D; d++) {
+                        if (t % 3 == 1) q[IDX(b, t, h, d)] = 0;
+                        if (t % 4 == 2) k[IDX(b, t, h, d)] = 0;
+                    }
+        break;
+    case IN_REPEATED:  // head 0: all keys identical (uniform rows: the lssar fallback);
+                       // other heads: keys repeat in runs of 3
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int t = 0; t < T; t++) {
+                    int src = h == 0 ? 0 : t - t % 3;
+                    for (int d = 0; d < D; d++) k[IDX(b, t, h, d)] = k[IDX(b, src, h, d)];
+                }
+        break;
+    case IN_LARGE:  // large magnitudes: softmax logits of tens, lssa inputs of 1e6
+        for (size_t i = 0; i < N; i++) {
+            float sq = normed ? 1e6f : 2.5f, sv = 1e3f;
+            q[i] *= sq; k[i] *= sq; v[i] *= sv;
+        }
+        break;
+    }
+}
+
+// The relative errors of one comparison (see the error measure above).
+typedef struct { double out, dq, dk, dv, ds; } errs;
+
+ATTN_REF_FN double worst(errs e) {
+    double m = fmax(fmax(e.out, e.dq), fmax(e.dk, e.dv));
+    return fmax(m, e.ds);
+}
+
+// Loss = sum(dy * out) of the float64 reference (for central finite differences).
+ATTN_REF_FN double ref_loss(const ref_desc *rd, int B, int T, int H, int D, const double *q, const double *k,
+                       const double *v, const double *dy, double *tmp) {
+    ref_forward(rd, B, T, H, D, q, k, v, tmp);
+    double L = 0;
+    for (size_t i = 0; i < (size_t)B * T * H * D; i++) L += dy[i] * tmp[i];
+    return L;
+}
+
+#endif
