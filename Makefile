@@ -61,7 +61,7 @@ NVCC      ?= $(or $(wildcard $(CUDA_HOME)/bin/nvcc),$(shell command -v nvcc 2>/d
 ifeq ($(SANITIZE),1)
 CUDA      ?= 0
 endif
-CUDA      ?= 0# TEMP during integration; restore: $(if $(NVCC),1,0)
+CUDA      ?= $(if $(NVCC),1,0)
 CUDA_BUILD ?= build-cuda
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
              -gencode arch=compute_90,code=compute_90
@@ -102,7 +102,7 @@ EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d) $(EXAMPLE_BIN:=.d)
 
 .PHONY: all lib test demo bench install clean deps FORCE
-all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar
+all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar $(BUILD)/link-libs
 
 # $(BUILD)/build-flags records the compiler and flags; it changes (and so every object is rebuilt)
 # only when they do, so switching OPT or NATIVE never mixes objects built with different flags.
@@ -111,6 +111,12 @@ $(BUILD)/build-flags: FORCE
 	@mkdir -p $(BUILD)
 	@printf '%s\n' '$(FLAGS_LINE)' | cmp -s - $@ || printf '%s\n' '$(FLAGS_LINE)' > $@
 FORCE:
+
+# $(BUILD)/link-libs: the libraries a program linking $(BUILD)/liblssar.a needs (tests that build
+# their own programs, e.g. tests/test_torch_parity.py, read it instead of repeating this file).
+$(BUILD)/link-libs: FORCE
+	@mkdir -p $(BUILD)
+	@printf '%s\n' '$(LIBS)' | cmp -s - $@ || printf '%s\n' '$(LIBS)' > $@
 
 # Hot loops may fuse a * b + c into one FMA where the CPU (or a clone's target) has one, and may
 # turn selects into vector blends: under the default -ftrapping-math GCC if-converts them only with
@@ -165,7 +171,7 @@ deps:
 	@bash scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(EXAMPLE_BIN)
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(EXAMPLE_BIN) $(BUILD)/tests/gpu/test_gpu $(BUILD)/bench/gpu_attn
 	@BUILD=$(BUILD) bash tests/run.sh
 
 bench: all $(BENCH_BIN)
@@ -242,5 +248,8 @@ fuzz-build: $(FUZZ_BIN)
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@bash scripts/fuzz.sh --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+
+# `make test-gpu`, the GPU benchmark and their portable copies (docs/GPU_CHECK.md)
+include mk/cuda_test.mk
 
 -include $(DEPS)

@@ -56,6 +56,14 @@ for t in tests/test_*.sh; do
   [ -f "$t" ] || continue
   run_suite "$(basename "$t")" bash "$t"
 done
+# The GPU test program (tests/gpu/test_gpu.c, `make test-gpu`): built in every build so that CI
+# compiles and links it; on a machine without a GPU (or in a CUDA=0 build) it prints one SKIP
+# line, shown here and not counted.
+if [ -x "$BUILD/tests/gpu/test_gpu" ]; then
+  out=$(LSSAR_GPU_QUICK=1 "$BUILD/tests/gpu/test_gpu" 2>&1); rc=$?
+  if [ $rc -eq 0 ] && skip=$(grep -m1 '^SKIP:' <<<"$out"); then echo "test_gpu: $skip"
+  else run_suite test_gpu env LSSAR_GPU_QUICK=1 "$BUILD/tests/gpu/test_gpu"; fi
+fi
 # The determinism tests compare 1 and 2 threads inside the program; run them once more with
 # OpenMP's default team forced to 1 and to 2 threads, so neither setting goes untested.
 for n in 1 2; do

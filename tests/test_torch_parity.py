@@ -43,26 +43,18 @@ def compile_driver(tmp):
     if not os.path.exists(lib):
         print(f"  FAIL {lib} not found: build it first (make, or set LSSAR_BUILD)")
         return None
-    # the same BLAS as the Makefile: Debian's OpenMP OpenBLAS if present, else pkg-config's
-    arch = subprocess.run(["cc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
-    omp_blas = f"/usr/lib/{arch}/openblas-openmp"
-    if arch and os.path.exists(os.path.join(omp_blas, "libopenblas.so")):
-        blas = [f"-I/usr/include/{arch}/openblas-openmp", "-L" + omp_blas, "-Wl,-rpath," + omp_blas, "-lopenblas"]
-    else:
-        blas = subprocess.run(["pkg-config", "--cflags", "--libs", "openblas"], capture_output=True,
-                              text=True).stdout.split()
-    pk = blas + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libpcre2-8", "zlib"],
-                               capture_output=True, text=True).stdout.split()
-    # a sanitizer build (make SANITIZE=1) links its runtime: the driver is its own executable, so
-    # the instrumented library runs under ASan/UBSan there, with no LD_PRELOAD into this process
+    # the libraries the Makefile links (BLAS, cJSON, PCRE2, zlib, nettle, the sanitizer runtime in
+    # a SANITIZE=1 build, CUDA in a CUDA build), which `make` records beside the library
     try:
-        san = [w for w in open(os.path.join(BUILD, "build-flags")).read().split() if w.startswith("-fsanitize")]
+        libs = open(os.path.join(BUILD, "link-libs")).read().split()
     except OSError:
-        san = []
+        print(f"  FAIL {BUILD}/link-libs not found: build with make first")
+        return None
+    cflags = [w for w in open(os.path.join(BUILD, "build-flags")).read().split() if w.startswith("-fsanitize")]
     exe = os.path.join(tmp, "driver")
     cmd = ["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-fopenmp", "-I" + os.path.join(ROOT, "include"),
            "-I" + os.path.join(ROOT, "src"), os.path.join(ROOT, "tests", "torch_parity_driver.c"),
-           lib, "-o", exe] + pk + san + ["-fopenmp", "-lm", "-lpthread"]
+           lib, "-o", exe] + cflags + libs
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         print("  FAIL compiling the driver:\n" + r.stderr[-3000:])

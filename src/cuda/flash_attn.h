@@ -24,19 +24,20 @@
 extern "C" {
 #endif
 
-/* Floats the forward saves for the backward of the same inputs (the per-row statistics and, for
-   lssar, the E rows): linear in B * T. */
+/* Floats the forward saves for the backward of the same inputs (flash.h's layout: the per-row
+   statistics, the centred rows yc and, for lssar, Ec): linear in B * T. */
 size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T, int H, int D);
 
-/* Bytes of transient workspace both calls need (q/k inverse norms, the backward's D1/D2 rows and
-   ssmax ds partials, and the statistics when the forward gets stats == NULL); 256-byte multiple. */
+/* Bytes of transient workspace both calls need (lssa / lssar: the q and k inverse norms; the
+   backward: its per-row D1 / D2 values and the ssmax ds row terms); a 256-byte multiple, and at
+   least what both the forward of (Tq, Tk) and the backward of T = Tq = Tk need. */
 size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D);
 
 /* out (B, Tq, H, D) for the LAST Tq of Tk positions: query row r is position Tk - Tq + r and sees
    keys 0..Tk - Tq + r. q (B, Tq, H, D); k, v: sequence b at k + b * kv_stride * H * D
    (kv_stride >= Tk). stats: cuda_attn_stats_floats(d, B, Tq, H, D) floats for the backward, or
-   NULL (then they go to scratch and are dropped). scratch: cuda_attn_scratch_bytes(d, B, Tq, Tk,
-   H, D) bytes. */
+   NULL (evaluation, decoding: nothing is saved). scratch: cuda_attn_scratch_bytes(d, B, Tq, Tk,
+   H, D) bytes. The decode case (Tq < Tk, Tq = 1 included) works; the backward needs Tq = Tk. */
 int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, int B, int Tq, int Tk, int kv_stride,
                       int H, int D, const float *q, const float *k, const float *v, float *out,
                       float *stats, void *scratch, cudaStream_t stream);

@@ -1,0 +1,1339 @@
+/*
+ * flash_attn.cu - the fused causal attention kernels (forward, backward) of the CUDA backend and
+ * the public lssar_attn_*_cuda entry points of include/lssar.h.
+ *
+ * These kernels are the transliteration of the CPU emulation src/attn/flash_emu.c, which CI tests
+ * against a float64 reference: same tiles (64 query rows x 64 keys, 4 warps of 16 rows), same
+ * fragment ownership, same loop and accumulation order, same rounding points. Every per-element
+ * formula is a flash.h FM_FN function shared with the emulation; nothing of the math is re-derived
+ * here. Read flash.h first: it documents the algorithm, the statistics layout and why the softmax
+ * and lssar rows are centred on their argmax.
+ *
+ * Fragments (mma.sync m16n8k16, bf16 x bf16 -> fp32). Lane l of a warp has g = l / 4, tq = l % 4.
+ *   A 16x16 (row): a0a1 = A[g][2tq..], a2a3 = A[g+8][2tq..], a4a5 = A[g][2tq+8..], a6a7 = A[g+8][2tq+8..]
+ *   B 16x8 (col):  b0b1 = B[2tq..][g], b2b3 = B[2tq+8..][g]
+ *   C 16x8:        c0c1 = C[g][2tq..], c2c3 = C[g+8][2tq..]
+ *   (each pair packed in one 32-bit register, the lower index in the low half).
+ * A warp's 16 x 64 score tile is 8 C fragments s[c8][0..3]: the lane's row g at columns
+ * 8 c8 + 2 tq + {0, 1} (elements 0, 1) and row g + 8 (elements 2, 3); its t-th column (flash.h's
+ * flash_lane_col) is element (c8 = t / 2, t % 2). A 16 x D output (P V, dQ, dK, dV) is D / 8 C
+ * fragments acc[nb][0..3] at columns 8 nb + 2 tq + {0, 1}.
+ *
+ * Two product modes with one code path after the products: MMA (operands in shared memory as bf16,
+ * rounded to nearest even as the emulation's flash_bf16; mma.sync) and SIMT (operands fp32, every
+ * fragment element computed by scalar FMAs over the reduction index in order, as the emulation
+ * sums: the scores over d = 0..D-1 from 0; the products over keys or rows (P V, dS K, W^T dY,
+ * dS^T Q) one k-step of 16 indices at a time, summed from 0 and then added to the accumulator, as
+ * an mma does). Per-row reductions over keys are per lane in t order from 0 within a key tile,
+ * the tile partial then added to the lane's running value, and the quad tree at the end.
+ * Storage (float32 or bf16 tensors in global memory) is a run-time flag: the tile loaders
+ * convert, so the kernels are templated on (kind, D, mode) only; softmax and ssmax share one
+ * instance (kind_params).
+ *
+ * Kernels, per call (grid (B * H, tiles); 128 threads):
+ *   norms_kernel     lssa / lssar: rq, rk = 1 / max(|x|, 1e-12), one thread per row (B, H, T)
+ *   fwd_kernel       one CTA per (b, h, 64 query rows): softmax/ssmax online (centred), lssa one
+ *                    pass, lssar two passes; writes out and (if asked) the statistics
+ *   bwd_rows_kernel  one thread per row: D1, D2, c (flash_bwd_row) into (B, H, T, FLASH_NBSTAT)
+ *   dkdv_kernel      one CTA per (b, h, 64 keys): walks the query tiles that see them
+ *   dq_kernel        one CTA per (b, h, 64 query rows): walks its key tiles; ssmax row terms
+ *   ds_kernel        ssmax: one CTA per head, a fixed-order double sum of the row terms
+ * Deterministic: no atomics; every sum has a fixed order. Memory O(T): no T x T buffer.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include "lssar.h"
+extern "C" {
+#include "core/util.h"
+}
+#include "attn/flash.h"
+#include "cuda/flash_attn.h"
+
+#define NT (32 * FLASH_WARPS)  // threads per attention CTA
+#define FULL_MASK 0xffffffffu
+
+static_assert(FLASH_BR == 64 && FLASH_BC == 64 && FLASH_WARPS == 4 && FLASH_WROWS == 16,
+              "the kernels hard-wire 64 x 64 tiles of 4 warps x 16 rows");
+
+// ================================================================ small device helpers
+
+// fp32 pair -> one register of two bf16 (round to nearest even; lo in the low half, as mma wants)
+static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+static __device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
+static __device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
+// two separately stored bf16 -> one operand register
+static __device__ __forceinline__ uint32_t pack_raw(uint16_t lo, uint16_t hi) {
+    return (uint32_t)lo | ((uint32_t)hi << 16);
+}
+
+// D (16x8 fp32) += A (16x16 bf16) B (16x8 bf16)
+static __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The quad tree of flash.h: ((l0 + l1) + (l2 + l3)). xor 1 pairs (l0, l1), (l2, l3); xor 2 pairs
+// the two sums. Addition is commutative, so the four lanes end with the same bits. All 32 lanes
+// must call it.
+static __device__ __forceinline__ float quad_sum(float v) {
+    v = v + __shfl_xor_sync(FULL_MASK, v, 1);
+    v = v + __shfl_xor_sync(FULL_MASK, v, 2);
+    return v;
+}
+static __device__ __forceinline__ float quad_min(float v) {
+    float o = __shfl_xor_sync(FULL_MASK, v, 1);
+    v = o < v ? o : v;
+    o = __shfl_xor_sync(FULL_MASK, v, 2);
+    return o < v ? o : v;
+}
+// (max, first index) over the quad: "none" is (-inf, INT_MAX), which every real entry beats. The
+// result does not depend on the order of the combination (ties go to the smaller index).
+static __device__ __forceinline__ void quad_argmax(float &m, int &j) {
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+        float om = __shfl_xor_sync(FULL_MASK, m, o);
+        int oj = __shfl_xor_sync(FULL_MASK, j, o);
+        flash_argmax_update(&m, &j, om, oj);
+    }
+}
+
+// ================================================================ global memory access
+
+// 8 consecutive elements of a float32 or bf16 tensor (element offset off, a multiple of 8), as floats
+static __device__ __forceinline__ void load8(const void *base, int64_t off, int io_bf16, float (&f)[8]) {
+    if (io_bf16) {
+        uint4 u = __ldg(reinterpret_cast<const uint4 *>(static_cast<const uint16_t *>(base) + off));
+        f[0] = bf16_lo(u.x); f[1] = bf16_hi(u.x); f[2] = bf16_lo(u.y); f[3] = bf16_hi(u.y);
+        f[4] = bf16_lo(u.z); f[5] = bf16_hi(u.z); f[6] = bf16_lo(u.w); f[7] = bf16_hi(u.w);
+    } else {
+        const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(base) + off);
+        float4 a = __ldg(p), b = __ldg(p + 1);
+        f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w; f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
+    }
+}
+// 2 consecutive elements (off even) as floats; rnd: round to bf16 (an mma operand, as the
+// emulation's bf16 copies of the inputs)
+static __device__ __forceinline__ float2 load2(const void *base, int64_t off, int io_bf16, bool rnd) {
+    if (io_bf16) {
+        uint32_t u = __ldg(reinterpret_cast<const unsigned int *>(static_cast<const uint16_t *>(base) + off));
+        return make_float2(bf16_lo(u), bf16_hi(u));
+    }
+    float2 v = __ldg(reinterpret_cast<const float2 *>(static_cast<const float *>(base) + off));
+    if (rnd) { v.x = flash_bf16(v.x); v.y = flash_bf16(v.y); }
+    return v;
+}
+static __device__ __forceinline__ float load1(const void *base, int64_t off, int io_bf16) {
+    if (io_bf16) return __uint_as_float((uint32_t)__ldg(static_cast<const unsigned short *>(base) + off) << 16);
+    return __ldg(static_cast<const float *>(base) + off);
+}
+static __device__ __forceinline__ void store2(void *base, int64_t off, int io_bf16, float x, float y) {
+    if (io_bf16) *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(base) + off) = pack_bf16(x, y);
+    else *reinterpret_cast<float2 *>(static_cast<float *>(base) + off) = make_float2(x, y);
+}
+
+// ================================================================ shared-memory tiles
+
+// The operand type of a mode in shared memory: fp32 (SIMT) or bf16 bits (MMA). Rows are padded by
+// 16 bytes: the fragment loads below then hit 32 distinct banks (row r starts 4 r words apart
+// modulo 32 for D = 64, 128; other D similar).
+template <bool MMA> struct Op;
+template <> struct Op<false> { typedef float T; static constexpr int PAD = 4; };
+template <> struct Op<true> { typedef uint16_t T; static constexpr int PAD = 8; };
+
+#define PW_LD 24  // SIMT weight scratch row stride (mm_pv16): its float2 writes, float4 reads are conflict-free
+
+template <bool MMA, int D> struct Tile {
+    typedef typename Op<MMA>::T T;
+    static constexpr int LD = D + Op<MMA>::PAD;                    // (64, D) tile row stride
+    static constexpr int LDP = FLASH_BC + Op<MMA>::PAD;            // (64, 64) staging row stride
+    static constexpr int LDG = D + 4;                              // fp32 (64, D) epilogue rows
+    static constexpr size_t TILE = (size_t)64 * LD * sizeof(T);    // bytes of one (64, D) tile
+    static constexpr size_t STAGE = (size_t)64 * LDP * sizeof(T);  // bytes of one (64, 64) tile
+    static constexpr size_t EPI = (size_t)64 * LDG * sizeof(float);
+    // SIMT: each warp's (16, PW_LD) scratch for the weights entering P V / dS K (mm_pv16)
+    static constexpr size_t PW = MMA ? 0 : (size_t)FLASH_WARPS * 16 * PW_LD * sizeof(float);
+    static constexpr size_t FWD = 3 * TILE + 64 * sizeof(float) + PW;            // Q K V rk (Pw)
+    static constexpr size_t DQ = 4 * TILE + 64 * sizeof(float) + PW;             // Q dY K V rk (Pw)
+    static constexpr size_t DKDV = 4 * TILE + 2 * STAGE + 64 * sizeof(float);    // + W, dS
+    static_assert(EPI <= 2 * TILE, "the fp32 epilogue rows reuse two operand tiles");
+    static_assert(TILE % 16 == 0 && STAGE % 16 == 0, "16-byte aligned tiles");
+};
+
+// Rows 0..nvalid-1 of a (64, D) tile from global memory (row r at element g_off + r * ld) into
+// shared memory as the operand type; rows past nvalid are zero (a 0 weight times them must be 0,
+// not NaN). 16-byte loads: 8 elements per thread and step.
+template <bool MMA, int D>
+static __device__ __forceinline__ void load_tile(typename Op<MMA>::T *s, const void *g, int64_t g_off, int64_t ld,
+                                                 int nvalid, int io_bf16) {
+    constexpr int CH = D / 8, LD = Tile<MMA, D>::LD;
+#pragma unroll 4
+    for (int c = threadIdx.x; c < 64 * CH; c += NT) {
+        int r = c / CH, d = (c % CH) * 8;
+        float f[8];
+        if (r < nvalid) load8(g, g_off + (int64_t)r * ld + d, io_bf16, f);
+        else {
+#pragma unroll
+            for (int e = 0; e < 8; e++) f[e] = 0.0f;
+        }
+        if constexpr (MMA) {
+            uint4 u;
+            u.x = pack_bf16(f[0], f[1]); u.y = pack_bf16(f[2], f[3]);
+            u.z = pack_bf16(f[4], f[5]); u.w = pack_bf16(f[6], f[7]);
+            *reinterpret_cast<uint4 *>(s + r * LD + d) = u;
+        } else {
+            *reinterpret_cast<float4 *>(s + r * LD + d) = make_float4(f[0], f[1], f[2], f[3]);
+            *reinterpret_cast<float4 *>(s + r * LD + d + 4) = make_float4(f[4], f[5], f[6], f[7]);
+        }
+    }
+}
+
+// 1/|k| of the tile's keys (1 past nk and for the kinds without norms, as the emulation's rkt)
+static __device__ __forceinline__ void load_rk(float *rks, const float *rk, int64_t off, int nk, bool normed) {
+    if (threadIdx.x < 64) rks[threadIdx.x] = normed && (int)threadIdx.x < nk ? rk[off + threadIdx.x] : 1.0f;
+}
+
+static __device__ __forceinline__ uint32_t lds32(const uint16_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+
+// ================================================================ warp products
+
+/* c[NNB][4] = A B^T for the warp: A the warp's 16 rows (16, D), Bt the 8 NNB rows (keys) of the
+   other operand (8 NNB, D), both row-major in shared memory with stride LD; summed over d.
+   MMA: D / 16 mma k-steps. SIMT: each element by FMAs over d = 0..D-1 in order (the emulation's
+   tile_product). */
+template <bool MMA, int D, int NNB>
+static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename Op<MMA>::T *A,
+                                              const typename Op<MMA>::T *Bt, int lane) {
+    constexpr int LD = Tile<MMA, D>::LD;
+    const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int nb = 0; nb < NNB; nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) c[nb][e] = 0.0f;
+    if constexpr (MMA) {
+        __syncwarp();  // mma.sync.aligned: the whole warp, converged
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            const uint16_t *a0 = A + g * LD + 16 * kk + 2 * tq, *a1 = a0 + 8 * LD;
+            uint32_t a[4] = {lds32(a0), lds32(a1), lds32(a0 + 8), lds32(a1 + 8)};
+#pragma unroll
+            for (int nb = 0; nb < NNB; nb++) {
+                const uint16_t *b = Bt + (8 * nb + g) * LD + 16 * kk + 2 * tq;
+                mma_bf16(c[nb], a, lds32(b), lds32(b + 8));
+            }
+        }
+    } else {
+        const float *a0 = A + g * LD, *a1 = a0 + 8 * LD;
+#pragma unroll 2
+        for (int d = 0; d < D; d += 4) {
+            float4 x0 = *reinterpret_cast<const float4 *>(a0 + d), x1 = *reinterpret_cast<const float4 *>(a1 + d);
+#pragma unroll
+            for (int nb = 0; nb < NNB; nb++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float4 y = *reinterpret_cast<const float4 *>(Bt + (8 * nb + 2 * tq + e) * LD + d);
+                    float u = c[nb][e], w = c[nb][2 + e];
+                    u = fmaf(x0.x, y.x, u); u = fmaf(x0.y, y.y, u); u = fmaf(x0.z, y.z, u); u = fmaf(x0.w, y.w, u);
+                    w = fmaf(x1.x, y.x, w); w = fmaf(x1.y, y.y, w); w = fmaf(x1.z, y.z, w); w = fmaf(x1.w, y.w, w);
+                    c[nb][e] = u;
+                    c[nb][2 + e] = w;
+                }
+        }
+    }
+}
+
+/* acc (16, D) += P B for one chunk of 16 keys (one mma k-step): P the warp's weights of those keys
+   as two C fragments (p0: keys 0..7 of the chunk, p1: keys 8..15), Bs the chunk's 16 rows (16, D)
+   of the right operand in shared memory. MMA: P rounded to bf16 becomes the A fragment directly
+   (the C layout of keys 16kk..16kk+15 is the A layout of one k-step). SIMT: P goes through the
+   warp's scratch Pw (16 rows x PW_LD floats) so that each lane can read its rows' 16 weights; per
+   n8 block the 16 products are summed key by key in order from 0 by FMAs and that k-step partial
+   is added to acc (the emulation's acc_product: it rounds into acc n / 16 times, not n). */
+template <bool MMA, int D>
+static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const float (&p0)[4], const float (&p1)[4],
+                                               const typename Op<MMA>::T *Bs, float *Pw, int lane) {
+    constexpr int LD = Tile<MMA, D>::LD;
+    const int g = lane >> 2, tq = lane & 3;
+    if constexpr (MMA) {
+        __syncwarp();
+        uint32_t a[4] = {pack_bf16(p0[0], p0[1]), pack_bf16(p0[2], p0[3]), pack_bf16(p1[0], p1[1]),
+                         pack_bf16(p1[2], p1[3])};
+        const uint16_t *b = Bs + 2 * tq * LD + g;  // B[k][n] = Bs[k][8 nb + n]: k = 2tq, 2tq+1, +8, +9
+#pragma unroll
+        for (int nb = 0; nb < D / 8; nb++) {
+            const uint16_t *bn = b + 8 * nb;
+            mma_bf16(acc[nb], a, pack_raw(bn[0], bn[LD]), pack_raw(bn[8 * LD], bn[9 * LD]));
+        }
+    } else {
+        __syncwarp();  // the previous chunk's readers of Pw are done
+        *reinterpret_cast<float2 *>(Pw + g * PW_LD + 2 * tq) = make_float2(p0[0], p0[1]);
+        *reinterpret_cast<float2 *>(Pw + (g + 8) * PW_LD + 2 * tq) = make_float2(p0[2], p0[3]);
+        *reinterpret_cast<float2 *>(Pw + g * PW_LD + 8 + 2 * tq) = make_float2(p1[0], p1[1]);
+        *reinterpret_cast<float2 *>(Pw + (g + 8) * PW_LD + 8 + 2 * tq) = make_float2(p1[2], p1[3]);
+        __syncwarp();
+        const float *plo = Pw + g * PW_LD, *phi = Pw + (g + 8) * PW_LD, *b = Bs + 2 * tq;
+#pragma unroll
+        for (int nb = 0; nb < D / 8; nb++) {
+            float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
+#pragma unroll
+            for (int j4 = 0; j4 < 16; j4 += 4) {
+                float4 x = *reinterpret_cast<const float4 *>(plo + j4), y = *reinterpret_cast<const float4 *>(phi + j4);
+                const float xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float2 v = *reinterpret_cast<const float2 *>(b + (j4 + e) * LD + 8 * nb);
+                    t0 = fmaf(xs[e], v.x, t0);
+                    t1 = fmaf(xs[e], v.y, t1);
+                    t2 = fmaf(ys[e], v.x, t2);
+                    t3 = fmaf(ys[e], v.y, t3);
+                }
+            }
+            acc[nb][0] += t0;
+            acc[nb][1] += t1;
+            acc[nb][2] += t2;
+            acc[nb][3] += t3;
+        }
+    }
+}
+
+/* acc (16, D) += P^T B over the 64 rows r of a staged (64, 64) matrix Ps[r][j] (r: query rows,
+   j: keys) for the warp's 16 keys m0..m0+15, B = Bs (64, D): the dK / dV products of a key-tile
+   CTA. MMA: A[m][k] = Ps[k][m0 + m] gathered as 16-bit pairs. SIMT: per k-step of 16 rows, the
+   products summed in r order from 0 by FMAs, then added to acc (the emulation's acc_product_t). */
+template <bool MMA, int D>
+static __device__ __forceinline__ void mm_ptb(float (&acc)[D / 8][4], const typename Op<MMA>::T *Ps, int m0,
+                                              const typename Op<MMA>::T *Bs, int lane) {
+    constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP;
+    const int g = lane >> 2, tq = lane & 3;
+    if constexpr (MMA) {
+        __syncwarp();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            const uint16_t *pa = Ps + (16 * kk + 2 * tq) * LDP + m0 + g;
+            uint32_t a[4] = {pack_raw(pa[0], pa[LDP]), pack_raw(pa[8], pa[LDP + 8]),
+                             pack_raw(pa[8 * LDP], pa[9 * LDP]), pack_raw(pa[8 * LDP + 8], pa[9 * LDP + 8])};
+            const uint16_t *b = Bs + (16 * kk + 2 * tq) * LD + g;
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb++) {
+                const uint16_t *bn = b + 8 * nb;
+                mma_bf16(acc[nb], a, pack_raw(bn[0], bn[LD]), pack_raw(bn[8 * LD], bn[9 * LD]));
+            }
+        }
+    } else {
+#pragma unroll 1
+        for (int kk = 0; kk < 4; kk++) {
+            float alo[16], ahi[16];  // A[g][k], A[g + 8][k] of the k-step
+#pragma unroll
+            for (int rr = 0; rr < 16; rr++) {
+                alo[rr] = Ps[(16 * kk + rr) * LDP + m0 + g];
+                ahi[rr] = Ps[(16 * kk + rr) * LDP + m0 + g + 8];
+            }
+            const float *b = Bs + 16 * kk * LD + 2 * tq;
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb++) {
+                float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
+#pragma unroll
+                for (int rr = 0; rr < 16; rr++) {
+                    float2 v = *reinterpret_cast<const float2 *>(b + rr * LD + 8 * nb);
+                    t0 = fmaf(alo[rr], v.x, t0);
+                    t1 = fmaf(alo[rr], v.y, t1);
+                    t2 = fmaf(ahi[rr], v.x, t2);
+                    t3 = fmaf(ahi[rr], v.y, t3);
+                }
+                acc[nb][0] += t0;
+                acc[nb][1] += t1;
+                acc[nb][2] += t2;
+                acc[nb][3] += t3;
+            }
+        }
+    }
+}
+
+// Stage a C fragment pair (the warp's rows 16w + g, + 8; 16 columns 16 kk + ...) into a (64, 64)
+// matrix Ps[row][col], rounded to the operand type.
+template <bool MMA>
+static __device__ __forceinline__ void stage16(typename Op<MMA>::T *Ps, int ldp, int row0, int kk, const float (&v)[2][4],
+                                               int lane) {
+    const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int cc = 0; cc < 2; cc++) {
+        int col = 16 * kk + 8 * cc + 2 * tq;
+        if constexpr (MMA) {
+            *reinterpret_cast<uint32_t *>(Ps + (row0 + g) * ldp + col) = pack_bf16(v[cc][0], v[cc][1]);
+            *reinterpret_cast<uint32_t *>(Ps + (row0 + g + 8) * ldp + col) = pack_bf16(v[cc][2], v[cc][3]);
+        } else {
+            *reinterpret_cast<float2 *>(Ps + (row0 + g) * ldp + col) = make_float2(v[cc][0], v[cc][1]);
+            *reinterpret_cast<float2 *>(Ps + (row0 + g + 8) * ldp + col) = make_float2(v[cc][2], v[cc][3]);
+        }
+    }
+}
+
+// ================================================================ kernel arguments
+
+/* The per-element math gets the kind as a compile-time constant (fp: flash.h's branches on it
+   fold). softmax and ssmax share one instance (KIND = FLASH_SOFTMAX): they differ only in the row
+   constants (flash_row_init / flash_row_load with the true kind, fpr: the ssmax logit scale
+   s_h ln n / sqrt D) and in the ds terms, which the kernels test at run time. */
+template <int KIND>
+static __device__ __forceinline__ void kind_params(const flash_params &in, flash_params &fp, flash_params &fpr) {
+    fp = in;
+    fp.kind = KIND;
+    fpr = fp;
+    if (KIND == FLASH_SOFTMAX) fpr.kind = in.kind;
+}
+
+typedef struct {
+    flash_params fp;
+    const void *q, *k, *v;   // q (B, Tq, H, D); k, v (B, kvs, H, D): storage io_bf16
+    void *out;               // (B, Tq, H, D)
+    float *stats;            // flash.h layout, or NULL (nothing saved)
+    const float *rq, *rk;    // (B, H, Tq), (B, H, Tk): lssa / lssar
+    const float *ssmax_s;    // (H): ssmax
+    int B, Tq, Tk, kvs, H, q0;  // q0 = Tk - Tq: the position of query row 0
+    int io_bf16;
+} fwd_args;
+
+typedef struct {
+    flash_params fp;
+    const void *q, *k, *v, *out, *dout;  // (B, T, H, D): storage io_bf16
+    void *dq, *dk, *dv;                  // (B, T, H, D)
+    const float *stats;                  // the forward's
+    float *bstat;                        // (B, H, T, FLASH_NBSTAT): the row pre-pass
+    float *rowds;                        // (B, H, T): ssmax row terms
+    const float *rq, *rk;                // (B, H, T) each
+    const float *ssmax_s;                // (H)
+    float *dscale;                       // (H) ssmax: ds written or added
+    int B, T, H, io_bf16, mma, accumulate;
+} bwd_args;
+
+// ================================================================ pre-pass: inverse norms
+
+// out (B, H, n) = 1 / max(|x_row|, 1e-12) for the rows 0..n-1 of every sequence of x (rows of
+// H * D, sequences `stride` rows apart). One thread per row, threads in memory order (b, t, h)
+// so that a warp reads consecutive rows; the sum of squares runs over d in order, in fp32, from
+// the unrounded inputs (the emulation's inv_norms).
+__global__ void norms_kernel(const void *x, float *out, int B, int n, int stride, int H, int D, int io_bf16) {
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)B * n * H) return;
+    int h = (int)(idx % H), t = (int)((idx / H) % n), b = (int)(idx / ((int64_t)H * n));
+    int64_t off = (((int64_t)b * stride + t) * H + h) * D;
+    float ss = 0.0f;
+    for (int d = 0; d < D; d += 8) {
+        float f[8];
+        load8(x, off + d, io_bf16, f);
+#pragma unroll
+        for (int e = 0; e < 8; e++) ss = fmaf(f[e], f[e], ss);
+    }
+    out[((int64_t)b * H + h) * n + t] = flash_inv_norm(ss);
+}
+
+// ================================================================ forward
+
+/* One CTA: 64 query rows r0.. of (b, h) = (blockIdx.x / H, blockIdx.x % H); query tiles in
+   reverse order (blockIdx.y = 0 is the last, longest tile) so the longest CTAs start first.
+   The emulation's fwd_cta, line by line: per lane two rows u = 0, 1 (g, g + 8 of the warp). */
+template <int KIND, int D, bool MMA>
+__global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
+    typedef typename Op<MMA>::T T;
+    constexpr int LD = Tile<MMA, D>::LD;
+    constexpr bool SOFTMAX = KIND == FLASH_SOFTMAX;  // softmax and ssmax (one instance)
+    constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *Qs = reinterpret_cast<T *>(smem), *Ks = Qs + 64 * LD, *Vs = Ks + 64 * LD;  // (64, LD) each
+    float *rks = reinterpret_cast<float *>(Vs + 64 * LD);                        // (64)
+    float *Pw = rks + 64 + (threadIdx.x >> 5) * 16 * PW_LD;                     // SIMT: (16, PW_LD)
+
+    flash_params fp, fpr;
+    kind_params<KIND>(a.fp, fp, fpr);
+    const bool ssmax = a.fp.kind == FLASH_SSMAX;
+    const int H = a.H, bh = blockIdx.x, b = bh / H, h = bh % H;
+    const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
+    const int r0 = qt * 64, bq = min(64, a.Tq - r0), i0 = a.q0 + r0;
+    const int nkt = (i0 + bq - 1) / 64 + 1;  // key tiles 0..nkt-1; those above the diagonal are skipped
+    const int HD = H * D;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    const int64_t kv_base = (int64_t)b * a.kvs * HD + (int64_t)h * D;  // element of k[b][0][h][0]
+    const int64_t rk_base = ((int64_t)b * H + h) * a.Tk;
+
+    // this lane's rows: u = 0 -> tile row 16 warp + g, u = 1 -> + 8
+    bool valid[2];
+    int ipos[2];
+    flash_row rw[2];
+    const float s_h = ssmax ? a.ssmax_s[h] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        int r = 16 * warp + g + 8 * u;
+        valid[u] = r < bq;
+        ipos[u] = i0 + r;
+        float rq = NORMED && valid[u] ? a.rq[((int64_t)b * H + h) * a.Tq + r0 + r] : 1.0f;
+        flash_row_init(&fpr, ipos[u], s_h, rq, &rw[u]);
+    }
+    load_tile<MMA, D>(Qs, a.q, ((int64_t)b * a.Tq + r0) * HD + (int64_t)h * D, HD, bq, a.io_bf16);
+    const T *Qw = Qs + 16 * warp * LD;  // the warp's 16 query rows
+
+    float m[2] = {-INFINITY, -INFINITY};  // softmax: running max
+    int jm[2] = {-1, -1};                 // softmax: running argmax (-1: none yet); lssar: pass-1 argmax
+    float xmax[2] = {-INFINITY, -INFINITY};
+    float l[2] = {0.0f, 0.0f}, l2[2] = {0.0f, 0.0f};  // per-lane row sums: l' / Z / W'; lssar S'
+
+    // ---- lssar pass 1: Z, xmax (first argmax), xmin per lane, then the quad; the row constants
+    if constexpr (KIND == FLASH_LSSAR) {
+        float z[2] = {0.0f, 0.0f}, xn[2] = {INFINITY, INFINITY};
+        int lj[2] = {-1, -1};
+        for (int kt = 0; kt < nkt; kt++) {
+            const int j0 = kt * 64, nk = min(64, a.Tk - j0);
+            __syncthreads();  // the previous tile's readers are done
+            load_tile<MMA, D>(Ks, a.k, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+            load_rk(rks, a.rk, rk_base + j0, nk, true);
+            __syncthreads();
+            float zp[2] = {0.0f, 0.0f};  // the lane's tile partials of Z (masked entries: a = 0)
+#pragma unroll 1
+            for (int kk = 0; kk < 4; kk++) {  // chunks of 16 keys (kept rolled: compile time)
+                float s[2][4];
+                mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+#pragma unroll
+                    for (int t = 0; t < 4; t++) {  // the lane's columns of this chunk, in t order
+                        int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
+                        if (valid[u] && j0 + j <= ipos[u]) {
+                            float x = flash_logit(&fp, &rw[u], s[cc][2 * u + e], rks[j]);
+                            // max / first argmax / min run across tiles: they do not depend on the order
+                            flash_lssar_pass1_a(x, flash_lssa_a(x), j0 + j, &zp[u], &xmax[u], &lj[u], &xn[u]);
+                        }
+                    }
+            }
+            z[0] += zp[0];
+            z[1] += zp[1];
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            float zz = quad_sum(z[u]), mn = quad_min(xn[u]);
+            float mx = lj[u] >= 0 ? xmax[u] : -INFINITY;
+            int j = lj[u] >= 0 ? lj[u] : INT_MAX;
+            quad_argmax(mx, j);
+            flash_lssar_row_finish(&fp, &rw[u], zz, mx, mn, j);
+            xmax[u] = mx;
+            jm[u] = j;
+        }
+    }
+
+    float acc[D / 8][4], acc2[KIND == FLASH_LSSAR ? D / 8 : 1][4];  // acc' (acc); lssar E'
+#pragma unroll
+    for (int nb = 0; nb < D / 8; nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[nb][e] = 0.0f;
+#pragma unroll
+    for (int nb = 0; nb < (KIND == FLASH_LSSAR ? D / 8 : 1); nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc2[nb][e] = 0.0f;
+
+    // ---- the main pass (lssar: pass 2)
+    for (int kt = 0; kt < nkt; kt++) {
+        const int j0 = kt * 64, nk = min(64, a.Tk - j0);
+        __syncthreads();
+        load_tile<MMA, D>(Ks, a.k, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_tile<MMA, D>(Vs, a.v, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_rk(rks, a.rk, rk_base + j0, nk, NORMED);
+        __syncthreads();
+        if constexpr (SOFTMAX) {
+            // the whole 16 x 64 tile first: its max decides the rescaling before any weight
+            float s[8][4];
+            mm_abt<MMA, D, 8>(s, Qw, Ks, lane);
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                // logits (-inf where not visible) and the lane's max / first argmax in t order
+                float lm = -INFINITY;
+                int lj = -1;
+#pragma unroll
+                for (int t = 0; t < 16; t++) {
+                    int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
+                    float x = valid[u] && j0 + j <= ipos[u] ? flash_logit(&fp, &rw[u], s[c8][2 * u + e], rks[j])
+                                                            : -INFINITY;
+                    s[c8][2 * u + e] = x;
+                    if (x > lm) { lm = x; lj = j; }
+                }
+                float tm = lj >= 0 ? lm : -INFINITY;
+                int tj = lj >= 0 ? lj : INT_MAX;
+                quad_argmax(tm, tj);
+                if (tm > m[u]) {  // uniform over the quad (its four lanes hold the same tm, m)
+                    // new max: the old argmax rejoins the sums with weight exp(x_jm - m_old) = 1,
+                    // then everything is rescaled to the new max
+                    float al = flash_online_alpha(m[u], tm);
+                    if (jm[u] >= 0) {
+                        if (tq == flash_col_lane(jm[u] & 63)) l[u] += 1.0f;
+                        const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
+#pragma unroll
+                        for (int nb = 0; nb < D / 8; nb++) {
+                            float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
+                            acc[nb][2 * u] = (acc[nb][2 * u] + vj.x) * al;
+                            acc[nb][2 * u + 1] = (acc[nb][2 * u + 1] + vj.y) * al;
+                        }
+                    } else {
+#pragma unroll
+                        for (int nb = 0; nb < D / 8; nb++) {
+                            acc[nb][2 * u] *= al;
+                            acc[nb][2 * u + 1] *= al;
+                        }
+                    }
+                    l[u] *= al;
+                    m[u] = tm;
+                    jm[u] = j0 + tj;
+                }
+                // the weights; the argmax stays out of l' and acc'. l' += the lane's tile partial.
+                float lp = 0.0f;
+#pragma unroll
+                for (int t = 0; t < 16; t++) {
+                    int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
+                    float x = s[c8][2 * u + e];
+                    float p = x == -INFINITY ? 0.0f : flash_softmax_p(x, m[u]);
+                    p = j0 + j == jm[u] ? 0.0f : p;
+                    s[c8][2 * u + e] = p;
+                    lp += p;
+                }
+                l[u] += lp;
+            }
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) mm_pv16<MMA, D>(acc, s[2 * kk], s[2 * kk + 1], Vs + 16 * kk * LD, Pw, lane);
+        } else {
+            // lssa, lssar pass 2: no tile-wide statistic, so chunks of 16 keys (fewer live registers)
+            float lp[2] = {0.0f, 0.0f}, lp2[2] = {0.0f, 0.0f};  // the lane's tile partials
+#pragma unroll 1
+            for (int kk = 0; kk < 4; kk++) {
+                float s[2][4], gg[2][4];
+                mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+#pragma unroll
+                    for (int t = 0; t < 4; t++) {
+                        int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
+                        float x = valid[u] && j0 + j <= ipos[u] ? flash_logit(&fp, &rw[u], s[cc][2 * u + e], rks[j])
+                                                                : -INFINITY;
+                        if constexpr (KIND == FLASH_LSSA) {
+                            float p = x == -INFINITY ? 0.0f : flash_lssa_a(x);
+                            s[cc][2 * u + e] = p;
+                            lp[u] += p;
+                        } else {
+                            // masked: w = g = 0 (what flash_lssar_weight gives at x = -inf on a valid
+                            // row; rows past the end would give NaN there); jm stays out of the sums
+                            float w = 0.0f, gv = 0.0f;
+                            if (x != -INFINITY) w = flash_lssar_weight(&fp, &rw[u], x, 0, &gv);
+                            if (j0 + j == jm[u]) w = gv = 0.0f;
+                            s[cc][2 * u + e] = w;
+                            gg[cc][2 * u + e] = gv;
+                            lp[u] += w;    // W'
+                            lp2[u] += gv;  // S'
+                        }
+                    }
+                mm_pv16<MMA, D>(acc, s[0], s[1], Vs + 16 * kk * LD, Pw, lane);  // acc' += P' V
+                if constexpr (KIND == FLASH_LSSAR) mm_pv16<MMA, D>(acc2, gg[0], gg[1], Vs + 16 * kk * LD, Pw, lane);  // E' += G' V
+            }
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                l[u] += lp[u];
+                l2[u] += lp2[u];
+            }
+        }
+    }
+
+    // ---- finish the rows: y, the centred rows, the statistics
+    float *yc_all = a.stats && KIND != FLASH_LSSA ? a.stats + flash_stats_yc(a.B, a.Tq, H) : NULL;
+    float *ec_all = a.stats && KIND == FLASH_LSSAR ? a.stats + flash_stats_ec(a.B, a.Tq, H, D) : NULL;
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        const int r = 16 * warp + g + 8 * u;
+        const int64_t orow = ((int64_t)b * a.Tq + r0 + r) * HD + (int64_t)h * D + 2 * tq;  // + 8 nb + {0, 1}
+        float q1 = quad_sum(l[u]), q2 = quad_sum(l2[u]);  // every lane: shuffles
+        if (!valid[u]) continue;
+        float st0 = 0.0f, wsum = 0.0f, ssum = 0.0f;
+        if constexpr (SOFTMAX) {
+            float ll = 1.0f + q1, inv = 1.0f / ll;
+            const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb++) {
+                float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
+                float y0 = (acc[nb][2 * u] + vj.x) * inv, y1 = (acc[nb][2 * u + 1] + vj.y) * inv;
+                store2(a.out, orow + 8 * nb, a.io_bf16, y0, y1);
+                if (yc_all)
+                    *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) =
+                        make_float2((acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
+            }
+            st0 = m[u] + fm_log(ll);
+            rw[u].jm = jm[u];
+        } else if constexpr (KIND == FLASH_LSSA) {
+            float inv = 1.0f / q1;
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb++)
+                store2(a.out, orow + 8 * nb, a.io_bf16, acc[nb][2 * u] * inv, acc[nb][2 * u + 1] * inv);
+            st0 = q1;
+        } else {
+            float wjm = flash_lssar_wjm(&rw[u], xmax[u]);
+            float W = q1 + wjm, inv = 1.0f / W;
+            const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb++) {
+                float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
+                float y0 = (acc[nb][2 * u] + wjm * vj.x) * inv, y1 = (acc[nb][2 * u + 1] + wjm * vj.y) * inv;
+                store2(a.out, orow + 8 * nb, a.io_bf16, y0, y1);
+                if (yc_all) {
+                    *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) =
+                        make_float2((acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
+                    *reinterpret_cast<float2 *>(ec_all + orow + 8 * nb) =
+                        make_float2((acc2[nb][2 * u] - q2 * vj.x) * inv, (acc2[nb][2 * u + 1] - q2 * vj.y) * inv);
+                }
+            }
+            st0 = rw[u].z;
+            wsum = W;
+            ssum = (q2 + rw[u].invm) * inv;
+        }
+        if (a.stats && tq == 0)
+            flash_stats_store(&fp, &rw[u], st0, wsum, ssum,
+                              a.stats + flash_row_index(b, h, r0 + r, H, a.Tq) * FLASH_NSTAT);
+    }
+}
+
+// ================================================================ backward
+
+// 0. The row pre-pass (the emulation's step 0): one thread per row, in memory order (b, i, h).
+//    c = dy . v_jm, dy . yc (lssa: dy . y), dy . Ec over d in order, fp32, dy and v_jm rounded
+//    to bf16 in MMA mode (the emulation's bf16 copies); then flash_bwd_row.
+template <int KIND>
+__global__ void bwd_rows_kernel(const bwd_args a, int D) {
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int T = a.T, H = a.H;
+    if (idx >= (int64_t)a.B * T * H) return;
+    const int h = (int)(idx % H), i = (int)((idx / H) % T), b = (int)(idx / ((int64_t)H * T));
+    flash_params fp, fpr;
+    kind_params<KIND>(a.fp, fp, fpr);
+    const size_t ri = flash_row_index(b, h, i, H, T);
+    const float *st = a.stats + ri * FLASH_NSTAT;
+    flash_row rw;
+    flash_row_load(&fpr, i, a.fp.kind == FLASH_SSMAX ? a.ssmax_s[h] : 0.0f, flash_is_normed(KIND) ? a.rq[ri] : 1.0f, st,
+                   &rw);
+    const int64_t HD = (int64_t)H * D, qr = ((int64_t)b * T + i) * HD + (int64_t)h * D;
+    const int64_t vr = ((int64_t)b * T + rw.jm) * HD + (int64_t)h * D;
+    const bool rnd = a.mma != 0;
+    float dyv = 0.0f, dyy = 0.0f, dye = 0.0f;
+    const float *yc = KIND == FLASH_LSSA ? NULL : a.stats + flash_stats_yc(a.B, T, H) + qr;
+    const float *ec = KIND == FLASH_LSSAR ? a.stats + flash_stats_ec(a.B, T, H, D) + qr : NULL;
+    for (int d = 0; d < D; d += 2) {
+        float2 dy = load2(a.dout, qr + d, a.io_bf16, rnd), vj = load2(a.v, vr + d, a.io_bf16, rnd);
+        float2 y = KIND == FLASH_LSSA ? load2(a.out, qr + d, a.io_bf16, false)
+                                      : *reinterpret_cast<const float2 *>(yc + d);
+        dyv = fmaf(dy.x, vj.x, dyv); dyy = fmaf(dy.x, y.x, dyy);
+        dyv = fmaf(dy.y, vj.y, dyv); dyy = fmaf(dy.y, y.y, dyy);
+        if (KIND == FLASH_LSSAR) {
+            float2 e = *reinterpret_cast<const float2 *>(ec + d);
+            dye = fmaf(dy.x, e.x, dye);
+            dye = fmaf(dy.y, e.y, dye);
+        }
+    }
+    flash_bwd_row(&fp, &rw, dyv, dyy, dye, st[FLASH_ST_S], a.bstat + ri * FLASH_NBSTAT);
+}
+
+// The constants of this lane's two query rows of tile r0.. (flash_row_load from the saved stats)
+// and their pre-pass values; rows past the end stay masked (valid = false).
+template <int KIND>
+static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const flash_params &fpr, int b, int h, int r0,
+                                                     int warp, int g, bool (&valid)[2], flash_row (&rw)[2],
+                                                     float (&bs)[2][FLASH_NBSTAT]) {
+    const float s_h = a.fp.kind == FLASH_SSMAX ? a.ssmax_s[h] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        const int i = r0 + 16 * warp + g + 8 * u;
+        valid[u] = i < a.T;
+        if (valid[u]) {
+            const size_t ri = flash_row_index(b, h, i, a.H, a.T);
+            flash_row_load(&fpr, i, s_h, flash_is_normed(KIND) ? a.rq[ri] : 1.0f, a.stats + ri * FLASH_NSTAT, &rw[u]);
+#pragma unroll
+            for (int t = 0; t < FLASH_NBSTAT; t++) bs[u][t] = a.bstat[ri * FLASH_NBSTAT + t];
+        } else {
+            flash_row_init(&fpr, 0, s_h, 1.0f, &rw[u]);
+#pragma unroll
+            for (int t = 0; t < FLASH_NBSTAT; t++) bs[u][t] = 0.0f;
+        }
+    }
+}
+
+/* One 16-key chunk (keys j0 + 16 kk ..) of the (query tile, key tile) block: the emulation's
+   bwd_block, shared by the dK/dV and the dQ kernels so that both see the same bits. S = Q K^T
+   (s) and dW = dY V^T by products, then flash_bwd_elem for every element (a masked one has
+   x = -inf and comes out w = dx = dS = 0): the weight beta (w), dS (ds) and dx (the ssmax
+   terms). The rows are the warp's (query rows r0 + 16 warp + g, + 8). */
+template <int KIND, int D, bool MMA>
+static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const flash_row (&rw)[2],
+                                                 const float (&bs)[2][FLASH_NBSTAT], const bool (&valid)[2], int i0w,
+                                                 const typename Op<MMA>::T *Qw, const typename Op<MMA>::T *dYw,
+                                                 const typename Op<MMA>::T *Ks, const typename Op<MMA>::T *Vs,
+                                                 const float *rks, int j0, int kk, int lane, float (&w)[2][4],
+                                                 float (&ds)[2][4], float (&dxs)[2][4], float (&s)[2][4]) {
+    constexpr int LD = Tile<MMA, D>::LD;
+    const int g = lane >> 2, tq = lane & 3;
+    float dw[2][4];
+    mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
+    mm_abt<MMA, D, 2>(dw, dYw, Vs + 16 * kk * LD, lane);
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        const int i = i0w + g + 8 * u;  // the row's position
+#pragma unroll
+        for (int t = 0; t < 4; t++) {
+            const int cc = t >> 1, e = t & 1, jl = 16 * kk + 8 * cc + 2 * tq + e, kj = j0 + jl, el = 2 * u + e;
+            float x = valid[u] && kj <= i ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl]) : -INFINITY;
+            float wv, dx;
+            ds[cc][el] = flash_bwd_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], rks[jl], &wv, &dx);
+            w[cc][el] = wv;
+            dxs[cc][el] = dx;
+        }
+    }
+}
+
+/* The l2-normalisation backward and the store of a finished (64, D) gradient tile: G staged as
+   fp32 rows in Gs (stride LDG); rows 0..nvalid-1 of the tile are global rows g_off + r * ld.
+   normed: one thread per row, g <- g - x rx^2 (x . g) with the raw (unrounded) input row x, dot
+   over d in order (the emulation's project); then a coalesced store. Ends with __syncthreads. */
+template <int D>
+static __device__ void finish_tile(float *Gs, void *dst, const void *x, const float *rx, int64_t g_off, int64_t ld,
+                                   int nvalid, bool normed, int io_bf16) {
+    constexpr int LDG = D + 4;
+    __syncthreads();  // Gs complete
+    if (normed && (int)threadIdx.x < nvalid) {
+        float *gr = Gs + threadIdx.x * LDG;
+        const int64_t xo = g_off + (int64_t)threadIdx.x * ld;
+        float dot = 0.0f;
+        for (int d = 0; d < D; d++) dot = fmaf(load1(x, xo + d, io_bf16), gr[d], dot);
+        float r = rx[threadIdx.x], cc = dot * r * r;
+        for (int d = 0; d < D; d++) gr[d] -= cc * load1(x, xo + d, io_bf16);
+    }
+    __syncthreads();
+    constexpr int CH = D / 2;
+    for (int c = threadIdx.x; c < 64 * CH; c += NT) {
+        int r = c / CH, d = (c % CH) * 2;
+        if (r < nvalid) store2(dst, g_off + (int64_t)r * ld + d, io_bf16, Gs[r * LDG + d], Gs[r * LDG + d + 1]);
+    }
+    __syncthreads();
+}
+
+// Write a warp's C fragments acc (16, D) into fp32 rows Gs (rows row0 + g, + 8).
+template <int D>
+static __device__ __forceinline__ void stage_acc(float *Gs, int row0, const float (&acc)[D / 8][4], int lane) {
+    constexpr int LDG = D + 4;
+    const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int nb = 0; nb < D / 8; nb++) {
+        *reinterpret_cast<float2 *>(Gs + (row0 + g) * LDG + 8 * nb + 2 * tq) = make_float2(acc[nb][0], acc[nb][1]);
+        *reinterpret_cast<float2 *>(Gs + (row0 + g + 8) * LDG + 8 * nb + 2 * tq) = make_float2(acc[nb][2], acc[nb][3]);
+    }
+}
+
+/* 1. dK, dV of 64 keys j0.. of (b, h): walk the query tiles kt..last (BR == BC, so query tile qt
+   sees key tile kt iff qt >= kt). Per query tile, the warps own query rows for the block (the same
+   bwd_chunk as the dQ kernel), stage W and dS in shared memory, and then own keys (16 per warp)
+   for dV += W^T dY, dK += dS^T Q. At the end dV is stored, dK projected (lssa / lssar) and stored. */
+template <int KIND, int D, bool MMA>
+__global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
+    typedef typename Op<MMA>::T T;
+    constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP;
+    constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
+    T *Ws = dYs + 64 * LD, *dSs = Ws + 64 * LDP;  // (64 query rows, 64 keys) each
+    float *rks = reinterpret_cast<float *>(dSs + 64 * LDP);
+
+    flash_params fp, fpr;
+    kind_params<KIND>(a.fp, fp, fpr);
+    const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
+    const int nt = (int)gridDim.y, kt = (int)blockIdx.y;  // the first key tiles see the most rows: first
+    const int j0 = kt * 64, nk = min(64, T_ - j0);
+    const int HD = H * D;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;  // element of x[b][0][h][0]
+
+    load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+    load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+    load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, NORMED);
+
+    float dK[D / 8][4], dV[D / 8][4];  // the warp's keys j0 + 16 warp + g, + 8
+#pragma unroll
+    for (int nb = 0; nb < D / 8; nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) { dK[nb][e] = 0.0f; dV[nb][e] = 0.0f; }
+
+    for (int qt = kt; qt < nt; qt++) {
+        const int r0 = qt * 64, bq = min(64, T_ - r0);
+        __syncthreads();  // the previous query tile's readers of Qs, dYs, Ws, dSs are done
+        load_tile<MMA, D>(Qs, a.q, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
+        load_tile<MMA, D>(dYs, a.dout, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
+        bool valid[2];
+        flash_row rw[2];
+        float bs[2][FLASH_NBSTAT];
+        bwd_load_rows<KIND>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
+        __syncthreads();
+#pragma unroll 1
+        for (int kk = 0; kk < 4; kk++) {
+            float w[2][4], ds[2][4], dxs[2][4], sc[2][4];
+            bwd_chunk<KIND, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD, dYs + 16 * warp * LD, Ks, Vs,
+                                    rks, j0, kk, lane, w, ds, dxs, sc);
+            stage16<MMA>(Ws, LDP, 16 * warp, kk, w, lane);
+            stage16<MMA>(dSs, LDP, 16 * warp, kk, ds, lane);
+        }
+        __syncthreads();
+        mm_ptb<MMA, D>(dV, Ws, 16 * warp, dYs, lane);   // dV += W^T dY
+        mm_ptb<MMA, D>(dK, dSs, 16 * warp, Qs, lane);   // dK += dS^T Q
+    }
+
+    // dV straight from the fragments; dK through the projection
+    const int jr[2] = {j0 + 16 * warp + g, j0 + 16 * warp + g + 8};
+#pragma unroll
+    for (int u = 0; u < 2; u++)
+        if (jr[u] < T_) {
+            const int64_t o = head + (int64_t)jr[u] * HD + 2 * tq;
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb++) store2(a.dv, o + 8 * nb, a.io_bf16, dV[nb][2 * u], dV[nb][2 * u + 1]);
+        }
+    float *Gs = reinterpret_cast<float *>(Qs);  // Qs and dYs are free now (after the barrier below)
+    __syncthreads();
+    stage_acc<D>(Gs, 16 * warp, dK, lane);
+    // rx for the projection: rks holds 1/|k| of the tile's keys (1 where unused)
+    finish_tile<D>(Gs, a.dk, a.k, rks, head + (int64_t)j0 * HD, HD, nk, NORMED, a.io_bf16);
+}
+
+/* 2. dQ of 64 query rows r0.. of (b, h): walk key tiles 0..qt: dQ += dS K; ssmax: per lane the
+   row sums A, Bs, C (flash_ssmax_acc; tile partials in t order added to running sums), the quad
+   tree at the end, the row term A - Bs C to rowds. Then the projection (lssa / lssar) and the
+   store. */
+template <int KIND, int D, bool MMA>
+__global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
+    typedef typename Op<MMA>::T T;
+    constexpr int LD = Tile<MMA, D>::LD;
+    constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
+    float *rks = reinterpret_cast<float *>(dYs + 64 * LD);
+    float *Pw = rks + 64 + (threadIdx.x >> 5) * 16 * PW_LD;  // SIMT: (16, PW_LD)
+
+    flash_params fp, fpr;
+    kind_params<KIND>(a.fp, fp, fpr);
+    const bool ssmax = a.fp.kind == FLASH_SSMAX;
+    const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
+    const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
+    const int r0 = qt * 64, bq = min(64, T_ - r0);
+    const int HD = H * D;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
+    const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;
+
+    load_tile<MMA, D>(Qs, a.q, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
+    load_tile<MMA, D>(dYs, a.dout, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
+    bool valid[2];
+    flash_row rw[2];
+    float bs[2][FLASH_NBSTAT];
+    bwd_load_rows<KIND>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
+
+    float dQ[D / 8][4];
+#pragma unroll
+    for (int nb = 0; nb < D / 8; nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dQ[nb][e] = 0.0f;
+    // ssmax: the lane's running sums A = sum dx S, Bs = sum dx, C = sum w S (flash_ssmax_acc)
+    float LA[2] = {0.0f, 0.0f}, LB[2] = {0.0f, 0.0f}, LC[2] = {0.0f, 0.0f};
+
+    for (int kt = 0; kt <= qt; kt++) {
+        const int j0 = kt * 64, nk = min(64, T_ - j0);
+        __syncthreads();
+        load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, NORMED);
+        __syncthreads();
+        float pA[2] = {0.0f, 0.0f}, pB[2] = {0.0f, 0.0f}, pC[2] = {0.0f, 0.0f};  // ssmax: tile partials
+#pragma unroll 1
+        for (int kk = 0; kk < 4; kk++) {
+            float w[2][4], ds[2][4], dxs[2][4], sc[2][4];
+            bwd_chunk<KIND, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD, dYs + 16 * warp * LD, Ks, Vs,
+                                    rks, j0, kk, lane, w, ds, dxs, sc);
+            if (KIND == FLASH_SOFTMAX && ssmax) {  // the lane's columns of the chunk in t order
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+#pragma unroll
+                    for (int t = 0; t < 4; t++) {
+                        const int cc = t >> 1, el = 2 * u + (t & 1);
+                        flash_ssmax_acc(dxs[cc][el], w[cc][el], sc[cc][el], &pA[u], &pB[u], &pC[u]);
+                    }
+            }
+            mm_pv16<MMA, D>(dQ, ds[0], ds[1], Ks + 16 * kk * LD, Pw, lane);  // dQ += dS K
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            LA[u] += pA[u];
+            LB[u] += pB[u];
+            LC[u] += pC[u];
+        }
+    }
+
+    if (KIND == FLASH_SOFTMAX && ssmax) {
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            float A = quad_sum(LA[u]), Bq = quad_sum(LB[u]), C = quad_sum(LC[u]);
+            const int i = r0 + 16 * warp + g + 8 * u;
+            if (valid[u] && (lane & 3) == 0 && a.rowds)
+                a.rowds[flash_row_index(b, h, i, H, T_)] = flash_ssmax_ds_row(&fp, i, flash_ssmax_row_term(A, Bq, C));
+        }
+    }
+    float *Gs = reinterpret_cast<float *>(Ks);  // Ks and Vs are free after the barrier
+    float *rqs = rks;                           // 1/|q| of the tile's rows for the projection
+    __syncthreads();
+    stage_acc<D>(Gs, 16 * warp, dQ, lane);
+    if (threadIdx.x < 64) rqs[threadIdx.x] = NORMED && (int)threadIdx.x < bq ? a.rq[((int64_t)b * H + h) * T_ + r0 + threadIdx.x] : 1.0f;
+    finish_tile<D>(Gs, a.dq, a.q, rqs, head + (int64_t)r0 * HD, HD, bq, NORMED, a.io_bf16);
+}
+
+/* 3. ssmax: ds_h = sum over (b, i) of rowds (B, H, T), in double. One CTA per head: thread t sums
+   a contiguous run of the B * T terms in index order, then a fixed halving tree over the threads
+   (the same order on every run; it differs from the emulation's single running sum only in double
+   rounding, far below the float result). */
+#define DS_THREADS 256
+__global__ void ds_kernel(const float *rowds, float *ds, int B, int T, int H, int accumulate) {
+    __shared__ double sh[DS_THREADS];
+    const int h = blockIdx.x;
+    const int64_t n = (int64_t)B * T, per = (n + DS_THREADS - 1) / DS_THREADS;
+    const int64_t e0 = threadIdx.x * per, e1 = e0 + per < n ? e0 + per : n;
+    double s = 0.0;
+    for (int64_t e = e0; e < e1; e++) {
+        int b = (int)(e / T), i = (int)(e % T);
+        s += (double)rowds[((int64_t)b * H + h) * T + i];
+    }
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int o = DS_THREADS / 2; o > 0; o >>= 1) {
+        if ((int)threadIdx.x < o) sh[threadIdx.x] = sh[threadIdx.x] + sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        float v = (float)sh[0];
+        ds[h] = accumulate ? ds[h] + v : v;
+    }
+}
+
+// ================================================================ host side
+
+static int cuda_err(cudaError_t e, const char *what) {
+    // as the rest of the backend (cuda_common.h): out of memory is LSSAR_E_NOMEM, any other
+    // device failure LSSAR_E_UNSUPPORTED (lssar.h has no code for device faults)
+    return lssar_fail(e == cudaErrorMemoryAllocation ? LSSAR_E_NOMEM : LSSAR_E_UNSUPPORTED,
+                      "flash attention: CUDA error %s (%s) in %s", cudaGetErrorName(e), cudaGetErrorString(e), what);
+}
+static int launched(const char *name) {
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? LSSAR_OK : cuda_err(e, name);
+}
+static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
+
+// Dynamic shared memory above 48 KB must be asked for per kernel; the device must have it.
+template <typename K>
+static int prepare(K kern, size_t smem, const char *name) {
+    if (smem > 48 * 1024) {
+        int dev = 0, optin = 0;
+        cudaError_t e = cudaGetDevice(&dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+        if (e != cudaSuccess) return cuda_err(e, name);
+        if ((size_t)optin < smem)
+            return lssar_fail(LSSAR_E_UNSUPPORTED,
+                              "flash attention: %s needs %zu bytes of shared memory per block; this GPU allows %d "
+                              "(use bf16 products, or a smaller head dim)", name, smem, optin);
+        e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return cuda_err(e, name);
+    }
+    return LSSAR_OK;
+}
+
+template <int KIND, int D, bool MMA>
+static int launch_fwd(const fwd_args &a, dim3 grid, cudaStream_t st) {
+    const size_t smem = Tile<MMA, D>::FWD;
+    int rc = prepare(fwd_kernel<KIND, D, MMA>, smem, "fwd_kernel");
+    if (rc) return rc;
+    fwd_kernel<KIND, D, MMA><<<grid, NT, smem, st>>>(a);
+    return launched("the launch of fwd_kernel");
+}
+template <int KIND, int D, bool MMA>
+static int launch_bwd(const bwd_args &a, dim3 grid, cudaStream_t st) {
+    size_t smem = Tile<MMA, D>::DKDV;
+    int rc = prepare(dkdv_kernel<KIND, D, MMA>, smem, "dkdv_kernel");
+    if (rc) return rc;
+    dkdv_kernel<KIND, D, MMA><<<grid, NT, smem, st>>>(a);
+    if ((rc = launched("the launch of dkdv_kernel"))) return rc;
+    smem = Tile<MMA, D>::DQ;
+    if ((rc = prepare(dq_kernel<KIND, D, MMA>, smem, "dq_kernel"))) return rc;
+    dq_kernel<KIND, D, MMA><<<grid, NT, smem, st>>>(a);
+    return launched("the launch of dq_kernel");
+}
+
+// kind x D x mode -> the template instance
+template <int KIND, bool MMA>
+static int fwd_d(int D, const fwd_args &a, dim3 grid, cudaStream_t st) {
+    switch (D) {
+    case 16: return launch_fwd<KIND, 16, MMA>(a, grid, st);
+    case 32: return launch_fwd<KIND, 32, MMA>(a, grid, st);
+    case 64: return launch_fwd<KIND, 64, MMA>(a, grid, st);
+    default: return launch_fwd<KIND, 128, MMA>(a, grid, st);
+    }
+}
+template <int KIND, bool MMA>
+static int bwd_d(int D, const bwd_args &a, dim3 grid, cudaStream_t st) {
+    switch (D) {
+    case 16: return launch_bwd<KIND, 16, MMA>(a, grid, st);
+    case 32: return launch_bwd<KIND, 32, MMA>(a, grid, st);
+    case 64: return launch_bwd<KIND, 64, MMA>(a, grid, st);
+    default: return launch_bwd<KIND, 128, MMA>(a, grid, st);
+    }
+}
+template <bool MMA>
+static int fwd_kind(int kind, int D, const fwd_args &a, dim3 grid, cudaStream_t st) {
+    switch (kind) {
+    case FLASH_SOFTMAX: return fwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
+    case FLASH_SSMAX: return fwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);  // one instance
+    case FLASH_LSSA: return fwd_d<FLASH_LSSA, MMA>(D, a, grid, st);
+    default: return fwd_d<FLASH_LSSAR, MMA>(D, a, grid, st);
+    }
+}
+template <bool MMA>
+static int bwd_kind(int kind, int D, const bwd_args &a, dim3 grid, cudaStream_t st) {
+    switch (kind) {
+    case FLASH_SOFTMAX: return bwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
+    case FLASH_SSMAX: return bwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
+    case FLASH_LSSA: return bwd_d<FLASH_LSSA, MMA>(D, a, grid, st);
+    default: return bwd_d<FLASH_LSSAR, MMA>(D, a, grid, st);
+    }
+}
+
+static int norms(const void *x, float *out, int B, int n, int stride, int H, int D, int io_bf16, cudaStream_t st) {
+    int64_t rows = (int64_t)B * n * H;
+    norms_kernel<<<(unsigned)((rows + 255) / 256), 256, 0, st>>>(x, out, B, n, stride, H, D, io_bf16);
+    return launched("the launch of norms_kernel");
+}
+
+// Argument checks shared by every entry point (the CPU path's, plus what the kernels need).
+static int check_desc(const lssar_attn_desc *d, const char *fn) {
+    if (!d) return lssar_fail(LSSAR_E_NULL, "%s: the descriptor is NULL; pass a lssar_attn_desc", fn);
+    if ((unsigned)d->kind > LSSAR_ATTN_LSSAR)
+        return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use softmax, ssmax, lssa or lssar", fn, (int)d->kind);
+    if (d->kind == LSSAR_ATTN_LSSAR && !(d->p > 0.0f && isfinite(d->p)))
+        return lssar_fail(LSSAR_E_P, "%s: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)", fn,
+                          (double)d->p);
+    if (d->kind == LSSAR_ATTN_SSMAX && !d->ssmax_s)
+        return lssar_fail(LSSAR_E_SSMAX, "%s: SSMax needs ssmax_s (H per-head scales in device memory)", fn);
+    return LSSAR_OK;
+}
+static int check_sizes(const char *fn, int B, int Tq, int Tk, int kvs, int H, int D) {
+    if (B <= 0 || Tq <= 0 || H <= 0 || D <= 0 || Tq > Tk || kvs < Tk)
+        return lssar_fail(LSSAR_E_SIZE, "%s: B=%d Tq=%d Tk=%d kv_stride=%d H=%d D=%d; need sizes > 0 and "
+                          "Tq <= Tk <= kv_stride", fn, B, Tq, Tk, kvs, H, D);
+    if (D != 16 && D != 32 && D != 64 && D != 128)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "%s: head dim D=%d; the CUDA kernels support 16, 32, 64 and 128", fn, D);
+    // query (key) tiles are grid.y (< 65536; the argmax then also travels exactly as a float in
+    // the stats, < 2^24); (b, h) pairs grid.x
+    if ((Tk + 63) / 64 > 65535 || (int64_t)B * H > INT32_MAX || (int64_t)H * D > INT32_MAX / 2 ||
+        (int64_t)B * kvs > INT32_MAX)
+        return lssar_fail(LSSAR_E_SIZE, "%s: B=%d T=%d H=%d D=%d is too large (T at most 65535 x 64)", fn, B, Tk, H, D);
+    return LSSAR_OK;
+}
+static int check_ptr(const char *fn, const char *name, const void *p) {
+    if (!p) return lssar_fail(LSSAR_E_NULL, "%s: %s is NULL", fn, name);
+    if ((uintptr_t)p % 16)
+        return lssar_fail(LSSAR_E_ARG, "%s: %s is not 16-byte aligned (the kernels load 16 bytes at a time; "
+                          "cudaMalloc's pointers are)", fn, name);
+    return LSSAR_OK;
+}
+
+// Scratch layout (each piece 256-byte aligned): rq (B, H, Tq), rk (B, H, Tk) for lssa / lssar;
+// bstat (B, H, Tq, FLASH_NBSTAT) and rowds (B, H, Tq) for the backward.
+typedef struct { float *rq, *rk, *bstat, *rowds; size_t bytes; } scratch_map;
+static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, void *base, int backward) {
+    scratch_map m = {NULL, NULL, NULL, NULL, 0};
+    char *p = static_cast<char *>(base);
+    size_t off = 0, rows_q = (size_t)B * H * Tq, rows_k = (size_t)B * H * Tk;
+    if (flash_is_normed((int)d->kind)) {
+        m.rq = p ? reinterpret_cast<float *>(p + off) : NULL;
+        off += round256(rows_q * sizeof(float));
+        m.rk = p ? reinterpret_cast<float *>(p + off) : NULL;
+        off += round256(rows_k * sizeof(float));
+    }
+    if (backward) {
+        m.bstat = p ? reinterpret_cast<float *>(p + off) : NULL;
+        off += round256(rows_q * FLASH_NBSTAT * sizeof(float));
+        if (d->kind == LSSAR_ATTN_SSMAX) {
+            m.rowds = p ? reinterpret_cast<float *>(p + off) : NULL;
+            off += round256(rows_q * sizeof(float));
+        }
+    }
+    m.bytes = off;
+    return m;
+}
+
+extern "C" size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T, int H, int D) {
+    if (!d || B <= 0 || T <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind > LSSAR_ATTN_LSSAR) return 0;
+    return flash_stats_floats((int)d->kind, B, T, H, D);
+}
+
+extern "C" size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D) {
+    if (!d || B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind > LSSAR_ATTN_LSSAR) return 0;
+    // the backward's layout includes the forward's (Tq = Tk there)
+    return carve(d, B, Tq, Tk, H, NULL, 1).bytes;
+}
+
+// The forward on either storage type (the public API's bf16 and the backend's fp32).
+static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int io_bf16, int B, int Tq, int Tk, int kvs,
+                        int H, int D, const void *q, const void *k, const void *v, void *out, float *stats,
+                        void *scratch, cudaStream_t stream) {
+    int rc = check_desc(d, fn);
+    if (!rc) rc = check_sizes(fn, B, Tq, Tk, kvs, H, D);
+    if (!rc) rc = check_ptr(fn, "q", q);
+    if (!rc) rc = check_ptr(fn, "k", k);
+    if (!rc) rc = check_ptr(fn, "v", v);
+    if (!rc) rc = check_ptr(fn, "out", out);
+    if (!rc && stats) rc = check_ptr(fn, "stats", stats);
+    if (rc) return rc;
+    const int kind = (int)d->kind;
+    scratch_map sm = carve(d, B, Tq, Tk, H, scratch, 0);
+    if (sm.bytes && !scratch) return lssar_fail(LSSAR_E_NULL, "%s: scratch is NULL (%zu bytes needed)", fn, sm.bytes);
+    fwd_args a;
+    memset(&a, 0, sizeof a);
+    flash_params_init(&a.fp, kind, d->p, D);
+    a.q = q; a.k = k; a.v = v; a.out = out; a.stats = stats;
+    a.rq = sm.rq; a.rk = sm.rk;
+    a.ssmax_s = kind == FLASH_SSMAX ? d->ssmax_s : NULL;
+    a.B = B; a.Tq = Tq; a.Tk = Tk; a.kvs = kvs; a.H = H; a.q0 = Tk - Tq;
+    a.io_bf16 = io_bf16;
+    if (flash_is_normed(kind)) {
+        if ((rc = norms(q, sm.rq, B, Tq, Tq, H, D, io_bf16, stream))) return rc;
+        if ((rc = norms(k, sm.rk, B, Tk, kvs, H, D, io_bf16, stream))) return rc;
+    }
+    dim3 grid((unsigned)(B * H), (unsigned)((Tq + 63) / 64));
+    return mma ? fwd_kind<true>(kind, D, a, grid, stream) : fwd_kind<false>(kind, D, a, grid, stream);
+}
+
+static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int io_bf16, int B, int T, int H, int D,
+                         const void *q, const void *k, const void *v, const void *out, const float *stats,
+                         const void *dout, void *dq, void *dk, void *dv, float *dscale, int accumulate, void *scratch,
+                         cudaStream_t stream) {
+    int rc = check_desc(d, fn);
+    if (!rc) rc = check_sizes(fn, B, T, T, T, H, D);
+    const char *names[] = {"q", "k", "v", "out", "stats", "dout", "dq", "dk", "dv"};
+    const void *ptrs[] = {q, k, v, out, stats, dout, dq, dk, dv};
+    for (int t = 0; t < 9 && !rc; t++) rc = check_ptr(fn, names[t], ptrs[t]);
+    if (rc) return rc;
+    const int kind = (int)d->kind;
+    scratch_map sm = carve(d, B, T, T, H, scratch, 1);
+    if (!scratch) return lssar_fail(LSSAR_E_NULL, "%s: scratch is NULL (%zu bytes needed)", fn, sm.bytes);
+    bwd_args a;
+    memset(&a, 0, sizeof a);
+    flash_params_init(&a.fp, kind, d->p, D);
+    a.q = q; a.k = k; a.v = v; a.out = out; a.dout = dout; a.dq = dq; a.dk = dk; a.dv = dv;
+    a.stats = stats; a.bstat = sm.bstat; a.rowds = kind == FLASH_SSMAX && dscale ? sm.rowds : NULL;
+    a.rq = sm.rq; a.rk = sm.rk;
+    a.ssmax_s = kind == FLASH_SSMAX ? d->ssmax_s : NULL;
+    a.dscale = dscale;
+    a.B = B; a.T = T; a.H = H; a.io_bf16 = io_bf16; a.mma = mma; a.accumulate = accumulate;
+    if (flash_is_normed(kind)) {
+        if ((rc = norms(q, sm.rq, B, T, T, H, D, io_bf16, stream))) return rc;
+        if ((rc = norms(k, sm.rk, B, T, T, H, D, io_bf16, stream))) return rc;
+    }
+    const int64_t rows = (int64_t)B * T * H;
+    const unsigned rb = (unsigned)((rows + 127) / 128);
+    switch (kind) {
+    case FLASH_SOFTMAX:
+    case FLASH_SSMAX: bwd_rows_kernel<FLASH_SOFTMAX><<<rb, 128, 0, stream>>>(a, D); break;
+    case FLASH_LSSA: bwd_rows_kernel<FLASH_LSSA><<<rb, 128, 0, stream>>>(a, D); break;
+    default: bwd_rows_kernel<FLASH_LSSAR><<<rb, 128, 0, stream>>>(a, D); break;
+    }
+    if ((rc = launched("the launch of bwd_rows_kernel"))) return rc;
+    dim3 grid((unsigned)(B * H), (unsigned)((T + 63) / 64));
+    rc = mma ? bwd_kind<true>(kind, D, a, grid, stream) : bwd_kind<false>(kind, D, a, grid, stream);
+    if (rc) return rc;
+    if (a.rowds) {
+        ds_kernel<<<H, DS_THREADS, 0, stream>>>(a.rowds, dscale, B, T, H, accumulate);
+        if ((rc = launched("the launch of ds_kernel"))) return rc;
+    }
+    return LSSAR_OK;
+}
+
+extern "C" int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, int B, int Tq, int Tk, int kv_stride,
+                                 int H, int D, const float *q, const float *k, const float *v, float *out,
+                                 float *stats, void *scratch, cudaStream_t stream) {
+    return attn_forward("attention forward (CUDA)", d, bf16_products != 0, 0, B, Tq, Tk, kv_stride, H, D, q, k, v, out,
+                        stats, scratch, stream);
+}
+
+extern "C" int cuda_attn_backward(const lssar_attn_desc *d, int bf16_products, int B, int T, int H, int D,
+                                  const float *q, const float *k, const float *v, const float *out,
+                                  const float *stats, const float *dout, float *dq, float *dk, float *dv,
+                                  float *dscale, void *scratch, cudaStream_t stream) {
+    return attn_backward("attention backward (CUDA)", d, bf16_products != 0, 0, B, T, H, D, q, k, v, out, stats, dout,
+                         dq, dk, dv, d && d->kind == LSSAR_ATTN_SSMAX ? dscale : NULL, 1, scratch, stream);
+}
+
+// ---------------------------------------------------------------- the public API (lssar.h)
+
+// The workspace: the statistics (the forward writes them, the backward reads them), then the scratch.
+static size_t ws_stats_bytes(const lssar_attn_desc *a, int B, int T, int H, int D) {
+    return round256(cuda_attn_stats_floats(a, B, T, H, D) * sizeof(float));
+}
+
+static int check_dtype(const char *fn, lssar_dtype dtype) {
+    if (dtype != LSSAR_F32 && dtype != LSSAR_BF16)
+        return lssar_fail(LSSAR_E_ARG, "%s: dtype %d; use LSSAR_F32 or LSSAR_BF16", fn, (int)dtype);
+    return LSSAR_OK;
+}
+
+size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D) {
+    if (!a || (dtype != LSSAR_F32 && dtype != LSSAR_BF16)) return 0;
+    size_t s = cuda_attn_stats_floats(a, B, T, H, D);
+    if (!s) return 0;
+    return ws_stats_bytes(a, B, T, H, D) + cuda_attn_scratch_bytes(a, B, T, T, H, D);
+}
+
+int lssar_attn_forward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D,
+                            const void *q, const void *k, const void *v, void *out, void *workspace, void *stream) {
+    const char *fn = "lssar_attn_forward_cuda";
+    int rc = check_dtype(fn, dtype);
+    if (!rc) rc = check_desc(a, fn);
+    if (!rc) rc = check_sizes(fn, B, T, T, T, H, D);
+    if (!rc) rc = check_ptr(fn, "workspace", workspace);
+    if (rc) return rc;
+    char *ws = static_cast<char *>(workspace);
+    int bf16 = dtype == LSSAR_BF16;
+    return attn_forward(fn, a, bf16, bf16, B, T, T, T, H, D, q, k, v, out, reinterpret_cast<float *>(ws),
+                        ws + ws_stats_bytes(a, B, T, H, D), static_cast<cudaStream_t>(stream));
+}
+
+int lssar_attn_backward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D,
+                             const void *q, const void *k, const void *v, const void *out, const void *dout,
+                             void *dq, void *dk, void *dv, float *ds, void *workspace, void *stream) {
+    const char *fn = "lssar_attn_backward_cuda";
+    int rc = check_dtype(fn, dtype);
+    if (!rc) rc = check_desc(a, fn);
+    if (!rc) rc = check_sizes(fn, B, T, T, T, H, D);
+    if (!rc) rc = check_ptr(fn, "workspace", workspace);
+    if (rc) return rc;
+    char *ws = static_cast<char *>(workspace);
+    int bf16 = dtype == LSSAR_BF16;
+    return attn_backward(fn, a, bf16, bf16, B, T, H, D, q, k, v, out, reinterpret_cast<const float *>(ws), dout, dq, dk,
+                         dv, a->kind == LSSAR_ATTN_SSMAX ? ds : NULL, 0, ws + ws_stats_bytes(a, B, T, H, D),
+                         static_cast<cudaStream_t>(stream));
+}
+
+int lssar_cuda_device_count(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();  // no driver / no GPU: not an error of a later call
+        return 0;
+    }
+    return n;
+}
