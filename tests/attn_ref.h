@@ -420,4 +420,32 @@ ATTN_REF_FN double ref_loss(const ref_desc *rd, int B, int T, int H, int D, cons
     return L;
 }
 
+// The long-row input (B = H = 1, T rows of D, T > 16383): standard normal q, k, v (and dy when
+// not NULL); channel 0 of v (and of dy) is 1 everywhere, so an output must come out 1 there
+// when its weights sum to 1; zero-norm keys (every 4th) and zero queries (every 7th: uniform
+// rows, the lssar fallback); and LONG_PEAKS peaked rows, whose query is twice a key a few
+// hundred to thousands back (keys 4m+2 are zero, so none of those), which makes the lssa row far
+// from uniform (u in the hundreds) and puts (almost) all the lssar weight on that key.
+enum { LONG_PEAKS = 5 };
+static const int long_peak_row[LONG_PEAKS] = {16383, 16000, 9001, 4097, 700};
+static const int long_peak_key[LONG_PEAKS] = {5, 15001, 8, 4096, 699};
+ATTN_REF_FN void long_rows_inputs(int T, int D, uint64_t seed, float *q, float *k, float *v, float *dy) {
+    size_t N = (size_t)T * D;
+    lssar_rng r;
+    lssar_rng_seed(&r, seed);
+    for (size_t i = 0; i < N; i++) {
+        q[i] = (float)lssar_rng_normal(&r);
+        k[i] = (float)lssar_rng_normal(&r);
+        v[i] = i % D == 0 ? 1.0f : (float)lssar_rng_normal(&r);
+        if (dy) dy[i] = i % D == 0 ? 1.0f : (float)lssar_rng_normal(&r);
+    }
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < D; d++) {
+            if (t % 4 == 2) k[(size_t)t * D + d] = 0;
+            if (t % 7 == 3) q[(size_t)t * D + d] = 0;
+        }
+    for (int p = 0; p < LONG_PEAKS; p++)
+        for (int d = 0; d < D; d++) q[(size_t)long_peak_row[p] * D + d] = 2.0f * k[(size_t)long_peak_key[p] * D + d];
+}
+
 #endif

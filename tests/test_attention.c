@@ -286,23 +286,7 @@ static void test_long_rows(void) {
     int B = 1, T = 16384, H = 1, D = 64;
     size_t N = (size_t)B * T * H * D;
     float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *out = malloc(N * 4);
-    lssar_rng r;
-    lssar_rng_seed(&r, 4242);
-    for (size_t i = 0; i < N; i++) {
-        q[i] = (float)lssar_rng_normal(&r);
-        k[i] = (float)lssar_rng_normal(&r);
-        v[i] = i % D == 0 ? 1.0f : (float)lssar_rng_normal(&r);
-    }
-    for (int t = 0; t < T; t++)
-        for (int d = 0; d < D; d++) {
-            if (t % 4 == 2) k[(size_t)t * D + d] = 0;
-            if (t % 7 == 3) q[(size_t)t * D + d] = 0;
-        }
-    // Peaked queries make the lssa row far from uniform (u in the hundreds): row T-1 is key 5,
-    // the others a key a few hundred to thousands back (keys 4m+2 are zero, so none of those).
-    static const int peak_row[] = {16383, 16000, 9001, 4097, 700}, peak_key[] = {5, 15001, 8, 4096, 699};
-    for (int p = 0; p < 5; p++)
-        for (int d = 0; d < D; d++) q[(size_t)peak_row[p] * D + d] = 2.0f * k[(size_t)peak_key[p] * D + d];
+    long_rows_inputs(T, D, 4242, q, k, v, NULL);
     lssar_attn_desc a = {.kind = LSSAR_ATTN_LSSAR, .p = 15.0f};
     double t0 = lssar_now();
     CHECK(lssar_attn_forward(&a, B, T, H, D, q, k, v, out) == 0, "forward failed: %s", lssar_errmsg());
@@ -328,11 +312,11 @@ static void test_long_rows(void) {
     CHECK(worst_one <= gamma_f32(T + 4), "weights do not sum to 1: |out[.,0] - 1| up to %.2e (bound %.2e)",
           worst_one, gamma_f32(T + 4));
     // The peaked rows must put (almost) all weight on their key.
-    for (int p = 0; p < 5; p++) {
+    for (int p = 0; p < LONG_PEAKS; p++) {
         double e = 0;
         for (int d = 1; d < D; d++)
-            e = fmax(e, fabs(out[(size_t)peak_row[p] * D + d] - v[(size_t)peak_key[p] * D + d]));
-        CHECK(e < 1e-3, "peaked row %d: output differs from v_%d by %.2e", peak_row[p], peak_key[p], e);
+            e = fmax(e, fabs(out[(size_t)long_peak_row[p] * D + d] - v[(size_t)long_peak_key[p] * D + d]));
+        CHECK(e < 1e-3, "peaked row %d: output differs from v_%d by %.2e", long_peak_row[p], long_peak_key[p], e);
     }
     // Sampled rows against the float64 reference.
     double *qd = to_double(q, N), *kd = to_double(k, N), *vd = to_double(v, N);

@@ -309,22 +309,7 @@ static void test_long_rows(void) {
     size_t N = (size_t)B * T * H * D;
     float *x = malloc(8 * N * 4);
     float *q = x, *k = q + N, *v = k + N, *dy = v + N, *out = dy + N, *dq = out + N, *dk = dq + N, *dv = dk + N;
-    lssar_rng r;
-    lssar_rng_seed(&r, 4242);
-    for (size_t i = 0; i < N; i++) {
-        q[i] = (float)lssar_rng_normal(&r);
-        k[i] = (float)lssar_rng_normal(&r);
-        v[i] = i % D == 0 ? 1.0f : (float)lssar_rng_normal(&r);
-        dy[i] = i % D == 0 ? 1.0f : (float)lssar_rng_normal(&r);
-    }
-    for (int t = 0; t < T; t++)
-        for (int d = 0; d < D; d++) {
-            if (t % 4 == 2) k[(size_t)t * D + d] = 0;
-            if (t % 7 == 3) q[(size_t)t * D + d] = 0;
-        }
-    static const int peak_row[] = {16383, 16000, 9001, 4097, 700}, peak_key[] = {5, 15001, 8, 4096, 699};
-    for (int p = 0; p < 5; p++)
-        for (int d = 0; d < D; d++) q[(size_t)peak_row[p] * D + d] = 2.0f * k[(size_t)peak_key[p] * D + d];
+    long_rows_inputs(T, D, 4242, q, k, v, dy);
     lssar_attn_desc a = {.kind = LSSAR_ATTN_LSSAR, .p = 15.0f};
     float *st = malloc(flash_emu_stats_floats(&a, B, T, H, D) * 4);
     for (int mode = 0; mode < 2; mode++) {
