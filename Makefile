@@ -171,7 +171,7 @@ deps:
 	@bash scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(EXAMPLE_BIN) $(BUILD)/tests/gpu/test_gpu $(BUILD)/bench/gpu_attn
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(EXAMPLE_BIN) $(CUDA_HOST_TEST) $(BUILD)/tests/gpu/test_gpu $(BUILD)/bench/gpu_attn
 	@BUILD=$(BUILD) bash tests/run.sh
 
 bench: all $(BENCH_BIN)
@@ -249,7 +249,9 @@ fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@bash scripts/fuzz.sh --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
 
-# `make test-gpu`, the GPU benchmark and their portable copies (docs/GPU_CHECK.md)
+# `make test-gpu`, the GPU benchmark and their portable copies (docs/GPU_CHECK.md); the attention
+# kernels' source run on the CPU (tests/cuda_host, in every build)
 include mk/cuda_test.mk
+include mk/cuda_host.mk
 
 -include $(DEPS)

@@ -45,8 +45,27 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef LSSAR_CUDA_HOST
+/* Host-test hooks: this block, the host branch of mma_bf16, and the FLASH_LAUNCH,
+   FLASH_DYNAMIC_SHARED and FLASH_SHARED_ARRAY macros (nothing else in the file differs). Under
+   -DLSSAR_CUDA_HOST the file compiles as plain C++ (g++ -x c++, mk/cuda_host.mk) against
+   tests/cuda_host/cuda_host.h, which runs the kernels on the CPU (every CUDA thread a pthread) for
+   tests/cuda_host/test_flash_host.cpp and renames the public entry points (cuda_host_attn_*,
+   lssar_host_*) so that this copy links beside the library's. Under nvcc the macros expand to
+   exactly the code they stand for (<<<>>>, extern __shared__, __shared__). */
+#include "../../tests/cuda_host/cuda_host.h"
+#define FLASH_LAUNCH(grid, block, smem, stream, ...) cuda_host_launch(__VA_ARGS__, grid, block, smem, stream)
+#define FLASH_DYNAMIC_SHARED(name) unsigned char *const name = cuda_host_dynamic_shared()
+#define FLASH_SHARED_ARRAY(type, name, n) type *const name = cuda_host_static_shared<type>(n)
+#else
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
+// FLASH_LAUNCH(grid, block, smem, stream, kernel)(args) is kernel<<<grid, block, smem, stream>>>(args)
+// (the kernel last: its template arguments contain commas)
+#define FLASH_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<grid, block, smem, stream>>>
+#define FLASH_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#define FLASH_SHARED_ARRAY(type, name, n) __shared__ type name[n]
+#endif
 #include "lssar.h"
 extern "C" {
 #include "core/util.h"
@@ -76,10 +95,14 @@ static __device__ __forceinline__ uint32_t pack_raw(uint16_t lo, uint16_t hi) {
 
 // D (16x8 fp32) += A (16x16 bf16) B (16x8 bf16)
 static __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#ifdef LSSAR_CUDA_HOST
+    cuda_host_mma_bf16(c, a, b0, b1);  // the shim's warp-collective emulation of the instruction
+#else
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
         "{%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
 }
 
 // The quad tree of flash.h: ((l0 + l1) + (l2 + l3)). xor 1 pairs (l0, l1), (l2, l3); xor 2 pairs
@@ -447,7 +470,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
     constexpr int LD = Tile<MMA, D>::LD;
     constexpr bool SOFTMAX = KIND == FLASH_SOFTMAX;  // softmax and ssmax (one instance)
     constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
-    extern __shared__ __align__(16) unsigned char smem[];
+    FLASH_DYNAMIC_SHARED(smem);
     T *Qs = reinterpret_cast<T *>(smem), *Ks = Qs + 64 * LD, *Vs = Ks + 64 * LD;  // (64, LD) each
     float *rks = reinterpret_cast<float *>(Vs + 64 * LD);                        // (64)
     float *Pw = rks + 64 + (threadIdx.x >> 5) * 16 * PW_LD;                     // SIMT: (16, PW_LD)
@@ -843,7 +866,7 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP;
     constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
-    extern __shared__ __align__(16) unsigned char smem[];
+    FLASH_DYNAMIC_SHARED(smem);
     T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
     T *Ws = dYs + 64 * LD, *dSs = Ws + 64 * LDP;  // (64 query rows, 64 keys) each
     float *rks = reinterpret_cast<float *>(dSs + 64 * LDP);
@@ -915,7 +938,7 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD;
     constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
-    extern __shared__ __align__(16) unsigned char smem[];
+    FLASH_DYNAMIC_SHARED(smem);
     T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
     float *rks = reinterpret_cast<float *>(dYs + 64 * LD);
     float *Pw = rks + 64 + (threadIdx.x >> 5) * 16 * PW_LD;  // SIMT: (16, PW_LD)
@@ -1000,7 +1023,7 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
    rounding, far below the float result). */
 #define DS_THREADS 256
 __global__ void ds_kernel(const float *rowds, float *ds, int B, int T, int H, int accumulate) {
-    __shared__ double sh[DS_THREADS];
+    FLASH_SHARED_ARRAY(double, sh, DS_THREADS);
     const int h = blockIdx.x;
     const int64_t n = (int64_t)B * T, per = (n + DS_THREADS - 1) / DS_THREADS;
     const int64_t e0 = threadIdx.x * per, e1 = e0 + per < n ? e0 + per : n;
@@ -1058,7 +1081,7 @@ static int launch_fwd(const fwd_args &a, dim3 grid, cudaStream_t st) {
     const size_t smem = Tile<MMA, D>::FWD;
     int rc = prepare(fwd_kernel<KIND, D, MMA>, smem, "fwd_kernel");
     if (rc) return rc;
-    fwd_kernel<KIND, D, MMA><<<grid, NT, smem, st>>>(a);
+    FLASH_LAUNCH(grid, NT, smem, st, fwd_kernel<KIND, D, MMA>)(a);
     return launched("the launch of fwd_kernel");
 }
 template <int KIND, int D, bool MMA>
@@ -1066,11 +1089,11 @@ static int launch_bwd(const bwd_args &a, dim3 grid, cudaStream_t st) {
     size_t smem = Tile<MMA, D>::DKDV;
     int rc = prepare(dkdv_kernel<KIND, D, MMA>, smem, "dkdv_kernel");
     if (rc) return rc;
-    dkdv_kernel<KIND, D, MMA><<<grid, NT, smem, st>>>(a);
+    FLASH_LAUNCH(grid, NT, smem, st, dkdv_kernel<KIND, D, MMA>)(a);
     if ((rc = launched("the launch of dkdv_kernel"))) return rc;
     smem = Tile<MMA, D>::DQ;
     if ((rc = prepare(dq_kernel<KIND, D, MMA>, smem, "dq_kernel"))) return rc;
-    dq_kernel<KIND, D, MMA><<<grid, NT, smem, st>>>(a);
+    FLASH_LAUNCH(grid, NT, smem, st, dq_kernel<KIND, D, MMA>)(a);
     return launched("the launch of dq_kernel");
 }
 
@@ -1114,7 +1137,7 @@ static int bwd_kind(int kind, int D, const bwd_args &a, dim3 grid, cudaStream_t 
 
 static int norms(const void *x, float *out, int B, int n, int stride, int H, int D, int io_bf16, cudaStream_t st) {
     int64_t rows = (int64_t)B * n * H;
-    norms_kernel<<<(unsigned)((rows + 255) / 256), 256, 0, st>>>(x, out, B, n, stride, H, D, io_bf16);
+    FLASH_LAUNCH((unsigned)((rows + 255) / 256), 256, 0, st, norms_kernel)(x, out, B, n, stride, H, D, io_bf16);
     return launched("the launch of norms_kernel");
 }
 
@@ -1248,16 +1271,16 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     const unsigned rb = (unsigned)((rows + 127) / 128);
     switch (kind) {
     case FLASH_SOFTMAX:
-    case FLASH_SSMAX: bwd_rows_kernel<FLASH_SOFTMAX><<<rb, 128, 0, stream>>>(a, D); break;
-    case FLASH_LSSA: bwd_rows_kernel<FLASH_LSSA><<<rb, 128, 0, stream>>>(a, D); break;
-    default: bwd_rows_kernel<FLASH_LSSAR><<<rb, 128, 0, stream>>>(a, D); break;
+    case FLASH_SSMAX: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_SOFTMAX>)(a, D); break;
+    case FLASH_LSSA: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_LSSA>)(a, D); break;
+    default: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_LSSAR>)(a, D); break;
     }
     if ((rc = launched("the launch of bwd_rows_kernel"))) return rc;
     dim3 grid((unsigned)(B * H), (unsigned)((T + 63) / 64));
     rc = mma ? bwd_kind<true>(kind, D, a, grid, stream) : bwd_kind<false>(kind, D, a, grid, stream);
     if (rc) return rc;
     if (a.rowds) {
-        ds_kernel<<<H, DS_THREADS, 0, stream>>>(a.rowds, dscale, B, T, H, accumulate);
+        FLASH_LAUNCH(H, DS_THREADS, 0, stream, ds_kernel)(a.rowds, dscale, B, T, H, accumulate);
         if ((rc = launched("the launch of ds_kernel"))) return rc;
     }
     return LSSAR_OK;
