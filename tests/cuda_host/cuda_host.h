@@ -12,8 +12,8 @@
  * What is emulated, and how
  * - Threads. Every CUDA thread of a block is a POSIX thread (a persistent pool, grown to the
  *   largest block launched, so a test run creates a few hundred threads, not one per CUDA thread
- *   and block; the 32 threads of a warp share a CPU, which keeps the wake-ups of a warp
- *   collective on one CPU: 1.5x faster on 2 CPUs). The blocks of a launch run one after another
+ *   and block; the 32 threads of a warp are pinned to one CPU, which keeps the wake-ups of a warp
+ *   collective on that CPU: measured 1.5x faster on 2 CPUs). The blocks of a launch run one after another
  *   in blockIdx order (x fastest), each block's threads all at once, preemptively scheduled by
  *   the OS; every launch completes before it returns (streams are accepted and ignored:
  *   everything is synchronous). threadIdx and blockIdx are thread_local; gridDim and blockDim
@@ -47,24 +47,26 @@
  * - bf16 conversion (__floats2bfloat162_rn): round to nearest even, NaN to the canonical 0x7fff.
  * - A barrier that waits longer than LSSAR_HOST_TIMEOUT seconds (default 120) is reported as a
  *   deadlock (threads of one block at different barriers, a lane missing from a warp collective)
- *   and aborts, rather than hanging CI.
+ *   and aborts, rather than hanging CI; a crash inside a kernel names the block and thread
+ *   (except under AddressSanitizer, whose report says more).
  *
  * Limits: what this cannot tell you
  * - The mma fragment layout is this file's reading of the PTX ISA, and the kernel's fragment
  *   indexing was written from the same reading: a misreading shared by both would pass here and
  *   fail on a GPU. Only a GPU run (make test-gpu) checks the layout against the hardware.
- * - Floating point: the per-element math compiles with g++ for x86-64 (no FMA contraction of
- *   a * b + c, since the baseline has no FMA instruction), while nvcc contracts by default
- *   (-fmad=true); so the host run rounds like the CPU emulation, not bit for bit like the GPU.
+ * - Floating point: the host copy is compiled with -ffp-contract=off (mk/cuda_host.mk), so
+ *   a * b + c rounds twice, while nvcc contracts it into an FMA by default (-fmad=true): the host
+ *   run rounds like the CPU emulation, not bit for bit like the GPU.
  * - Memory model and scheduling: the pthreads run with x86's strong ordering and no lockstep; a
- *   missing __syncthreads or __syncwarp shows only if the OS happens to interleave the threads
- *   badly, so races are found by chance, not reliably (compute-sanitizer racecheck on a GPU is
- *   the real check). Blocks never run concurrently, so races between blocks are not seen at all.
+ *   missing __syncthreads or __syncwarp shows only when the OS interleaves the threads badly
+ *   (with 128 threads on a few CPUs it often does, but not reliably: compute-sanitizer racecheck
+ *   on a GPU is the real check). Blocks never run concurrently, so races between blocks are not seen at all.
  *   Warps are not in lockstep, so code that relied on implicit warp synchronicity would fail here
  *   (which is right: it is wrong on Volta and later too).
  * - Not emulated: 2-D / 3-D warp numbering, partial masks, __shfl_up/down, atomics, textures,
  *   streams and events, device memory allocation (pointers are host pointers), async copies,
- *   cooperative groups, clusters. Anything the file uses must be added here first.
+ *   cooperative groups, clusters. Anything the file uses must be added here first. Linux only
+ *   (futex, CPU affinity).
  */
 #ifndef LSSAR_TESTS_CUDA_HOST_H
 #define LSSAR_TESTS_CUDA_HOST_H

@@ -361,16 +361,18 @@ static lssar_attn_desc make_desc(int kind, std::vector<float> &ssmax_s, int H) {
    PLAIN        normal(0, 1) q, k, v, dy;
    ADVERSARIAL  q 4x as large (larger logits, peaked rows), every third key a copy of key 0 (exact
                 ties of the argmax: the first index must win on both sides), a zero query row;
-   EXACT        every q, k, v, dy element +-2^e, e in -2..1: then every product in the kernels and
-                the emulation is exact (a power of two times a float, or a bf16 value times one),
-                and so are the sums of the scores, the norms and dW (few distinct exponents), so
-                fmaf and a * b + c agree. Everything else the two sides compute identically in the
-                same order (the shim's mma sums a k-step as the emulation does), so the results
-                must be bit-identical: this family checks the kernels' reduction order itself
-                (lane partials, tile adds, quad trees, k-steps, the online rescale), which the
-                allowances of the other families cannot resolve. Where the library was built with
-                FMA available (NATIVE=1: GCC contracts flash.h's a * b + c in the emulation, not in
-                the host copy), the family falls back to the allowances (LSSAR_HOST_EMU_FMA). */
+   EXACT        every q, k, v, dy element +-2^e, e in -2..1. Then every product either has such
+                an element as a factor (q k, dy v, P v, dS k, dS q, W dy, dy yc, dy Ec, q G, k G)
+                or multiplies two bf16 values (MMA), and is exact; the sums of the scores, the
+                norms and dW are exact too (multiples of 2^-4, far below 2^24 of them). So fmaf
+                and a * b + c give the same bits, everything else the two sides compute by the
+                same operations in the same order (the shim's mma sums a k-step as the emulation
+                does), and the results must be bit-identical: this family checks the kernels'
+                reduction order itself (lane partials, tile adds, quad trees, k-steps, the online
+                rescale), which the allowances of the other families cannot resolve. Where the
+                library was built with FMA available (NATIVE=1: GCC contracts flash.h's a * b + c
+                in the emulation, not in the host copy), the family falls back to the allowances
+                (LSSAR_HOST_EMU_FMA, set by mk/cuda_host.mk). */
 enum Family { PLAIN, ADVERSARIAL, EXACT };
 
 #ifdef LSSAR_HOST_EMU_FMA
