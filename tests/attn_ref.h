@@ -411,6 +411,49 @@ ATTN_REF_FN double worst(errs e) {
     return fmax(m, e.ds);
 }
 
+// An attention implementation under test: out, dq, dk, dv (B, T, H, D) and ds (H, SSMax) from
+// q, k, v, dy; 0 or an error.
+typedef int (*attn_impl)(const lssar_attn_desc *a, int B, int T, int H, int D, const float *q,
+                         const float *k, const float *v, const float *dy, float *out, float *dq,
+                         float *dk, float *dv, float *ds);
+enum {
+    CMP_FAST_REF = 1,   // T > 512: the reference's O(n) centred forms (ref_backward_ex fast)
+    CMP_DS_ROUNDING = 2 // ds within 1e-4 relative OR within the float32 rounding bound of its sum
+};
+
+// Run impl and the float64 reference on one configuration of an input family; return the
+// relative errors (whole tensors; dq and dk with the floors of the error measure above).
+ATTN_REF_FN errs compare_impl(attn_impl impl, int flags, int kind, float p, int family, uint64_t seed,
+                              int B, int T, int H, int D) {
+    size_t N = (size_t)B * T * H * D;
+    float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *dy = malloc(N * 4);
+    float *out = malloc(N * 4), *dq = malloc(N * 4), *dk = malloc(N * 4), *dv = malloc(N * 4);
+    float s[16], ds[16];
+    double sd[16], dsr[16], dserr[16];
+    make_inputs(family, seed, B, T, H, D, q, k, v, dy, kind);
+    for (int h = 0; h < H; h++) { s[h] = 0.43f + 0.2f * h; sd[h] = s[h]; }
+    lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? s : NULL};
+    ref_desc rd = {.kind = kind, .p = p, .s = sd};
+    errs e = {INFINITY, INFINITY, INFINITY, INFINITY, 0};
+    int rc = impl(&a, B, T, H, D, q, k, v, dy, out, dq, dk, dv, ds);
+    CHECK(rc == 0, "%s failed: %d %s", kind_name[kind], rc, lssar_errmsg());
+    double *qd = to_double(q, N), *kd = to_double(k, N), *vd = to_double(v, N), *dyd = to_double(dy, N);
+    double *ro = malloc(N * 8), *rdq = malloc(N * 8), *rdk = malloc(N * 8), *rdv = malloc(N * 8);
+    ref_forward(&rd, B, T, H, D, qd, kd, vd, ro);
+    ref_backward_ex(&rd, B, T, H, D, qd, kd, vd, dyd, rdq, rdk, rdv, dsr,
+                    flags & CMP_DS_ROUNDING ? dserr : NULL, (flags & CMP_FAST_REF) && T > 512);
+    e.out = rel_err_fd(out, ro, N);
+    double rq = norm2(qd, N), rk = norm2(kd, N);
+    e.dq = rel_err_floor(dq, rdq, N, rq > 0 ? 1e-2 * norm2(rdk, N) * rk / rq : 0);
+    e.dk = rel_err_floor(dk, rdk, N, rk > 0 ? 1e-2 * norm2(rdq, N) * rq / rk : 0);
+    e.dv = rel_err_fd(dv, rdv, N);
+    if (kind == LSSAR_ATTN_SSMAX)
+        e.ds = flags & CMP_DS_ROUNDING ? rel_err_floor(ds, dsr, H, 1e4 * norm2(dserr, H)) : rel_err_fd(ds, dsr, H);
+    free(q); free(k); free(v); free(dy); free(out); free(dq); free(dk); free(dv);
+    free(qd); free(kd); free(vd); free(dyd); free(ro); free(rdq); free(rdk); free(rdv);
+    return e;
+}
+
 // Loss = sum(dy * out) of the float64 reference (for central finite differences).
 ATTN_REF_FN double ref_loss(const ref_desc *rd, int B, int T, int H, int D, const double *q, const double *k,
                        const double *v, const double *dy, double *tmp) {
