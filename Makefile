@@ -52,7 +52,7 @@ LIBS    := $(SAN) $(PKG_LIBS) -fopenmp -lmvec -lm -lpthread
 # ---- CUDA. `make` builds the CUDA backend (src/cuda/*.cu) when nvcc is found (CUDA_HOME, else
 # PATH), for sm_80 (A100), sm_90a (H100/H200: Hopper's own instructions) and compute_90 PTX (which
 # the driver compiles for newer GPUs). `make CUDA=0` leaves it out; SANITIZE=1 leaves it out by
-# default (ASan and the CUDA runtime do not mix). cuBLASLt and cudart are linked as shared
+# default (ASan and the CUDA runtime do not mix). cuBLASLt, NCCL and cudart are linked as shared
 # libraries (rpath to the toolkit), so a machine without a GPU or driver runs the CPU paths and
 # only --device cuda reports that there is no GPU. The .cu objects do not depend on OPT, so every
 # CPU build variant shares one copy in $(CUDA_BUILD).
@@ -71,7 +71,7 @@ NVCC_FLAGS := -std=c++17 -O3 $(CUDA_ARCH) -DLSSAR_CUDA -Iinclude -Isrc \
 CU_SRC    := $(sort $(wildcard src/cuda/*.cu))
 ifeq ($(CUDA),1)
 CU_OBJ    := $(CU_SRC:%.cu=$(CUDA_BUILD)/obj/%.o)
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lnccl -lcudart -lstdc++
 CUDA_CFLAGS := -DLSSAR_CUDA -I$(CUDA_HOME)/include
 else
 CU_OBJ    :=
@@ -80,6 +80,16 @@ CUDA_CFLAGS :=
 endif
 ALL_CFLAGS += $(CUDA_CFLAGS)
 LIBS    += $(CUDA_LIBS)
+
+# ---- MPI (Debian's Open MPI, scripts/deps.sh installs it): data-parallel runs under `mpirun -np N
+# lssar ...` (src/core/dist.h, docs/DISTRIBUTED.md). A plain `lssar` never initialises MPI.
+# `make MPI=0` builds without it (every run is one rank).
+MPI_OK    := $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1)
+MPI       ?= $(if $(MPI_OK),1,0)
+ifeq ($(MPI),1)
+ALL_CFLAGS += -DLSSAR_MPI $(shell pkg-config --cflags ompi-c)
+LIBS    += $(shell pkg-config --libs ompi-c)
+endif
 
 # src/cuda/cuda_off.c is the CUDA-less build's stand-in for the public lssar_*_cuda functions.
 LIB_SRC_ALL := $(sort $(shell find src -name '*.c' -not -path 'src/cli/*'))
@@ -106,7 +116,7 @@ all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar $(BUILD)/link-libs
 
 # $(BUILD)/build-flags records the compiler and flags; it changes (and so every object is rebuilt)
 # only when they do, so switching OPT or NATIVE never mixes objects built with different flags.
-FLAGS_LINE := opt=$(OPT) $(SAN) cc=$(CC) cflags=$(CFLAGS) cuda=$(CUDA)
+FLAGS_LINE := opt=$(OPT) $(SAN) cc=$(CC) cflags=$(CFLAGS) cuda=$(CUDA) mpi=$(MPI)
 $(BUILD)/build-flags: FORCE
 	@mkdir -p $(BUILD)
 	@printf '%s\n' '$(FLAGS_LINE)' | cmp -s - $@ || printf '%s\n' '$(FLAGS_LINE)' > $@

@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(build-essential pkg-config libopenblas-openmp-dev libcjson-dev libpcre2-dev zlib1g-dev gnuplot-nox
       python3-torch python3-numpy python3-scipy python3-sympy python3-pip python3-venv nettle-dev qemu-user
-      clang libclang-rt-14-dev libomp-14-dev valgrind)
+      clang libclang-rt-14-dev libomp-14-dev valgrind
+      libopenmpi-dev openmpi-bin iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

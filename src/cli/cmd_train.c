@@ -8,6 +8,7 @@
 #include "lssar.h"
 #include "exp/passkey.h"
 #include "model/checkpoint.h"
+#include "core/dist.h"
 #include "model/gpt.h"
 #include "train/train.h"
 
@@ -30,6 +31,12 @@ static const char *ABOUT =
     "after a NaN); model, batch, --seq and --seed flags must match or be left out.\n"
     "--stop-at N stops (and saves) after step N of a --steps schedule: `--steps 2N --stop-at N`\n"
     "then `--resume` gives the same weights, bit for bit, as `--steps 2N` in one go.\n"
+    "\n"
+    "Data parallel: `mpirun -np N lssar train ...` runs N ranks (docs/DISTRIBUTED.md). --batch and\n"
+    "--accum are per rank: a step is --accum x N micro-batches, the same windows in the same order as\n"
+    "one process with --accum x N, and the same weights bit for bit. Rank 0 writes everything;\n"
+    "--resume works on any rank count that divides the step's micro-batches. --zero 1 keeps 1/N of\n"
+    "the AdamW state on each rank.\n"
     "\n"
     "--vocab: ids per channel. Default: 50257 (GPT-2) if every id of the data fits, else give it;\n"
     "byte-tokenized data (lssar tokenize --tokenizer byte) wants --vocab 257.\n"
@@ -92,7 +99,8 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     SAME("untied", o->untied == !c.tied, "%d", !c.tied, o->untied);
     SAME("seq", o->seq == s.seq, "%d", s.seq, o->seq);
     SAME("batch", o->batch == s.batch, "%d", s.batch, o->batch);
-    SAME("accum", o->accum == s.accum, "%d", s.accum, o->accum);
+    // the checkpoint's accum counts the micro-batches of a step over all ranks
+    SAME("accum", o->accum * lssar_dist_size() == s.accum, "%d", s.accum / lssar_dist_size(), o->accum);
     SAME("seed", o->seed == s.seed, "%llu", (unsigned long long)s.seed, (unsigned long long)o->seed);
     SAME("align", o->align == s.align, "%d", s.align, o->align);
     SAME("passkey-mix", o->passkey_mix == s.passkey_mix, "%g", s.passkey_mix, o->passkey_mix);
@@ -153,6 +161,7 @@ int cmd_train(int argc, char **argv) {
         {"threads", ARG_INT, &o.threads, "CPU threads for OpenMP and OpenBLAS (0: all cores)", 0, 0},
         {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
+        {"zero", ARG_INT, &o.zero, "under mpirun: 1 shards the AdamW state over the ranks (ZeRO-1), 0 keeps it whole on each", 0, 0},
         {0}};
     int rc = args_parse("train", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
@@ -170,15 +179,23 @@ int cmd_train(int argc, char **argv) {
     int locked = 0;
     if (o.resume) {
         // lock the run and complete a checkpoint that a kill left half moved, before reading it
+        // (rank 0 alone under mpirun: the others read the checkpoint once it has done so)
         struct stat st;
-        if (stat(o.out, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (train_dir_lock(o.out) || (locked = 1, train_recover(o.out, o.quiet))) {
-                fprintf(stderr, "lssar train: %s\n", lssar_errmsg());
-                if (locked) train_dir_unlock(o.out);
-                return 1;
-            }
+        int lrc = 0;
+        if (lssar_dist_rank() == 0 && stat(o.out, &st) == 0 && S_ISDIR(st.st_mode))
+            lrc = train_dir_lock(o.out) || (locked = 1, train_recover(o.out, o.quiet));
+        if (lrc) lrc = LSSAR_E_IO;
+        if (lssar_dist_agree(lrc)) {
+            fprintf(stderr, "lssar train: %s\n", lssar_errmsg());
+            if (locked) train_dir_unlock(o.out);
+            return 1;
         }
-        if ((rc = check_resume_flags(sp, &o, attn, pos))) { if (locked) train_dir_unlock(o.out); return rc; }
+        rc = check_resume_flags(sp, &o, attn, pos);
+        if (lssar_dist_agree(rc ? (rc == 2 ? LSSAR_E_ARG : rc) : 0)) {   // every rank stops if one does
+            if (!rc) fprintf(stderr, "lssar train: %s\n", lssar_errmsg());
+            if (locked) train_dir_unlock(o.out);
+            return rc ? rc : 2;
+        }
         o.steps = seen(sp, "steps") ? steps : 0;   // 0: keep the stored schedule
     } else {
         if (!o.data) return args_error("train", "missing --data TRAIN.bin[,MORE.bin] (see lssar train --help)");

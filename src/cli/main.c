@@ -1,8 +1,11 @@
 // main.c - the lssar program: dispatch to one command per file (src/cli/cmd_*.c).
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "lssar.h"
+#include "core/dist.h"
+#include "core/util.h"
 
 #include "cli/commands.h"
 
@@ -17,6 +20,34 @@ static void usage(FILE *f) {
             LSSAR_VERSION);
     for (int i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].about);
+}
+
+// Under mpirun (src/core/dist.h): join the job, check that every rank runs the same command line,
+// and let rank 0 alone speak: the other ranks' stderr goes to /dev/null (LSSAR_RANK_STDERR=1 keeps
+// it), since every error that matters reaches rank 0 through lssar_dist_agree. Returns 0 or an
+// exit code.
+static int start_ranks(int argc, char **argv) {
+    if (lssar_dist_init(&argc, &argv)) {
+        fprintf(stderr, "lssar: %s\n", lssar_errmsg());
+        return 2;
+    }
+    if (lssar_dist_size() == 1) return 0;
+    const char *keep = getenv("LSSAR_RANK_STDERR");
+    if (lssar_dist_rank() > 0 && !(keep && !strcmp(keep, "1")) && !freopen("/dev/null", "w", stderr)) return 1;
+    size_t n = 1;
+    for (int i = 1; i < argc; i++) n += strlen(argv[i]) + 1;
+    char *line = calloc(n, 1);
+    if (!line) return 1;
+    for (int i = 1; i < argc; i++) { strcat(line, argv[i]); strcat(line, "\x1f"); }
+    int rc = lssar_dist_check_same(line, "command line");
+    free(line);
+    if (rc) { fprintf(stderr, "lssar: %s\n", lssar_errmsg()); return 2; }
+    if (strcmp(argv[1], "train")) {
+        fprintf(stderr, "lssar %s: runs in one process; of the commands, only `lssar train` shares its work over the %d ranks of mpirun (docs/DISTRIBUTED.md): run it without mpirun\n",
+                argv[1], lssar_dist_size());
+        return 2;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -40,7 +71,10 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < NCOMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name)) continue;
-        return commands[i].fn(argc - 1, argv + 1);
+        int rc = start_ranks(argc, argv);
+        if (!rc) rc = commands[i].fn(argc - 1, argv + 1);
+        lssar_dist_finalize();
+        return rc;
     }
     fprintf(stderr, "lssar: unknown command '%s'\n\n", argv[1]);
     usage(stderr);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <cublasLt.h>
 #include "cuda/cuda_common.h"
+#include "cuda/dist_nccl.h"
 #include "cuda/flash_attn.h"
 extern "C" {
 #include "nn/backend.h"
@@ -44,6 +45,7 @@ struct nn_ctx {
     size_t scratch_bytes;
     double *result_dev;       // sum_squares' result, then pinned host memory for it
     double *result_host;
+    ncclComm_t nccl;          // dist_sum / dist_allgather's, made by the first (NULL: one rank)
     int err;                  // the first failure (sticky), 0 while all is well
     int ncache;
     mm_entry cache[MM_CACHE];
@@ -91,7 +93,10 @@ static __global__ void probe_kernel(void) {}
 
 static void cuda_ctx_free(nn_ctx *c) {
     if (!c) return;
+    // a failed context's collectives may wait forever for a peer: abort them before waiting
+    if (c->nccl && c->err) { cuda_dist_free(c->nccl, 1); c->nccl = NULL; }
     if (c->stream) cudaStreamSynchronize(c->stream);
+    cuda_dist_free(c->nccl, 0);
     if (c->lt) cublasLtDestroy(c->lt);
     cudaFree(c->workspace);
     cudaFree(c->scratch);
@@ -434,6 +439,22 @@ static void cuda_scale_(nn_ctx *c, float *x, size_t n, float s) {
     if (!c->err) note(c, cuda_scale(x, n, s, c->stream));
 }
 
+/* ---- data-parallel collectives: dist_nccl.h. A failure is sticky like the others (a collective
+   that failed on one rank leaves the job's ranks out of step). */
+static int cuda_dist_sum_(nn_ctx *c, float *out, const float *x, const size_t *off, const size_t *cnt,
+                          int accumulate, float *scratch) {
+    if (c->err) return c->err;
+    int rc = cuda_dist_sum(&c->nccl, out, x, off, cnt, accumulate, scratch, c->stream);
+    note(c, rc);
+    return rc;
+}
+static int cuda_dist_allgather_(nn_ctx *c, float *x, const size_t *off, const size_t *cnt) {
+    if (c->err) return c->err;
+    int rc = cuda_dist_allgather(&c->nccl, x, off, cnt, c->stream);
+    note(c, rc);
+    return rc;
+}
+
 // In the order of nn_backend's fields (C++17 has no designated initializers).
 extern "C" const nn_backend nn_backend_cuda = {
     "cuda",                        // name
@@ -466,4 +487,6 @@ extern "C" const nn_backend nn_backend_cuda = {
     cuda_adamw_,                   // adamw
     cuda_sum_squares_,             // sum_squares
     cuda_scale_,                   // scale
+    cuda_dist_sum_,                // dist_sum
+    cuda_dist_allgather_,          // dist_allgather
 };

@@ -126,10 +126,22 @@ typedef struct {
     lssar_tokenizer *tok;
     passkey_pieces pk;
     double mix;
+    uint16_t *scratch;   // (2, cap) another rank's batch
+    size_t cap;
 } passkey_source;
 
 static int pks_next_batch(void *ctx, lssar_rng *rng, int B, int T, uint16_t *inputs, uint16_t *targets) {
     passkey_source *p = ctx;
+    if (!inputs) {   // another rank's batch: made in scratch, so that rng moves on the same way
+        if ((size_t)B * T > p->cap) {
+            uint16_t *g = realloc(p->scratch, sizeof(uint16_t) * 2 * B * T);
+            if (!g) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+            p->scratch = g;
+            p->cap = (size_t)B * T;
+        }
+        inputs = p->scratch;
+        targets = p->scratch + (size_t)B * T;
+    }
     int rc = p->base.next_batch(p->base.ctx, rng, B, T, inputs, targets);
     if (!rc) rc = passkey_mix_batch(&p->pk, p->mix, B, T, rng, inputs, targets, NULL);
     return rc;
@@ -140,6 +152,7 @@ static void pks_close(void *ctx) {
     if (!p) return;
     passkey_pieces_free(&p->pk);
     lssar_tokenizer_free(p->tok);
+    free(p->scratch);
     free(p);
 }
 

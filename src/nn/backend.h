@@ -137,6 +137,16 @@ typedef struct nn_backend {
     double (*sum_squares)(nn_ctx *ctx, const float *x, size_t n);
     // x (n) *= s
     void (*scale)(nn_ctx *ctx, float *x, size_t n, float s);
+
+    /* ---- data-parallel collectives over the job's ranks (src/core/dist.h), on backend memory:
+       every rank calls them in the same order; off, cnt (size ranks, host memory) are the same on
+       every rank. Both return 0 or an lssar_err. */
+    // rank r: out (cnt[r]) = (accumulate ? out : 0) + rank 0's x[off[r] ..] + rank 1's + ...,
+    // added in rank order (lssar_dist_sum_f32); scratch: ranks * cnt[r] floats
+    int (*dist_sum)(nn_ctx *ctx, float *out, const float *x, const size_t *off, const size_t *cnt,
+                    int accumulate, float *scratch);
+    // x[off[r] .. + cnt[r]] on every rank = rank r's, for every r (lssar_dist_allgather_f32)
+    int (*dist_allgather)(nn_ctx *ctx, float *x, const size_t *off, const size_t *cnt);
 } nn_backend;
 
 /* Host helper: the RoPE tables cos_t, sin_t (T, HS/2), angle t * theta^(-2c/HS) in double, which

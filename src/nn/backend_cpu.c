@@ -5,6 +5,7 @@
 #include <string.h>
 #include "attn/attn.h"
 #include "core/util.h"
+#include "core/dist.h"
 #include "nn/backend.h"
 #include "nn/nn.h"
 
@@ -141,6 +142,15 @@ static void cpu_adamw(nn_ctx *ctx, float *params, const float *grads, float *m, 
 }
 static double cpu_sum_squares(nn_ctx *ctx, const float *x, size_t n) { (void)ctx; return sum_squares(x, n); }
 static void cpu_scale(nn_ctx *ctx, float *x, size_t n, float s) { (void)ctx; scale_inplace(x, n, s); }
+static int cpu_dist_sum(nn_ctx *ctx, float *out, const float *x, const size_t *off, const size_t *cnt,
+                        int accumulate, float *scratch) {
+    (void)ctx;
+    return lssar_dist_sum_f32(out, x, off, cnt, accumulate, scratch);
+}
+static int cpu_dist_allgather(nn_ctx *ctx, float *x, const size_t *off, const size_t *cnt) {
+    (void)ctx;
+    return lssar_dist_allgather_f32(x, off, cnt);
+}
 
 const nn_backend nn_backend_cpu = {
     .name = "cpu",
@@ -175,4 +185,6 @@ const nn_backend nn_backend_cpu = {
     .adamw = cpu_adamw,
     .sum_squares = cpu_sum_squares,
     .scale = cpu_scale,
+    .dist_sum = cpu_dist_sum,
+    .dist_allgather = cpu_dist_allgather,
 };

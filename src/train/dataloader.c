@@ -77,6 +77,7 @@ void dl_next_batch(dataloader *d, lssar_rng *rng, int B, uint16_t *inputs, uint1
         uint64_t r = lssar_rng_below(rng, d->total_starts);
         int i = 0;
         while (r >= d->starts[i]) { r -= d->starts[i]; i++; }
+        if (!inputs) continue;   // another rank's window: only the draw
         const uint16_t *w = d->shards[i].tokens + r * d->align * C;   // (T+1, C)
         memcpy(inputs + (size_t)b * T * C, w, sizeof(uint16_t) * T * C);
         memcpy(targets + (size_t)b * T * C, w + C, sizeof(uint16_t) * T * C);

@@ -36,7 +36,8 @@ void dl_close(dataloader *d);
 int dl_max_token(const dataloader *d);
 /* Every token id must be < vocab; the error names the file, the id and the fix. */
 int dl_check_vocab(const dataloader *d, int vocab, const char *flag);
-/* B random windows: inputs, targets (B, T, C). */
+/* B random windows: inputs, targets (B, T, C). inputs = targets = NULL only draws them (the rng
+   moves on as if it had read them: the windows of another rank, src/train/train.c). */
 void dl_next_batch(dataloader *d, lssar_rng *rng, int B, uint16_t *inputs, uint16_t *targets);
 
 /* Largest token id of a single open shard (scans it). */

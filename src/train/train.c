@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include "dataloader.h"
 #include "eval.h"
 #include "nn/nn.h"
+#include "core/dist.h"
+#include "model/gpt_dp.h"
 
 #define GPT2_VOCAB 50257
 
@@ -400,13 +403,24 @@ static int start_resume(const train_opts *o, gpt **m, train_state *s) {
     return 0;
 }
 
+// Test hook (tests/test_dist.sh): LSSAR_TEST_KILL_RANK=r with LSSAR_TEST_KILL_AT_STEP=k kills rank
+// r with SIGKILL at the start of step k, as a crashed machine would.
+static void maybe_kill(int64_t step) {
+    long at = env_long("LSSAR_TEST_KILL_AT_STEP");
+    const char *who = getenv("LSSAR_TEST_KILL_RANK");
+    if (at > 0 && step == at && who && atoi(who) == lssar_dist_rank()) raise(SIGKILL);
+}
+
 int train_run(const train_opts *o, train_result *r) {
     train_result dummy;
     if (!r) r = &dummy;
     memset(r, 0, sizeof *r);
     r->val_loss = NAN;
+    const int rank = lssar_dist_rank(), ranks = lssar_dist_size(), lead = rank == 0;
+    const int quiet = o->quiet || !lead;
     int rc = check_opts(o);
-    if (rc) return rc;
+    if (!rc && o->zero != 0 && o->zero != 1) rc = lssar_fail(LSSAR_E_ARG, "--zero must be 0 or 1");
+    if (rc) return rc;   // the same options on every rank: they all stop here
     if (o->threads > 0) lssar_set_threads(o->threads);
     char mp[4096];
     snprintf(mp, sizeof mp, "%s/%s", o->out, CKPT_MODEL_FILE);
@@ -414,6 +428,10 @@ int train_run(const train_opts *o, train_result *r) {
         return lssar_fail(LSSAR_E_ARG, "%s already holds a checkpoint: pass --resume to continue it, or choose another --out", o->out);
 
     gpt *m = NULL;
+    gpt_dp *dp = NULL;
+    double *losses = NULL;
+    const gpt_config *cfg = NULL;
+    int B = 0, T = 0, C = 0, accum = 1;   // the run's batch, length, channels, micro-batches per rank
     train_state s;
     dataloader dl;
     memset(&dl, 0, sizeof dl);
@@ -429,15 +447,18 @@ int train_run(const train_opts *o, train_result *r) {
     snprintf(lp, sizeof lp, "%s/log.jsonl", o->out);
     const long nan_loss_at = env_long("LSSAR_TEST_NAN_AT_STEP"), nan_grad_at = env_long("LSSAR_TEST_NAN_GRAD_AT_STEP");
 
-    if (o->resume) {
+    // Rank 0 takes the lock and repairs an interrupted checkpoint before anyone reads it.
+    if (o->resume && lead) {
         struct stat st;
         if (stat(o->out, &st) == 0 && S_ISDIR(st.st_mode)) {   // else start_resume says what is missing
-            if ((rc = train_dir_lock(o->out))) goto done;
-            locked = 1;
-            if ((rc = train_recover(o->out, o->quiet))) goto done;
+            rc = train_dir_lock(o->out);
+            if (!rc) { locked = 1; rc = train_recover(o->out, quiet); }
         }
-        if ((rc = start_resume(o, &m, &s))) goto done;
-        if ((rc = trim_log(lp, s.step))) goto done;
+    }
+    if ((rc = lssar_dist_agree(rc))) goto done;
+    if (o->resume) {
+        if ((rc = start_resume(o, &m, &s))) goto setup_done;
+        if (lead && (rc = trim_log(lp, s.step))) goto setup_done;
         saved_step = s.step;
         if ((rc = dl_open(&dl, s.data, s.seq, s.align, "--data"))) {
             // the shards named in the checkpoint: say where the names came from and the way out
@@ -445,90 +466,118 @@ int train_run(const train_opts *o, train_result *r) {
             snprintf(why, sizeof why, "%s", lssar_errmsg());
             rc = lssar_fail(rc, "--resume: the training shards stored in %s/%s: %s (pass --data to name them "
                             "again)", o->out, CKPT_TRAINER_FILE, why);
-            goto done;
+            goto setup_done;
         }
         const gpt_config *c = gpt_get_config(m);
         if (dl.channels != c->channels) {
             rc = lssar_fail(LSSAR_E_FORMAT, "--data: the shards have %d token channels but the model in %s has %d", dl.channels, o->out, c->channels);
-            goto done;
+            goto setup_done;
         }
-        if ((rc = dl_check_vocab(&dl, c->vocab, "--data"))) goto done;
+        if ((rc = dl_check_vocab(&dl, c->vocab, "--data"))) goto setup_done;
+        if (s.accum % ranks) {
+            rc = lssar_fail(LSSAR_E_ARG, "--resume: a step of this run is %d micro-batches of %d windows, which %d ranks cannot share evenly: resume it on a number of ranks that divides %d",
+                            s.accum, s.batch, ranks, s.accum);
+            goto setup_done;
+        }
     } else {
-        if ((rc = dl_open(&dl, o->data, o->seq, o->align, "--data"))) goto done;
-        if ((rc = start_fresh(o, &dl, &m, &s))) goto done;
-        if ((rc = gpt_reserve(m, s.batch, s.seq, 1))) goto done;
+        if ((rc = dl_open(&dl, o->data, o->seq, o->align, "--data"))) goto setup_done;
+        if ((rc = start_fresh(o, &dl, &m, &s))) goto setup_done;
+        s.accum = o->accum * ranks;   // the checkpoint stores the step's micro-batches over all ranks
+        if ((rc = gpt_reserve(m, s.batch, s.seq, 1))) goto setup_done;
     }
-    const gpt_config *cfg = gpt_get_config(m);
-    const int B = s.batch, T = s.seq, C = cfg->channels;
+    cfg = gpt_get_config(m);
+    B = s.batch; T = s.seq; C = cfg->channels; accum = s.accum / ranks;
     if (s.val[0]) {
-        if ((rc = shard_open(&val, s.val))) goto done;
+        if ((rc = shard_open(&val, s.val))) goto setup_done;
         have_val = 1;
-        if (val.channels != C) { rc = lssar_fail(LSSAR_E_FORMAT, "--val: %s has %d token channels but the model has %d", s.val, val.channels, C); goto done; }
-        if (eval_num_windows(&val, T) < 1) { rc = lssar_fail(LSSAR_E_SIZE, "--val: %s has %zu positions, fewer than --seq + 1 = %d", s.val, val.n, T + 1); goto done; }
+        if (val.channels != C) { rc = lssar_fail(LSSAR_E_FORMAT, "--val: %s has %d token channels but the model has %d", s.val, val.channels, C); goto setup_done; }
+        if (eval_num_windows(&val, T) < 1) { rc = lssar_fail(LSSAR_E_SIZE, "--val: %s has %zu positions, fewer than --seq + 1 = %d", s.val, val.n, T + 1); goto setup_done; }
     }
     {
         train_source base = train_shard_source(&dl);
         if (o->source) {
-            train_source_env env = {cfg, B, T, s.passkey_mix, o->quiet};
-            if ((rc = o->source(o->source_arg, &env, &base, &src))) { memset(&src, 0, sizeof src); goto done; }
+            train_source_env env = {cfg, B, T, s.passkey_mix, quiet};
+            if ((rc = o->source(o->source_arg, &env, &base, &src))) { memset(&src, 0, sizeof src); goto setup_done; }
         } else if (s.passkey_mix > 0) {
             rc = lssar_fail(LSSAR_E_ARG, "this run mixes passkey windows into its batches (passkey_mix %g), which needs the passkey data source: continue it with `lssar train --resume` (in code: train_opts.source = passkey_train_source, src/exp/passkey.h)",
                             (double)s.passkey_mix);
-            goto done;
+            goto setup_done;
         } else {
             src = base;
         }
     }
-    if ((rc = lssar_mkdirs(o->out))) goto done;
-    if (!locked) {
-        if ((rc = train_dir_lock(o->out))) goto done;
-        locked = 1;
-        if ((rc = train_recover(o->out, o->quiet))) goto done;
-        char tp[4096];
-        snprintf(tp, sizeof tp, "%s/%s", o->out, CKPT_TRAINER_FILE);
-        if (!o->resume && (file_exists(mp) || file_exists(tp))) {   // written while we got here
-            rc = lssar_fail(LSSAR_E_ARG, "%s already holds a checkpoint: pass --resume to continue it, or choose another --out", o->out);
-            goto done;
+    if (lead) {
+        if ((rc = lssar_mkdirs(o->out))) goto setup_done;
+        if (!locked) {
+            if ((rc = train_dir_lock(o->out))) goto setup_done;
+            locked = 1;
+            if ((rc = train_recover(o->out, quiet))) goto setup_done;
+            char tp[4096];
+            snprintf(tp, sizeof tp, "%s/%s", o->out, CKPT_TRAINER_FILE);
+            if (!o->resume && (file_exists(mp) || file_exists(tp))) {   // written while we got here
+                rc = lssar_fail(LSSAR_E_ARG, "%s already holds a checkpoint: pass --resume to continue it, or choose another --out", o->out);
+                goto setup_done;
+            }
         }
+        logf = fopen(lp, o->resume ? "a" : "w");   // a log that cannot be opened is not worth failing a run for
+        if (!logf && !quiet) fprintf(stderr, "lssar train: warning: cannot open %s (%s): training without a log\n", lp, strerror(errno));
     }
-    logf = fopen(lp, o->resume ? "a" : "w");   // a log that cannot be opened is not worth failing a run for
-    if (!logf && !o->quiet) fprintf(stderr, "lssar train: warning: cannot open %s (%s): training without a log\n", lp, strerror(errno));
-
+    if ((rc = gpt_dp_create(m, accum, o->zero, &dp))) goto setup_done;
     in = malloc(sizeof(uint16_t) * B * T * C);
     tg = malloc(sizeof(uint16_t) * B * T * C);
-    if (!in || !tg) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for batches"); goto done; }
+    if (!in || !tg) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for batches");
+setup_done:
+    if ((rc = lssar_dist_agree(rc))) goto done;
 
     int64_t end = s.steps;
     if (o->stop_at > 0 && o->stop_at < end) end = o->stop_at;
     const int64_t first = s.step + 1;
-    if (!o->quiet) {
-        char pdesc[32] = "";
+    if (!quiet) {
+        char pdesc[32] = "", rdesc[64] = "";
         if (cfg->attn == LSSAR_ATTN_LSSAR) snprintf(pdesc, sizeof pdesc, " (p %g)", cfg->p);
+        if (ranks > 1) snprintf(rdesc, sizeof rdesc, " x %d ranks%s", ranks, o->zero ? " (ZeRO-1)" : "");
+        char mdesc[64];
+        snprintf(mdesc, sizeof mdesc, "AdamW state %.2f MiB per rank", gpt_dp_moment_floats(dp) * 4.0 / (1 << 20));
         fprintf(stderr, "lssar train: %s attention%s, %d layers, %d heads, width %d, vocab %d x %d channel%s, %s positions, %zu parameters\n",
                 lssar_attn_name(cfg->attn), pdesc, cfg->layers, cfg->heads, cfg->dim, cfg->vocab, C, C > 1 ? "s" : "",
                 gpt_pos_name(cfg->pos), gpt_num_params(m));
-        fprintf(stderr, "lssar train: steps %lld..%lld of %d, batch %d x %d tokens x accum %d, lr %g (warmup %d, cosine to %g), out %s\n",
-                (long long)first, (long long)end, s.steps, B, T, s.accum, s.lr, s.warmup, s.lr * s.min_lr_frac, o->out);
+        fprintf(stderr, "lssar train: steps %lld..%lld of %d, batch %d x %d tokens x accum %d%s, lr %g (warmup %d, cosine to %g), %s, out %s\n",
+                (long long)first, (long long)end, s.steps, B, T, accum, rdesc, s.lr, s.warmup, s.lr * s.min_lr_frac, mdesc, o->out);
     }
     double t0 = lssar_now(), last_print = 0;
     const double tokens_per_step = (double)B * T * s.accum;
+    losses = malloc(sizeof(double) * 2 * ranks);   // (ranks, 2): each rank's micro-batch loss, error
+    if (!losses) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto done; }
     for (int64_t step = first; step <= end; step++) {
         double ts = lssar_now();
+        maybe_kill(step);
         float lr = train_lr(&s, step);
-        if ((rc = gpt_zero_grad(m))) goto done;
         double loss_sum = 0;
-        for (int a = 0; a < s.accum; a++) {
-            float loss;
-            if ((rc = src.next_batch(src.ctx, &s.rng, B, T, in, tg))) goto done;
-            rc = gpt_forward(m, in, tg, B, T, &loss);
-            if (rc == LSSAR_E_NAN || (!rc && !isfinite(loss))) { rc = 0; loss_sum = NAN; break; }
-            if (rc) goto done;
-            if ((rc = gpt_backward(m, 1.0f / s.accum))) goto done;
-            loss_sum += loss;
+        for (int a = 0; a < accum; a++) {
+            // every rank draws the step's windows in one process's order and reads its own
+            int lrc = 0;
+            for (int k = 0; k < ranks && !lrc; k++)
+                lrc = src.next_batch(src.ctx, &s.rng, B, T, k == rank ? in : NULL, k == rank ? tg : NULL);
+            float loss = 0;
+            if (!lrc && !(lrc = gpt_zero_grad(m))) {
+                lrc = gpt_forward(m, in, tg, B, T, &loss);
+                if (lrc == LSSAR_E_NAN || (!lrc && !isfinite(loss))) { lrc = 0; loss = NAN; }
+            }
+            // the micro-batches' losses, and whether any rank failed, in one exchange
+            double mine[2] = {loss, lrc};
+            if ((rc = lssar_dist_allgather_f64(mine, 2, losses))) goto done;
+            for (int k = 0; k < ranks; k++) if (losses[2 * k + 1] != 0) { rc = lssar_dist_agree(lrc); goto done; }
+            for (int k = 0; k < ranks; k++) loss_sum += losses[2 * k];
+            if (!isfinite(loss_sum)) break;
+            if ((rc = lssar_dist_agree(gpt_backward(m, 1.0f / s.accum)))) goto done;
+            if (a == 0 && step == nan_grad_at && (rc = lssar_dist_agree(poison_grad(m)))) goto done;
+            if ((rc = gpt_dp_add_grads(dp, a))) goto done;
         }
         if (step == nan_loss_at) loss_sum = NAN;
-        if (step == nan_grad_at && isfinite(loss_sum) && (rc = poison_grad(m))) goto done;
-        float gnorm = isfinite(loss_sum) ? gpt_clip_grad_norm(m, s.clip) : NAN;
+        float gnorm = NAN;
+        if (isfinite(loss_sum)) {
+            if ((rc = gpt_dp_step(dp, s.clip, (int)step, lr, s.beta1, s.beta2, s.eps, s.wd, &gnorm))) goto done;
+        }
         if (!isfinite(loss_sum) || !isfinite(gnorm)) {
             char where[4200];
             if (saved_step >= 0) snprintf(where, sizeof where, "the last checkpoint in %s (step %lld) is intact", o->out, (long long)saved_step);
@@ -537,21 +586,23 @@ int train_run(const train_opts *o, train_result *r) {
                             (long long)step, isfinite(loss_sum) ? "gradient norm" : "loss", "not finite (NaN or Inf)", where);
             goto done;
         }
-        train_adamw h = {s.beta1, s.beta2, s.eps, s.wd};
-        if ((rc = train_adamw_step(m, lr, NULL, 0, step, &h))) goto done;
         s.step = step;
         r->step = step;
         r->train_loss = (float)(loss_sum / s.accum);
         double now = lssar_now(), dt = now - ts;
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddNumberToObject(j, "step", (double)step);
-        cJSON_AddNumberToObject(j, "loss", r->train_loss);
-        cJSON_AddNumberToObject(j, "lr", lr);
-        cJSON_AddNumberToObject(j, "grad_norm", gnorm);
-        cJSON_AddNumberToObject(j, "ms", dt * 1e3);
-        cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / dt);
-        if ((rc = log_line(logf, lp, j))) { rc = write_failed(rc, o->out, saved_step); goto done; }
-        if (!o->quiet && (now - last_print >= 1.0 || step == end || step == first)) {
+        if (lead) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddNumberToObject(j, "step", (double)step);
+            cJSON_AddNumberToObject(j, "loss", r->train_loss);
+            cJSON_AddNumberToObject(j, "lr", lr);
+            cJSON_AddNumberToObject(j, "grad_norm", gnorm);
+            cJSON_AddNumberToObject(j, "ms", dt * 1e3);
+            cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / dt);
+            rc = log_line(logf, lp, j);
+            if (rc) rc = write_failed(rc, o->out, saved_step);
+        }
+        if ((rc = lssar_dist_agree(rc))) goto done;
+        if (!quiet && (now - last_print >= 1.0 || step == end || step == first)) {
             last_print = now;
             double rate = (now - t0) / (double)(step - first + 1);   // seconds per step so far
             char eta[32];
@@ -561,23 +612,31 @@ int train_run(const train_opts *o, train_result *r) {
         }
         int last = step == end;
         if (have_val && (last || (o->eval_every > 0 && step % o->eval_every == 0))) {
-            eval_result er;
-            if ((rc = eval_shard(m, &val, T, B, o->eval_batches * B, &er, NULL))) goto done;
-            r->val_loss = er.loss;
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "step", (double)step);
-            cJSON_AddNumberToObject(e, "val_loss", er.loss);
-            cJSON_AddNumberToObject(e, "val_tokens", (double)er.tokens);
-            if ((rc = log_line(logf, lp, e))) { rc = write_failed(rc, o->out, saved_step); goto done; }
-            if (!o->quiet) fprintf(stderr, "step %lld/%d | val loss %.4f (%zu tokens)\n", (long long)step, s.steps, er.loss, er.tokens);
+            if (lead) {   // rank 0 alone: the others wait at the next exchange
+                eval_result er;
+                rc = eval_shard(m, &val, T, B, o->eval_batches * B, &er, NULL);
+                if (!rc) {
+                    r->val_loss = er.loss;
+                    cJSON *e = cJSON_CreateObject();
+                    cJSON_AddNumberToObject(e, "step", (double)step);
+                    cJSON_AddNumberToObject(e, "val_loss", er.loss);
+                    cJSON_AddNumberToObject(e, "val_tokens", (double)er.tokens);
+                    if ((rc = log_line(logf, lp, e))) rc = write_failed(rc, o->out, saved_step);
+                    else if (!quiet) fprintf(stderr, "step %lld/%d | val loss %.4f (%zu tokens)\n", (long long)step, s.steps, er.loss, er.tokens);
+                }
+            }
+            if ((rc = lssar_dist_agree(rc))) goto done;
         }
         if (last || (o->save_every > 0 && step % o->save_every == 0)) {
-            if ((rc = save_checkpoint(o->out, m, &s))) { rc = write_failed(rc, o->out, saved_step); goto done; }
+            rc = gpt_dp_gather_moments(dp);
+            if (!rc && lead && (rc = save_checkpoint(o->out, m, &s))) rc = write_failed(rc, o->out, saved_step);
+            gpt_dp_drop_moments(dp);
+            if ((rc = lssar_dist_agree(rc))) goto done;
             saved_step = step;
         }
     }
     if (first > end) {
-        if (!o->quiet) fprintf(stderr, "lssar train: %s is already at step %lld of %d: nothing to do (pass a larger --steps to continue)\n", o->out, (long long)s.step, s.steps);
+        if (!quiet) fprintf(stderr, "lssar train: %s is already at step %lld of %d: nothing to do (pass a larger --steps to continue)\n", o->out, (long long)s.step, s.steps);
         r->step = s.step;
     }
     r->seconds = lssar_now() - t0;
@@ -586,11 +645,13 @@ done:
         int e = errno;
         rc = write_failed(lssar_fail(LSSAR_E_IO, "closing %s failed: %s (%s)", lp, strerror(e), lssar_io_hint(e)), o->out, saved_step);
     }
+    free(losses);
     if (locked) train_dir_unlock(o->out);
     if (src.close) src.close(src.ctx);
     free(in); free(tg);
     if (have_val) shard_close(&val);
     dl_close(&dl);
+    gpt_dp_free(dp);
     if (m) gpt_free(m);
     return rc;
 }

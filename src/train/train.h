@@ -15,6 +15,16 @@
  * schedule spans `steps` in both (a resumed run keeps the stored schedule unless --steps changes
  * it, which then stretches the cosine from the resume point on).
  *
+ * Data parallel (`mpirun -np N lssar train`, src/core/dist.h, src/model/gpt_dp.h): --batch and
+ * --accum are per rank, so a step is accum x N micro-batches of `batch` windows, drawn in the order
+ * one process with --accum accum x N draws them; rank r computes micro-batches a * N + r. The
+ * checkpoint stores the step's micro-batches (accum x N) as its accum, so it resumes on any rank
+ * count M that divides it, with the same global batch; N ranks give bit for bit the run of one
+ * process with accum x N (gpt_dp.h says why). Rank 0 alone takes the lock, writes the log, the
+ * progress lines and the checkpoints; every rank reads the data and, on --resume, the checkpoint
+ * (a shared file system, or the same paths on every machine). An error on any rank stops every
+ * rank with that rank's message.
+ *
  * A NaN or infinite loss or gradient norm stops the run before the optimizer step with
  * LSSAR_E_NAN; nothing is saved then, so the last checkpoint in `out` stays the last good one.
  *
@@ -36,8 +46,9 @@
 /* ------------------------------------------------------------ data sources */
 /* A source of training batches. next_batch fills inputs and targets (B, T, C) with B windows
    (targets = inputs shifted by one position) and takes every random number from rng: the trainer
-   saves rng in its checkpoints, so a resumed run continues with the same batches. close (may be
-   NULL) frees ctx. */
+   saves rng in its checkpoints, so a resumed run continues with the same batches. With inputs =
+   targets = NULL it fills nothing but takes the same random numbers (a batch of another rank).
+   close (may be NULL) frees ctx. */
 typedef struct {
     void *ctx;
     int (*next_batch)(void *ctx, lssar_rng *rng, int B, int T, uint16_t *inputs, uint16_t *targets);
@@ -121,6 +132,7 @@ typedef struct {
     int resume;
     int override_optim;    // on resume: lr, min_lr_frac, warmup, wd, clip, betas, eps from here
     int quiet;             // no progress lines (tests)
+    int zero;              // data parallel (mpirun -np N): 1 shards the AdamW state (ZeRO-1)
 } train_opts;
 
 /* Defaults that match `lssar train --help`. */

@@ -8,7 +8,8 @@
  *   - fake_backend_cuda: an nn_backend table over host memory whose functions are the CPU
  *     emulations of the CUDA kernels (src/cuda/kernels_emu.c, src/attn/flash_emu.c: the same
  *     algorithms, orders and bf16 roundings as the kernels), and for matmul the CPU sgemm on
- *     bf16-rounded operands in an NN_BF16 context (cuBLASLt's FAST_16BF rounds the same operands);
+ *     bf16-rounded operands in an NN_BF16 context (cuBLASLt's FAST_16BF rounds the same operands),
+ *     and dist_sum / dist_allgather for a job of one rank only (one process: no NCCL);
  *   - fake_attn_{forward,backward}_cuda, fake_attn_cuda_workspace_size, fake_cuda_device_count:
  *     the public API over flash_emu, with bf16 storage converted on the way in and out;
  *   - the cudart calls the two programs make (cudaMalloc = aligned host memory, cudaMemcpy =
@@ -29,6 +30,7 @@
 #include <time.h>
 #include <cuda_runtime_api.h>
 #include "lssar.h"
+#include "core/dist.h"
 #include "core/util.h"
 #include "nn/backend.h"
 #include "nn/nn.h"
@@ -247,6 +249,21 @@ static void f_adamw(nn_ctx *c, float *p, const float *g, float *m, float *v, siz
 }
 static double f_sumsq(nn_ctx *c, const float *x, size_t n) { (void)c; return kemu_sum_squares(x, n); }
 static void f_scale(nn_ctx *c, float *x, size_t n, float s) { (void)c; kemu_scale(x, n, s); }
+// one process, no NCCL: a job of one rank's sum (the only piece is our own), as the real backend's
+static int f_dist_sum(nn_ctx *c, float *out, const float *x, const size_t *off, const size_t *cnt, int accumulate,
+                      float *scratch) {
+    (void)c; (void)scratch;
+    if (lssar_dist_size() != 1) return lssar_fail(LSSAR_E_UNSUPPORTED, "fake cuda: no collectives across ranks");
+    const float *p = x + off[0];
+    if (accumulate) for (size_t i = 0; i < cnt[0]; i++) out[i] += p[i];
+    else if (out != p) memmove(out, p, cnt[0] * sizeof(float));
+    return 0;
+}
+static int f_dist_allgather(nn_ctx *c, float *x, const size_t *off, const size_t *cnt) {
+    (void)c; (void)x; (void)off; (void)cnt;
+    if (lssar_dist_size() != 1) return lssar_fail(LSSAR_E_UNSUPPORTED, "fake cuda: no collectives across ranks");
+    return 0;
+}
 
 const nn_backend fake_backend_cuda = {
     .name = "cuda",
@@ -262,6 +279,7 @@ const nn_backend fake_backend_cuda = {
     .attention_stats_floats = f_stats, .attention_forward = f_attn_fwd, .attention_backward = f_attn_bwd,
     .xent_forward = f_xent_fwd, .xent_backward = f_xent_bwd,
     .adamw = f_adamw, .sum_squares = f_sumsq, .scale = f_scale,
+    .dist_sum = f_dist_sum, .dist_allgather = f_dist_allgather,
 };
 
 /* ------------------------------------------------------------------ the public API */

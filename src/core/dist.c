@@ -1,0 +1,213 @@
+// dist.c - the ranks of a distributed run over MPI; see dist.h.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dist.h"
+#include "util.h"
+#ifdef LSSAR_MPI
+#include <mpi.h>
+#endif
+
+static int g_rank = 0, g_size = 1, g_mpi = 0, g_shared = 0;
+
+int lssar_dist_built(void) {
+#ifdef LSSAR_MPI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+// The launcher's own variables: Open MPI's mpirun, PMIx (srun --mpi=pmix, mpirun), PMI-1/2 (srun).
+static int launched_size(void) {
+    const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    for (int i = 0; i < 4; i++) {
+        const char *e = getenv(names[i]);
+        if (e && *e) return atoi(e);
+    }
+    return getenv("PMIX_RANK") ? 2 : 1;   // PMIx without a size: a job, of unknown size
+}
+
+int lssar_dist_init(int *argc, char ***argv) {
+    if (g_mpi) return 0;
+    int want = launched_size();
+    if (want <= 1 && !getenv("PMIX_RANK") && !getenv("OMPI_COMM_WORLD_RANK")) return 0;
+#ifdef LSSAR_MPI
+    int provided;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return lssar_fail(LSSAR_E_IO, "MPI_Init failed: is this lssar run by the mpirun of the Open MPI it was built with?");
+    g_mpi = 1;
+    // errors come back as codes, so a failed collective is reported instead of aborting silently
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    return 0;
+#else
+    (void)argc; (void)argv;
+    if (want > 1)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "started by a parallel launcher (%d ranks), but this lssar was built without MPI: install libopenmpi-dev (scripts/deps.sh) and rebuild", want);
+    return 0;
+#endif
+}
+
+void lssar_dist_finalize(void) {
+#ifdef LSSAR_MPI
+    if (g_mpi) MPI_Finalize();
+#endif
+    g_mpi = 0;
+}
+
+void lssar_dist_abort(int rc) {
+#ifdef LSSAR_MPI
+    if (g_mpi) MPI_Abort(MPI_COMM_WORLD, rc);
+#endif
+    exit(rc);
+}
+
+int lssar_dist_rank(void) { return g_rank; }
+int lssar_dist_size(void) { return g_size; }
+int lssar_dist_error_shared(void) { return g_shared; }
+
+#ifdef LSSAR_MPI
+static int mpi_failed(int e, const char *what) {
+    char s[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    MPI_Error_string(e, s, &n);
+    return lssar_fail(LSSAR_E_IO, "rank %d: %s failed: %s (another rank died? see mpirun's message)", g_rank, what, s);
+}
+#define MPI_TRY(call, what) do { int e_ = (call); if (e_ != MPI_SUCCESS) return mpi_failed(e_, what); } while (0)
+#endif
+
+int lssar_dist_agree(int rc) {
+    g_shared = 0;
+    if (g_size == 1) return rc;
+#ifdef LSSAR_MPI
+    int *all = malloc(sizeof(int) * g_size);
+    if (!all) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int e = MPI_Allgather(&rc, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    if (e != MPI_SUCCESS) { free(all); return mpi_failed(e, "MPI_Allgather"); }
+    int first = -1;
+    for (int r = 0; r < g_size && first < 0; r++) if (all[r]) first = r;
+    int code = first >= 0 ? all[first] : 0;
+    free(all);
+    if (first < 0) return 0;
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", g_rank == first ? lssar_errmsg() : "");
+    MPI_TRY(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, MPI_COMM_WORLD), "MPI_Bcast");
+    msg[sizeof msg - 1] = 0;
+    lssar_fail(code, "rank %d: %s", first, msg);
+    g_shared = 1;
+    return code;
+#else
+    return rc;
+#endif
+}
+
+int lssar_dist_check_same(const char *what, const char *label) {
+    if (g_size == 1) return 0;
+    // FNV-1a of the string: rank 0's against everyone's
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = what; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    double mine[2] = {(double)(h >> 32), (double)(h & 0xffffffffu)};
+    double *all = malloc(sizeof(double) * 2 * g_size);
+    if (!all) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int rc = lssar_dist_allgather_f64(mine, 2, all);
+    int bad = -1;
+    for (int r = 1; !rc && r < g_size && bad < 0; r++)
+        if (all[2 * r] != all[0] || all[2 * r + 1] != all[1]) bad = r;
+    free(all);
+    if (rc) return rc;
+    if (bad < 0) return 0;
+    g_shared = 1;
+    return lssar_fail(LSSAR_E_ARG, "rank %d was started with a different %s from rank 0's: every rank must run the same command (one mpirun line, the same flags)", bad, label);
+}
+
+int lssar_dist_bcast(void *buf, size_t bytes, int root) {
+    if (g_size == 1) return 0;
+#ifdef LSSAR_MPI
+    if (bytes > INT32_MAX) return lssar_fail(LSSAR_E_SIZE, "lssar_dist_bcast: %zu bytes is too many at once", bytes);
+    MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+#endif
+    return 0;
+}
+
+int lssar_dist_barrier(void) {
+    if (g_size == 1) return 0;
+#ifdef LSSAR_MPI
+    MPI_TRY(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+#endif
+    return 0;
+}
+
+int lssar_dist_allgather_f64(const double *mine, size_t n, double *all) {
+    if (g_size == 1) { memcpy(all, mine, n * sizeof(double)); return 0; }
+#ifdef LSSAR_MPI
+    MPI_TRY(MPI_Allgather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, MPI_COMM_WORLD), "MPI_Allgather");
+#endif
+    return 0;
+}
+
+#ifdef LSSAR_MPI
+// int counts and displacements of MPI's v-collectives, checked
+static int to_int_counts(const size_t *off, const size_t *cnt, int *ioff, int *icnt) {
+    for (int r = 0; r < g_size; r++) {
+        if (off[r] > INT32_MAX || cnt[r] > INT32_MAX || off[r] + cnt[r] > INT32_MAX)
+            return lssar_fail(LSSAR_E_SIZE, "a distributed buffer of more than 2^31 floats is not supported");
+        ioff[r] = (int)off[r];
+        icnt[r] = (int)cnt[r];
+    }
+    return 0;
+}
+#endif
+
+int lssar_dist_sum_f32(float *out, const float *x, const size_t *off, const size_t *cnt, int accumulate,
+                       float *scratch) {
+    const size_t n = cnt[g_rank];
+    if (g_size == 1) {
+        const float *p = x + off[0];
+        if (accumulate) for (size_t i = 0; i < n; i++) out[i] += p[i];
+        else if (out != p) memmove(out, p, n * sizeof(float));
+        return 0;
+    }
+#ifdef LSSAR_MPI
+    int *so = malloc(sizeof(int) * 4 * g_size);
+    if (!so) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int *sc = so + g_size, *ro = sc + g_size, *rc_ = ro + g_size;
+    int rc = to_int_counts(off, cnt, so, sc);
+    for (int s = 0; s < g_size; s++) { ro[s] = (int)(s * n); rc_[s] = (int)n; }
+    if (!rc) {
+        int e = MPI_Alltoallv(x, sc, so, MPI_FLOAT, scratch, rc_, ro, MPI_FLOAT, MPI_COMM_WORLD);
+        if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Alltoallv");
+    }
+    free(so);
+    if (rc) return rc;
+    // rank order, one addition per piece: the same sum as one process adding them in turn
+    size_t s0 = 0;
+    if (!accumulate) { memcpy(out, scratch, n * sizeof(float)); s0 = 1; }
+    for (size_t s = s0; s < (size_t)g_size; s++) {
+        const float *p = scratch + s * n;
+        for (size_t i = 0; i < n; i++) out[i] += p[i];
+    }
+    return 0;
+#else
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "built without MPI");
+#endif
+}
+
+int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt) {
+    if (g_size == 1) return 0;
+#ifdef LSSAR_MPI
+    int *io = malloc(sizeof(int) * 2 * g_size);
+    if (!io) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int rc = to_int_counts(off, cnt, io, io + g_size);
+    if (!rc) {
+        int e = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, io + g_size, io, MPI_FLOAT, MPI_COMM_WORLD);
+        if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Allgatherv");
+    }
+    free(io);
+    return rc;
+#else
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "built without MPI");
+#endif
+}

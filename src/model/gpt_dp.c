@@ -1,0 +1,170 @@
+// gpt_dp.c - data-parallel gradient sums, norms and AdamW over the job's ranks; see gpt_dp.h.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/dist.h"
+#include "model/gpt_dp.h"
+#include "model/gpt_internal.h"
+
+struct gpt_dp {
+    gpt *m;
+    int rank, ranks, accum, zero;
+    size_t nblocks;            // blocks of GPT_DP_BLOCK floats over the flat buffers (last one short)
+    size_t *off, *cnt;         // (ranks) each: rank r's part, floats
+    size_t *b0;                // (ranks + 1): rank r's part is blocks b0[r] .. b0[r+1]-1
+    float *total;              // (cnt[rank]) the step's gradient sum of this rank's part (backend
+                               // memory); aliases grads_mem + off[rank] when accum == 1
+    float *scratch;            // (ranks * cnt[rank]) the pieces being summed; NULL for one rank
+    float *mom_m, *mom_v;      // zero 1: (cnt[rank]) AdamW moments of this rank's part
+    double *bss, *bss_all;     // (maxb), (ranks * maxb): block sums of squares
+    size_t maxb;
+};
+
+static void part_of(gpt_dp *dp) {
+    const size_t n = dp->m->nfloats;
+    for (int r = 0; r <= dp->ranks; r++) dp->b0[r] = dp->nblocks * (size_t)r / (size_t)dp->ranks;
+    for (int r = 0; r < dp->ranks; r++) {
+        size_t lo = dp->b0[r] * GPT_DP_BLOCK, hi = dp->b0[r + 1] * GPT_DP_BLOCK;
+        if (hi > n) hi = n;
+        if (lo > n) lo = n;
+        dp->off[r] = lo;
+        dp->cnt[r] = hi - lo;
+        if (dp->b0[r + 1] - dp->b0[r] > dp->maxb) dp->maxb = dp->b0[r + 1] - dp->b0[r];
+    }
+}
+
+void gpt_dp_free(gpt_dp *dp) {
+    if (!dp) return;
+    const nn_backend *be = dp->m->be;
+    if (dp->accum > 1) be->release(dp->m->ctx, dp->total);
+    be->release(dp->m->ctx, dp->scratch);
+    be->release(dp->m->ctx, dp->mom_m);
+    be->release(dp->m->ctx, dp->mom_v);
+    free(dp->off); free(dp->cnt); free(dp->b0); free(dp->bss); free(dp->bss_all);
+    free(dp);
+}
+
+int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
+    *out = NULL;
+    if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_dp_create: model is NULL");
+    if (accum < 1 || (zero != 0 && zero != 1)) return lssar_fail(LSSAR_E_ARG, "gpt_dp_create: accum %d, zero %d", accum, zero);
+    if (!m->be->dist_sum || !m->be->dist_allgather)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "the %s backend has no data-parallel collectives", m->be->name);
+    int rc = gpt_zero_grad(m);   // allocates gradients and moments if missing
+    if (rc) return rc;
+    gpt_dp *dp = calloc(1, sizeof *dp);
+    if (!dp) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    dp->m = m; dp->accum = accum; dp->zero = zero;
+    dp->rank = lssar_dist_rank(); dp->ranks = lssar_dist_size();
+    dp->nblocks = (m->nfloats + GPT_DP_BLOCK - 1) / GPT_DP_BLOCK;
+    dp->off = calloc(dp->ranks, sizeof(size_t));
+    dp->cnt = calloc(dp->ranks, sizeof(size_t));
+    dp->b0 = calloc(dp->ranks + 1, sizeof(size_t));
+    if (!dp->off || !dp->cnt || !dp->b0) { gpt_dp_free(dp); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    part_of(dp);
+    const size_t mine = dp->cnt[dp->rank], bytes = (mine ? mine : 1) * sizeof(float);
+    dp->bss = calloc(dp->maxb ? dp->maxb : 1, sizeof(double));
+    dp->bss_all = calloc((dp->maxb ? dp->maxb : 1) * dp->ranks, sizeof(double));
+    if (accum == 1) dp->total = m->grads_mem + dp->off[dp->rank];
+    else dp->total = m->be->alloc(m->ctx, bytes);
+    if (dp->ranks > 1) dp->scratch = m->be->alloc(m->ctx, bytes * dp->ranks);
+    int ok = dp->bss && dp->bss_all && dp->total && (dp->ranks == 1 || dp->scratch);
+    if (ok && zero) {
+        // this rank's part of the moments (loaded from a checkpoint, or zero); the whole ones go
+        dp->mom_m = m->be->alloc(m->ctx, bytes);
+        dp->mom_v = m->be->alloc(m->ctx, bytes);
+        ok = dp->mom_m && dp->mom_v;
+        if (ok) {
+            m->be->copy(m->ctx, dp->mom_m, m->adam_m + dp->off[dp->rank], mine * sizeof(float));
+            m->be->copy(m->ctx, dp->mom_v, m->adam_v + dp->off[dp->rank], mine * sizeof(float));
+            gpt_dp_drop_moments(dp);
+        }
+    }
+    if (!ok) { gpt_dp_free(dp); return lssar_fail(LSSAR_E_NOMEM, "out of memory for the data-parallel buffers (%zu MiB)", mine * 4 * (size_t)(dp->ranks + 3) >> 20); }
+    *out = dp;
+    return 0;
+}
+
+int gpt_dp_add_grads(gpt_dp *dp, int a) {
+    gpt *m = dp->m;
+    return m->be->dist_sum(m->ctx, dp->total, m->grads_mem, dp->off, dp->cnt, a > 0, dp->scratch);
+}
+
+// The global norm: this rank's blocks' sums of squares, gathered, added in block order.
+static int grad_norm(gpt_dp *dp, double *ss) {
+    gpt *m = dp->m;
+    const size_t lo = dp->off[dp->rank], nb = dp->b0[dp->rank + 1] - dp->b0[dp->rank];
+    memset(dp->bss, 0, dp->maxb * sizeof(double));
+    for (size_t b = 0; b < nb; b++) {
+        size_t o = b * GPT_DP_BLOCK, n = dp->cnt[dp->rank] - o;
+        if (n > GPT_DP_BLOCK) n = GPT_DP_BLOCK;
+        dp->bss[b] = m->be->sum_squares(m->ctx, dp->total + o, n);
+    }
+    (void)lo;
+    int rc = lssar_dist_allgather_f64(dp->bss, dp->maxb, dp->bss_all);
+    if (rc) return rc;
+    double s = 0;
+    for (int r = 0; r < dp->ranks; r++)
+        for (size_t b = 0; b < dp->b0[r + 1] - dp->b0[r]; b++) s += dp->bss_all[(size_t)r * dp->maxb + b];
+    *ss = s;
+    return 0;
+}
+
+int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta2, float eps, float wd,
+                float *norm) {
+    gpt *m = dp->m;
+    const nn_backend *be = m->be;
+    const size_t lo = dp->off[dp->rank], n = dp->cnt[dp->rank];
+    double ss;
+    int rc = grad_norm(dp, &ss);
+    if (rc) return rc;
+    *norm = isfinite(ss) ? (float)sqrt(ss) : NAN;
+    if (!isfinite(ss)) return 0;   // every rank sees the same NaN: the caller stops them all
+    if (clip > 0.0f && *norm > clip) be->scale(m->ctx, dp->total, n, clip / *norm);
+    if (!dp->zero) {   // plain data parallelism: the whole gradient everywhere, the whole update
+        if (dp->total != m->grads_mem + lo) be->copy(m->ctx, m->grads_mem + lo, dp->total, n * sizeof(float));
+        if ((rc = be->dist_allgather(m->ctx, m->grads_mem, dp->off, dp->cnt))) return rc;
+        return gpt_adamw_step(m, t, lr, beta1, beta2, eps, wd);
+    }
+    // ZeRO-1: the tensors (or their pieces) in this rank's part, then everyone's parameters
+    for (int i = 0; i < m->nt; i++) {
+        const gpt_tensor *tt = &m->t[i];
+        size_t a = tt->off > lo ? tt->off : lo, b = tt->off + tt->numel;
+        if (b > lo + n) b = lo + n;
+        if (a >= b) continue;
+        be->adamw(m->ctx, m->params_mem + a, dp->total + (a - lo), dp->mom_m + (a - lo), dp->mom_v + (a - lo),
+                  b - a, t, lr, beta1, beta2, eps, tt->decay ? wd : 0.0f);
+    }
+    m->fbackward_ready = 0;
+    m->fhidden = 0;
+    return be->dist_allgather(m->ctx, m->params_mem, dp->off, dp->cnt);
+}
+
+int gpt_dp_gather_moments(gpt_dp *dp) {
+    if (!dp->zero) return 0;
+    gpt *m = dp->m;
+    const size_t lo = dp->off[dp->rank], n = dp->cnt[dp->rank];
+    if (!m->adam_m) m->adam_m = m->be->alloc(m->ctx, m->nfloats * sizeof(float));
+    if (!m->adam_v) m->adam_v = m->be->alloc(m->ctx, m->nfloats * sizeof(float));
+    if (!m->adam_m || !m->adam_v) {
+        gpt_dp_drop_moments(dp);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory gathering the AdamW state for a checkpoint (2 x %zu MiB)", m->nfloats * 4 >> 20);
+    }
+    m->be->copy(m->ctx, m->adam_m + lo, dp->mom_m, n * sizeof(float));
+    m->be->copy(m->ctx, m->adam_v + lo, dp->mom_v, n * sizeof(float));
+    int rc = m->be->dist_allgather(m->ctx, m->adam_m, dp->off, dp->cnt);
+    if (!rc) rc = m->be->dist_allgather(m->ctx, m->adam_v, dp->off, dp->cnt);
+    return rc;
+}
+
+void gpt_dp_drop_moments(gpt_dp *dp) {
+    if (!dp->zero) return;
+    gpt *m = dp->m;
+    m->be->release(m->ctx, m->adam_m);
+    m->be->release(m->ctx, m->adam_v);
+    m->adam_m = m->adam_v = NULL;
+}
+
+size_t gpt_dp_moment_floats(const gpt_dp *dp) {
+    return 2 * (dp->zero ? dp->cnt[dp->rank] : dp->m->nfloats);
+}

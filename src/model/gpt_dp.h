@@ -1,0 +1,55 @@
+/*
+ * gpt_dp.h - data-parallel training of one model over the job's ranks (src/core/dist.h): the
+ * gradient sum, the gradient norm and the AdamW step of the trainer (src/train/train.c), which
+ * runs them the same way for one process (a job of one rank) and for N.
+ *
+ * A step of the trainer is G micro-batches (G = accum x ranks), numbered 0..G-1 in the order one
+ * process draws them; rank r computes the ones numbered a * ranks + r (a = 0..accum-1). After each
+ * micro-batch's backward (gradients zeroed before it), gpt_dp_add_grads adds the ranks' gradients
+ * into the step's sum. The order of every addition is fixed, and it is the order of one process:
+ *   - the step's gradient sum is g_0 + g_1 + ... + g_{G-1}, added one micro-batch at a time in that
+ *     order (the first one copied), however many ranks computed them;
+ *   - the gradient norm is the sum, over fixed blocks of GPT_DP_BLOCK floats of the flat gradient
+ *     in order, of each block's sum of squares (in double);
+ *   - AdamW is elementwise.
+ * So N ranks give bit for bit the weights of one process that runs accum x N micro-batches of the
+ * same size, and ZeRO-1 gives bit for bit those of plain data parallelism.
+ *
+ * The flat buffers (parameters, gradients, moments: gpt_internal.h) are split into ranks parts of
+ * whole blocks. Rank r owns part r: it holds the step's summed gradient for that part only.
+ *   zero 0: the parts are all-gathered into every rank's gradients, and every rank runs the whole
+ *           AdamW step with the whole AdamW state (like PyTorch DDP);
+ *   zero 1: every rank keeps AdamW moments for its part only (memory / ranks), updates its part of
+ *           the parameters, and the parameters are all-gathered (llm.c's ZeRO-1).
+ * Checkpoints hold the whole state: gpt_dp_gather_moments puts the whole moments in the model for
+ * ckpt_save and gpt_dp_drop_moments takes them away again, so a checkpoint is the same file for
+ * any number of ranks and resumes on any other.
+ */
+#ifndef LSSAR_GPT_DP_H
+#define LSSAR_GPT_DP_H
+
+#include "model/gpt.h"
+
+#define GPT_DP_BLOCK 65536   /* floats per block of the flat gradient (the unit of parts and norms) */
+
+typedef struct gpt_dp gpt_dp;
+
+/* Collective. m reserved with train = 1 and holding its AdamW state (a resumed run: loaded);
+   accum: micro-batches per rank per step (>= 1); zero: 0 or 1. */
+int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out);
+void gpt_dp_free(gpt_dp *dp);
+/* Collective, after the backward of this rank's micro-batch a (0-based) of the step. */
+int gpt_dp_add_grads(gpt_dp *dp, int a);
+/* Collective, after the last gpt_dp_add_grads of a step: the norm of the summed gradient into
+   *norm (NaN if any gradient is not finite: then nothing else is done); if clip > 0 and the norm
+   exceeds it, the gradient is scaled to norm clip; then one AdamW step t at rate lr, and every
+   rank holds the new parameters. */
+int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta2, float eps, float wd,
+                float *norm);
+/* Collective: the model's AdamW moments whole (zero 1), for a checkpoint; then drop them. */
+int gpt_dp_gather_moments(gpt_dp *dp);
+void gpt_dp_drop_moments(gpt_dp *dp);
+/* Floats of AdamW moments this rank keeps (2 x its part under zero 1, 2 x all of them else). */
+size_t gpt_dp_moment_floats(const gpt_dp *dp);
+
+#endif
