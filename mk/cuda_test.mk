@@ -58,14 +58,21 @@ GPU_MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
 GPU_BLAS_DIR    = $(or $(BLAS_DIR),/usr/lib/$(GPU_MULTIARCH)/openblas-openmp)
 GPU_STATIC_LIBS = -L$(GPU_BLAS_DIR) -Wl,-Bstatic -lopenblas -lpcre2-8 -lnettle -lz -Wl,-Bdynamic \
                   -Wl,--as-needed -lcjson -Wl,--no-as-needed \
-                  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -lstdc++ \
+                  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lnccl -lcudart_static -lstdc++ \
                   -ldl -lrt -fopenmp -lmvec -lm -lpthread -static-libgcc
 
-$(BUILD)/gpu-portable/%: $(GPU_TEST_DEPS) bench/gpu_attn.c tests/gpu/test_gpu.c
+# src/core/dist.c again without MPI (these programs run one process; a GPU image may lack Open
+# MPI): linked before liblssar.a, it stands in for the archive's copy
+$(BUILD)/gpu-portable/dist_nompi.o: src/core/dist.c src/core/dist.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -DLSSAR_MPI,$(ALL_CFLAGS)) -c $< -o $@
+
+$(BUILD)/gpu-portable/%: $(GPU_TEST_DEPS) bench/gpu_attn.c tests/gpu/test_gpu.c $(BUILD)/gpu-portable/dist_nompi.o
 	@mkdir -p $(dir $@)
 	@[ "$(CUDA)" = 1 ] || { echo "gpu-portable: this is a CUDA=0 build; build with CUDA=1"; exit 1; }
 	$(CC) $(ALL_CFLAGS) -o $@ \
-	  $(if $(filter test_gpu,$*),tests/gpu/test_gpu.c,bench/gpu_attn.c) $(BUILD)/liblssar.a $(GPU_STATIC_LIBS)
+	  $(if $(filter test_gpu,$*),tests/gpu/test_gpu.c,bench/gpu_attn.c) $(BUILD)/gpu-portable/dist_nompi.o \
+	  $(BUILD)/liblssar.a $(GPU_STATIC_LIBS)
 	@echo "$@ needs at run time:"; ldd $@ | sed 's/^/  /'
 
 gpu-portable: $(BUILD)/gpu-portable/test_gpu $(BUILD)/gpu-portable/gpu_attn

@@ -9,7 +9,9 @@
 #   4. bench/gpu_attn (our attention forward + backward, bf16) and scripts/gpu_attn_torch.py
 #      (SDPA flash and plain-PyTorch LSSAR at the same shapes, in the same run);
 #   5. compute-sanitizer memcheck and racecheck on test_gpu in quick mode (small shapes);
-#   6. OUTDIR/gpu-check.json (every figure) and OUTDIR/gpu-check.log (everything printed),
+#   6. two GPU ranks over NCCL (mpirun -np 2 lssar train --device cuda against one rank with
+#      --accum 2, bit for bit) when the machine has 2 or more GPUs; skipped, and said so, otherwise;
+#   7. OUTDIR/gpu-check.json (every figure) and OUTDIR/gpu-check.log (everything printed),
 #      ending with a summary table: the checks, the timings, ours / SDPA, the goals.
 # Every step runs under `timeout`, sized from what is left of the budget, so one hang cannot eat
 # the lease. Without a GPU it says so, writes the JSON (status "no_gpu") and exits 0.
@@ -302,6 +304,31 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
     elif [ $rc -eq 0 ]; then record "$tool" ok $((SECONDS - t0)) "${summ:-no summary line}; $tl"
     else record "$tool" failed $((SECONDS - t0)) "exit $rc; ${summ:-no summary line}; $tl"; fi
   done
+
+  # ------------------------------------------------------------------ 6. two GPU ranks (NCCL)
+  # 2 ranks x accum 1 against 1 rank x accum 2 on the GPU: the same weights bit for bit (the
+  # rank-order sums of src/cuda/dist_nccl.cu); needs 2 GPUs, mpirun and an MPI build of lssar
+  hdr "2 GPU ranks over NCCL (mpirun -np 2 lssar train --device cuda)"
+  t0=$SECONDS
+  local ngpu; ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  local L2=$BUILD/lssar
+  [ -x "$L2" ] || L2=$PREBUILT/lssar
+  if [ "$ngpu" -lt 2 ]; then note "dist2 skipped: $ngpu GPU(s); the 2-rank check needs 2"; record dist2 skipped 0 "$ngpu GPU(s): needs 2"
+  elif ! command -v mpirun >/dev/null || [ ! -x "$L2" ]; then record dist2 skipped 0 "no mpirun or no lssar binary"
+  else
+    local dt2; dt2=$(allot 120 5)
+    local d2="$WORK/dist2" F2
+    mkdir -p "$d2"
+    "$L2" data synth --tokens 200000 --alphabet 200 --out "$d2/train.bin" >/dev/null 2>&1
+    F2="--data $d2/train.bin --layers 2 --heads 4 --dim 256 --vocab 256 --seq 256 --batch 8 --steps 20 --seed 3 --quiet --device cuda"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    run_timed "$dt2" "$WORK/dist2.log" bash -c "'$L2' train $F2 --accum 2 --out '$d2/one' && mpirun -np 2 --oversubscribe '$L2' train $F2 --out '$d2/two'"
+    local rc=${PIPESTATUS[0]}
+    if timed_out $rc; then record dist2 timeout $((SECONDS - t0)) "timed out after $dt2 s"
+    elif [ $rc -ne 0 ]; then record dist2 failed $((SECONDS - t0)) "exit $rc"
+    elif cmp -s "$d2/one/model.safetensors" "$d2/two/model.safetensors"; then record dist2 ok $((SECONDS - t0)) "2 ranks = 1 rank x accum 2, bit for bit"
+    else record dist2 failed $((SECONDS - t0)) "2 ranks differ from 1 rank x accum 2"; fi
+  fi
 
   summarize ran
   local bad; bad=$(awk -F'\t' '$2 ~ /^(failed|timeout|not_run|none|no_cuda|impossible)$/' "$STEPS" | wc -l)

@@ -126,6 +126,14 @@ static int cuda_ctx_create(nn_ctx **out, nn_precision precision) {
         cudaError_t e_ = (call);                                       \
         if (e_ != cudaSuccess) { rc = cuda_fail_at(e_, #call, __FILE__, __LINE__); goto fail; } \
     } while (0)
+    {   // under mpirun / srun: one GPU per rank of a machine, by the launcher's local rank (NCCL
+        // refuses two ranks on one GPU); docs/DISTRIBUTED.md
+        const char *names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"};
+        for (int i = 0; i < 3; i++) {
+            const char *lr = getenv(names[i]);
+            if (lr && *lr) { CREATE_TRY(cudaSetDevice(atoi(lr) % ndev)); break; }
+        }
+    }
     CREATE_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     if ((st = cublasLtCreate(&c->lt)) != CUBLAS_STATUS_SUCCESS) {
         c->lt = NULL;

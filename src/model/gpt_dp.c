@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/util.h"
 #include "core/dist.h"
 #include "model/gpt_dp.h"
 #include "model/gpt_internal.h"
@@ -18,6 +19,7 @@ struct gpt_dp {
     float *mom_m, *mom_v;      // zero 1: (cnt[rank]) AdamW moments of this rank's part
     double *bss, *bss_all;     // (maxb), (ranks * maxb): block sums of squares
     size_t maxb;
+    double comm_s;             // seconds spent in the collectives so far (waiting included)
 };
 
 static void part_of(gpt_dp *dp) {
@@ -87,8 +89,13 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
 
 int gpt_dp_add_grads(gpt_dp *dp, int a) {
     gpt *m = dp->m;
-    return m->be->dist_sum(m->ctx, dp->total, m->grads_mem, dp->off, dp->cnt, a > 0, dp->scratch);
+    double t0 = lssar_now();
+    int rc = m->be->dist_sum(m->ctx, dp->total, m->grads_mem, dp->off, dp->cnt, a > 0, dp->scratch);
+    dp->comm_s += lssar_now() - t0;
+    return rc;
 }
+
+double gpt_dp_comm_seconds(const gpt_dp *dp) { return dp->comm_s; }
 
 // The global norm: this rank's blocks' sums of squares, gathered, added in block order.
 static int grad_norm(gpt_dp *dp, double *ss) {
@@ -123,7 +130,10 @@ int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta
     if (clip > 0.0f && *norm > clip) be->scale(m->ctx, dp->total, n, clip / *norm);
     if (!dp->zero) {   // plain data parallelism: the whole gradient everywhere, the whole update
         if (dp->total != m->grads_mem + lo) be->copy(m->ctx, m->grads_mem + lo, dp->total, n * sizeof(float));
-        if ((rc = be->dist_allgather(m->ctx, m->grads_mem, dp->off, dp->cnt))) return rc;
+        double t0 = lssar_now();
+        rc = be->dist_allgather(m->ctx, m->grads_mem, dp->off, dp->cnt);
+        dp->comm_s += lssar_now() - t0;
+        if (rc) return rc;
         return gpt_adamw_step(m, t, lr, beta1, beta2, eps, wd);
     }
     // ZeRO-1: the tensors (or their pieces) in this rank's part, then everyone's parameters
@@ -137,7 +147,10 @@ int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta
     }
     m->fbackward_ready = 0;
     m->fhidden = 0;
-    return be->dist_allgather(m->ctx, m->params_mem, dp->off, dp->cnt);
+    double t0 = lssar_now();
+    rc = be->dist_allgather(m->ctx, m->params_mem, dp->off, dp->cnt);
+    dp->comm_s += lssar_now() - t0;
+    return rc;
 }
 
 int gpt_dp_gather_moments(gpt_dp *dp) {

@@ -51,5 +51,8 @@ int gpt_dp_gather_moments(gpt_dp *dp);
 void gpt_dp_drop_moments(gpt_dp *dp);
 /* Floats of AdamW moments this rank keeps (2 x its part under zero 1, 2 x all of them else). */
 size_t gpt_dp_moment_floats(const gpt_dp *dp);
+/* Seconds this rank spent in the gradient and parameter collectives so far (waiting for the other
+   ranks included; a job of one rank: the local copies). */
+double gpt_dp_comm_seconds(const gpt_dp *dp);
 
 #endif

@@ -549,7 +549,7 @@ setup_done:
     losses = malloc(sizeof(double) * 2 * ranks);   // (ranks, 2): each rank's micro-batch loss, error
     if (!losses) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto done; }
     for (int64_t step = first; step <= end; step++) {
-        double ts = lssar_now();
+        double ts = lssar_now(), comm0 = gpt_dp_comm_seconds(dp);
         maybe_kill(step);
         float lr = train_lr(&s, step);
         double loss_sum = 0;
@@ -598,6 +598,7 @@ setup_done:
             cJSON_AddNumberToObject(j, "grad_norm", gnorm);
             cJSON_AddNumberToObject(j, "ms", dt * 1e3);
             cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / dt);
+            if (ranks > 1) cJSON_AddNumberToObject(j, "comm_ms", (gpt_dp_comm_seconds(dp) - comm0) * 1e3);
             rc = log_line(logf, lp, j);
             if (rc) rc = write_failed(rc, o->out, saved_step);
         }
