@@ -73,6 +73,9 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], commands[i].name)) continue;
         int rc = start_ranks(argc, argv);
         if (!rc) rc = commands[i].fn(argc - 1, argv + 1);
+        // An error only this rank has (not met at lssar_dist_agree) may leave the others waiting in
+        // a collective, and MPI_Finalize would then wait for them: end the whole job instead.
+        if (rc && lssar_dist_size() > 1 && !lssar_dist_error_shared()) lssar_dist_abort(rc);
         lssar_dist_finalize();
         return rc;
     }
