@@ -100,14 +100,13 @@ double gpt_dp_comm_seconds(const gpt_dp *dp) { return dp->comm_s; }
 // The global norm: this rank's blocks' sums of squares, gathered, added in block order.
 static int grad_norm(gpt_dp *dp, double *ss) {
     gpt *m = dp->m;
-    const size_t lo = dp->off[dp->rank], nb = dp->b0[dp->rank + 1] - dp->b0[dp->rank];
+    const size_t nb = dp->b0[dp->rank + 1] - dp->b0[dp->rank];
     memset(dp->bss, 0, dp->maxb * sizeof(double));
     for (size_t b = 0; b < nb; b++) {
         size_t o = b * GPT_DP_BLOCK, n = dp->cnt[dp->rank] - o;
         if (n > GPT_DP_BLOCK) n = GPT_DP_BLOCK;
         dp->bss[b] = m->be->sum_squares(m->ctx, dp->total + o, n);
     }
-    (void)lo;
     int rc = lssar_dist_allgather_f64(dp->bss, dp->maxb, dp->bss_all);
     if (rc) return rc;
     double s = 0;
