@@ -12,25 +12,8 @@
 #   5. one clear error for: ranks started with different flags; a shard one rank cannot read; a
 #      command that does not run distributed.
 # Binary: $LSSAR_BIN, else build/lssar. Ends with "test_dist: N passed, M failed".
-cd "$(dirname "$0")/.."
-LSSAR=$(realpath "${LSSAR_BIN:-build/lssar}")
-pass=0; fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - $1"; [ -n "$2" ] && printf '%s\n' "$2" | tail -8 | sed 's/^/    /'; }
-check() { if [ "$1" -eq 0 ]; then ok "$2"; else bad "$2" "$3"; fi; }
-if [ ! -x "$LSSAR" ]; then echo "test_dist: $LSSAR is not built"; echo "test_dist: 0 passed, 1 failed"; exit 1; fi
-if ! command -v mpirun >/dev/null || ! grep -q 'mpi=1' "$(dirname "$LSSAR")/build-flags" 2>/dev/null; then
-  echo "test_dist: mpirun or an MPI build is missing (scripts/deps.sh installs Open MPI; make MPI=1)"
-  echo "test_dist: 0 passed, 1 failed"; exit 1
-fi
-tmp=$(mktemp -d /tmp/lssar_dist_test_XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-# Open MPI as root (CI containers), without the single-copy mechanism containers forbid; the
-# sanitizer build's LeakSanitizer would report Open MPI's own allocations at exit
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-MPI="timeout 120 mpirun -np 2 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS"
+suite=test_dist
+source "$(dirname "$0")/dist_lib.sh"
 # a model of about 7 blocks of GPT_DP_BLOCK floats, so that each rank owns a real part
 "$LSSAR" data synth --tokens 20000 --alphabet 15 --out "$tmp/train.bin" >/dev/null 2>&1
 F="--data $tmp/train.bin --layers 2 --heads 2 --dim 128 --vocab 16 --seq 32 --batch 4 --steps 8 --lr 3e-3 --seed 7 --threads 1 --quiet"
@@ -91,9 +74,11 @@ mkdir -p "$tmp/d0" "$tmp/d1"; cp "$tmp/train.bin" "$tmp/d0/t.bin"; head -c 100 "
 out=$(timeout 120 mpirun -np 2 -x ASAN_OPTIONS bash -c "cd $tmp/d\$OMPI_COMM_WORLD_RANK && exec $LSSAR train ${F/--data $tmp\/train.bin/--data t.bin} --out $tmp/unread" 2>&1); rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'rank 1: .*t.bin' <<<"$out"
 check $? "a shard that rank 1 cannot read: every rank stops, rank 0 says rank 1's error" "$out"
-out=$($MPI "$LSSAR" eval --model "$tmp/one" --data "$tmp/train.bin" 2>&1); rc=$?
-[ $rc -eq 2 ] || [ $rc -ne 0 ] && grep -q 'runs in one process' <<<"$out"
-check $? "a command that does not run distributed says so under mpirun" "$out"
+out=$($MPI "$LSSAR" sample --model "$tmp/one" --tokens 4 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q 'sample: runs in one process' <<<"$out"
+check $? "a command that does not share its work says so under mpirun (exit 2)" "$out"
+out=$($MPI "$LSSAR" orbits eval --model "$tmp/one" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q 'orbits eval: runs in one process' <<<"$out"
+check $? "so does an orbits subcommand that does not (exit 2)" "$out"
 
-echo "test_dist: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

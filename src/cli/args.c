@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "core/dist.h"
 
 int args_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
@@ -145,4 +146,11 @@ int args_device(const char *cmd, const char *name, lssar_device *out) {
 
 int args_attn_kind(const char *name, lssar_attn_kind *out) {
     return name ? lssar_attn_parse(name, out) : LSSAR_E_KIND;
+}
+
+int cli_alone_under_ranks(const char *cmd) {
+    fprintf(stderr, "lssar %s: runs in one process; under mpirun only train, eval, extrapolate, symreg, orbits simulate and orbits newton share their work over the %d ranks (docs/DISTRIBUTED.md): run it without mpirun\n",
+            cmd, lssar_dist_size());
+    lssar_dist_error_is_shared();
+    return 2;
 }

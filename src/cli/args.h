@@ -51,5 +51,8 @@ int args_device(const char *cmd, const char *name, lssar_device *out);
 /* An attention kind name ("softmax", "ssmax", "lssa", "lssar") -> *out; 0, or LSSAR_E_KIND for an
    unknown name (nothing printed). The one place the CLI parses --attn. */
 int args_attn_kind(const char *name, lssar_attn_kind *out);
+/* A command that runs in one process, started by mpirun with more than one rank: print which
+   commands share their work over ranks, and return 2. */
+int cli_alone_under_ranks(const char *cmd);
 
 #endif

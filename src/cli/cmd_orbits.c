@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <cJSON.h>
 #include "cli/args.h"
+#include "core/dist.h"
 #include "core/util.h"
 #include "lssar.h"
 #include "orbits/sample.h"
@@ -19,8 +20,8 @@
 #include "core/json.h"
 #include "cli/commands.h"
 
-typedef struct { const char *name; int (*fn)(int, char **); const char *about; } subcommand;
-#define ENTRY(name, about) {#name, cmd_orbits_##name, about},
+typedef struct { const char *name; int (*fn)(int, char **); int ranks; const char *about; } subcommand;
+#define ENTRY(name, ranks, about) {#name, cmd_orbits_##name, ranks, about},
 static const subcommand subs[] = {ORBITS_SUBCOMMANDS(ENTRY)};
 #define NSUBS (int)(sizeof subs / sizeof subs[0])
 
@@ -37,6 +38,11 @@ int cmd_orbits(int argc, char **argv) {
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
     for (int i = 0; i < NSUBS; i++) {
         if (strcmp(argv[1], subs[i].name)) continue;
+        if (!subs[i].ranks && lssar_dist_size() > 1) {
+            char name[64];
+            snprintf(name, sizeof name, "orbits %s", subs[i].name);
+            return cli_alone_under_ranks(name);
+        }
         return subs[i].fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "lssar orbits: unknown subcommand '%s'\n\n", argv[1]);

@@ -7,10 +7,11 @@
 #include "core/dist.h"
 #include "core/util.h"
 
+#include "cli/args.h"
 #include "cli/commands.h"
 
-typedef struct { const char *name; int (*fn)(int, char **); const char *about; } command;
-#define ENTRY(name, about) {#name, cmd_##name, about},
+typedef struct { const char *name; int (*fn)(int, char **); int ranks; const char *about; } command;
+#define ENTRY(name, ranks, about) {#name, cmd_##name, ranks, about},
 static const command commands[] = {COMMANDS(ENTRY)};
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
 
@@ -23,17 +24,20 @@ static void usage(FILE *f) {
 }
 
 // Under mpirun (src/core/dist.h): join the job, check that every rank runs the same command line,
-// and let rank 0 alone speak: the other ranks' stderr goes to /dev/null (LSSAR_RANK_STDERR=1 keeps
-// it), since every error that matters reaches rank 0 through lssar_dist_agree. Returns 0 or an
+// and let rank 0 alone speak: the other ranks' stdout and stderr go to /dev/null
+// (LSSAR_RANK_STDERR=1 keeps them), since every error that matters reaches rank 0 through
+// lssar_dist_agree. A command that does not share its work (commands.h) refuses. Returns 0 or an
 // exit code.
-static int start_ranks(int argc, char **argv) {
+static int start_ranks(int argc, char **argv, int shared) {
     if (lssar_dist_init(&argc, &argv)) {
         fprintf(stderr, "lssar: %s\n", lssar_errmsg());
         return 2;
     }
     if (lssar_dist_size() == 1) return 0;
     const char *keep = getenv("LSSAR_RANK_STDERR");
-    if (lssar_dist_rank() > 0 && !(keep && !strcmp(keep, "1")) && !freopen("/dev/null", "w", stderr)) return 1;
+    if (lssar_dist_rank() > 0 && !(keep && !strcmp(keep, "1")) &&
+        (!freopen("/dev/null", "w", stderr) || !freopen("/dev/null", "w", stdout)))
+        return 1;
     size_t n = 1;
     for (int i = 1; i < argc; i++) n += strlen(argv[i]) + 1;
     char *line = calloc(n, 1);
@@ -42,12 +46,7 @@ static int start_ranks(int argc, char **argv) {
     int rc = lssar_dist_check_same(line, "command line");
     free(line);
     if (rc) { fprintf(stderr, "lssar: %s\n", lssar_errmsg()); return 2; }
-    if (strcmp(argv[1], "train")) {
-        fprintf(stderr, "lssar %s: runs in one process; of the commands, only `lssar train` shares its work over the %d ranks of mpirun (docs/DISTRIBUTED.md): run it without mpirun\n",
-                argv[1], lssar_dist_size());
-        return 2;
-    }
-    return 0;
+    return shared ? 0 : cli_alone_under_ranks(argv[1]);
 }
 
 int main(int argc, char **argv) {
@@ -71,7 +70,7 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < NCOMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name)) continue;
-        int rc = start_ranks(argc, argv);
+        int rc = start_ranks(argc, argv, commands[i].ranks);
         if (!rc) rc = commands[i].fn(argc - 1, argv + 1);
         // An error only this rank has (not met at lssar_dist_agree) may leave the others waiting in
         // a collective, and MPI_Finalize would then wait for them: end the whole job instead.

@@ -68,6 +68,7 @@ void lssar_dist_abort(int rc) {
 int lssar_dist_rank(void) { return g_rank; }
 int lssar_dist_size(void) { return g_size; }
 int lssar_dist_error_shared(void) { return g_shared; }
+void lssar_dist_error_is_shared(void) { g_shared = 1; }
 
 #ifdef LSSAR_MPI
 static int mpi_failed(int e, const char *what) {
@@ -207,6 +208,52 @@ int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt) {
     }
     free(io);
     return rc;
+#else
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "built without MPI");
+#endif
+}
+
+void lssar_dist_share(long n, long *lo, long *hi) {
+    *lo = (long)((long long)n * g_rank / g_size);
+    *hi = (long)((long long)n * (g_rank + 1) / g_size);
+}
+
+int lssar_dist_allgather_bytes(const void *mine, size_t n, char **all, size_t *total, size_t *counts) {
+    *all = NULL;
+    *total = 0;
+    if (g_size == 1) {
+        if (counts) counts[0] = n;
+        if (!n) return 0;
+        if (!(*all = malloc(n))) return lssar_fail(LSSAR_E_NOMEM, "out of memory (%zu bytes)", n);
+        memcpy(*all, mine, n);
+        *total = n;
+        return 0;
+    }
+#ifdef LSSAR_MPI
+    if (n > INT32_MAX) return lssar_fail(LSSAR_E_SIZE, "lssar_dist_allgather_bytes: %zu bytes from one rank is too many at once", n);
+    int *io = malloc(sizeof(int) * 2 * g_size);
+    if (!io) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int *icnt = io, *ioff = io + g_size, mine_n = (int)n, rc = 0;
+    int e = MPI_Allgather(&mine_n, 1, MPI_INT, icnt, 1, MPI_INT, MPI_COMM_WORLD);
+    if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Allgather");
+    size_t sum = 0;
+    for (int r = 0; !rc && r < g_size; r++) {
+        if (sum + (size_t)icnt[r] > INT32_MAX) rc = lssar_fail(LSSAR_E_SIZE, "lssar_dist_allgather_bytes: more than 2^31 bytes in all");
+        ioff[r] = (int)sum;
+        sum += (size_t)icnt[r];
+        if (counts) counts[r] = (size_t)icnt[r];
+    }
+    char *buf = NULL;
+    if (!rc && sum && !(buf = malloc(sum))) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory (%zu bytes)", sum);
+    if (!rc) {
+        e = MPI_Allgatherv(mine, mine_n, MPI_BYTE, buf, icnt, ioff, MPI_BYTE, MPI_COMM_WORLD);
+        if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Allgatherv");
+    }
+    free(io);
+    if (rc) { free(buf); return rc; }
+    *all = buf;
+    *total = sum;
+    return 0;
 #else
     return lssar_fail(LSSAR_E_UNSUPPORTED, "built without MPI");
 #endif

@@ -39,6 +39,9 @@ int lssar_dist_agree(int rc);
 /* Whether the last error came from lssar_dist_agree (then every rank holds it, and only rank 0
    needs to print it). */
 int lssar_dist_error_shared(void);
+/* Declare the caller's error one that every rank reaches by itself from the same command line (a
+   command that does not run under mpirun), so that main ends the ranks without MPI_Abort. */
+void lssar_dist_error_is_shared(void);
 /* Collective: every rank passes `what` (a NUL-terminated string, e.g. its command line); an error
    on every rank naming the first rank whose string differs from rank 0's. */
 int lssar_dist_check_same(const char *what, const char *label);
@@ -55,5 +58,14 @@ int lssar_dist_sum_f32(float *out, const float *x, const size_t *off, const size
                        float *scratch);
 /* x + off[r] (cnt[r] floats) on every rank = rank r's (in place). */
 int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt);
+
+/* Work sharing for the embarrassingly parallel jobs (orbits simulate, eval, symreg restarts, the
+   runs of an experiment): n items numbered 0..n-1 split into contiguous parts in rank order, this
+   rank's being [*lo, *hi) (rank r: [r n / N, (r + 1) n / N)). Not a collective. */
+void lssar_dist_share(long n, long *lo, long *hi);
+/* Collective: every rank passes its bytes (n of them, which may differ across ranks); on every
+   rank *all (malloc'd, the caller frees; NULL when the total is 0) holds them concatenated in rank
+   order and *total their length; counts (size entries, may be NULL) receives each rank's n. */
+int lssar_dist_allgather_bytes(const void *mine, size_t n, char **all, size_t *total, size_t *counts);
 
 #endif
