@@ -16,7 +16,7 @@
 #
 # Environment:
 #   LSSAR_BIN          binary (default build/lssar)
-#   BADINPUT_N         mutations per target, at least the 12 generic ones (default 50; ~40 targets; scripts/badinput.sh runs more)
+#   BADINPUT_N         mutations per target, at least the 12 generic ones (default 25; ~40 targets; scripts/badinput.sh runs 1000)
 #   BADINPUT_SEED      seed of the mutations (default 1)
 #   BADINPUT_JOBS      runs in parallel (default 2)
 #   BADINPUT_ONLY      regex: only targets whose name matches
@@ -96,7 +96,7 @@ $PY - <<'PY'
 import concurrent.futures as cf, os, random, re, resource, shutil, signal, struct, subprocess, sys, tempfile, threading, time
 
 LSSAR, F = os.path.abspath(os.environ["LSSAR"]), os.environ["F"]
-N = int(os.environ.get("BADINPUT_N", "50"))
+N = int(os.environ.get("BADINPUT_N", "25"))
 SEED = os.environ.get("BADINPUT_SEED", "1")
 JOBS = int(os.environ.get("BADINPUT_JOBS", "2"))
 ONLY = os.environ.get("BADINPUT_ONLY", "")
