@@ -14,7 +14,7 @@
 # Binary: $LSSAR_BIN, else build/lssar. Ends with "test_dist: N passed, M failed".
 suite=test_dist
 source "$(dirname "$0")/dist_lib.sh"
-# a model of about 7 blocks of GPT_DP_BLOCK floats, so that each rank owns a real part
+# a model of about 7 blocks of GPT_NORM_BLOCK floats, so that each rank owns a real part
 "$LSSAR" data synth --tokens 20000 --alphabet 15 --out "$tmp/train.bin" >/dev/null 2>&1
 F="--data $tmp/train.bin --layers 2 --heads 2 --dim 128 --vocab 16 --seq 32 --batch 4 --steps 8 --lr 3e-3 --seed 7 --threads 1 --quiet"
 same() { cmp -s "$1/model.safetensors" "$2/model.safetensors" && cmp -s "$1/trainer.safetensors" "$2/trainer.safetensors"; }

@@ -93,7 +93,7 @@ out=$("${MPI[@]}" sh -c 'echo "rank $OMPI_COMM_WORLD_RANK in $(ip netns identify
 check $? "mpirun in $nsA starts rank 0 in $nsA and rank 1 in $nsB" "$out"
 
 # ---- 2. the same weights as one process with --accum 2
-# a model of about 7 blocks of GPT_DP_BLOCK floats, so that each rank owns a real part
+# a model of about 7 blocks of GPT_NORM_BLOCK floats, so that each rank owns a real part
 "$LSSAR" data synth --tokens 20000 --alphabet 15 --out "$tmp/train.bin" >/dev/null 2>&1
 F="--data $tmp/train.bin --layers 2 --heads 2 --dim 128 --vocab 16 --seq 32 --batch 4 --steps 8 --lr 3e-3 --seed 7 --threads 1 --quiet"
 same() { cmp "$1/model.safetensors" "$2/model.safetensors" && cmp "$1/trainer.safetensors" "$2/trainer.safetensors"; }

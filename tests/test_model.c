@@ -9,6 +9,8 @@
 #include "harness.h"
 #include "core/util.h"
 #include "model/gpt.h"
+#include "model/gpt_dp.h"
+#include "model/gpt_internal.h"
 
 // A library call that returns an error code (0 = success): a failure fails the test, with the
 // library's message, instead of being ignored.
@@ -247,6 +249,36 @@ static void test_determinism(void) {
         }
         free(a); free(b); free(c);
     }
+}
+
+/* One definition of the gradient norm: gpt_clip_grad_norm (the probe, bench) and the trainer's
+   gpt_dp_step on a job of one rank give the same float norm (which is what clipping uses), on a
+   model of several GPT_NORM_BLOCKs. One sum over the whole buffer, the old definition of
+   gpt_clip_grad_norm, is printed beside it: it may differ in the last bits of the double. */
+static void test_grad_norm_one_definition(void) {
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 0, 1);
+    cfg.dim = 128; cfg.heads = 4; cfg.vocab = 64; cfg.max_seq = 16;
+    const int B = 2, T = 16;
+    uint16_t in[2 * 16], tg[2 * 16];
+    random_tokens(in, B * T, cfg.vocab, 21);
+    random_tokens(tg, B * T, cfg.vocab, 22);
+    gpt *m = NULL;
+    gpt_dp *dp = NULL;
+    float loss, n1 = NAN, n2 = NAN;
+    int ok = gpt_create(&cfg, 5, &m) == 0 && gpt_reserve(m, B, T, 1) == 0 && gpt_dp_create(m, 1, 0, &dp) == 0 &&
+             gpt_forward(m, in, tg, B, T, &loss) == 0 && gpt_zero_grad(m) == 0 && gpt_backward(m, 1.0f) == 0;
+    CHECK(ok && m->nfloats > 3 * GPT_NORM_BLOCK, "a model of several norm blocks: %s", lssar_errmsg());
+    if (ok) {
+        double whole = m->be->sum_squares(m->ctx, m->grads_mem, m->nfloats);
+        n1 = gpt_clip_grad_norm(m, 0.0f);
+        ok = gpt_dp_add_grads(dp, 0) == 0 && gpt_dp_step(dp, 0.0f, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, &n2) == 0;
+        CHECK(ok, "gpt_dp step: %s", lssar_errmsg());
+        CHECK(n1 == n2 && isfinite(n1), "gpt_clip_grad_norm %.9g, gpt_dp_step %.9g", n1, n2);
+        printf("  gradient norm^2 %.17g (blocks) vs %.17g (one sum over %zu floats)\n",
+               gpt_sum_squares(m, m->grads_mem, m->nfloats), whole, m->nfloats);
+    }
+    gpt_dp_free(dp);
+    gpt_free(m);
 }
 
 static void test_reserve_and_errors(void) {
@@ -701,6 +733,7 @@ int main(void) {
     RUN(test_decode);
     RUN(test_decode_rows);
     RUN(test_determinism);
+    RUN(test_grad_norm_one_definition);
     RUN(test_gradients);
     RUN(test_overfit);
     return test_summary("test_model");

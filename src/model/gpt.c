@@ -675,9 +675,16 @@ int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale) {
     return backward_trunk(m);
 }
 
+double gpt_sum_squares(gpt *m, const float *x, size_t n) {
+    double s = 0;
+    for (size_t o = 0; o < n; o += GPT_NORM_BLOCK)
+        s += m->be->sum_squares(m->ctx, x + o, n - o < GPT_NORM_BLOCK ? n - o : GPT_NORM_BLOCK);
+    return s;
+}
+
 float gpt_clip_grad_norm(gpt *m, float max_norm) {
     if (!m || !m->grads_mem) return 0.0f;
-    double ss = m->be->sum_squares(m->ctx, m->grads_mem, m->nfloats);
+    double ss = gpt_sum_squares(m, m->grads_mem, m->nfloats);
     if (!isfinite(ss)) return NAN;
     float norm = (float)sqrt(ss);
     if (max_norm > 0.0f && norm > max_norm) m->be->scale(m->ctx, m->grads_mem, m->nfloats, max_norm / norm);

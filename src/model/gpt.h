@@ -95,6 +95,11 @@ int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale);
    scaled by grad_scale (1/accum steps for gradient accumulation). */
 int gpt_zero_grad(gpt *m);
 int gpt_backward(gpt *m, float grad_scale);
+/* The sum of squares of n floats x (on the model's backend), as every gradient norm defines it: in
+   double, the sum over consecutive blocks of GPT_NORM_BLOCK floats, in order, of each block's sum
+   of squares. Blocks make the norm the same for any number of ranks (src/model/gpt_dp.h). */
+#define GPT_NORM_BLOCK 65536
+double gpt_sum_squares(gpt *m, const float *x, size_t n);
 /* Global l2 norm of the gradients; if max_norm > 0 and the norm exceeds it, scale the gradients
    down to max_norm. Returns the pre-clip norm (NaN if any gradient is not finite). */
 float gpt_clip_grad_norm(gpt *m, float max_norm);

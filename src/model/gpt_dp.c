@@ -10,7 +10,7 @@
 struct gpt_dp {
     gpt *m;
     int rank, ranks, accum, zero;
-    size_t nblocks;            // blocks of GPT_DP_BLOCK floats over the flat buffers (last one short)
+    size_t nblocks;            // blocks of GPT_NORM_BLOCK floats over the flat buffers (last one short)
     size_t *off, *cnt;         // (ranks) each: rank r's part, floats
     size_t *b0;                // (ranks + 1): rank r's part is blocks b0[r] .. b0[r+1]-1
     float *total;              // (cnt[rank]) the step's gradient sum of this rank's part (backend
@@ -26,7 +26,7 @@ static void part_of(gpt_dp *dp) {
     const size_t n = dp->m->nfloats;
     for (int r = 0; r <= dp->ranks; r++) dp->b0[r] = dp->nblocks * (size_t)r / (size_t)dp->ranks;
     for (int r = 0; r < dp->ranks; r++) {
-        size_t lo = dp->b0[r] * GPT_DP_BLOCK, hi = dp->b0[r + 1] * GPT_DP_BLOCK;
+        size_t lo = dp->b0[r] * GPT_NORM_BLOCK, hi = dp->b0[r + 1] * GPT_NORM_BLOCK;
         if (hi > n) hi = n;
         if (lo > n) lo = n;
         dp->off[r] = lo;
@@ -58,7 +58,7 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
     if (!dp) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     dp->m = m; dp->accum = accum; dp->zero = zero;
     dp->rank = lssar_dist_rank(); dp->ranks = lssar_dist_size();
-    dp->nblocks = (m->nfloats + GPT_DP_BLOCK - 1) / GPT_DP_BLOCK;
+    dp->nblocks = (m->nfloats + GPT_NORM_BLOCK - 1) / GPT_NORM_BLOCK;
     dp->off = calloc(dp->ranks, sizeof(size_t));
     dp->cnt = calloc(dp->ranks, sizeof(size_t));
     dp->b0 = calloc(dp->ranks + 1, sizeof(size_t));
@@ -103,9 +103,9 @@ static int grad_norm(gpt_dp *dp, double *ss) {
     const size_t nb = dp->b0[dp->rank + 1] - dp->b0[dp->rank];
     memset(dp->bss, 0, dp->maxb * sizeof(double));
     for (size_t b = 0; b < nb; b++) {
-        size_t o = b * GPT_DP_BLOCK, n = dp->cnt[dp->rank] - o;
-        if (n > GPT_DP_BLOCK) n = GPT_DP_BLOCK;
-        dp->bss[b] = m->be->sum_squares(m->ctx, dp->total + o, n);
+        size_t o = b * GPT_NORM_BLOCK, n = dp->cnt[dp->rank] - o;
+        if (n > GPT_NORM_BLOCK) n = GPT_NORM_BLOCK;
+        dp->bss[b] = gpt_sum_squares(m, dp->total + o, n);   // one block
     }
     int rc = lssar_dist_allgather_f64(dp->bss, dp->maxb, dp->bss_all);
     if (rc) return rc;

@@ -9,8 +9,9 @@
  * into the step's sum. The order of every addition is fixed, and it is the order of one process:
  *   - the step's gradient sum is g_0 + g_1 + ... + g_{G-1}, added one micro-batch at a time in that
  *     order (the first one copied), however many ranks computed them;
- *   - the gradient norm is the sum, over fixed blocks of GPT_DP_BLOCK floats of the flat gradient
- *     in order, of each block's sum of squares (in double);
+ *   - the gradient norm is gpt_sum_squares's (gpt.h): the sum, over fixed blocks of GPT_NORM_BLOCK
+ *     floats of the flat gradient in order, of each block's sum of squares (in double), the blocks
+ *     being the unit of the ranks' parts too;
  *   - AdamW is elementwise.
  * So N ranks give bit for bit the weights of one process that runs accum x N micro-batches of the
  * same size, and ZeRO-1 gives bit for bit those of plain data parallelism.
@@ -29,8 +30,6 @@
 #define LSSAR_GPT_DP_H
 
 #include "model/gpt.h"
-
-#define GPT_DP_BLOCK 65536   /* floats per block of the flat gradient (the unit of parts and norms) */
 
 typedef struct gpt_dp gpt_dp;
 
