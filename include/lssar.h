@@ -380,7 +380,7 @@ typedef struct {
     lssar_sr_equation *front;
     int selected;                /* index into front chosen by options.select */
     int iterations;              /* iterations run (per restart, summed) */
-    double seconds;              /* wall time */
+    double seconds;              /* compute time of the search: its restarts (on whichever ranks ran them) and the final polish; one process, one search: its wall time */
     double evaluations;          /* expressions evaluated (including inside the constant optimiser) */
     double node_evals_per_s;     /* rows x nodes evaluated per second */
 } lssar_sr_result;

@@ -10,6 +10,7 @@
 #include "model/checkpoint.h"
 #include "train/eval.h"
 #include "core/json.h"
+#include "core/dist.h"
 
 static const char *ABOUT =
     "Mean next-token loss (nats per token, averaged over positions and channels) of a trained model\n"
@@ -22,6 +23,8 @@ static const char *ABOUT =
     "--attn/--p evaluate the weights with another attention kind: allowed between lssa and lssar,\n"
     "which share every parameter (e.g. an lssa-trained model with lssar re-weighting, p = 15).\n"
     "--model is a run directory (its model.safetensors) or a .safetensors file.\n"
+    "Under mpirun -np N the batches of each length are split over the ranks and the losses gathered:\n"
+    "the numbers are bit for bit those of one process (docs/DISTRIBUTED.md); rank 0 prints and writes.\n"
     "JSON (--json): {\"model\": ..., \"attn\": ..., \"p\": ..., \"results\": [{\"seq\": T, \"loss\": x,\n"
     "\"tokens\": n, \"windows\": w[, \"per_position\": [...]]}, ...]}.";
 
@@ -62,7 +65,11 @@ int cmd_eval(int argc, char **argv) {
     char mp[4096];
     gpt *m = NULL;
     int64_t step = 0;
-    if ((rc = ckpt_model_path(model, mp, sizeof mp)) || (rc = ckpt_load_model(mp, &lo, &m, &step))) {
+    // a file one rank cannot read must stop every rank (lssar_dist_agree), not leave them waiting
+    rc = ckpt_model_path(model, mp, sizeof mp);
+    if (!rc) rc = ckpt_load_model(mp, &lo, &m, &step);
+    if ((rc = lssar_dist_agree(rc))) {
+        gpt_free(m);
         fprintf(stderr, "lssar eval: %s\n", lssar_errmsg());
         return 1;
     }
@@ -75,7 +82,9 @@ int cmd_eval(int argc, char **argv) {
                               T[i], mx, mx);
         }
     shard s;
-    if ((rc = shard_open(&s, data))) {
+    rc = shard_open(&s, data);
+    if ((rc = lssar_dist_agree(rc))) {
+        shard_close(&s);   // a no-op where the open failed
         fprintf(stderr, "lssar eval: --data: %s\n", lssar_errmsg());
         gpt_free(m);
         return 1;
@@ -96,7 +105,7 @@ int cmd_eval(int argc, char **argv) {
         double *pp = per_pos ? malloc(sizeof(double) * T[i]) : NULL;
         eval_result er;
         double t0 = lssar_now();
-        rc = eval_shard(m, &s, T[i], batch, batches * batch, &er, pp);
+        rc = eval_shard_ranks(m, &s, T[i], batch, batches * batch, &er, pp);   // a collective
         if (rc) { fprintf(stderr, "lssar eval: --seq %d: %s\n", T[i], lssar_errmsg()); free(pp); break; }
         printf("%8d %10.4f %10.3f %12zu %8d   (%.1f s)\n", T[i], er.loss, exp(er.loss), er.tokens, er.windows, lssar_now() - t0);
         fflush(stdout);
@@ -113,10 +122,9 @@ int cmd_eval(int argc, char **argv) {
         free(pp);
     }
     if (!rc && json) {
-        if (lssar_write_json(json, root)) {
+        // rank 0 writes; the others learn whether it could
+        if ((rc = lssar_dist_agree(lssar_dist_rank() == 0 ? lssar_write_json(json, root) : 0)))
             fprintf(stderr, "lssar eval: --json: %s\n", lssar_errmsg());
-            rc = 1;
-        }
     }
     cJSON_Delete(root);
     shard_close(&s);

@@ -18,6 +18,7 @@
 #include "model/checkpoint.h"
 #include "train/train.h"
 #include "core/json.h"
+#include "core/dist.h"
 
 static const char *ABOUT =
     "Length extrapolation: train one model per attention kind (identical data order, size, seed and\n"
@@ -49,7 +50,13 @@ static const char *ABOUT =
     "--downstream TASKS (text task, GPT-2-tokenizer data): also score every run zero-shot on these\n"
     "`lssar downstream` tasks (e.g. hellaswag,piqa or all; the first --downstream-limit documents of\n"
     "each, 0: all) and put acc / acc_norm with 95% Wilson intervals and chance into results.json\n"
-    "(each run's \"downstream\") and a second table of results.md; cached in RUN/downstream*.json.";
+    "(each run's \"downstream\") and a second table of results.md; cached in RUN/downstream*.json.\n"
+    "\n"
+    "Under mpirun -np N the runs are spread over the ranks (run i of the list on rank i mod N; rank 0\n"
+    "prints which): each rank trains and evaluates its runs as one process would, and rank 0 writes\n"
+    "results.*, the same numbers as one process. --out must be a folder every rank sees (a shared\n"
+    "filesystem): each run's folder is written by the rank that trains it, and the lssa->lssar run\n"
+    "reads the lssa checkpoint. --threads is per rank (docs/DISTRIBUTED.md).";
 
 #define MAXF 16
 #define MAXR 16
@@ -208,6 +215,193 @@ static void save_cache(const char *path, const char *key, const run_t *r, const 
     cJSON_Delete(j);
 }
 
+// Every rank's runs to every rank: run i is filled in by rank i mod N (cmd_extrapolate), whose
+// run_t arrives whole (plain numbers and strings: the ranks run the same build), so rank 0 writes
+// from the same bits one process would have.
+static int gather_runs(run_t *runs, int nr) {
+    const int rank = lssar_dist_rank(), ranks = lssar_dist_size();
+    if (ranks == 1) return 0;
+    int mine = 0;
+    for (int i = rank; i < nr; i += ranks) mine++;
+    run_t *buf = malloc((mine ? mine : 1) * sizeof *buf);
+    int rc = lssar_dist_agree(buf ? 0 : lssar_fail(LSSAR_E_NOMEM, "out of memory"));
+    if (rc) { free(buf); return rc; }
+    for (int i = rank, k = 0; i < nr; i += ranks) buf[k++] = runs[i];
+    char *all = NULL;
+    size_t total = 0;
+    rc = lssar_dist_allgather_bytes(buf, mine * sizeof *buf, &all, &total, NULL);
+    if (!rc && total != (size_t)nr * sizeof *buf)
+        rc = lssar_fail(LSSAR_E_SIZE, "extrapolate: the ranks returned %zu bytes of results, %zu expected", total, (size_t)nr * sizeof *buf);
+    for (int q = 0, at = 0; !rc && q < ranks; q++) {   // rank q's runs q, q + N, ... in that order
+        const run_t *from = (const run_t *)(all + (size_t)at * sizeof *buf);
+        int k = 0;
+        for (int i = q; i < nr; i += ranks) runs[i] = from[k++];
+        at += k;
+    }
+    free(all); free(buf);
+    return rc;
+}
+
+// What write_results needs from cmd_extrapolate, under the names it has there.
+typedef struct {
+    run_t *runs;
+    int nr;
+    const int *seqs, *fac;
+    int nf, mqar;
+    const char *task, *data, *hash;
+    int max_windows, pairs, mqar_keys, mqar_values, mqar_eval_n, nds;
+    char (*ds_names)[64];
+    int downstream_limit;
+    const train_opts *o;
+    int steps;
+    const char *pos, *out;
+    int no_plot;
+    double t_all;
+} results_ctx;
+
+// results.json, results.md (and its table on stdout) and the plot: rank 0's part.
+static int write_results(const results_ctx *c) {
+    run_t *runs = c->runs;
+    const int nr = c->nr, *seqs = c->seqs, *fac = c->fac, nf = c->nf, mqar = c->mqar, max_windows = c->max_windows;
+    const int pairs = c->pairs, mqar_keys = c->mqar_keys, mqar_values = c->mqar_values, mqar_eval_n = c->mqar_eval_n;
+    const int nds = c->nds, downstream_limit = c->downstream_limit, steps = c->steps, no_plot = c->no_plot;
+    const char *task = c->task, *data = c->data, *hash = c->hash, *pos = c->pos, *out = c->out;
+    char (*ds_names)[64] = c->ds_names;
+    const train_opts o = *c->o;
+    const double t_all = c->t_all;
+    // results.json
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "task", task);
+    if (nds) {
+        cJSON *dt = cJSON_AddArrayToObject(root, "downstream_tasks");
+        for (int t = 0; t < nds; t++) cJSON_AddItemToArray(dt, cJSON_CreateString(ds_names[t]));
+        cJSON_AddNumberToObject(root, "downstream_limit", downstream_limit);
+    }
+    if (!mqar) {
+        cJSON_AddStringToObject(root, "data", data);
+        cJSON_AddStringToObject(root, "manifest_sha256", hash);
+        cJSON_AddNumberToObject(root, "max_windows", max_windows);
+    } else {
+        cJSON_AddNumberToObject(root, "pairs", pairs);
+        cJSON_AddNumberToObject(root, "keys", mqar_keys);
+        cJSON_AddNumberToObject(root, "values", mqar_values);
+        cJSON_AddNumberToObject(root, "test_sequences", mqar_eval_n);
+    }
+    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+    cJSON_AddNumberToObject(cfg, "layers", o.layers); cJSON_AddNumberToObject(cfg, "heads", o.heads);
+    cJSON_AddNumberToObject(cfg, "dim", o.dim); cJSON_AddStringToObject(cfg, "pos", pos);
+    cJSON_AddNumberToObject(cfg, "seq", o.seq); cJSON_AddNumberToObject(cfg, "batch", o.batch);
+    cJSON_AddNumberToObject(cfg, "accum", o.accum); cJSON_AddNumberToObject(cfg, "steps", steps);
+    cJSON_AddNumberToObject(cfg, "lr", o.lr); cJSON_AddNumberToObject(cfg, "seed", (double)o.seed);
+    cJSON_AddNumberToObject(cfg, "align", o.align); cJSON_AddNumberToObject(cfg, "passkey_mix", o.passkey_mix);
+    cJSON *ra = cJSON_AddArrayToObject(root, "runs");
+    for (int i = 0; i < nr; i++) {
+        run_t *r = &runs[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", r->name);
+        cJSON_AddStringToObject(e, "attn", lssar_attn_name((lssar_attn_kind)r->attn));
+        if (r->attn == LSSAR_ATTN_LSSAR) cJSON_AddNumberToObject(e, "p", r->p);
+        cJSON_AddStringToObject(e, "trained_attn", r->eval_only ? "lssa" : lssar_attn_name((lssar_attn_kind)r->attn));
+        cJSON_AddBoolToObject(e, "eval_only", r->eval_only);
+        cJSON_AddStringToObject(e, "model", r->src);
+        cJSON_AddNumberToObject(e, "train_seq", o.seq);
+        cJSON_AddNumberToObject(e, "steps", (double)r->step);
+        cJSON_AddItemToObject(e, "train_seconds", num_or_null(r->train_s));
+        char md[4200];
+        snprintf(md, sizeof md, "%s/%s", out, r->src);
+        cJSON_AddNumberToObject(e, "passkey_mix", exp_passkey_mix(md));
+        cJSON_AddItemToObject(e, "results", results_json(r, seqs, nf, mqar));
+        if (nds) {
+            cJSON *da = cJSON_AddArrayToObject(e, "downstream");
+            for (int t = 0; t < nds; t++) cJSON_AddItemToArray(da, ds_result_json(&r->ds[t]));
+        }
+        cJSON_AddItemToArray(ra, e);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/results.json", out);
+    int rc = lssar_write_json(path, root);
+    cJSON_Delete(root);
+    if (rc) return rc;
+
+    // results.md (and the same table on stdout)
+    size_t cap = 1 << 16;
+    char *md = malloc(cap);
+    int k = 0;
+    if (mqar)
+        k += snprintf(md + k, cap - k, "Associative recall (MQAR, %d pairs, %d keys, %d values): accuracy of the value after each query, %d test sequences per length; trained at T = %d (whole sequences per window), %d steps.\n\n",
+                      pairs, mqar_keys, mqar_values, mqar_eval_n, o.seq, steps);
+    else
+        k += snprintf(md + k, cap - k, "Mean next-token loss (nats/token) on held-out documents, +- standard error over windows (at most %d per length, each inside one document); trained at T = %d, %d steps. Data %s (manifest sha256 %.12s).\n\n",
+                      max_windows, o.seq, steps, data, hash);
+    if (!mqar && o.passkey_mix > 0)
+        k += snprintf(md + k, cap - k, "Trained with a passkey share of %g of the windows (the loss is on the held-out text only).\n\n", o.passkey_mix);
+    k += snprintf(md + k, cap - k, "| run |");
+    for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d (x%d) |", seqs[f], fac[f]);
+    k += snprintf(md + k, cap - k, "\n|---|");
+    for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, "---|");
+    k += snprintf(md + k, cap - k, "\n");
+    for (int i = 0; i < nr; i++) {
+        k += snprintf(md + k, cap - k, "| %s%s |", runs[i].name, runs[i].eval_only ? " (eval only)" : "");
+        for (int f = 0; f < nf; f++) {
+            if (!isfinite(runs[i].loss[f])) k += snprintf(md + k, cap - k, " - |");
+            else if (mqar) k += snprintf(md + k, cap - k, " %.3f [%.2f, %.2f] |", runs[i].loss[f], runs[i].lo[f], runs[i].hi[f]);
+            else k += snprintf(md + k, cap - k, " %.3f +- %.3f |", runs[i].loss[f], runs[i].se[f]);
+        }
+        k += snprintf(md + k, cap - k, "\n");
+    }
+    if (!mqar) {
+        k += snprintf(md + k, cap - k, "\nWindows per length:");
+        for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d: %d;", seqs[f], runs[0].windows[f]);
+        k += snprintf(md + k, cap - k, "\n");
+    }
+    if (nds) {
+        char lim[64] = "all documents";
+        if (downstream_limit) snprintf(lim, sizeof lim, "the first %d documents", downstream_limit);
+        k += snprintf(md + k, cap - k, "\nZero-shot downstream accuracy (`lssar downstream`, %s of each task): acc / acc_norm [95%% Wilson interval of acc_norm; LAMBADA: acc [interval], perplexity]; chance in the header.\n\n| run |", lim);
+        for (int t = 0; t < nds; t++) {
+            if (runs[0].ds[t].lambada) k += snprintf(md + k, cap - k, " %s (acc, ppl) |", ds_names[t]);
+            else k += snprintf(md + k, cap - k, " %s (chance %.3f) |", ds_names[t], runs[0].ds[t].chance);
+        }
+        k += snprintf(md + k, cap - k, "\n|---|");
+        for (int t = 0; t < nds; t++) k += snprintf(md + k, cap - k, "---|");
+        k += snprintf(md + k, cap - k, "\n");
+        for (int i = 0; i < nr && k < (int)cap - 512; i++) {
+            k += snprintf(md + k, cap - k, "| %s%s |", runs[i].name, runs[i].eval_only ? " (eval only)" : "");
+            for (int t = 0; t < nds; t++) {
+                const ds_result *d = &runs[i].ds[t];
+                if (d->lambada) k += snprintf(md + k, cap - k, " %.3f [%.3f, %.3f], %.0f |", d->acc, d->acc_lo, d->acc_hi, d->ppl);
+                else k += snprintf(md + k, cap - k, " %.3f / %.3f [%.3f, %.3f] |", d->acc, d->acc_norm, d->norm_lo, d->norm_hi);
+            }
+            k += snprintf(md + k, cap - k, "\n");
+        }
+    }
+    k += snprintf(md + k, cap - k, "\nTraining wall time:");
+    for (int i = 0; i < nr; i++) if (!runs[i].eval_only && isfinite(runs[i].train_s)) k += snprintf(md + k, cap - k, " %s %.0f s;", runs[i].name, runs[i].train_s);
+    k += snprintf(md + k, cap - k, " this call %.0f s.\n", lssar_now() - t_all);
+    snprintf(path, sizeof path, "%s/results.md", out);
+    exp_write_text(path, md);
+    fputs(md, stdout);
+    free(md);
+
+    // plot
+    if (!no_plot) {
+        plot_series s[MAXR];
+        double xs[MAXR][MAXF];
+        for (int i = 0; i < nr; i++) {
+            for (int f = 0; f < nf; f++) xs[i][f] = seqs[f];
+            s[i] = (plot_series){runs[i].name, nf, xs[i], runs[i].loss, mqar ? NULL : runs[i].se};
+        }
+        snprintf(path, sizeof path, "%s/%s", out, mqar ? "accuracy_vs_length.png" : "loss_vs_length.png");
+        char title[256];
+        snprintf(title, sizeof title, mqar ? "MQAR accuracy vs length (trained at T=%d)" : "held-out loss vs length (trained at T=%d)", o.seq);
+        if (plot_lines(path, title, "evaluation length T", mqar ? "accuracy" : "loss (nats/token)", 1, s, nr))
+            fprintf(stderr, "extrapolate: note: no plot: %s\n", lssar_errmsg());
+        else printf("plot: %s\n", path);
+    }
+    printf("results: %s/results.json, %s/results.md\n", out, out);
+    return 0;
+}
+
 int cmd_extrapolate(int argc, char **argv) {
     train_opts o;
     train_opts_default(&o);
@@ -358,18 +552,23 @@ int cmd_extrapolate(int argc, char **argv) {
         // T + 1 makes every window one whole sequence (EOT, all pairs, all queries). Unaligned
         // windows cut sequences and hide the pairs most queries refer to.
         o.align = o.seq + 1;
-        if (!file_exists(tp) && (rc = mqar_write_shard(tp, &mp, o.seq, ns, o.seed + 1000))) { free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
+        // rank 0 alone writes it (the ranks share --out), the others wait for it here
+        if (lssar_dist_rank() == 0 && !file_exists(tp)) rc = mqar_write_shard(tp, &mp, o.seq, ns, o.seed + 1000);
+        if ((rc = lssar_dist_agree(rc))) { free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
         train_list = strdup(tp);
         o.val = NULL;
     } else {
-        if ((rc = exp_train_shards(data, &train_list))) { free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
         snprintf(valp, sizeof valp, "%s/val.bin", data);
         snprintf(idxp, sizeof idxp, "%s/val_index.json", data);
-        if ((rc = shard_open(&val, valp))) { free(train_list); free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
-        if (file_exists(idxp)) {
-            if ((rc = exp_docs_load(idxp, &docs))) { shard_close(&val); free(train_list); free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
-            have_docs = 1;
-        } else fprintf(stderr, "extrapolate: note: %s is missing; windows are consecutive ones of val.bin and may cross documents\n", idxp);
+        rc = exp_train_shards(data, &train_list);
+        if (!rc) rc = shard_open(&val, valp);
+        if (!rc && file_exists(idxp)) have_docs = !(rc = exp_docs_load(idxp, &docs));
+        // a file one rank cannot read stops every rank here, with that rank's error
+        if ((rc = lssar_dist_agree(rc))) {
+            shard_close(&val); exp_docs_free(&docs); free(train_list); free(runs);   // no-ops where not opened
+            return args_error("extrapolate", "%s", lssar_errmsg());
+        }
+        if (!have_docs) fprintf(stderr, "extrapolate: note: %s is missing; windows are consecutive ones of val.bin and may cross documents\n", idxp);
         o.val = valp;
         exp_manifest_hash(data, hash);
         if (o.vocab == 0) {
@@ -388,11 +587,28 @@ int cmd_extrapolate(int argc, char **argv) {
     o.data = train_list;
     o.eval_every = 0;
 
+    // The runs are spread over the ranks: run i on rank i mod N. Each rank trains and evaluates its
+    // own in solo mode (src/core/dist.h), as one process, so that train_run does not take part in
+    // data parallelism over the other ranks; each phase ends at lssar_dist_agree, where a failure
+    // of one rank becomes every rank's error. Training comes first for every run, since the
+    // lssa->lssar run evaluates the lssa model, which another rank may train.
+    const int rank = lssar_dist_rank(), ranks = lssar_dist_size();
+    if (ranks > 1 && !o.quiet) {
+        fprintf(stderr, "extrapolate: %d runs over %d ranks:", nr, ranks);
+        for (int q = 0; q < ranks && q < nr; q++) {
+            fprintf(stderr, "%s rank %d:", q ? ";" : "", q);
+            for (int i = q; i < nr; i += ranks) fprintf(stderr, " %s", runs[i].name);
+        }
+        fprintf(stderr, " (the other ranks' progress is not shown)\n");
+    }
+
     // train
     double t_all = lssar_now();
-    for (int i = 0; i < nr && !rc; i++)
+    lssar_dist_solo(1);
+    for (int i = rank; i < nr && !rc; i += ranks)
         if (!runs[i].eval_only) rc = ensure_trained(&o, out, &runs[i], o.quiet);
-    if (rc) {
+    lssar_dist_solo(0);
+    if ((rc = lssar_dist_agree(rc))) {
         int code = rc == LSSAR_E_NAN ? 3 : 1;
         fprintf(stderr, "lssar extrapolate: training failed: %s\n", lssar_errmsg());
         free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
@@ -400,7 +616,8 @@ int cmd_extrapolate(int argc, char **argv) {
     }
 
     // evaluate
-    for (int i = 0; i < nr && !rc; i++) {
+    lssar_dist_solo(1);
+    for (int i = rank; i < nr && !rc; i += ranks) {
         run_t *r = &runs[i];
         char dir[4200], cp[4400], key[1024];
         snprintf(dir, sizeof dir, "%s/%s", out, r->src);
@@ -448,19 +665,22 @@ int cmd_extrapolate(int argc, char **argv) {
         gpt_free(g);
         if (!rc) save_cache(cp, key, r, seqs, nf, mqar);
     }
-    if (rc) {
+    lssar_dist_solo(0);
+    if ((rc = lssar_dist_agree(rc))) {
         fprintf(stderr, "lssar extrapolate: evaluation failed: %s\n", lssar_errmsg());
         free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
         return 1;
     }
     // downstream tasks (cached per run in RUN/downstream[-NAME].json under a key of step, tasks, limit)
     lssar_tokenizer *dtok = NULL;
-    if (nds && (rc = lssar_tokenizer_open("gpt2", &dtok))) {
+    if (nds) rc = lssar_tokenizer_open("gpt2", &dtok);
+    if ((rc = lssar_dist_agree(rc))) {
         fprintf(stderr, "lssar extrapolate: %s\n", lssar_errmsg());
         free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
         return 1;
     }
-    for (int i = 0; i < nr && nds && !rc; i++) {
+    lssar_dist_solo(1);
+    for (int i = rank; i < nr && nds && !rc; i += ranks) {
         run_t *r = &runs[i];
         char dir[4200], cp[4400], key[8192];
         snprintf(dir, sizeof dir, "%s/%s", out, r->src);
@@ -496,145 +716,27 @@ int cmd_extrapolate(int argc, char **argv) {
         lssar_write_json(cp, j);
         cJSON_Delete(j);
     }
+    lssar_dist_solo(0);
     lssar_tokenizer_free(dtok);
-    if (rc) {
+    if ((rc = lssar_dist_agree(rc))) {
         fprintf(stderr, "lssar extrapolate: downstream evaluation failed: %s\n", lssar_errmsg());
         free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
         return rc == LSSAR_E_UNSUPPORTED ? 2 : 1;
     }
+    if ((rc = gather_runs(runs, nr))) {
+        fprintf(stderr, "lssar extrapolate: %s\n", lssar_errmsg());
+        free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
+        return 1;
+    }
     for (int i = 0; i < nr; i++)
         if (!runs[i].eval_only) runs[i].train_s = read_train_seconds(out, runs[i].name);
-
-    // results.json
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "task", task);
-    if (nds) {
-        cJSON *dt = cJSON_AddArrayToObject(root, "downstream_tasks");
-        for (int t = 0; t < nds; t++) cJSON_AddItemToArray(dt, cJSON_CreateString(ds_names[t]));
-        cJSON_AddNumberToObject(root, "downstream_limit", downstream_limit);
-    }
-    if (!mqar) {
-        cJSON_AddStringToObject(root, "data", data);
-        cJSON_AddStringToObject(root, "manifest_sha256", hash);
-        cJSON_AddNumberToObject(root, "max_windows", max_windows);
-    } else {
-        cJSON_AddNumberToObject(root, "pairs", pairs);
-        cJSON_AddNumberToObject(root, "keys", mqar_keys);
-        cJSON_AddNumberToObject(root, "values", mqar_values);
-        cJSON_AddNumberToObject(root, "test_sequences", mqar_eval_n);
-    }
-    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
-    cJSON_AddNumberToObject(cfg, "layers", o.layers); cJSON_AddNumberToObject(cfg, "heads", o.heads);
-    cJSON_AddNumberToObject(cfg, "dim", o.dim); cJSON_AddStringToObject(cfg, "pos", pos);
-    cJSON_AddNumberToObject(cfg, "seq", o.seq); cJSON_AddNumberToObject(cfg, "batch", o.batch);
-    cJSON_AddNumberToObject(cfg, "accum", o.accum); cJSON_AddNumberToObject(cfg, "steps", steps);
-    cJSON_AddNumberToObject(cfg, "lr", o.lr); cJSON_AddNumberToObject(cfg, "seed", (double)o.seed);
-    cJSON_AddNumberToObject(cfg, "align", o.align); cJSON_AddNumberToObject(cfg, "passkey_mix", o.passkey_mix);
-    cJSON *ra = cJSON_AddArrayToObject(root, "runs");
-    for (int i = 0; i < nr; i++) {
-        run_t *r = &runs[i];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", r->name);
-        cJSON_AddStringToObject(e, "attn", lssar_attn_name((lssar_attn_kind)r->attn));
-        if (r->attn == LSSAR_ATTN_LSSAR) cJSON_AddNumberToObject(e, "p", r->p);
-        cJSON_AddStringToObject(e, "trained_attn", r->eval_only ? "lssa" : lssar_attn_name((lssar_attn_kind)r->attn));
-        cJSON_AddBoolToObject(e, "eval_only", r->eval_only);
-        cJSON_AddStringToObject(e, "model", r->src);
-        cJSON_AddNumberToObject(e, "train_seq", o.seq);
-        cJSON_AddNumberToObject(e, "steps", (double)r->step);
-        cJSON_AddItemToObject(e, "train_seconds", num_or_null(r->train_s));
-        char md[4200];
-        snprintf(md, sizeof md, "%s/%s", out, r->src);
-        cJSON_AddNumberToObject(e, "passkey_mix", exp_passkey_mix(md));
-        cJSON_AddItemToObject(e, "results", results_json(r, seqs, nf, mqar));
-        if (nds) {
-            cJSON *da = cJSON_AddArrayToObject(e, "downstream");
-            for (int t = 0; t < nds; t++) cJSON_AddItemToArray(da, ds_result_json(&r->ds[t]));
-        }
-        cJSON_AddItemToArray(ra, e);
-    }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/results.json", out);
-    rc = lssar_write_json(path, root);
-    cJSON_Delete(root);
-    if (rc) { fprintf(stderr, "lssar extrapolate: %s\n", lssar_errmsg()); free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs); return 1; }
-
-    // results.md (and the same table on stdout)
-    size_t cap = 1 << 16;
-    char *md = malloc(cap);
-    int k = 0;
-    if (mqar)
-        k += snprintf(md + k, cap - k, "Associative recall (MQAR, %d pairs, %d keys, %d values): accuracy of the value after each query, %d test sequences per length; trained at T = %d (whole sequences per window), %d steps.\n\n",
-                      pairs, mqar_keys, mqar_values, mqar_eval_n, o.seq, steps);
-    else
-        k += snprintf(md + k, cap - k, "Mean next-token loss (nats/token) on held-out documents, +- standard error over windows (at most %d per length, each inside one document); trained at T = %d, %d steps. Data %s (manifest sha256 %.12s).\n\n",
-                      max_windows, o.seq, steps, data, hash);
-    if (!mqar && o.passkey_mix > 0)
-        k += snprintf(md + k, cap - k, "Trained with a passkey share of %g of the windows (the loss is on the held-out text only).\n\n", o.passkey_mix);
-    k += snprintf(md + k, cap - k, "| run |");
-    for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d (x%d) |", seqs[f], fac[f]);
-    k += snprintf(md + k, cap - k, "\n|---|");
-    for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, "---|");
-    k += snprintf(md + k, cap - k, "\n");
-    for (int i = 0; i < nr; i++) {
-        k += snprintf(md + k, cap - k, "| %s%s |", runs[i].name, runs[i].eval_only ? " (eval only)" : "");
-        for (int f = 0; f < nf; f++) {
-            if (!isfinite(runs[i].loss[f])) k += snprintf(md + k, cap - k, " - |");
-            else if (mqar) k += snprintf(md + k, cap - k, " %.3f [%.2f, %.2f] |", runs[i].loss[f], runs[i].lo[f], runs[i].hi[f]);
-            else k += snprintf(md + k, cap - k, " %.3f +- %.3f |", runs[i].loss[f], runs[i].se[f]);
-        }
-        k += snprintf(md + k, cap - k, "\n");
-    }
-    if (!mqar) {
-        k += snprintf(md + k, cap - k, "\nWindows per length:");
-        for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d: %d;", seqs[f], runs[0].windows[f]);
-        k += snprintf(md + k, cap - k, "\n");
-    }
-    if (nds) {
-        char lim[64] = "all documents";
-        if (downstream_limit) snprintf(lim, sizeof lim, "the first %d documents", downstream_limit);
-        k += snprintf(md + k, cap - k, "\nZero-shot downstream accuracy (`lssar downstream`, %s of each task): acc / acc_norm [95%% Wilson interval of acc_norm; LAMBADA: acc [interval], perplexity]; chance in the header.\n\n| run |", lim);
-        for (int t = 0; t < nds; t++) {
-            if (runs[0].ds[t].lambada) k += snprintf(md + k, cap - k, " %s (acc, ppl) |", ds_names[t]);
-            else k += snprintf(md + k, cap - k, " %s (chance %.3f) |", ds_names[t], runs[0].ds[t].chance);
-        }
-        k += snprintf(md + k, cap - k, "\n|---|");
-        for (int t = 0; t < nds; t++) k += snprintf(md + k, cap - k, "---|");
-        k += snprintf(md + k, cap - k, "\n");
-        for (int i = 0; i < nr && k < (int)cap - 512; i++) {
-            k += snprintf(md + k, cap - k, "| %s%s |", runs[i].name, runs[i].eval_only ? " (eval only)" : "");
-            for (int t = 0; t < nds; t++) {
-                const ds_result *d = &runs[i].ds[t];
-                if (d->lambada) k += snprintf(md + k, cap - k, " %.3f [%.3f, %.3f], %.0f |", d->acc, d->acc_lo, d->acc_hi, d->ppl);
-                else k += snprintf(md + k, cap - k, " %.3f / %.3f [%.3f, %.3f] |", d->acc, d->acc_norm, d->norm_lo, d->norm_hi);
-            }
-            k += snprintf(md + k, cap - k, "\n");
-        }
-    }
-    k += snprintf(md + k, cap - k, "\nTraining wall time:");
-    for (int i = 0; i < nr; i++) if (!runs[i].eval_only && isfinite(runs[i].train_s)) k += snprintf(md + k, cap - k, " %s %.0f s;", runs[i].name, runs[i].train_s);
-    k += snprintf(md + k, cap - k, " this call %.0f s.\n", lssar_now() - t_all);
-    snprintf(path, sizeof path, "%s/results.md", out);
-    exp_write_text(path, md);
-    fputs(md, stdout);
-    free(md);
-
-    // plot
-    if (!no_plot) {
-        plot_series s[MAXR];
-        double xs[MAXR][MAXF];
-        for (int i = 0; i < nr; i++) {
-            for (int f = 0; f < nf; f++) xs[i][f] = seqs[f];
-            s[i] = (plot_series){runs[i].name, nf, xs[i], runs[i].loss, mqar ? NULL : runs[i].se};
-        }
-        snprintf(path, sizeof path, "%s/%s", out, mqar ? "accuracy_vs_length.png" : "loss_vs_length.png");
-        char title[256];
-        snprintf(title, sizeof title, mqar ? "MQAR accuracy vs length (trained at T=%d)" : "held-out loss vs length (trained at T=%d)", o.seq);
-        if (plot_lines(path, title, "evaluation length T", mqar ? "accuracy" : "loss (nats/token)", 1, s, nr))
-            fprintf(stderr, "extrapolate: note: no plot: %s\n", lssar_errmsg());
-        else printf("plot: %s\n", path);
-    }
-    printf("results: %s/results.json, %s/results.md\n", out, out);
+    // rank 0 alone writes the results; the others wait for it at the end
+    if (rank == 0) rc = write_results(&(results_ctx){runs, nr, seqs, fac, nf, mqar, task, data, hash, max_windows, pairs,
+                                                     mqar_keys, mqar_values, mqar_eval_n, nds, ds_names, downstream_limit,
+                                                     &o, steps, pos, out, no_plot, t_all});
+    rc = lssar_dist_agree(rc);
+    if (rc && rank == 0) fprintf(stderr, "lssar extrapolate: %s\n", lssar_errmsg());
     free(train_list); shard_close(&val); exp_docs_free(&docs); free(runs);
-    return 0;
+    return rc ? 1 : 0;
 }
+

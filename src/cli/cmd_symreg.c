@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/args.h"
+#include "core/dist.h"
 #include "core/util.h"
 #include "symreg/sr.h"
 #include "core/json.h"
@@ -34,6 +35,48 @@ static int write_json(const char *path, const lssar_sr_result *r) {
     int rc = lssar_write_json(path, root);
     cJSON_Delete(root);
     return rc;
+}
+
+// The CSV, the target and feature columns and X (column-major); 0 or an error (lssar_errmsg).
+static int load(const char *csv, const char *target, const char *features, sr_csv *c, int *ti, int **fi_out,
+                int *nf_out, double **X_out, const char ***names_out) {
+    int rc = sr_csv_read(csv, c);
+    if (rc) return rc;
+    if ((*ti = sr_csv_column(c, target)) < 0) {
+        char prev[1024];  // (copied first: lssar_fail writes the buffer lssar_errmsg reads)
+        snprintf(prev, sizeof prev, "%s", lssar_errmsg());
+        return lssar_fail(LSSAR_E_ARG, "--target: %s", prev);
+    }
+    int *fi = *fi_out = malloc(sizeof(int) * c->cols), nf = 0;
+    if (!fi) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    if (features) {
+        char *s = strdup(features), *save = NULL;
+        if (!s) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            int j = -1;
+            for (int k = 0; k < c->cols; k++) if (!strcmp(c->names[k], t)) j = k;
+            if (j < 0 || j == *ti || nf >= c->cols) {
+                int rc = lssar_fail(LSSAR_E_ARG, j == *ti ? "--features: '%s' is the target"
+                                    : "--features: '%s' is not a column of the CSV (or repeated)", t);
+                free(s);
+                return rc;
+            }
+            fi[nf++] = j;
+        }
+        free(s);
+    } else {
+        for (int j = 0; j < c->cols; j++) if (j != *ti) fi[nf++] = j;
+    }
+    *nf_out = nf;
+    if (nf == 0) return lssar_fail(LSSAR_E_ARG, "no feature columns: the CSV needs at least one column besides the target");
+    double *X = *X_out = malloc(sizeof(double) * (size_t)nf * c->rows);
+    const char **names = *names_out = malloc(sizeof(char *) * nf);
+    if (!X || !names) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    for (int k = 0; k < nf; k++) {
+        memcpy(X + (size_t)k * c->rows, c->data + (size_t)fi[k] * c->rows, sizeof(double) * c->rows);
+        names[k] = c->names[fi[k]];
+    }
+    return 0;
 }
 
 int cmd_symreg(int argc, char **argv) {
@@ -82,36 +125,20 @@ int cmd_symreg(int argc, char **argv) {
     else if (!strcmp(select, "accuracy")) o.select = LSSAR_SR_ACCURACY;
     else return args_error("symreg", "--select '%s': use score, best or accuracy", select);
 
-    sr_csv c;
-    if (sr_csv_read(csv, &c)) return args_error("symreg", "%s", lssar_errmsg());
-    int ti = sr_csv_column(&c, target);
-    if (ti < 0) { sr_csv_free(&c); return args_error("symreg", "--target: %s", lssar_errmsg()); }
-    int *fi = malloc(sizeof(int) * c.cols), nf = 0;
-    if (!fi) { sr_csv_free(&c); return args_error("symreg", "out of memory"); }
-    if (features) {
-        char *s = strdup(features), *save = NULL;
-        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            int j = -1;
-            for (int k = 0; k < c.cols; k++) if (!strcmp(c.names[k], t)) j = k;
-            if (j < 0 || j == ti || nf >= c.cols) {
-                args_error("symreg", j == ti ? "--features: '%s' is the target" : "--features: '%s' is not a column of the CSV (or repeated)", t);
-                free(s); free(fi); sr_csv_free(&c);
-                return 2;
-            }
-            fi[nf++] = j;
-        }
-        free(s);
-    } else {
-        for (int j = 0; j < c.cols; j++) if (j != ti) fi[nf++] = j;
+    // Under mpirun every rank reads the CSV itself and they meet at lssar_dist_agree, so a file
+    // only some ranks can read is one error naming the rank, not a rank waiting forever.
+    sr_csv c = {0};
+    int *fi = NULL, nf = 0, ti = -1;
+    double *X = NULL;
+    const char **names = NULL;
+    rc = load(csv, target, features, &c, &ti, &fi, &nf, &X, &names);
+    if ((rc = lssar_dist_agree(rc))) {
+        args_error("symreg", "%s", lssar_errmsg());
+        free(X); free(names); free(fi); sr_csv_free(&c);
+        return 2;
     }
-    if (nf == 0) { free(fi); sr_csv_free(&c); return args_error("symreg", "no feature columns: the CSV needs at least one column besides the target"); }
-    double *X = malloc(sizeof(double) * (size_t)nf * c.rows);
-    const char **names = malloc(sizeof(char *) * nf);
-    if (!X || !names) { free(X); free(names); free(fi); sr_csv_free(&c); return args_error("symreg", "out of memory"); }
-    for (int k = 0; k < nf; k++) {
-        memcpy(X + (size_t)k * c.rows, c.data + (size_t)fi[k] * c.rows, sizeof(double) * c.rows);
-        names[k] = c.names[fi[k]];
-    }
+    // The restarts run spread over the ranks (sr_search_jobs); every rank gets the whole result,
+    // rank 0 alone prints it and writes --json.
     lssar_sr_result r;
     rc = lssar_symreg(&o, X, c.data + (size_t)ti * c.rows, c.rows, nf, names, &r);
     if (rc) {
@@ -124,7 +151,8 @@ int cmd_symreg(int argc, char **argv) {
                    r.front[k].equation, k == r.selected ? "   <- selected" : "");
         fprintf(stderr, "symreg: %d iterations in %.1f s, %.3g evaluations, %.3g node-evals/s\n", r.iterations,
                 r.seconds, r.evaluations, r.node_evals_per_s);
-        if (json && write_json(json, &r)) { args_error("symreg", "%s", lssar_errmsg()); rc = 2; }
+        int wrc = json && lssar_dist_rank() == 0 ? write_json(json, &r) : 0;
+        if (lssar_dist_agree(wrc)) { args_error("symreg", "%s", lssar_errmsg()); rc = 2; }
         lssar_sr_result_free(&r);
     }
     free(X); free(names); free(fi); sr_csv_free(&c);

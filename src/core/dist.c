@@ -10,6 +10,9 @@
 #endif
 
 static int g_rank = 0, g_size = 1, g_mpi = 0, g_shared = 0;
+// Solo mode (dist.h) swaps the job's rank and size for 0 and 1, so that every function here,
+// which reads g_rank and g_size, acts as in a job of one rank; the real ones wait in g_world_*.
+static int g_solo = 0, g_world_rank = 0, g_world_size = 1;
 
 int lssar_dist_built(void) {
 #ifdef LSSAR_MPI
@@ -64,6 +67,16 @@ void lssar_dist_abort(int rc) {
 #endif
     exit(rc);
 }
+
+void lssar_dist_solo(int on) {
+    if (on) {
+        if (g_solo++ == 0) { g_world_rank = g_rank; g_world_size = g_size; g_rank = 0; g_size = 1; }
+    } else if (g_solo > 0 && --g_solo == 0) {
+        g_rank = g_world_rank; g_size = g_world_size;
+    }
+}
+int lssar_dist_world_rank(void) { return g_solo ? g_world_rank : g_rank; }
+int lssar_dist_world_size(void) { return g_solo ? g_world_size : g_size; }
 
 int lssar_dist_rank(void) { return g_rank; }
 int lssar_dist_size(void) { return g_size; }
@@ -196,15 +209,21 @@ int lssar_dist_sum_f32(float *out, const float *x, const size_t *off, const size
 #endif
 }
 
-int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt) {
+int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt, int root) {
     if (g_size == 1) return 0;
 #ifdef LSSAR_MPI
     int *io = malloc(sizeof(int) * 2 * g_size);
     if (!io) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     int rc = to_int_counts(off, cnt, io, io + g_size);
-    if (!rc) {
+    if (!rc && root < 0) {
         int e = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, io + g_size, io, MPI_FLOAT, MPI_COMM_WORLD);
         if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Allgatherv");
+    } else if (!rc) {
+        int e = g_rank == root
+                    ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, io + g_size, io, MPI_FLOAT, root, MPI_COMM_WORLD)
+                    : MPI_Gatherv(x + off[g_rank], io[g_size + g_rank], MPI_FLOAT, NULL, NULL, NULL, MPI_FLOAT, root,
+                                  MPI_COMM_WORLD);
+        if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Gatherv");
     }
     free(io);
     return rc;
@@ -255,6 +274,42 @@ int lssar_dist_allgather_bytes(const void *mine, size_t n, char **all, size_t *t
     *total = sum;
     return 0;
 #else
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "built without MPI");
+#endif
+}
+
+void lssar_dist_share_of(long n, int rank, long *lo, long *hi) {
+    *lo = (long)((long long)n * rank / g_size);
+    *hi = (long)((long long)n * (rank + 1) / g_size);
+}
+
+int lssar_dist_gather_bytes(const void *mine, void *all, const size_t *counts, int root) {
+    if (g_size == 1) {
+        if (counts[0] && all != mine) memmove(all, mine, counts[0]);
+        return 0;
+    }
+#ifdef LSSAR_MPI
+    int *io = malloc(sizeof(int) * 2 * g_size);
+    if (!io) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int *icnt = io, *ioff = io + g_size, rc = 0;
+    size_t sum = 0;
+    for (int r = 0; r < g_size && !rc; r++) {
+        if (counts[r] > INT32_MAX || sum + counts[r] > INT32_MAX)
+            rc = lssar_fail(LSSAR_E_SIZE, "lssar_dist_gather_bytes: more than 2^31 bytes in all");
+        ioff[r] = (int)sum;
+        icnt[r] = (int)counts[r];
+        sum += counts[r];
+    }
+    if (!rc) {
+        // MPI forbids a root's send buffer overlapping its receive buffer: in place is MPI_IN_PLACE
+        const void *send = g_rank == root && mine == (const char *)all + ioff[root] ? MPI_IN_PLACE : mine;
+        int e = MPI_Gatherv(send, icnt[g_rank], MPI_BYTE, all, icnt, ioff, MPI_BYTE, root, MPI_COMM_WORLD);
+        if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Gatherv");
+    }
+    free(io);
+    return rc;
+#else
+    (void)root;
     return lssar_fail(LSSAR_E_UNSUPPORTED, "built without MPI");
 #endif
 }

@@ -56,8 +56,9 @@ int lssar_dist_allgather_f64(const double *mine, size_t n, double *all);
    rank 0 + piece of rank 1 + ..., added in that order (scratch: size * cnt[r] floats). */
 int lssar_dist_sum_f32(float *out, const float *x, const size_t *off, const size_t *cnt, int accumulate,
                        float *scratch);
-/* x + off[r] (cnt[r] floats) on every rank = rank r's (in place). */
-int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt);
+/* x + off[r] (cnt[r] floats) = rank r's, in place: on every rank (root < 0: all-gather) or on
+   rank root alone (root >= 0: gather; the other ranks' x outside their own part is untouched). */
+int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt, int root);
 
 /* Work sharing for the embarrassingly parallel jobs (orbits simulate, eval, symreg restarts, the
    runs of an experiment): n items numbered 0..n-1 split into contiguous parts in rank order, this
@@ -67,5 +68,24 @@ void lssar_dist_share(long n, long *lo, long *hi);
    rank *all (malloc'd, the caller frees; NULL when the total is 0) holds them concatenated in rank
    order and *total their length; counts (size entries, may be NULL) receives each rank's n. */
 int lssar_dist_allgather_bytes(const void *mine, size_t n, char **all, size_t *total, size_t *counts);
+/* lssar_dist_share's split, for any rank: rank's part [*lo, *hi) of n items. Not a collective. */
+void lssar_dist_share_of(long n, int rank, long *lo, long *hi);
+/* Collective: rank r passes its counts[r] bytes at mine (the same counts on every rank, so that
+   every rank checks the sizes alike); root receives them concatenated in rank order in all (the
+   sum of counts bytes; all is unused on the other ranks). Root's own piece may already lie at its
+   place in all (mine == all + the counts of the ranks before it): then it is not copied. For a
+   rank-order gather of results that only root writes out, in rounds of bounded size. */
+int lssar_dist_gather_bytes(const void *mine, void *all, const size_t *counts, int root);
+
+/* Solo mode, for a command that spreads whole jobs over the ranks (extrapolate's runs): while on,
+   this rank is a job of one rank by itself: lssar_dist_rank() is 0, lssar_dist_size() 1 and every
+   collective above acts as for one rank (no MPI traffic), so code it calls (train_run, which
+   would otherwise take part in data parallelism over every rank) runs exactly as one process.
+   Not a collective; nests (on twice needs off twice). Every rank must leave it before the next
+   real collective (lssar_dist_agree after the jobs) and before the command returns, since main
+   reads lssar_dist_size() to decide how to end the job. */
+void lssar_dist_solo(int on);
+int lssar_dist_world_rank(void);   /* the rank in the whole job, solo or not */
+int lssar_dist_world_size(void);   /* the ranks of the whole job, solo or not */
 
 #endif

@@ -456,9 +456,9 @@ static int cuda_dist_sum_(nn_ctx *c, float *out, const float *x, const size_t *o
     note(c, rc);
     return rc;
 }
-static int cuda_dist_allgather_(nn_ctx *c, float *x, const size_t *off, const size_t *cnt) {
+static int cuda_dist_allgather_(nn_ctx *c, float *x, const size_t *off, const size_t *cnt, int root) {
     if (c->err) return c->err;
-    int rc = cuda_dist_allgather(&c->nccl, x, off, cnt, c->stream);
+    int rc = cuda_dist_allgather(&c->nccl, x, off, cnt, root, c->stream);
     note(c, rc);
     return rc;
 }

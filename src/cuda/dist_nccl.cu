@@ -126,17 +126,23 @@ int cuda_dist_sum(ncclComm_t *comm, float *out, const float *x, const size_t *of
     return sum_pieces(out, scratch, n, size, n, accumulate, stream);
 }
 
-int cuda_dist_allgather(ncclComm_t *comm, float *x, const size_t *off, const size_t *cnt, cudaStream_t stream) {
-    const int size = lssar_dist_size();
+int cuda_dist_allgather(ncclComm_t *comm, float *x, const size_t *off, const size_t *cnt, int root,
+                        cudaStream_t stream) {
+    const int size = lssar_dist_size(), rank = lssar_dist_rank();
     if (size == 1) return 0;
     int rc = *comm ? 0 : comm_create(comm);
     if (rc) return rc;
-    // all-gather-v in place: rank r broadcasts its part, every part in one fused launch
+    // all-gather-v in place: rank r broadcasts its part, every part in one fused launch; a gather:
+    // every other rank sends its part to root, which receives each in place
     ncclResult_t r = ncclGroupStart();
     if (r != ncclSuccess) return dist_fail_nccl(r, "ncclGroupStart");
     const char *what = "ncclGroupEnd";
-    for (int s = 0; s < size; s++)
-        if (cnt[s]) GROUP_CALL(ncclBroadcast(x + off[s], x + off[s], cnt[s], ncclFloat, s, *comm, stream), "ncclBroadcast");
+    for (int s = 0; s < size; s++) {
+        if (!cnt[s]) continue;
+        if (root < 0) GROUP_CALL(ncclBroadcast(x + off[s], x + off[s], cnt[s], ncclFloat, s, *comm, stream), "ncclBroadcast");
+        else if (rank == root && s != root) GROUP_CALL(ncclRecv(x + off[s], cnt[s], ncclFloat, s, *comm, stream), "ncclRecv");
+        else if (rank == s && s != root) GROUP_CALL(ncclSend(x + off[s], cnt[s], ncclFloat, root, *comm, stream), "ncclSend");
+    }
     ncclResult_t end = ncclGroupEnd();
     if (r == ncclSuccess) r = end;
     return r == ncclSuccess ? 0 : dist_fail_nccl(r, what);

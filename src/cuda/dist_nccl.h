@@ -28,8 +28,9 @@
 // makes it. out (cnt[rank]), x, scratch (ranks * cnt[rank]): device memory; off, cnt (ranks): host.
 int cuda_dist_sum(ncclComm_t *comm, float *out, const float *x, const size_t *off, const size_t *cnt,
                   int accumulate, float *scratch, cudaStream_t stream);
-// x + off[r] (cnt[r] floats) on every rank = rank r's, in place
-int cuda_dist_allgather(ncclComm_t *comm, float *x, const size_t *off, const size_t *cnt, cudaStream_t stream);
+// x + off[r] (cnt[r] floats) = rank r's, in place, on every rank (root < 0) or on rank root alone
+int cuda_dist_allgather(ncclComm_t *comm, float *x, const size_t *off, const size_t *cnt, int root,
+                        cudaStream_t stream);
 // The context's free path (comm NULL: nothing). failed 0: after the stream is idle, frees the
 // communicator. failed 1 (the context holds an error): its operations may never finish (a peer
 // died), so before waiting on the stream, aborts them (ncclCommAbort) and frees it.

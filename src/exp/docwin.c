@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exp/docwin.h"
+#include "train/eval.h"
 
 int exp_docs_load(const char *path, exp_docs *d) {
     memset(d, 0, sizeof *d);
@@ -111,38 +112,19 @@ int exp_plain_windows(size_t npos, int T, int max_windows, size_t **starts, int 
 }
 
 int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B, double *mean, double *se) {
-    const gpt_config *cfg = gpt_get_config(m);
-    const int C = cfg->channels;
     *mean = NAN; *se = NAN;
     if (n < 1) return lssar_fail(LSSAR_E_SIZE, "no evaluation windows of length %d", T);
-    if (s->channels != C) return lssar_fail(LSSAR_E_FORMAT, "%s has %d channels but the model has %d", s->path, s->channels, C);
-    if (B > n) B = n;
-    int rc = gpt_reserve(m, B, T, 0);
-    if (rc) return rc;
-    size_t per = (size_t)T * C;
-    uint16_t *in = malloc(B * per * sizeof *in), *tg = malloc(B * per * sizeof *tg);
-    float *loss = malloc(B * per * sizeof *loss);
-    if (!in || !tg || !loss) { free(in); free(tg); free(loss); return lssar_fail(LSSAR_E_NOMEM, "out of memory for evaluation"); }
+    double *win = malloc((size_t)n * sizeof *win);
+    if (!win) return lssar_fail(LSSAR_E_NOMEM, "out of memory for evaluation");
+    // the one evaluation loop (src/train/eval.h), here in this process alone
+    int rc = eval_windows(m, s, starts, n, T, B, 0, win, NULL);
+    const double per = (double)T * gpt_get_config(m)->channels;
     double sum = 0, sum2 = 0;
-    for (int w0 = 0; w0 < n && !rc; w0 += B) {
-        int b = n - w0 < B ? n - w0 : B;
-        for (int i = 0; i < b; i++) {
-            if (starts[w0 + i] + T + 1 > s->n) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: window at %zu runs past the end (val_index.json does not match the shard)", s->path, starts[w0 + i]); break; }
-            const uint16_t *src = s->tokens + starts[w0 + i] * C;   // (T+1, C)
-            memcpy(in + i * per, src, per * sizeof *in);
-            memcpy(tg + i * per, src + C, per * sizeof *tg);
-        }
-        if (rc) break;
-        if ((rc = gpt_forward(m, in, tg, b, T, NULL))) break;
-        if ((rc = gpt_get_losses(m, loss))) break;
-        for (int i = 0; i < b; i++) {
-            double l = 0;
-            for (size_t k = 0; k < per; k++) l += loss[i * per + k];
-            l /= (double)per;
-            sum += l; sum2 += l * l;
-        }
+    for (int w = 0; !rc && w < n; w++) {
+        double l = win[w] / per;
+        sum += l; sum2 += l * l;
     }
-    free(in); free(tg); free(loss);
+    free(win);
     if (rc) return rc;
     *mean = sum / n;
     double var = n > 1 ? (sum2 - sum * sum / n) / (n - 1) : 0;

@@ -31,7 +31,8 @@ int exp_doc_windows(const exp_docs *d, int T, int max_windows, size_t **starts, 
 /* Consecutive windows from the start of a shard of npos positions (no index available). */
 int exp_plain_windows(size_t npos, int T, int max_windows, size_t **starts, int *n);
 
-/* Mean next-token loss of the model over the given windows of shard s (B windows per forward):
+/* Mean next-token loss of the model over the given windows of shard s (B windows per forward;
+   the loop of eval_windows, src/train/eval.h, in this process alone: not a collective):
    *mean over windows of each window's mean loss, *se = sample std / sqrt(n) (0 for n = 1). */
 int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B,
                      double *mean, double *se);

@@ -130,7 +130,7 @@ int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta
     if (!dp->zero) {   // plain data parallelism: the whole gradient everywhere, the whole update
         if (dp->total != m->grads_mem + lo) be->copy(m->ctx, m->grads_mem + lo, dp->total, n * sizeof(float));
         double t0 = lssar_now();
-        rc = be->dist_allgather(m->ctx, m->grads_mem, dp->off, dp->cnt);
+        rc = be->dist_allgather(m->ctx, m->grads_mem, dp->off, dp->cnt, -1);
         dp->comm_s += lssar_now() - t0;
         if (rc) return rc;
         return gpt_adamw_step(m, t, lr, beta1, beta2, eps, wd);
@@ -147,7 +147,7 @@ int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta
     m->fbackward_ready = 0;
     m->fhidden = 0;
     double t0 = lssar_now();
-    rc = be->dist_allgather(m->ctx, m->params_mem, dp->off, dp->cnt);
+    rc = be->dist_allgather(m->ctx, m->params_mem, dp->off, dp->cnt, -1);
     dp->comm_s += lssar_now() - t0;
     return rc;
 }
@@ -156,16 +156,37 @@ int gpt_dp_gather_moments(gpt_dp *dp) {
     if (!dp->zero) return 0;
     gpt *m = dp->m;
     const size_t lo = dp->off[dp->rank], n = dp->cnt[dp->rank];
-    if (!m->adam_m) m->adam_m = m->be->alloc(m->ctx, m->nfloats * sizeof(float));
-    if (!m->adam_v) m->adam_v = m->be->alloc(m->ctx, m->nfloats * sizeof(float));
-    if (!m->adam_m || !m->adam_v) {
-        gpt_dp_drop_moments(dp);
-        return lssar_fail(LSSAR_E_NOMEM, "out of memory gathering the AdamW state for a checkpoint (2 x %zu MiB)", m->nfloats * 4 >> 20);
+    // Rank 0 alone holds the whole moments (it writes the checkpoint), so no other rank's memory
+    // grows past its part at a save. A sender reads only x + off[its rank]: its own part buffers,
+    // passed with that offset 0.
+    int rc = 0;
+    size_t *off0 = malloc(sizeof(size_t) * dp->ranks);
+    if (!off0) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    else {
+        memcpy(off0, dp->off, sizeof(size_t) * dp->ranks);
+        if (dp->rank) off0[dp->rank] = 0;
     }
-    m->be->copy(m->ctx, m->adam_m + lo, dp->mom_m, n * sizeof(float));
-    m->be->copy(m->ctx, m->adam_v + lo, dp->mom_v, n * sizeof(float));
-    int rc = m->be->dist_allgather(m->ctx, m->adam_m, dp->off, dp->cnt);
-    if (!rc) rc = m->be->dist_allgather(m->ctx, m->adam_v, dp->off, dp->cnt);
+    if (!rc && dp->rank == 0) {
+        if (!m->adam_m) m->adam_m = m->be->alloc(m->ctx, m->nfloats * sizeof(float));
+        if (!m->adam_v) m->adam_v = m->be->alloc(m->ctx, m->nfloats * sizeof(float));
+        if (!m->adam_m || !m->adam_v)
+            rc = lssar_fail(LSSAR_E_NOMEM, "out of memory gathering the AdamW state for a checkpoint (2 x %zu MiB)", m->nfloats * 4 >> 20);
+    }
+    if ((rc = lssar_dist_agree(rc))) {
+        free(off0);
+        gpt_dp_drop_moments(dp);
+        return rc;
+    }
+    float *mm = dp->mom_m, *vv = dp->mom_v;
+    if (dp->rank == 0) {
+        m->be->copy(m->ctx, m->adam_m + lo, dp->mom_m, n * sizeof(float));
+        m->be->copy(m->ctx, m->adam_v + lo, dp->mom_v, n * sizeof(float));
+        mm = m->adam_m;
+        vv = m->adam_v;
+    }
+    rc = m->be->dist_allgather(m->ctx, mm, off0, dp->cnt, 0);
+    if (!rc) rc = m->be->dist_allgather(m->ctx, vv, off0, dp->cnt, 0);
+    free(off0);
     return rc;
 }
 

@@ -22,9 +22,9 @@
  *           AdamW step with the whole AdamW state (like PyTorch DDP);
  *   zero 1: every rank keeps AdamW moments for its part only (memory / ranks), updates its part of
  *           the parameters, and the parameters are all-gathered (llm.c's ZeRO-1).
- * Checkpoints hold the whole state: gpt_dp_gather_moments puts the whole moments in the model for
- * ckpt_save and gpt_dp_drop_moments takes them away again, so a checkpoint is the same file for
- * any number of ranks and resumes on any other.
+ * Checkpoints hold the whole state: gpt_dp_gather_moments puts the whole moments in rank 0's
+ * model for ckpt_save and gpt_dp_drop_moments takes them away again, so a checkpoint is the same
+ * file for any number of ranks and resumes on any other.
  */
 #ifndef LSSAR_GPT_DP_H
 #define LSSAR_GPT_DP_H
@@ -45,7 +45,8 @@ int gpt_dp_add_grads(gpt_dp *dp, int a);
    rank holds the new parameters. */
 int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta2, float eps, float wd,
                 float *norm);
-/* Collective: the model's AdamW moments whole (zero 1), for a checkpoint; then drop them. */
+/* Collective: the model's AdamW moments whole on rank 0 (zero 1), for its checkpoint; then drop
+   them (every rank). The other ranks send their parts and allocate nothing. */
 int gpt_dp_gather_moments(gpt_dp *dp);
 void gpt_dp_drop_moments(gpt_dp *dp);
 /* Floats of AdamW moments this rank keeps (2 x its part under zero 1, 2 x all of them else). */

@@ -145,8 +145,9 @@ typedef struct nn_backend {
     // added in rank order (lssar_dist_sum_f32); scratch: ranks * cnt[r] floats
     int (*dist_sum)(nn_ctx *ctx, float *out, const float *x, const size_t *off, const size_t *cnt,
                     int accumulate, float *scratch);
-    // x[off[r] .. + cnt[r]] on every rank = rank r's, for every r (lssar_dist_allgather_f32)
-    int (*dist_allgather)(nn_ctx *ctx, float *x, const size_t *off, const size_t *cnt);
+    // x[off[r] .. + cnt[r]] = rank r's, for every r, on every rank (root < 0) or on rank root
+    // alone (root >= 0; lssar_dist_allgather_f32)
+    int (*dist_allgather)(nn_ctx *ctx, float *x, const size_t *off, const size_t *cnt, int root);
 } nn_backend;
 
 /* Host helper: the RoPE tables cos_t, sin_t (T, HS/2), angle t * theta^(-2c/HS) in double, which

@@ -147,9 +147,9 @@ static int cpu_dist_sum(nn_ctx *ctx, float *out, const float *x, const size_t *o
     (void)ctx;
     return lssar_dist_sum_f32(out, x, off, cnt, accumulate, scratch);
 }
-static int cpu_dist_allgather(nn_ctx *ctx, float *x, const size_t *off, const size_t *cnt) {
+static int cpu_dist_allgather(nn_ctx *ctx, float *x, const size_t *off, const size_t *cnt, int root) {
     (void)ctx;
-    return lssar_dist_allgather_f32(x, off, cnt);
+    return lssar_dist_allgather_f32(x, off, cnt, root);
 }
 
 const nn_backend nn_backend_cpu = {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cJSON.h>
+#include "core/dist.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "lssar.h"
@@ -157,137 +158,164 @@ int orb_newton_run(const orb_newton_opts *opt, orb_newton_result *res) {
     const char *forces = opt->forces, *target = opt->target ? opt->target : "F_pred", *json = opt->json;
     const int galaxies = opt->galaxies, rows = opt->rows;
     const uint64_t seed = opt->seed;
-    FILE *out = opt->report;
+    FILE *out = lssar_dist_rank() == 0 ? opt->report : NULL;  // rank 0 alone reports
     lssar_sr_options o = opt->sr;
     if (!forces) return lssar_fail(LSSAR_E_ARG, "--forces is required");
     if (galaxies < 1 || galaxies > 1000) return lssar_fail(LSSAR_E_ARG, "--galaxies must be 1..1000, got %d", galaxies);
     if (rows < 10) return lssar_fail(LSSAR_E_ARG, "--rows must be >= 10, got %d", rows);
-    int rc = 0;
-    double *X = NULL, *y = NULL, *yt = NULL, *b1 = NULL, *b2 = NULL, *w = NULL, *cs = NULL;
+    int rc = 0, N = 0, n = 0, col[3] = {-1, -1, -1}, cy = -1, ct = -1, chunk = 0;
+    double *Xc = NULL, *yc = NULL, *ytc = NULL, *b1 = NULL, *b2 = NULL, *w = NULL, *cs = NULL;
     int *perm = NULL;
+    lssar_sr_options *og = NULL;
+    sr_job *jobs = NULL;
+    lssar_sr_result *sres = NULL;
+    char (*labels)[24] = NULL;
     cJSON *jg = NULL;
-    sr_csv csv;
-    if ((rc = sr_csv_read(forces, &csv))) return rc;
-    int col[3], cy = -1, ct = -1;
+    sr_csv csv = {0};
+    // Under mpirun every rank reads --forces itself; they meet at lssar_dist_agree below, so a
+    // file that one rank cannot read (or finds wrong) is one error naming that rank.
+    if ((rc = sr_csv_read(forces, &csv))) goto agree;
     for (int f = 0; f < 3; f++)
         if ((col[f] = sr_csv_column(&csv, NAMES[f])) < 0) {
             rc = refail(LSSAR_E_FORMAT, forces, HEADER_HINT);
-            goto done;
+            goto agree;
         }
     if ((cy = sr_csv_column(&csv, target)) < 0) {
         rc = refail(LSSAR_E_FORMAT, forces, HEADER_HINT);
-        goto done;
+        goto agree;
     }
     ct = sr_csv_column(&csv, "F_true");
-    int N = csv.rows;
-    if (N < 10) { rc = lssar_fail(LSSAR_E_SIZE, "%s has %d rows; need >= 10", forces, N); goto done; }
+    N = csv.rows;
+    if (N < 10) { rc = lssar_fail(LSSAR_E_SIZE, "%s has %d rows; need >= 10", forces, N); goto agree; }
     for (int i = 0; i < N; i++)
         if (!(csv.data[(size_t)col[0] * N + i] > 0)) {
             rc = lssar_fail(LSSAR_E_ARG, "%s: row %d has r = %g; distances must be > 0", forces, i + 2, csv.data[(size_t)col[0] * N + i]);
-            goto done;
+            goto agree;
         }
-    int n = rows < N ? rows : N;
-    X = malloc(sizeof(double) * 3 * n); y = malloc(sizeof(double) * n); yt = malloc(sizeof(double) * n);
+    n = rows < N ? rows : N;
+    // The searches of `chunk` galaxies run together (sr_search_jobs spreads their restarts over
+    // the ranks), so their samples are held at once: all galaxies, up to 64 MiB of them.
+    chunk = (int)fmin(galaxies, fmax(1, (64.0 * 1024 * 1024) / (40.0 * n)));
+    Xc = malloc(sizeof(double) * 3 * n * chunk); yc = malloc(sizeof(double) * n * chunk); ytc = malloc(sizeof(double) * n * chunk);
     b1 = malloc(sizeof(double) * n); b2 = malloc(sizeof(double) * n); w = malloc(sizeof(double) * (3 * n > galaxies ? 3 * n : galaxies));
     perm = malloc(sizeof(int) * N);
     cs = malloc(sizeof(double) * galaxies * 5);
+    og = malloc(sizeof *og * chunk); jobs = malloc(sizeof *jobs * chunk); sres = calloc(chunk, sizeof *sres);
+    labels = malloc(sizeof *labels * chunk);
     res->galaxy = calloc((size_t)galaxies, sizeof *res->galaxy);
-    if (!X || !y || !yt || !b1 || !b2 || !w || !perm || !cs || !res->galaxy) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto done; }
+    if (!Xc || !yc || !ytc || !b1 || !b2 || !w || !perm || !cs || !og || !jobs || !sres || !labels || !res->galaxy)
+        rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+agree:
+    if ((rc = lssar_dist_agree(rc))) goto done;
     res->galaxies = galaxies;
     jg = cJSON_CreateArray();
     int dep_m2 = 0, newton_found = 0;
     double t0 = lssar_now();
     OUT("orbits newton: %s, target %s, %d galaxies of %d rows (of %d); ops %s, maxsize %d, L1, %d iterations, %d restarts, select score\n",
            forces, target, galaxies, n, N, o.ops, o.maxsize, o.iterations, o.restarts);
-    for (int g = 0; g < galaxies; g++) {
-        // galaxy g: n rows without replacement (partial Fisher-Yates on its own stream)
-        lssar_rng rng;
-        lssar_rng_stream(&rng, seed, (uint64_t)g);
-        for (int i = 0; i < N; i++) perm[i] = i;
-        for (int i = 0; i < n; i++) {
-            int j = i + (int)lssar_rng_below(&rng, (uint64_t)(N - i));
-            int t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+    for (int g0 = 0; g0 < galaxies; g0 += chunk) {
+        int gn = galaxies - g0 < chunk ? galaxies - g0 : chunk;
+        for (int k = 0; k < gn; k++) {
+            // galaxy g: n rows without replacement (partial Fisher-Yates on its own stream)
+            int g = g0 + k;
+            double *X = Xc + (size_t)3 * n * k, *y = yc + (size_t)n * k, *yt = ytc + (size_t)n * k;
+            lssar_rng rng;
+            lssar_rng_stream(&rng, seed, (uint64_t)g);
+            for (int i = 0; i < N; i++) perm[i] = i;
+            for (int i = 0; i < n; i++) {
+                int j = i + (int)lssar_rng_below(&rng, (uint64_t)(N - i));
+                int t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+            }
+            for (int i = 0; i < n; i++) {
+                for (int f = 0; f < 3; f++) X[f * n + i] = csv.data[(size_t)col[f] * N + perm[i]];
+                y[i] = csv.data[(size_t)cy * N + perm[i]];
+                yt[i] = ct >= 0 ? csv.data[(size_t)ct * N + perm[i]] : NAN;
+            }
+            og[k] = o;
+            og[k].seed = seed * 1000003u + (uint64_t)g * 101u;
+            snprintf(labels[k], sizeof labels[k], "galaxy %d", g);
+            jobs[k] = (sr_job){&og[k], X, y, n, 3, NAMES, labels[k], &sres[k]};
         }
-        for (int i = 0; i < n; i++) {
-            for (int f = 0; f < 3; f++) X[f * n + i] = csv.data[(size_t)col[f] * N + perm[i]];
-            y[i] = csv.data[(size_t)cy * N + perm[i]];
-            yt[i] = ct >= 0 ? csv.data[(size_t)ct * N + perm[i]] : NAN;
-        }
-        lssar_sr_options og = o;
-        og.seed = seed * 1000003u + (uint64_t)g * 101u;
-        lssar_sr_result sres;
-        if ((rc = lssar_symreg(&og, X, y, n, 3, NAMES, &sres))) {
-            char what[32];
-            snprintf(what, sizeof what, "galaxy %d", g);
-            rc = refail(rc, what, "");
+        int bad = -1;
+        if ((rc = sr_search_jobs(jobs, gn, &bad))) {
+            if (bad >= 0) {
+                char what[32];
+                snprintf(what, sizeof what, "galaxy %d", g0 + bad);
+                rc = refail(rc, what, "");
+            }
             goto done;
         }
-        const lssar_sr_equation *e = &sres.front[sres.selected];
-        double sens[3];
-        int dep[3];
-        for (int f = 0; f < 3; f++) {
-            sens[f] = sensitivity(e->equation, X, n, f, b1, b2, w);
-            dep[f] = mentions(e->equation, NAMES[f]) && (sens[f] > 1e-9 || isnan(sens[f]));
+        for (int k = 0; k < gn; k++) {
+            int g = g0 + k;
+            const double *X = Xc + (size_t)3 * n * k, *y = yc + (size_t)n * k, *yt = ytc + (size_t)n * k;
+            lssar_sr_result *sr = &sres[k];
+            const lssar_sr_equation *e = &sr->front[sr->selected];
+            double sens[3];
+            int dep[3];
+            for (int f = 0; f < 3; f++) {
+                sens[f] = sensitivity(e->equation, X, n, f, b1, b2, w);
+                dep[f] = mentions(e->equation, NAMES[f]) && (sens[f] > 1e-9 || isnan(sens[f]));
+            }
+            // the law against Newton: median relative difference from G m1 m2 / r^2
+            lssar_sr_eval(e->equation, X, n, 3, NAMES, b1);
+            for (int i = 0; i < n; i++) {
+                double nw = ORB_G * X[n + i] * X[2 * n + i] / (X[i] * X[i]);
+                w[i] = fabs(b1[i] - nw) / nw;
+            }
+            qsort(w, (size_t)n, sizeof(double), cmp_double);
+            double newton_rel = w[n / 2];
+            fit1 f12 = fit_form(X, y, n, 1, b2), f1 = fit_form(X, y, n, 0, b2);
+            fit1 t12 = {NAN, NAN, NAN}, t1 = {NAN, NAN, NAN};
+            if (ct >= 0) { t12 = fit_form(X, yt, n, 1, b2); t1 = fit_form(X, yt, n, 0, b2); }
+            double rho = m2_rank_corr(X, y, n);
+            cs[g * 5 + 0] = f12.c; cs[g * 5 + 1] = f1.c; cs[g * 5 + 2] = f12.rel; cs[g * 5 + 3] = f1.rel; cs[g * 5 + 4] = rho;
+            dep_m2 += dep[2];
+            newton_found += newton_rel < 0.01;
+            OUT("galaxy %d: %s   (complexity %d, L1 %.4g, %.1f s)\n", g, e->equation, e->complexity, e->loss, sr->seconds);
+            OUT("  depends on:%s%s%s   (median change for x1.1: r %.3g, m1 %.3g, m2 %.3g); vs G m1 m2/r^2: median rel. diff %.3g\n",
+                   dep[0] ? " r" : "", dep[1] ? " m1" : "", dep[2] ? " m2" : "", sens[0], sens[1], sens[2], newton_rel);
+            OUT("  forces vs m2: rank correlation of log m2 with log(%s r^2/m1) = %.3f\n", target, rho);
+            OUT("  fits to %s: c m1 m2/r^2: c = %.5g (c/G = %.4f, rel. L1 %.3g)   c m1/r^2: c = %.5g (rel. L1 %.3g)\n",
+                   target, f12.c, f12.c / ORB_G, f12.rel, f1.c, f1.rel);
+            if (ct >= 0)
+                OUT("  fits to F_true: c m1 m2/r^2: c = %.5g (rel. L1 %.3g)   c m1/r^2: c = %.5g (rel. L1 %.3g)\n", t12.c, t12.rel, t1.c, t1.rel);
+            cJSON *jo = cJSON_CreateObject(), *jd = cJSON_CreateArray(), *js = cJSON_CreateObject();
+            cJSON_AddNumberToObject(jo, "galaxy", g);
+            cJSON_AddNumberToObject(jo, "rows", n);
+            cJSON_AddStringToObject(jo, "equation", e->equation);
+            cJSON_AddNumberToObject(jo, "complexity", e->complexity);
+            cJSON_AddNumberToObject(jo, "loss", e->loss);
+            for (int f = 0; f < 3; f++) {
+                if (dep[f]) cJSON_AddItemToArray(jd, cJSON_CreateString(NAMES[f]));
+                cJSON_AddNumberToObject(js, NAMES[f], sens[f]);
+            }
+            cJSON_AddItemToObject(jo, "depends_on", jd);
+            cJSON_AddItemToObject(jo, "sensitivity", js);
+            cJSON_AddNumberToObject(jo, "newton_median_rel_diff", newton_rel);
+            cJSON_AddNumberToObject(jo, "m2_rank_correlation", rho);
+            cJSON_AddItemToObject(jo, "fit_m1m2", fit_json(f12));
+            cJSON_AddItemToObject(jo, "fit_m1", fit_json(f1));
+            if (ct >= 0) {
+                cJSON_AddItemToObject(jo, "true_fit_m1m2", fit_json(t12));
+                cJSON_AddItemToObject(jo, "true_fit_m1", fit_json(t1));
+            }
+            cJSON_AddNumberToObject(jo, "seconds", sr->seconds);
+            cJSON *jf = cJSON_CreateArray();
+            for (int k = 0; k < sr->n; k++) {
+                cJSON *q = cJSON_CreateObject();
+                cJSON_AddStringToObject(q, "equation", sr->front[k].equation);
+                cJSON_AddNumberToObject(q, "complexity", sr->front[k].complexity);
+                cJSON_AddNumberToObject(q, "loss", sr->front[k].loss);
+                cJSON_AddNumberToObject(q, "score", sr->front[k].score);
+                cJSON_AddItemToArray(jf, q);
+            }
+            cJSON_AddItemToObject(jo, "pareto", jf);
+            cJSON_AddItemToArray(jg, jo);
+            res->galaxy[g].equation = strdup(e->equation);
+            for (int f = 0; f < 3; f++) res->galaxy[g].depends[f] = dep[f];
+            lssar_sr_result_free(sr);
+            if (!res->galaxy[g].equation) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto done; }
         }
-        // the law against Newton: median relative difference from G m1 m2 / r^2
-        lssar_sr_eval(e->equation, X, n, 3, NAMES, b1);
-        for (int i = 0; i < n; i++) {
-            double nw = ORB_G * X[n + i] * X[2 * n + i] / (X[i] * X[i]);
-            w[i] = fabs(b1[i] - nw) / nw;
-        }
-        qsort(w, (size_t)n, sizeof(double), cmp_double);
-        double newton_rel = w[n / 2];
-        fit1 f12 = fit_form(X, y, n, 1, b2), f1 = fit_form(X, y, n, 0, b2);
-        fit1 t12 = {NAN, NAN, NAN}, t1 = {NAN, NAN, NAN};
-        if (ct >= 0) { t12 = fit_form(X, yt, n, 1, b2); t1 = fit_form(X, yt, n, 0, b2); }
-        double rho = m2_rank_corr(X, y, n);
-        cs[g * 5 + 0] = f12.c; cs[g * 5 + 1] = f1.c; cs[g * 5 + 2] = f12.rel; cs[g * 5 + 3] = f1.rel; cs[g * 5 + 4] = rho;
-        dep_m2 += dep[2];
-        newton_found += newton_rel < 0.01;
-        OUT("galaxy %d: %s   (complexity %d, L1 %.4g, %.1f s)\n", g, e->equation, e->complexity, e->loss, sres.seconds);
-        OUT("  depends on:%s%s%s   (median change for x1.1: r %.3g, m1 %.3g, m2 %.3g); vs G m1 m2/r^2: median rel. diff %.3g\n",
-               dep[0] ? " r" : "", dep[1] ? " m1" : "", dep[2] ? " m2" : "", sens[0], sens[1], sens[2], newton_rel);
-        OUT("  forces vs m2: rank correlation of log m2 with log(%s r^2/m1) = %.3f\n", target, rho);
-        OUT("  fits to %s: c m1 m2/r^2: c = %.5g (c/G = %.4f, rel. L1 %.3g)   c m1/r^2: c = %.5g (rel. L1 %.3g)\n",
-               target, f12.c, f12.c / ORB_G, f12.rel, f1.c, f1.rel);
-        if (ct >= 0)
-            OUT("  fits to F_true: c m1 m2/r^2: c = %.5g (rel. L1 %.3g)   c m1/r^2: c = %.5g (rel. L1 %.3g)\n", t12.c, t12.rel, t1.c, t1.rel);
-        cJSON *jo = cJSON_CreateObject(), *jd = cJSON_CreateArray(), *js = cJSON_CreateObject();
-        cJSON_AddNumberToObject(jo, "galaxy", g);
-        cJSON_AddNumberToObject(jo, "rows", n);
-        cJSON_AddStringToObject(jo, "equation", e->equation);
-        cJSON_AddNumberToObject(jo, "complexity", e->complexity);
-        cJSON_AddNumberToObject(jo, "loss", e->loss);
-        for (int f = 0; f < 3; f++) {
-            if (dep[f]) cJSON_AddItemToArray(jd, cJSON_CreateString(NAMES[f]));
-            cJSON_AddNumberToObject(js, NAMES[f], sens[f]);
-        }
-        cJSON_AddItemToObject(jo, "depends_on", jd);
-        cJSON_AddItemToObject(jo, "sensitivity", js);
-        cJSON_AddNumberToObject(jo, "newton_median_rel_diff", newton_rel);
-        cJSON_AddNumberToObject(jo, "m2_rank_correlation", rho);
-        cJSON_AddItemToObject(jo, "fit_m1m2", fit_json(f12));
-        cJSON_AddItemToObject(jo, "fit_m1", fit_json(f1));
-        if (ct >= 0) {
-            cJSON_AddItemToObject(jo, "true_fit_m1m2", fit_json(t12));
-            cJSON_AddItemToObject(jo, "true_fit_m1", fit_json(t1));
-        }
-        cJSON_AddNumberToObject(jo, "seconds", sres.seconds);
-        cJSON *jf = cJSON_CreateArray();
-        for (int k = 0; k < sres.n; k++) {
-            cJSON *q = cJSON_CreateObject();
-            cJSON_AddStringToObject(q, "equation", sres.front[k].equation);
-            cJSON_AddNumberToObject(q, "complexity", sres.front[k].complexity);
-            cJSON_AddNumberToObject(q, "loss", sres.front[k].loss);
-            cJSON_AddNumberToObject(q, "score", sres.front[k].score);
-            cJSON_AddItemToArray(jf, q);
-        }
-        cJSON_AddItemToObject(jo, "pareto", jf);
-        cJSON_AddItemToArray(jg, jo);
-        res->galaxy[g].equation = strdup(e->equation);
-        for (int f = 0; f < 3; f++) res->galaxy[g].depends[f] = dep[f];
-        lssar_sr_result_free(&sres);
-        if (!res->galaxy[g].equation) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto done; }
     }
     // audit over galaxies: medians of the constants
     double med[5];
@@ -335,12 +363,15 @@ int orb_newton_run(const orb_newton_opts *opt, orb_newton_result *res) {
         cJSON_AddBoolToObject(a, "forces_depend_on_m2", fabs(med[4]) > 0.5);
         cJSON_AddNumberToObject(a, "galaxies_newton_within_1pct", newton_found);
         cJSON_AddItemToObject(j, "audit", a);
-        rc = lssar_write_json(json, j);
+        rc = lssar_dist_rank() == 0 ? lssar_write_json(json, j) : 0;  // rank 0 alone writes
         cJSON_Delete(j);
+        rc = lssar_dist_agree(rc);
     }
 done:
     cJSON_Delete(jg);
-    free(X); free(y); free(yt); free(b1); free(b2); free(w); free(perm); free(cs);
+    for (int k = 0; k < chunk && sres; k++) lssar_sr_result_free(&sres[k]);
+    free(Xc); free(yc); free(ytc); free(b1); free(b2); free(w); free(perm); free(cs);
+    free(og); free(jobs); free(sres); free(labels);
     sr_csv_free(&csv);
     if (rc) orb_newton_result_free(res);
     return rc;

@@ -8,6 +8,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/dist.h"
 #include "symreg/sr.h"
 
 /* ------------------------------------------------------------------ configuration */
@@ -492,10 +493,13 @@ static double constant_loss(const sr_data *d, double c) {
 }
 
 /* ------------------------------------------------------------------ one search */
-typedef struct { double evals, node_evals; int iterations; } run_stats;
+typedef struct { double evals, node_evals, seconds; int iterations; } run_stats;
 
+// Restart `restart` of a search: its whole hall of fame is offered to `final` (an empty hall: the
+// caller merges restarts, see sr_search_jobs), its work added to st.
 static int run_search(const lssar_sr_options *o, const sr_config *cfg, const sr_data *d, double baseline,
-                      uint64_t seed, hall *final, run_stats *st, double t_start, int restart, int nrestarts) {
+                      uint64_t seed, hall *final, run_stats *st, double t_start, int restart, int nrestarts,
+                      const char *what) {
     int P = o->populations, N = o->population_size;
     island *isl = calloc(P, sizeof(island));
     hall *ghof = calloc(1, sizeof(hall));
@@ -534,7 +538,8 @@ static int run_search(const lssar_sr_options *o, const sr_config *cfg, const sr_
 
     lssar_progress prog;
     char label[64];
-    snprintf(label, sizeof label, nrestarts > 1 ? "symreg run %d/%d iteration" : "symreg iteration", restart + 1, nrestarts);
+    if (nrestarts > 1) snprintf(label, sizeof label, "%s run %d/%d iteration", what, restart + 1, nrestarts);
+    else snprintf(label, sizeof label, "%s iteration", what);
     lssar_progress_start(&prog, label, "it", o->iterations);
     double t0 = lssar_now();
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
@@ -694,12 +699,103 @@ static int valid_name(const char *s) {
     return 1;
 }
 
-int lssar_symreg(const lssar_sr_options *o, const double *X, const double *y, int rows, int nfeat,
-                 const char *const *names, lssar_sr_result *res) {
-    if (!o || !X || !y || !names || !res) return lssar_fail(LSSAR_E_NULL, "lssar_symreg: NULL argument");
-    memset(res, 0, sizeof *res);
+/* ------------------------------------------------------------------ searches over the ranks */
+// The restarts of a search are independent: restart r draws only from the streams of its own
+// seed (seed + r x golden ratio), so any rank can run it. What is sequential is their merge (in
+// restart order, into one hall of fame) and the early stop (restarts after the first that reaches
+// an exact fit are skipped). sr_search_jobs keeps both exactly: it runs the pending restarts in
+// rounds of one per rank, gathers their halls of fame in rank order (= restart order), and every
+// rank replays the merge as one process does, restart by restart, dropping the restarts of a round
+// that come after an early stop. One process is the case of rounds of one restart.
+
+typedef struct {
+    const sr_job *job;
+    sr_config cfg;
+    sr_data d;
+    double baseline;
+    hall *final;         // the merged restarts
+    run_stats st;        // of the merged restarts only (so N ranks report what one process does)
+    int next, done;      // restarts merged so far; no more to run
+} job_state;
+
+// A restart's outcome as bytes that round-trip exactly: fixed-width integers and the doubles'
+// bits in the host's byte order (every rank runs the same build), the programs node by node.
+static unsigned char *put(unsigned char *b, const void *v, size_t n) { memcpy(b, v, n); return b + n; }
+static size_t pack_outcome(unsigned char *b, const hall *h, int maxsize, const run_stats *st) {
+    unsigned char *p = b;
+    int32_t it = st->iterations, cnt = 0;
+    p = put(p, &st->evals, 8); p = put(p, &st->node_evals, 8); p = put(p, &st->seconds, 8); p = put(p, &it, 4);
+    for (int c = 1; c <= maxsize; c++) cnt += h->has[c];
+    p = put(p, &cnt, 4);
+    for (int c = 1; c <= maxsize; c++) {
+        if (!h->has[c]) continue;
+        const member *m = &h->m[c];
+        int32_t cc = c, cp = m->cplx, len = m->p.len;
+        p = put(p, &cc, 4); p = put(p, &cp, 4); p = put(p, &len, 4);
+        p = put(p, &m->loss, 8); p = put(p, &m->score, 8); p = put(p, &m->birth, 8);
+        for (int i = 0; i < len; i++) {
+            const sr_node *nd = &m->p.n[i];
+            p = put(p, &nd->op, 1); p = put(p, &nd->feat, 2); p = put(p, &nd->c, 8);
+        }
+    }
+    return (size_t)(p - b);
+}
+#define PACK_MAX (32 + (size_t)(SR_MAXLEN + 1) * (36 + SR_MAXLEN * 11))
+
+static int unpack_outcome(const unsigned char *b, size_t n, hall *h, run_stats *st) {
+    const unsigned char *p = b, *end = b + n;
+#define GET(v, k) do { if ((size_t)(end - p) < (k)) goto bad; memcpy((v), p, (k)); p += (k); } while (0)
+    int32_t it, cnt;
+    memset(h, 0, sizeof *h);
+    GET(&st->evals, 8); GET(&st->node_evals, 8); GET(&st->seconds, 8); GET(&it, 4); GET(&cnt, 4);
+    st->iterations = it;
+    for (int k = 0; k < cnt; k++) {
+        int32_t c, cp, len;
+        GET(&c, 4); GET(&cp, 4); GET(&len, 4);
+        if (c < 1 || c > SR_MAXLEN || len < 1 || len > SR_MAXLEN) goto bad;
+        member *m = &h->m[c];
+        m->cplx = cp; m->p.len = len;
+        GET(&m->loss, 8); GET(&m->score, 8); GET(&m->birth, 8);
+        for (int i = 0; i < len; i++) {
+            sr_node *nd = &m->p.n[i];
+            nd->pad = 0;
+            GET(&nd->op, 1); GET(&nd->feat, 2); GET(&nd->c, 8);
+        }
+        h->has[c] = 1;
+    }
+#undef GET
+    if (p == end) return 0;
+bad:
+    return lssar_fail(LSSAR_E_FORMAT, "symreg: a restart's result arrived malformed (%zu bytes)", n);
+}
+
+// The options of a search (the operators): an error here is one that every rank meets by itself.
+static int job_options(const sr_job *j, job_state *s) {
+    const lssar_sr_options *o = j->o;
+    memset(s, 0, sizeof *s);
+    if (!o || !j->X || !j->y || !j->names || !j->res) return lssar_fail(LSSAR_E_NULL, "lssar_symreg: NULL argument");
+    memset(j->res, 0, sizeof *j->res);
+    s->job = j;  // (from here on the result is ours to free on failure)
     int rc = check_options(o);
-    if (rc) return rc;
+    sr_config *cfg = &s->cfg;
+    if (rc || (rc = parse_ops(o->ops, cfg)) || (rc = parse_costs(o->complexity, cfg))) return rc;
+    cfg->maxsize = o->maxsize;
+    // Adaptive parsimony as in SymbolicRegression.jl >= 0.22 (1040; 20 before): the tournament
+    // fitness is multiplied by exp(1000 x frequency of the complexity), which keeps every size
+    // represented; measured here, Gaussian 2/2 seeds and Kepler 1/2 against 1/2 and 0/2 with 20.
+    cfg->parsimony = 0.0032; cfg->adapt_scale = 1000;
+    cfg->alpha = 0.1;                       // simulated-annealing temperature scale
+    cfg->p_tourn = 0.86; cfg->tourn_n = 12; // tournament: 12 sampled, the fittest taken with p 0.86
+    cfg->frac_hof = 0.035; cfg->frac_pop = 0.001; cfg->crossover = 0.066;
+    return 0;
+}
+
+// The data of a search and what every restart shares (the baseline).
+static int job_data(const sr_job *j, job_state *s) {
+    const lssar_sr_options *o = j->o;
+    const double *X = j->X, *y = j->y;
+    int rows = j->rows, nfeat = j->nfeat;
+    const char *const *names = j->names;
     if (rows < 1 || nfeat < 1 || nfeat > 65535) return lssar_fail(LSSAR_E_SIZE, "lssar_symreg: %d rows, %d features: need >= 1 of each", rows, nfeat);
     for (int f = 0; f < nfeat; f++)
         if (!valid_name(names[f]))
@@ -711,17 +807,7 @@ int lssar_symreg(const lssar_sr_options *o, const double *X, const double *y, in
         for (int f = 0; f < nfeat; f++)
             if (!isfinite(X[(size_t)f * rows + i])) return lssar_fail(LSSAR_E_NAN, "feature %s row %d is not finite", names[f], i);
     }
-    sr_config cfg = {0};
-    if ((rc = parse_ops(o->ops, &cfg)) || (rc = parse_costs(o->complexity, &cfg))) return rc;
-    cfg.maxsize = o->maxsize;
-    // Adaptive parsimony as in SymbolicRegression.jl >= 0.22 (1040; 20 before): the tournament
-    // fitness is multiplied by exp(1000 x frequency of the complexity), which keeps every size
-    // represented; measured here, Gaussian 2/2 seeds and Kepler 1/2 against 1/2 and 0/2 with 20.
-    cfg.parsimony = 0.0032; cfg.adapt_scale = 1000;
-    cfg.alpha = 0.1;                      // simulated-annealing temperature scale
-    cfg.p_tourn = 0.86; cfg.tourn_n = 12; // tournament: 12 sampled, the fittest taken with p 0.86
-    cfg.frac_hof = 0.035; cfg.frac_pop = 0.001; cfg.crossover = 0.066;
-    sr_data d = {X, y, rows, nfeat, o->loss};
+    s->d = (sr_data){X, y, rows, nfeat, o->loss};
 
     // Baseline: the better of the mean and the median as a constant prediction.
     double mean = 0;
@@ -730,39 +816,45 @@ int lssar_symreg(const lssar_sr_options *o, const double *X, const double *y, in
     double *tmp = malloc(sizeof(double) * rows);
     if (!tmp) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     memcpy(tmp, y, sizeof(double) * rows);
-    for (int i = 1; i < rows; i++) { double v = tmp[i]; int j = i; while (j > 0 && tmp[j - 1] > v) { tmp[j] = tmp[j - 1]; j--; } tmp[j] = v; }
+    for (int i = 1; i < rows; i++) { double v = tmp[i]; int k = i; while (k > 0 && tmp[k - 1] > v) { tmp[k] = tmp[k - 1]; k--; } tmp[k] = v; }
     double med = tmp[rows / 2];
     free(tmp);
-    double baseline = fmin(constant_loss(&d, mean), constant_loss(&d, med));
-    if (!(baseline > 0) || !isfinite(baseline)) baseline = 1;
+    s->baseline = fmin(constant_loss(&s->d, mean), constant_loss(&s->d, med));
+    if (!(s->baseline > 0) || !isfinite(s->baseline)) s->baseline = 1;
+    if (!(s->final = calloc(1, sizeof(hall)))) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    return 0;
+}
 
-    hall *final = calloc(1, sizeof(hall));
-    if (!final) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
-    run_stats st = {0};
+// Restart r's outcome joins the merge (restarts arrive in order): its hall of fame, its work, and
+// the early stop of the one-process loop.
+static void job_merge(job_state *s, const hall *h, const run_stats *st) {
+    const lssar_sr_options *o = s->job->o;
+    for (int c = 1; c <= s->cfg.maxsize; c++) if (h->has[c]) hall_offer(s->final, &h->m[c]);
+    s->st.evals += st->evals; s->st.node_evals += st->node_evals; s->st.seconds += st->seconds;
+    s->st.iterations += st->iterations;
+    s->next++;
+    // An exact fit already found (the early-stop criterion): further whole searches could only
+    // add equivalent forms, so skip them (deterministic: depends on the fronts only).
+    double bestl = INFINITY;
+    for (int c = 1; c <= s->cfg.maxsize; c++) if (s->final->has[c]) bestl = fmin(bestl, s->final->m[c].loss);
+    if (s->next >= o->restarts || (o->early_stop > 0 && rel_err(o->loss, bestl, s->baseline) <= o->early_stop)) s->done = 1;
+}
+
+// Final polish of the merged front: simplify for printing (keeping the simplified form only if its
+// loss is no worse), then build the front and select.
+static int job_finish(job_state *s) {
+    const lssar_sr_options *o = s->job->o;
+    const sr_config *cfg = &s->cfg;
+    const sr_data *d = &s->d;
+    lssar_sr_result *res = s->job->res;
+    hall *final = s->final;
     double t0 = lssar_now();
-    for (int r = 0; r < o->restarts && !rc; r++) {
-        rc = run_search(o, &cfg, &d, baseline, o->seed + (uint64_t)r * 0x9e3779b97f4a7c15ULL, final, &st, t0, r, o->restarts);
-        if (o->time_limit > 0 && lssar_now() - t0 >= o->time_limit) break;
-        // An exact fit already found (the early-stop criterion): further whole searches could only
-        // add equivalent forms, so skip them (deterministic: depends on the fronts only).
-        double bestl = INFINITY;
-        for (int c = 1; c <= cfg.maxsize; c++) if (final->has[c]) bestl = fmin(bestl, final->m[c].loss);
-        if (o->early_stop > 0 && rel_err(o->loss, bestl, baseline) <= o->early_stop) break;
-    }
-    if (rc) { free(final); return rc; }
-    res->seconds = lssar_now() - t0;
-    res->evaluations = st.evals;
-    res->node_evals_per_s = res->seconds > 0 ? st.node_evals / res->seconds : 0;
-    res->iterations = st.iterations;
-
-    // Final polish of the front: simplify for printing (keeping the simplified form only if its
-    // loss is no worse), then build the front and select.
-    double floor_l = o->loss == LSSAR_SR_L2 ? 1e-20 * baseline : 1e-10 * baseline;  // as in build_front
+    double floor_l = o->loss == LSSAR_SR_L2 ? 1e-20 * s->baseline : 1e-10 * s->baseline;  // as in build_front
     lssar_rng prune_rng;
     lssar_rng_stream(&prune_rng, o->seed, 0x7072756eULL);
-    double *prune_work = malloc(sizeof(double) * (SR_MAXC + 3) * (size_t)rows);
-    if (!prune_work) { free(final); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
-    for (int c = 1; c <= cfg.maxsize; c++) {
+    double *prune_work = malloc(sizeof(double) * (SR_MAXC + 3) * (size_t)d->n);
+    if (!prune_work) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    for (int c = 1; c <= cfg->maxsize; c++) {
         if (!final->has[c]) continue;
         member m = final->m[c];
         int snapped = 0;
@@ -771,46 +863,135 @@ int lssar_symreg(const lssar_sr_options *o, const double *X, const double *y, in
             if (m.p.n[i].op != SR_CONST || m.p.n[i].c == 0 || fabs(m.p.n[i].c) >= 1e-12) continue;
             double keep = m.p.n[i].c;
             m.p.n[i].c = 0;
-            if (!(sr_loss(&m.p, &d) <= fmax(final->m[c].loss * (1 + 1e-9), floor_l))) m.p.n[i].c = keep;
+            if (!(sr_loss(&m.p, d) <= fmax(final->m[c].loss * (1 + 1e-9), floor_l))) m.p.n[i].c = keep;
             else snapped = 1;
         }
         if (sr_simplify_full(&m.p) || snapped) {
-            double l = sr_loss(&m.p, &d);
-            int cc = complexity(&cfg, &m.p);
+            double l = sr_loss(&m.p, d);
+            int cc = complexity(cfg, &m.p);
             int as_good = l <= fmax(final->m[c].loss * (1 + 1e-12), floor_l);
             if (as_good && cc <= c) { m.loss = l; m.cplx = cc; final->m[c] = m; }
             // a shorter simplified form may also be offered at its own complexity
             if (cc < c && as_good) hall_offer(final, &m);
         }
         m = final->m[c];
-        if (prune_constants(&cfg, &d, &m, floor_l, &prune_rng, prune_work) && m.cplx < c) hall_offer(final, &m);
+        if (prune_constants(cfg, d, &m, floor_l, &prune_rng, prune_work) && m.cplx < c) hall_offer(final, &m);
     }
     free(prune_work);
     front_item fr[SR_MAXLEN + 1];
-    int nf = build_front(final, cfg.maxsize, o->loss, baseline, fr);
+    int nf = build_front(final, cfg->maxsize, o->loss, s->baseline, fr);
+    // seconds: the searches' own time (on whichever ranks ran them) and this polish; for one
+    // process and one search, its wall time
+    res->seconds = s->st.seconds + (lssar_now() - t0);
+    res->evaluations = s->st.evals;
+    res->node_evals_per_s = res->seconds > 0 ? s->st.node_evals / res->seconds : 0;
+    res->iterations = s->st.iterations;
     res->front = calloc(nf > 0 ? nf : 1, sizeof(lssar_sr_equation));
-    if (!res->front) { free(final); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    if (!res->front) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     res->n = nf;
     double minloss = INFINITY;
     for (int k = 0; k < nf; k++) minloss = fmin(minloss, fr[k].eff);
     int sel_score = 0, sel_best = -1, sel_acc = nf - 1;
     for (int k = 0; k < nf; k++) {
         lssar_sr_equation *e = &res->front[k];
-        e->equation = sr_to_string(fr[k].p, names);
+        e->equation = sr_to_string(fr[k].p, s->job->names);
         e->complexity = fr[k].c;
         e->loss = fr[k].loss;
         e->score = k == 0 ? 0 : -(log(fr[k].eff) - log(fr[k - 1].eff)) / (fr[k].c - fr[k - 1].c);
-        if (!e->equation) { free(final); lssar_sr_result_free(res); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+        if (!e->equation) { lssar_sr_result_free(res); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
         if (e->score > res->front[sel_score].score) sel_score = k;
         if (fr[k].eff <= 1.5 * minloss && (sel_best < 0 || e->score > res->front[sel_best].score)) sel_best = k;
     }
     res->selected = nf == 0 ? -1 : o->select == LSSAR_SR_SCORE ? sel_score : o->select == LSSAR_SR_BEST ? sel_best : sel_acc;
-    free(final);
     if (nf == 0) {
         lssar_sr_result_free(res);
         return lssar_fail(LSSAR_E_NAN, "no expression with a finite loss was found (check the data)");
     }
     return 0;
+}
+
+typedef struct { int job, restart; } sr_task;
+
+int sr_search_jobs(const sr_job *jobs, int njobs, int *failed) {
+    int nr = lssar_dist_size(), me = lssar_dist_rank(), rc = 0, maxr = 0;
+    if (failed) *failed = -1;
+    job_state *js = calloc(njobs > 0 ? njobs : 1, sizeof *js);
+    sr_task *round = malloc(sizeof(sr_task) * nr);
+    size_t *counts = malloc(sizeof(size_t) * nr);
+    unsigned char *mine = malloc(PACK_MAX), *up = malloc(njobs > 0 ? njobs : 1);
+    hall *h = malloc(sizeof(hall));
+    if (!js || !round || !counts || !mine || !up || !h) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    int bad = -1;
+    // Every rank has the same options (the same command line) and so meets the same errors in
+    // them, without a word to the others.
+    for (int g = 0; g < njobs && !rc; g++)
+        if ((rc = job_options(&jobs[g], &js[g]))) {
+            if (failed) *failed = g;
+            lssar_dist_error_is_shared();
+            goto out;
+        } else if (jobs[g].o->restarts > maxr) maxr = jobs[g].o->restarts;
+    // But a rank may have other data (its own copy of a file): it must not leave the rest waiting
+    // in the rounds below.
+    for (int g = 0; g < njobs && !rc; g++)
+        if ((rc = job_data(&jobs[g], &js[g]))) bad = g;
+    if ((rc = lssar_dist_agree(rc))) {
+        if (failed) *failed = bad;  // (-1 on the ranks where every job was fine)
+        goto out;
+    }
+    double t0 = lssar_now();
+    for (;;) {
+        // The round: the next pending restarts, restart-major (restart r of every search before
+        // r + 1 of any), so that few of them can fall after an early stop.
+        int nt = 0;
+        for (int r = 0; r < maxr && nt < nr; r++)
+            for (int g = 0; g < njobs && nt < nr; g++)
+                if (!js[g].done && r >= js[g].next && r < jobs[g].o->restarts) round[nt++] = (sr_task){g, r};
+        if (nt == 0) break;
+        size_t len = 0;
+        if (me < nt) {
+            job_state *s = &js[round[me].job];
+            const lssar_sr_options *o = s->job->o;
+            int r = round[me].restart;
+            run_stats st = {0};
+            memset(h, 0, sizeof *h);
+            double ts = lssar_now();
+            rc = run_search(o, &s->cfg, &s->d, s->baseline, o->seed + (uint64_t)r * 0x9e3779b97f4a7c15ULL, h, &st,
+                            t0, r, o->restarts, s->job->label ? s->job->label : "symreg");
+            st.seconds = lssar_now() - ts;
+            if (!rc) len = pack_outcome(mine, h, s->cfg.maxsize, &st);
+            else if (failed) *failed = round[me].job;
+        }
+        if ((rc = lssar_dist_agree(rc))) goto out;
+        char *all = NULL;
+        size_t total = 0;
+        if ((rc = lssar_dist_allgather_bytes(mine, len, &all, &total, counts))) goto out;
+        size_t off = 0;
+        for (int k = 0; k < nt && !rc; k++) {
+            run_stats st;
+            if (!(rc = unpack_outcome((const unsigned char *)all + off, counts[k], h, &st)) && !js[round[k].job].done)
+                job_merge(&js[round[k].job], h, &st);  // (a restart past an early stop is dropped)
+            off += counts[k];
+        }
+        free(all);
+        if (rc) goto out;
+        // time_limit, between restarts as in one process: rank 0's clock decides for everyone.
+        for (int g = 0; g < njobs; g++) up[g] = jobs[g].o->time_limit > 0 && lssar_now() - t0 >= jobs[g].o->time_limit;
+        if ((rc = lssar_dist_bcast(up, (size_t)njobs, 0))) goto out;
+        for (int g = 0; g < njobs; g++) if (up[g]) js[g].done = 1;
+    }
+    for (int g = 0; g < njobs && !rc; g++)
+        if ((rc = job_finish(&js[g])) && failed) *failed = g;
+out:
+    if (rc) for (int g = 0; g < njobs && js; g++) if (jobs[g].res && js[g].job) lssar_sr_result_free(jobs[g].res);
+    for (int g = 0; g < njobs && js; g++) free(js[g].final);
+    free(js); free(round); free(counts); free(mine); free(up); free(h);
+    return rc;
+}
+
+int lssar_symreg(const lssar_sr_options *o, const double *X, const double *y, int rows, int nfeat,
+                 const char *const *names, lssar_sr_result *res) {
+    sr_job j = {o, X, y, rows, nfeat, names, NULL, res};
+    return sr_search_jobs(&j, 1, NULL);
 }
 
 void lssar_sr_result_free(lssar_sr_result *res) {

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include "core/util.h"
+#include "lssar.h"
 
 enum {
     SR_CONST = 0, SR_VAR,                                    // leaves
@@ -73,6 +74,22 @@ int sr_parse(const char *s, const char *const *names, int nf, sr_prog *p);
    the new loss. iters: LM iterations per start; restarts: extra starts from perturbed constants. */
 double sr_optimize_constants(sr_prog *p, const sr_data *d, double loss0, int iters, int restarts,
                              lssar_rng *rng, double *work /* (SR_MAXC + 3) * n */);
+
+/* Several searches at once, their restarts spread over the ranks of the job (core/dist.h): the
+   implementation of lssar_symreg (one job) and of orbits newton (a job per galaxy). A collective:
+   every rank passes the same jobs and receives every job's result, identical to what one process
+   computes (unless a time_limit stops a search). res of every job is written (freed again on
+   failure); on failure *failed (may be NULL) is the job whose error this rank had, else -1. label:
+   the progress lines' name (NULL: "symreg"). */
+typedef struct {
+    const lssar_sr_options *o;
+    const double *X, *y;
+    int rows, nfeat;
+    const char *const *names;
+    const char *label;
+    lssar_sr_result *res;
+} sr_job;
+int sr_search_jobs(const sr_job *jobs, int njobs, int *failed);
 
 /* CSV reader: header row of names, then numbers. Column-major data (cols x rows). */
 typedef struct { int rows, cols; char **names; double *data; } sr_csv;

@@ -259,8 +259,8 @@ static int f_dist_sum(nn_ctx *c, float *out, const float *x, const size_t *off, 
     else if (out != p) memmove(out, p, cnt[0] * sizeof(float));
     return 0;
 }
-static int f_dist_allgather(nn_ctx *c, float *x, const size_t *off, const size_t *cnt) {
-    (void)c; (void)x; (void)off; (void)cnt;
+static int f_dist_allgather(nn_ctx *c, float *x, const size_t *off, const size_t *cnt, int root) {
+    (void)c; (void)x; (void)off; (void)cnt; (void)root;
     if (lssar_dist_size() != 1) return lssar_fail(LSSAR_E_UNSUPPORTED, "fake cuda: no collectives across ranks");
     return 0;
 }
