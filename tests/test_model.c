@@ -281,6 +281,41 @@ static void test_grad_norm_one_definition(void) {
     gpt_free(m);
 }
 
+/* The step's gradient sum is summed in buckets inside the backward (gpt_dp.h, overlap): with two
+   micro-batches, the norm gpt_dp_step reports is bit for bit the norm of g_0 + g_1 added here on
+   the host, on a model whose layers span several GPT_NORM_BLOCKs and straddle their boundaries. */
+static void test_dp_bucketed_sum(void) {
+    gpt_config cfg = tiny(LSSAR_ATTN_SOFTMAX, GPT_POS_LEARNED, 0, 1);
+    cfg.dim = 96; cfg.heads = 4; cfg.vocab = 64; cfg.max_seq = 16; cfg.layers = 3;
+    const int B = 2, T = 16;
+    uint16_t in[2][2 * 16], tg[2][2 * 16];
+    for (int k = 0; k < 2; k++) { random_tokens(in[k], B * T, cfg.vocab, 31 + k); random_tokens(tg[k], B * T, cfg.vocab, 41 + k); }
+    gpt *m = NULL;
+    gpt_dp *dp = NULL;
+    float loss, got = NAN;
+    float *sum = NULL;
+    int ok = gpt_create(&cfg, 9, &m) == 0 && gpt_reserve(m, B, T, 1) == 0 && gpt_dp_create(m, 2, 0, &dp) == 0;
+    CHECK(ok && m->nfloats > 4 * GPT_NORM_BLOCK, "a model of several norm blocks: %s", lssar_errmsg());
+    if (ok) sum = calloc(m->nfloats, sizeof(float));
+    for (int k = 0; ok && sum && k < 2; k++) {
+        ok = gpt_zero_grad(m) == 0 && gpt_forward(m, in[k], tg[k], B, T, &loss) == 0 && gpt_backward(m, 0.5f) == 0;
+        if (!ok) break;
+        for (size_t i = 0; i < m->nfloats; i++) sum[i] = k ? sum[i] + m->grads_mem[i] : m->grads_mem[i];
+        ok = gpt_dp_add_grads(dp, k) == 0;
+    }
+    CHECK(ok && gpt_dp_add_grads(dp, 0) != 0, "micro-batches out of order are refused");
+    if (ok && sum) {
+        ok = gpt_dp_step(dp, 0.0f, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, &got) == 0;
+        float want = (float)sqrt(gpt_sum_squares(m, sum, m->nfloats));
+        CHECK(ok && got == want, "bucketed sum: norm %.9g, host sum of the micro-batches %.9g (%s)", got, want,
+              ok ? "" : lssar_errmsg());
+    }
+    free(sum);
+    gpt_dp_free(dp);
+    CHECK(!m || !m->grads_ready, "gpt_dp_free unhooks the backward");
+    gpt_free(m);
+}
+
 static void test_reserve_and_errors(void) {
     gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_LEARNED, 1, 1);
     gpt *m = NULL, *m2 = NULL;
@@ -734,6 +769,7 @@ int main(void) {
     RUN(test_decode_rows);
     RUN(test_determinism);
     RUN(test_grad_norm_one_definition);
+    RUN(test_dp_bucketed_sum);
     RUN(test_gradients);
     RUN(test_overfit);
     return test_summary("test_model");

@@ -46,6 +46,11 @@ struct nn_ctx {
     double *result_dev;       // sum_squares' result, then pinned host memory for it
     double *result_host;
     ncclComm_t nccl;          // dist_sum / dist_allgather's, made by the first (NULL: one rank)
+    // dist_sum runs on its own stream, after the compute stream's work so far (ready) and beside
+    // what follows it (the backward of the earlier layers); dist_wait makes the compute stream
+    // wait for it (summed). Made by the first dist_sum.
+    cudaStream_t comm;
+    cudaEvent_t ready, summed;
     int err;                  // the first failure (sticky), 0 while all is well
     int ncache;
     mm_entry cache[MM_CACHE];
@@ -96,7 +101,11 @@ static void cuda_ctx_free(nn_ctx *c) {
     // a failed context's collectives may wait forever for a peer: abort them before waiting
     if (c->nccl && c->err) { cuda_dist_free(c->nccl, 1); c->nccl = NULL; }
     if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->comm) cudaStreamSynchronize(c->comm);
     cuda_dist_free(c->nccl, 0);
+    if (c->comm) cudaStreamDestroy(c->comm);
+    if (c->ready) cudaEventDestroy(c->ready);
+    if (c->summed) cudaEventDestroy(c->summed);
     if (c->lt) cublasLtDestroy(c->lt);
     cudaFree(c->workspace);
     cudaFree(c->scratch);
@@ -452,11 +461,23 @@ static void cuda_scale_(nn_ctx *c, float *x, size_t n, float s) {
 static int cuda_dist_sum_(nn_ctx *c, float *out, const float *x, const size_t *off, const size_t *cnt,
                           int accumulate, float *scratch) {
     if (c->err) return c->err;
-    int rc = cuda_dist_sum(&c->nccl, out, x, off, cnt, accumulate, scratch, c->stream);
+    if (!c->comm && (CU(c, cudaStreamCreateWithFlags(&c->comm, cudaStreamNonBlocking)) ||
+                     CU(c, cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming)) ||
+                     CU(c, cudaEventCreateWithFlags(&c->summed, cudaEventDisableTiming))))
+        return c->err;
+    // after the gradients it reads are written; the summed stream order is the call order
+    if (CU(c, cudaEventRecord(c->ready, c->stream)) || CU(c, cudaStreamWaitEvent(c->comm, c->ready, 0))) return c->err;
+    int rc = cuda_dist_sum(&c->nccl, out, x, off, cnt, accumulate, scratch, c->comm);
     note(c, rc);
     return rc;
 }
+static void cuda_dist_wait_(nn_ctx *c) {
+    if (c->err || !c->comm) return;
+    if (!CU(c, cudaEventRecord(c->summed, c->comm))) CU(c, cudaStreamWaitEvent(c->stream, c->summed, 0));
+}
 static int cuda_dist_allgather_(nn_ctx *c, float *x, const size_t *off, const size_t *cnt, int root) {
+    if (c->err) return c->err;
+    cuda_dist_wait_(c);   // one communicator, one order of its operations: after every sum
     if (c->err) return c->err;
     int rc = cuda_dist_allgather(&c->nccl, x, off, cnt, root, c->stream);
     note(c, rc);
@@ -497,4 +518,5 @@ extern "C" const nn_backend nn_backend_cuda = {
     cuda_scale_,                   // scale
     cuda_dist_sum_,                // dist_sum
     cuda_dist_allgather_,          // dist_allgather
+    cuda_dist_wait_,               // dist_wait
 };

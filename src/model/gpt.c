@@ -626,6 +626,14 @@ int gpt_zero_grad(gpt *m) {
 /* Backward of the trunk from acts.dln = the gradient on the final hidden states (N, C): the final
    LayerNorm, the blocks in reverse, the embeddings. Only reads the activations, so a second call
    after the same forward is fine. */
+// The flat offset from which every gradient is final once the backward has passed block `layer`
+// (layer L: the final LayerNorm, with the untied heads after it): that block's first tensor.
+static size_t grads_final_from(const gpt *m, int layer) {
+    for (int i = 0; i < m->nt; i++)
+        if (layer < m->cfg.layers ? m->t[i].layer == layer : !strcmp(m->t[i].name, "ln_f.weight")) return m->t[i].off;
+    return m->nfloats;
+}
+
 static int backward_trunk(gpt *m) {
     const nn_backend *be = m->be;
     const gpt_config *c = &m->cfg;
@@ -634,9 +642,11 @@ static int backward_trunk(gpt *m) {
     be->zero(m->ctx, a->dres, (size_t)N * C);
     be->layernorm_backward(m->ctx, a->dres, m->grads.lnfw, m->grads.lnfb, a->dln, a->h[L - 1].res2,
                            m->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C);
+    int rc = m->grads_ready ? m->grads_ready(m->grads_ready_user, grads_final_from(m, L)) : 0;
+    if (rc) return rc;
     for (int l = L - 1; l >= 0; l--) {
-        int rc = block_backward(m, l, a, l ? a->h[l - 1].res2 : a->encoded, B, T);
-        if (rc) return rc;
+        if ((rc = block_backward(m, l, a, l ? a->h[l - 1].res2 : a->encoded, B, T))) return rc;
+        if (m->grads_ready && (rc = m->grads_ready(m->grads_ready_user, grads_final_from(m, l)))) return rc;
     }
     be->embedding_backward(m->ctx, m->grads.wte, m->grads.wpe, a->dres, a->inputs, B, T, c->channels, C);
     return 0;

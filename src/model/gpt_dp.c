@@ -20,7 +20,14 @@ struct gpt_dp {
     double *bss, *bss_all;     // (maxb), (ranks * maxb): block sums of squares
     size_t maxb;
     double comm_s;             // seconds spent in the collectives so far (waiting included)
+    // the micro-batch being computed (its index in this rank's step), and the blocks of its
+    // gradient summed already: [ready_block, nblocks), by the backward's grads_ready calls
+    int micro;
+    size_t ready_block;
+    size_t *boff, *bcnt;       // (ranks) each: a bucket's pieces (part r's share of the bucket)
 };
+
+static int grads_ready(void *user, size_t from);
 
 static void part_of(gpt_dp *dp) {
     const size_t n = dp->m->nfloats;
@@ -42,7 +49,8 @@ void gpt_dp_free(gpt_dp *dp) {
     be->release(dp->m->ctx, dp->scratch);
     be->release(dp->m->ctx, dp->mom_m);
     be->release(dp->m->ctx, dp->mom_v);
-    free(dp->off); free(dp->cnt); free(dp->b0); free(dp->bss); free(dp->bss_all);
+    if (dp->m->grads_ready_user == dp) { dp->m->grads_ready = NULL; dp->m->grads_ready_user = NULL; }
+    free(dp->off); free(dp->cnt); free(dp->b0); free(dp->bss); free(dp->bss_all); free(dp->boff); free(dp->bcnt);
     free(dp);
 }
 
@@ -62,7 +70,9 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
     dp->off = calloc(dp->ranks, sizeof(size_t));
     dp->cnt = calloc(dp->ranks, sizeof(size_t));
     dp->b0 = calloc(dp->ranks + 1, sizeof(size_t));
-    if (!dp->off || !dp->cnt || !dp->b0) { gpt_dp_free(dp); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    dp->boff = calloc(dp->ranks, sizeof(size_t));
+    dp->bcnt = calloc(dp->ranks, sizeof(size_t));
+    if (!dp->off || !dp->cnt || !dp->b0 || !dp->boff || !dp->bcnt) { gpt_dp_free(dp); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
     part_of(dp);
     const size_t mine = dp->cnt[dp->rank], bytes = (mine ? mine : 1) * sizeof(float);
     dp->bss = calloc(dp->maxb ? dp->maxb : 1, sizeof(double));
@@ -83,15 +93,50 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
         }
     }
     if (!ok) { gpt_dp_free(dp); return lssar_fail(LSSAR_E_NOMEM, "out of memory for the data-parallel buffers (%zu MiB)", mine * 4 * (size_t)(dp->ranks + 3) >> 20); }
+    dp->ready_block = dp->nblocks;
+    m->grads_ready = grads_ready;
+    m->grads_ready_user = dp;
     *out = dp;
     return 0;
 }
 
+// Sum blocks [b_lo, b_hi) of the micro-batch's gradient over the ranks into the step's sum: each
+// rank r receives the share of the bucket inside its part. The sum of every element is the same
+// rank-order sum whatever the buckets (it is elementwise), so bucketing changes no bit.
+static int sum_bucket(gpt_dp *dp, size_t b_lo, size_t b_hi) {
+    gpt *m = dp->m;
+    const size_t lo = b_lo * GPT_NORM_BLOCK, hi = b_hi * GPT_NORM_BLOCK < m->nfloats ? b_hi * GPT_NORM_BLOCK : m->nfloats;
+    for (int r = 0; r < dp->ranks; r++) {
+        size_t a = dp->off[r] > lo ? dp->off[r] : lo, b = dp->off[r] + dp->cnt[r] < hi ? dp->off[r] + dp->cnt[r] : hi;
+        dp->boff[r] = a;
+        dp->bcnt[r] = b > a ? b - a : 0;
+    }
+    double t0 = lssar_now();
+    int rc = m->be->dist_sum(m->ctx, dp->total + (dp->boff[dp->rank] - dp->off[dp->rank]), m->grads_mem, dp->boff,
+                             dp->bcnt, dp->micro > 0, dp->scratch);
+    dp->comm_s += lssar_now() - t0;
+    return rc;
+}
+
+// The backward's grads_ready (gpt_internal.h): sum the blocks that have just become final. Every
+// rank has the same model, so the same calls with the same buckets, in the same order.
+static int grads_ready(void *user, size_t from) {
+    gpt_dp *dp = user;
+    size_t b = (from + GPT_NORM_BLOCK - 1) / GPT_NORM_BLOCK;   // whole blocks only
+    if (b >= dp->ready_block) return 0;
+    int rc = sum_bucket(dp, b, dp->ready_block);
+    dp->ready_block = b;
+    return rc;
+}
+
 int gpt_dp_add_grads(gpt_dp *dp, int a) {
     gpt *m = dp->m;
-    double t0 = lssar_now();
-    int rc = m->be->dist_sum(m->ctx, dp->total, m->grads_mem, dp->off, dp->cnt, a > 0, dp->scratch);
-    dp->comm_s += lssar_now() - t0;
+    if (a != dp->micro)
+        return lssar_fail(LSSAR_E_ARG, "gpt_dp_add_grads: micro-batch %d of the step, expected %d", a, dp->micro);
+    int rc = dp->ready_block ? sum_bucket(dp, 0, dp->ready_block) : 0;   // what the backward left
+    dp->ready_block = dp->nblocks;
+    dp->micro = a + 1;
+    if (m->be->dist_wait) m->be->dist_wait(m->ctx);   // before the next zero_grad or the step
     return rc;
 }
 
@@ -122,6 +167,7 @@ int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta
     const nn_backend *be = m->be;
     const size_t lo = dp->off[dp->rank], n = dp->cnt[dp->rank];
     double ss;
+    dp->micro = 0;
     int rc = grad_norm(dp, &ss);
     if (rc) return rc;
     *norm = isfinite(ss) ? (float)sqrt(ss) : NAN;

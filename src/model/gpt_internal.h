@@ -99,6 +99,12 @@ struct gpt {
     int fhidden;                        // acts.lnf holds the last forward's final hidden states
     // a probe (gpt_probe.c) that the block forward calls while it is set
     struct gpt_probe_state *probe;
+    // While set (by gpt_dp.c), the backward calls it each time the gradients in [from, nfloats)
+    // are final for this backward (after the final LayerNorm, then after each block, last block
+    // first: the flat layout puts layer l after layer l - 1), so their sum over the ranks can
+    // start while the earlier layers' backward runs. A non-zero return ends the backward with it.
+    int (*grads_ready)(void *user, size_t from);
+    void *grads_ready_user;
 };
 
 struct gpt_kvcache {

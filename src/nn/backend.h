@@ -140,7 +140,8 @@ typedef struct nn_backend {
 
     /* ---- data-parallel collectives over the job's ranks (src/core/dist.h), on backend memory:
        every rank calls them in the same order; off, cnt (size ranks, host memory) are the same on
-       every rank. Both return 0 or an lssar_err. */
+       every rank. Both return 0 or an lssar_err. dist_sum may read x and write out until the next
+       dist_wait (below): neither may be touched before it. */
     // rank r: out (cnt[r]) = (accumulate ? out : 0) + rank 0's x[off[r] ..] + rank 1's + ...,
     // added in rank order (lssar_dist_sum_f32); scratch: ranks * cnt[r] floats
     int (*dist_sum)(nn_ctx *ctx, float *out, const float *x, const size_t *off, const size_t *cnt,
@@ -148,6 +149,10 @@ typedef struct nn_backend {
     // x[off[r] .. + cnt[r]] = rank r's, for every r, on every rank (root < 0) or on rank root
     // alone (root >= 0; lssar_dist_allgather_f32)
     int (*dist_allgather)(nn_ctx *ctx, float *x, const size_t *off, const size_t *cnt, int root);
+    // A backend may run dist_sum beside its compute (the CUDA backend: on a second stream, so a
+    // sum overlaps the backward that follows it); after dist_wait, the next operation on ctx sees
+    // every dist_sum queued so far complete. NULL: dist_sum is complete when it returns.
+    void (*dist_wait)(nn_ctx *ctx);
 } nn_backend;
 
 /* Host helper: the RoPE tables cos_t, sin_t (T, HS/2), angle t * theta^(-2c/HS) in double, which
