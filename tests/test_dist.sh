@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_dist.sh - data-parallel training under `mpirun -np 2 --oversubscribe` (one thread per rank;
 # src/core/dist.h, src/model/gpt_dp.h, docs/DISTRIBUTED.md):
-#   1. 2 ranks give bit for bit the weights, AdamW state and loss log of one process with --accum x 2
-#      (the reduction order is fixed: rank-order sums of micro-batch gradients, a block-wise norm);
+#   1. 2 ranks give bit for bit the weights, AdamW state and loss log (validation included, its
+#      batches split over the ranks) of one process with --accum x 2 (the reduction order is
+#      fixed: rank-order sums of micro-batch gradients, a block-wise norm);
 #      also with --accum 2 per rank against --accum 4;
 #   2. --zero 1 gives bit for bit the checkpoint of --zero 0, and keeps half the AdamW state per rank;
 #   3. a checkpoint written by 2 ranks resumes on 1, and one written by 1 resumes on 2, both equal to
@@ -26,6 +27,12 @@ out=$($MPI "$LSSAR" train $F --out "$tmp/two" 2>&1); rc=$?
 check $(( rc != 0 || ! $(same "$tmp/one" "$tmp/two"; echo $((! $?))) )) "2 ranks x accum 1 = 1 process x accum 2, bit for bit (weights, AdamW state, data cursor)" "$out"
 [ "$(losses "$tmp/one")" = "$(losses "$tmp/two")" ] && [ -n "$(losses "$tmp/one")" ]
 check $? "the loss curves are identical: $(losses "$tmp/two" | cut -c1-60)..."
+V="--val $tmp/train.bin --eval-every 2 --eval-batches 3 --steps 4"   # 3 batches shared by 2 ranks
+"$LSSAR" train $F $V --accum 2 --out "$tmp/one_v" >/dev/null 2>&1
+$MPI "$LSSAR" train $F $V --out "$tmp/two_v" >/dev/null 2>&1
+vl() { grep -o '"val_loss":[^,]*' "$1/log.jsonl" | tr '\n' ' '; }
+[ "$(vl "$tmp/one_v")" = "$(vl "$tmp/two_v")" ] && [ "$(vl "$tmp/one_v" | wc -w)" = 2 ]
+check $? "so are the validation losses, their batches split over the ranks: $(vl "$tmp/two_v")"
 "$LSSAR" train $F --accum 4 --out "$tmp/one4" >/dev/null 2>&1
 out=$($MPI "$LSSAR" train $F --accum 2 --out "$tmp/two4" 2>&1); rc=$?
 same "$tmp/one4" "$tmp/two4"; r2=$?

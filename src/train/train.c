@@ -613,18 +613,18 @@ setup_done:
         }
         int last = step == end;
         if (have_val && (last || (o->eval_every > 0 && step % o->eval_every == 0))) {
-            if (lead) {   // rank 0 alone: the others wait at the next exchange
-                eval_result er;
-                rc = eval_shard(m, &val, T, B, o->eval_batches * B, &er, NULL);
-                if (!rc) {
-                    r->val_loss = er.loss;
-                    cJSON *e = cJSON_CreateObject();
-                    cJSON_AddNumberToObject(e, "step", (double)step);
-                    cJSON_AddNumberToObject(e, "val_loss", er.loss);
-                    cJSON_AddNumberToObject(e, "val_tokens", (double)er.tokens);
-                    if ((rc = log_line(logf, lp, e))) rc = write_failed(rc, o->out, saved_step);
-                    else if (!quiet) fprintf(stderr, "step %lld/%d | val loss %.4f (%zu tokens)\n", (long long)step, s.steps, er.loss, er.tokens);
-                }
+            // every rank evaluates its share of the batches (the same numbers as one process);
+            // rank 0 alone logs them
+            eval_result er;
+            if ((rc = eval_shard_ranks(m, &val, T, B, o->eval_batches * B, &er, NULL))) goto done;
+            r->val_loss = er.loss;
+            if (lead) {
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "step", (double)step);
+                cJSON_AddNumberToObject(e, "val_loss", er.loss);
+                cJSON_AddNumberToObject(e, "val_tokens", (double)er.tokens);
+                if ((rc = log_line(logf, lp, e))) rc = write_failed(rc, o->out, saved_step);
+                else if (!quiet) fprintf(stderr, "step %lld/%d | val loss %.4f (%zu tokens)\n", (long long)step, s.steps, er.loss, er.tokens);
             }
             if ((rc = lssar_dist_agree(rc))) goto done;
         }
