@@ -73,7 +73,9 @@ int cmd_orbits_simulate(int argc, char **argv) {
     int rc = args_parse("orbits simulate",
                         "Sample planetary systems (Kepler orbits) and write one 1000-row, 2-channel token sequence per\n"
                         "system: row 0 the dt token (7000 = 1 week, 7001 = 6 months), then x, y binned into 7000 bins over\n"
-                        "[-50, 50] AU, time-major and body-minor (planets, then the star). Deterministic per --seed.",
+                        "[-50, 50] AU, time-major and body-minor (planets, then the star). Deterministic per --seed.\n"
+                        "Under `mpirun -np N` the ranks split the systems and rank 0 writes the same files as one\n"
+                        "process, byte for byte (--threads is per rank; docs/DISTRIBUTED.md).",
                         specs, argc, argv);
     if (rc >= 0) return rc;
     if ((o.preset = orb_preset_parse(preset)) < 0)

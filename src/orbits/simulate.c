@@ -1,11 +1,21 @@
 /*
  * simulate.c - many systems -> token shards, metadata, state and CSV (layout: format.h).
  *
- * Pipeline with bounded memory: systems are made in batches. All OpenMP threads fill batch b
- * (each system from its own RNG stream, so the bytes do not depend on the thread count or the
- * schedule), then one writer thread emits batch b in system order while the others fill batch
- * b + 1 into the second buffer. Two batches are in memory at any time (about 20 MB of tokens; less
- * when the state or the CSV is on, which use smaller batches).
+ * Pipeline with bounded memory: systems are made in rounds. All OpenMP threads fill round k
+ * (each system from its own RNG stream (seed, index), so the bytes do not depend on the thread
+ * count, the schedule or the rank count), then one writer thread emits round k in system order
+ * while the others fill round k + 1 into the second buffer.
+ *
+ * Under mpirun (src/core/dist.h) a round is cut into contiguous shares in rank order
+ * (lssar_dist_share_of); every rank fills its share, and the shares are gathered into rank 0's
+ * round buffer (lssar_dist_gather_bytes, rank order = system order), which rank 0 alone writes.
+ * One process is the case N = 1 (its share is the whole round, the gather does nothing), so N
+ * ranks write the files of one process, byte for byte. A round is min(N, ROUND_BATCHES) batches
+ * of `cap` systems (4096 = 18 MB of tokens and records, or 256 with the state or the CSV: 13 to
+ * 38 MB), so rank 0 holds at most 2 x ROUND_BATCHES batches whatever N (about 290 MB; 610 MB with
+ * both --state and --csv), the other ranks two shares of a round. Every rank meets at
+ * lssar_dist_agree once per round (and after the setup and at the end), so a failure on one rank
+ * (rank 0's disk full) ends every rank with its message instead of leaving them waiting.
  */
 #include <errno.h>
 #include <omp.h>
@@ -16,7 +26,11 @@
 #include <cJSON.h>
 #include "data/shard.h"
 #include "orbits/format.h"
+#include "core/dist.h"
 #include "core/json.h"
+
+// Batches per round on rank 0 when several ranks share it: bounds rank 0's memory for any N.
+#define ROUND_BATCHES 8
 
 int lssar_orb_bin(double v) { return orb_bin(v); }
 double lssar_orb_unbin(int bin) { return orb_unbin(bin); }
@@ -44,6 +58,7 @@ typedef struct {
     lssar_afile meta, state;
     FILE *csv;
     int rc;
+    char msg[1024];      // rc's message: lssar_errmsg is per thread, and the writer is its own thread
     batch *b;            // the batch the writer thread works on
 } writer;
 
@@ -94,8 +109,34 @@ static int write_batch(writer *w, const batch *b) {
 
 static void *writer_main(void *arg) {
     writer *w = arg;
-    if (w->rc == 0) w->rc = write_batch(w, w->b);
+    if (w->rc == 0 && (w->rc = write_batch(w, w->b))) snprintf(w->msg, sizeof w->msg, "%s", lssar_errmsg());
     return NULL;
+}
+
+// Bring round [first, first + count) to rank 0's b in system order: rank r filled its share
+// lssar_dist_share_of(count, r) of it into its own b (rank 0's at the start of its buffer).
+// Collective; one process: b already holds the round.
+static int gather_round(batch *b, int64_t first, int64_t count) {
+    const int N = lssar_dist_size();
+    if (N == 1) return 0;
+    size_t *cnt = malloc(sizeof(size_t) * N);
+    if (!cnt) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    struct { void *p; size_t unit; } field[4] = {
+        {b->sys, sizeof(orb_system)}, {b->tok, sizeof(uint16_t) * ORB_ROWS * 2},
+        {b->state, sizeof(float) * ORB_ROWS * ORB_S_FIELDS}, {b->rows, sizeof(orb_row) * ORB_BODY_ROWS}};
+    int rc = 0;
+    for (int f = 0; f < 4 && !rc; f++) {
+        if (!field[f].p) continue;  // the same fields on every rank: the same options
+        for (int r = 0; r < N; r++) {
+            long lo, hi;
+            lssar_dist_share_of((long)count, r, &lo, &hi);
+            cnt[r] = (size_t)(hi - lo) * field[f].unit;
+        }
+        rc = lssar_dist_gather_bytes(field[f].p, field[f].p, cnt, 0);
+    }
+    free(cnt);
+    if (lssar_dist_rank() == 0) { b->first = first; b->count = count; }
+    return rc;
 }
 
 // Fill a batch: every system independently, in parallel.
@@ -197,8 +238,8 @@ static void remove_stale(const char *dir, const lssar_orb_opts *o, int64_t nshar
     if (!o->state && !orb_path(path, sizeof path, dir, o->split, "state", 0)) unlink(path);
 }
 
-int lssar_orbits_simulate(const char *dir, const lssar_orb_opts *o, lssar_orb_stats *st) {
-    if (!o) return lssar_fail(LSSAR_E_NULL, "orbits options are NULL");
+// The options' errors: every rank finds the same ones by itself (lssar_dist_error_is_shared).
+static int check_opts(const lssar_orb_opts *o) {
     if (o->systems <= 0) return lssar_fail(LSSAR_E_SIZE, "--systems must be > 0, got %lld", (long long)o->systems);
     if (o->preset != ORB_PRESET_CODE && o->preset != ORB_PRESET_PAPER)
         return lssar_fail(LSSAR_E_ARG, "unknown orbits preset %d (0 code, 1 paper)", o->preset);
@@ -207,29 +248,42 @@ int lssar_orbits_simulate(const char *dir, const lssar_orb_opts *o, lssar_orb_st
                           INT32_MAX / ORB_ROWS, (long long)o->shard_systems);
     if (!o->split || !*o->split || strchr(o->split, '/'))
         return lssar_fail(LSSAR_E_ARG, "--split must be a plain file-name prefix such as train or val, got '%s'", o->split ? o->split : "");
-    if (o->csv_path && !dir) return lssar_fail(LSSAR_E_ARG, "a CSV needs an output directory");
     if (o->threads < 0) return lssar_fail(LSSAR_E_ARG, "--threads must be >= 0, got %d", o->threads);
+    return 0;
+}
+
+int lssar_orbits_simulate(const char *dir, const lssar_orb_opts *o, lssar_orb_stats *st) {
+    if (!o) return lssar_fail(LSSAR_E_NULL, "orbits options are NULL");
+    int rc = check_opts(o);
+    if (!rc && o->csv_path && !dir) rc = lssar_fail(LSSAR_E_ARG, "a CSV needs an output directory");
+    if (rc) { lssar_dist_error_is_shared(); return rc; }
+    const int N = lssar_dist_size(), lead = lssar_dist_rank() == 0;
+    const char *wdir = lead ? dir : NULL;   // where this rank writes: rank 0 alone writes
     int prev_threads = omp_get_max_threads();
     int threads = o->threads > 0 ? o->threads : prev_threads;
     omp_set_num_threads(threads);
 
+    // A round: `cap` systems per rank (today's batch), at most ROUND_BATCHES batches in all.
     int keep_rows = o->csv_path != NULL;
     int64_t cap = (o->state || keep_rows) ? 256 : 4096;
-    if (cap > o->systems) cap = o->systems;
+    int64_t round = cap * (N < ROUND_BATCHES ? N : ROUND_BATCHES);
+    if (round > o->systems) round = o->systems;
+    // this rank's buffer: rank 0 receives whole rounds, the others hold their share (at most ceil)
+    int64_t have = lead ? round : (round + N - 1) / N;
     batch bufs[2];
     memset(bufs, 0, sizeof bufs);
     writer w;
     memset(&w, 0, sizeof w);
-    w.dir = dir; w.o = o;
+    w.dir = wdir; w.o = o;
     orb_row *scratch = malloc(sizeof(orb_row) * ORB_BODY_ROWS * threads);
-    int rc = scratch ? 0 : lssar_fail(LSSAR_E_NOMEM, "out of memory");
-    for (int i = 0; i < 2 && !rc; i++) rc = batch_alloc(&bufs[i], cap, o->state, keep_rows);
+    rc = scratch ? 0 : lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    for (int i = 0; i < 2 && !rc; i++) rc = batch_alloc(&bufs[i], have, o->state, keep_rows);
     char path[4096];
-    if (!rc && dir) {
-        rc = lssar_mkdirs(dir);
-        if (!rc) rc = orb_path(path, sizeof path, dir, o->split, "systems", 0);
+    if (!rc && wdir) {
+        rc = lssar_mkdirs(wdir);
+        if (!rc) rc = orb_path(path, sizeof path, wdir, o->split, "systems", 0);
         if (!rc) rc = lssar_afile_open(&w.meta, path);
-        if (!rc && o->state && !(rc = orb_path(path, sizeof path, dir, o->split, "state", 0)))
+        if (!rc && o->state && !(rc = orb_path(path, sizeof path, wdir, o->split, "state", 0)))
             rc = lssar_afile_open(&w.state, path);
         if (!rc && o->csv_path) {
             w.csv = fopen(o->csv_path, "w");
@@ -238,42 +292,56 @@ int lssar_orbits_simulate(const char *dir, const lssar_orb_opts *o, lssar_orb_st
         }
         if (!rc) rc = write_headers(&w, o->systems, 0);
     }
+    // Every rank calls lssar_dist_agree after the setup, once per round, and once at the end,
+    // unless an earlier one failed (`agreed`: then every rank holds the error already).
+    int agreed = (rc = lssar_dist_agree(rc)) != 0;
 
     lssar_progress pr;
-    lssar_progress_start(&pr, "orbits simulate", "systems", (double)o->systems);
+    memset(&pr, 0, sizeof pr);
+    if (o->progress && lead) lssar_progress_start(&pr, "orbits simulate", "systems", (double)o->systems);
     double t0 = lssar_now();
     pthread_t th;
     int th_running = 0;
-    for (int64_t first = 0, k = 0; first < o->systems && !rc; first += cap, k++) {
+    for (int64_t first = 0, k = 0; first < o->systems && !agreed; first += round, k++) {
         batch *b = &bufs[k & 1];
-        b->first = first;
-        b->count = o->systems - first < cap ? o->systems - first : cap;
+        int64_t count = o->systems - first < round ? o->systems - first : round;
+        long lo, hi;
+        lssar_dist_share_of((long)count, lssar_dist_rank(), &lo, &hi);
+        b->first = first + lo;
+        b->count = hi - lo;
         fill_batch(b, o, scratch);
-        if (th_running) { pthread_join(th, NULL); th_running = 0; rc = w.rc; }
-        if (rc) break;
-        if (dir) {
+        if (th_running) {
+            pthread_join(th, NULL);
+            th_running = 0;
+            if (!rc && (rc = w.rc)) lssar_fail(rc, "%s", w.msg);
+        }
+        if ((rc = lssar_dist_agree(rc))) { agreed = 1; break; }
+        // MPI itself failed: this rank's agree at the end meets the others' next one
+        if ((rc = gather_round(b, first, count))) break;
+        if (wdir) {
             w.b = b;
             if (pthread_create(&th, NULL, writer_main, &w) != 0) rc = write_batch(&w, b);  // no thread: write inline
             else th_running = 1;
         }
-        if (o->progress) {
-            double done = (double)(first + b->count), el = lssar_now() - t0;
+        if (o->progress && lead) {
+            double done = (double)(first + count), el = lssar_now() - t0;
             char extra[64];
             snprintf(extra, sizeof extra, "%.3g rows/s", el > 0 ? done * ORB_ROWS / el : 0.0);
             lssar_progress_update(&pr, done, extra);
         }
     }
-    if (th_running) { pthread_join(th, NULL); if (!rc) rc = w.rc; }
-    if (dir) {
+    if (th_running) { pthread_join(th, NULL); if (!rc && (rc = w.rc)) lssar_fail(rc, "%s", w.msg); }
+    if (wdir) {
         if (!rc && w.shard_open) { w.shard_open = 0; w.shard_index++; rc = shard_writer_close(&w.shard); }
         if (w.shard_open) shard_writer_abort(&w.shard);
         if (!rc) rc = write_headers(&w, o->systems, 1);
         if (w.meta.f) { if (!rc) rc = lssar_afile_commit(&w.meta); else lssar_afile_abort(&w.meta); }
         if (w.state.f) { if (!rc) rc = lssar_afile_commit(&w.state); else lssar_afile_abort(&w.state); }
         if (w.csv && fclose(w.csv) != 0 && !rc) rc = lssar_fail(LSSAR_E_IO, "closing %s failed: %s", o->csv_path, strerror(errno));
-        if (!rc) rc = write_json(dir, o, w.shard_index);
-        if (!rc) remove_stale(dir, o, w.shard_index);
+        if (!rc) rc = write_json(wdir, o, w.shard_index);
+        if (!rc) remove_stale(wdir, o, w.shard_index);
     }
+    if (!agreed) rc = lssar_dist_agree(rc);
     double el = lssar_now() - t0;
     if (st) { st->rows = rc ? 0 : o->systems * ORB_ROWS; st->seconds = el; }
     for (int i = 0; i < 2; i++) batch_free(&bufs[i]);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cJSON.h>
+#include "core/dist.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "lssar.h"
@@ -25,7 +26,7 @@ int orb_simulate_run(const char *dir, const lssar_orb_opts *o, FILE *report) {
     lssar_orb_stats st;
     int rc = lssar_orbits_simulate(dir, o, &st);
     if (rc) return rc;
-    if (report)
+    if (report && lssar_dist_rank() == 0)   // under mpirun, rank 0 speaks for the job
         fprintf(report, "lssar orbits simulate: %lld systems (%lld rows) in %.2f s = %.3g rows/s -> %s/%s_*.bin%s\n",
                 (long long)o->systems, (long long)st.rows, st.seconds, st.seconds > 0 ? st.rows / st.seconds : 0.0, dir,
                 o->split, o->state ? " (+ state)" : "");
