@@ -42,10 +42,11 @@ extern "C" {
 
 /* The version of this header: MAJOR.MINOR.PATCH. liblssar.so.MAJOR is the library's SONAME: a
    new MAJOR breaks the ABI, a new MINOR only adds to it - except while MAJOR is 0, when a new
-   MINOR may also change it (0.3.0 changed lssar_model_load and lssar_model_info). */
-#define LSSAR_VERSION "0.4.0"
+   MINOR may also change it (0.3.0 changed lssar_model_load and lssar_model_info; 0.5.0 added
+   len_norm to lssar_model_config, lssar_model_info and lssar_attn_desc). */
+#define LSSAR_VERSION "0.5.0"
 #define LSSAR_VERSION_MAJOR 0
-#define LSSAR_VERSION_MINOR 4
+#define LSSAR_VERSION_MINOR 5
 #define LSSAR_VERSION_PATCH 0
 
 /* liblssar is built with hidden visibility: only what this header declares is exported. */
@@ -53,7 +54,7 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-/* The version of the library linked at run time ("0.4.0"), which may differ from LSSAR_VERSION
+/* The version of the library linked at run time ("0.5.0"), which may differ from LSSAR_VERSION
    when a program was built against another header. */
 const char *lssar_version(void);
 
@@ -100,11 +101,21 @@ const char *lssar_device_name(lssar_device d);
 int lssar_device_parse(const char *name, lssar_device *out);
 
 /* ------------------------------------------------------------- attention */
-typedef enum { LSSAR_ATTN_SOFTMAX = 0, LSSAR_ATTN_SSMAX = 1, LSSAR_ATTN_LSSA = 2, LSSAR_ATTN_LSSAR = 3 } lssar_attn_kind;
+/* Checkpoints store the kind: new kinds are appended, never renumbered. */
+typedef enum {
+    LSSAR_ATTN_SOFTMAX = 0, LSSAR_ATTN_SSMAX = 1, LSSAR_ATTN_LSSA = 2, LSSAR_ATTN_LSSAR = 3,
+    LSSAR_ATTN_SIGMOID = 4, LSSAR_ATTN_RELU = 5
+} lssar_attn_kind;
+/* The length normalisation of the unnormalised kinds (sigmoid, relu; ignored by the others):
+   TRAIN uses the training length L (sigmoid bias -ln L, relu divides by L), ROW the number of
+   visible keys n_i of each row (docs/attention.md). */
+typedef enum { LSSAR_LEN_NORM_TRAIN = 0, LSSAR_LEN_NORM_ROW = 1 } lssar_len_norm;
 typedef struct {
     lssar_attn_kind kind;
     float p;                /* LSSAR power; 15 in the paper's headline setting */
     const float *ssmax_s;   /* SSMax: H per-head scales; NULL for other kinds */
+    lssar_len_norm len_norm; /* sigmoid / relu only (0 = LSSAR_LEN_NORM_TRAIN) */
+    int train_len;          /* sigmoid / relu with LSSAR_LEN_NORM_TRAIN: L >= 1, the training length */
 } lssar_attn_desc;
 /* q, k, v, out, dout, dq, dk, dv: contiguous float32 (B, T, H, D); causal.
    Gradients are written, not accumulated; ds (H floats) only for SSMax and may be NULL.
@@ -136,13 +147,16 @@ int lssar_attn_backward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B,
 /* Number of usable CUDA GPUs: 0 in a build without CUDA or on a machine without a GPU (or driver). */
 int lssar_cuda_device_count(void);
 
-/* "softmax", "ssmax", "lssa", "lssar" <-> kind. Parse sets *out and returns 0, or returns
-   LSSAR_E_KIND for another name (and LSSAR_E_NULL for NULL arguments). */
+/* "softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu" <-> kind. Parse sets *out and returns 0,
+   or returns LSSAR_E_KIND for another name (and LSSAR_E_NULL for NULL arguments). */
 const char *lssar_attn_name(lssar_attn_kind kind);
 int lssar_attn_parse(const char *name, lssar_attn_kind *out);
+/* "train", "row" <-> lssar_len_norm; parse returns 0 and sets *out, or LSSAR_E_ARG. */
+const char *lssar_len_norm_name(lssar_len_norm ln);
+int lssar_len_norm_parse(const char *name, lssar_len_norm *out);
 
 /* ---------------------------------------------------------- model (GPT) */
-/* A GPT model: pre-LayerNorm blocks, GELU MLP, one of the four attention kinds, C token channels
+/* A GPT model: pre-LayerNorm blocks, GELU MLP, one of the attention kinds, C token channels
    per position. On disk it is what `lssar train` writes: DIR/model.safetensors, standard
    safetensors with float32 tensors under GPT-2 names and the config in __metadata__
    (docs/pytorch.md). lssar_model_save writes the same format. */
@@ -162,6 +176,7 @@ typedef struct {
     float p;                  /* LSSAR power (used by LSSAR_ATTN_LSSAR only) */
     int tied;                 /* 1: the output head shares the token embedding */
     lssar_device device;
+    lssar_len_norm len_norm;  /* sigmoid / relu: L = max_seq (TRAIN, the default) or n_i (ROW) */
 } lssar_model_config;
 /* A small default: 2 layers, 2 heads, dim 64, vocab 257 (bytes + end-of-text), 1 channel, max_seq
    256, rope, LSSAR with p = 15, tied, CPU. */
@@ -182,6 +197,7 @@ typedef struct {
     long long step;           /* optimizer steps it was trained for (0 for a created model) */
     lssar_pos pos_kind;
     lssar_device device;
+    lssar_len_norm len_norm;  /* sigmoid / relu length normalisation */
 } lssar_model_info;
 
 /* How lssar_model_load builds the model. A zeroed struct (or NULL) loads it as trained, on the CPU. */

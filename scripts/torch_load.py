@@ -69,7 +69,8 @@ def config_from_metadata(meta):
         raise ValueError("not an lssar model file (metadata lssar_format is %r)" % meta.get("lssar_format"))
     ints = ("layers", "heads", "dim", "vocab", "channels", "max_seq", "tied", "step")
     cfg = {k: int(meta[k]) for k in ints}
-    cfg.update(pos=meta["pos"], attn=meta["attn"], p=float(meta["p"]))
+    cfg.update(pos=meta["pos"], attn=meta["attn"], p=float(meta["p"]),
+               len_norm=meta.get("len_norm", "train"))   # files from before the field: train
     return cfg
 
 
@@ -83,12 +84,18 @@ def read_shard(path):
     return tok[: n * c].reshape(n, c)
 
 
-def attention(q, k, v, kind, p=15.0, s=None):
-    """Causal attention, q k v (B, H, T, D) -> (B, H, T, D), exactly as spec/attention.md."""
+def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train"):
+    """Causal attention, q k v (B, H, T, D) -> (B, H, T, D), exactly as spec/attention.md.
+    L, len_norm: sigmoid / relu (the training length max_seq; "train" or "row")."""
     import torch
     T, D = q.shape[-2], q.shape[-1]
     mask = torch.ones(T, T, dtype=torch.bool).tril()
     n = torch.arange(1, T + 1, dtype=q.dtype).view(T, 1)          # visible keys n_i
+    if kind in ("sigmoid", "relu"):                               # no row normalisation
+        Lr = n if len_norm == "row" else torch.full_like(n, float(L))
+        x = q @ k.transpose(-1, -2) / math.sqrt(D)
+        w = torch.sigmoid(x - torch.log(Lr)) if kind == "sigmoid" else x.clamp_min(0) / Lr
+        return (w * mask) @ v
     if kind in ("softmax", "ssmax"):
         x = q @ k.transpose(-1, -2) / math.sqrt(D)
         if kind == "ssmax":
@@ -157,7 +164,7 @@ def build_model(tensors, cfg, dtype=None):
                 if c["pos"] == "rope":
                     q, k = rope(q), rope(k)
                 s = self.W(P + "attn.ssmax_s") if c["attn"] == "ssmax" else None
-                y = attention(q, k, v, c["attn"], c["p"], s).transpose(1, 2).reshape(B, T, C)
+                y = attention(q, k, v, c["attn"], c["p"], s, c["max_seq"], c["len_norm"]).transpose(1, 2).reshape(B, T, C)
                 x = x + F.linear(y, self.W(P + "attn.c_proj.weight"), self.W(P + "attn.c_proj.bias"))
                 h = F.layer_norm(x, (C,), self.W(P + "ln_2.weight"), self.W(P + "ln_2.bias"), eps=1e-5)
                 h = F.gelu(F.linear(h, self.W(P + "mlp.c_fc.weight"), self.W(P + "mlp.c_fc.bias")), approximate="tanh")

@@ -23,7 +23,14 @@
 
 // ------------------------------------------------------------------ float64 reference
 
-typedef struct { int kind; double p; const double *s; } ref_desc;
+// len_norm, L: sigmoid / relu only (lssar_len_norm; L the training length for LSSAR_LEN_NORM_TRAIN).
+typedef struct { int kind; double p; const double *s; int len_norm; int L; } ref_desc;
+
+// The training length the comparisons give sigmoid / relu with len_norm train: below most of the
+// grid's T, so rows beyond L (the extrapolation regime) are tested too.
+#define ATTN_REF_TRAIN_LEN 64
+
+ATTN_REF_FN int ref_unnormed(int kind) { return kind == LSSAR_ATTN_SIGMOID || kind == LSSAR_ATTN_RELU; }
 
 #define IDX(b, t, h, d) ((((size_t)(b) * T + (t)) * H + (h)) * D + (d))
 
@@ -55,7 +62,7 @@ ATTN_REF_FN double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 typedef struct {
     double *qh, *kh;   // l2-normalised q_i (D) and k_j (T x D) for lssa/lssar
     double *x, *a, *alpha, *u, *beta, *w, *dot;
-    double z, lam, sc, qn;
+    double z, lam, sc, qn;   // sigmoid / relu: lam = the row's L (train length or n)
     int fallback;
 } ref_row;
 
@@ -66,6 +73,20 @@ ATTN_REF_FN void ref_row_forward(const ref_desc *rd, int B, int T, int H, int D,
         double dot = 0;
         for (int d = 0; d < D; d++) dot += q[IDX(b, i, h, d)] * k[IDX(b, j, h, d)];
         R->dot[j] = dot;
+    }
+    if (ref_unnormed(rd->kind)) {  // no row normalisation: the weight is f(x) itself
+        R->sc = 1.0 / sqrt((double)D);
+        R->lam = rd->len_norm == LSSAR_LEN_NORM_ROW ? (double)n : (double)rd->L;
+        for (int j = 0; j < n; j++) {
+            if (rd->kind == LSSAR_ATTN_SIGMOID) {
+                R->x[j] = R->sc * R->dot[j] - log(R->lam);
+                R->w[j] = sigmoid(R->x[j]);
+            } else {
+                R->x[j] = R->sc * R->dot[j];
+                R->w[j] = fmax(R->x[j], 0.0) / R->lam;
+            }
+        }
+        return;
     }
     if (rd->kind == LSSAR_ATTN_SOFTMAX || rd->kind == LSSAR_ATTN_SSMAX) {
         R->sc = 1.0 / sqrt((double)D);
@@ -259,6 +280,20 @@ ATTN_REF_FN void ref_backward_ex(const ref_desc *rd, int B, int T, int H, int D,
                         dw[j] += dy[IDX(b, i, h, d)] * v[IDX(b, j, h, d)];
                     }
                 }
+                if (ref_unnormed(rd->kind)) {
+                    // sigmoid: dx = da s(x) s(-x) (not s (1 - s): no cancellation at large x);
+                    // relu: dx = da / L where x > 0, else 0 (the kink included)
+                    for (int j = 0; j < n; j++) {
+                        double x = R->x[j];
+                        double dx = rd->kind == LSSAR_ATTN_SIGMOID ? dw[j] * sigmoid(x) * sigmoid(-x)
+                                                                   : (x > 0 ? dw[j] / R->lam : 0.0);
+                        for (int d = 0; d < D; d++) {
+                            dq[IDX(b, i, h, d)] += dx * R->sc * k[IDX(b, j, h, d)];
+                            dk[IDX(b, j, h, d)] += dx * R->sc * q[IDX(b, i, h, d)];
+                        }
+                    }
+                    continue;
+                }
                 if (rd->kind == LSSAR_ATTN_SOFTMAX || rd->kind == LSSAR_ATTN_SSMAX) {
                     if (dserr && rd->kind == LSSAR_ATTN_SSMAX)
                         dserr[h] += ds_error_bound_ex(B, T, H, D, q, k, v, dy, b, h, i, R, dw, fast);
@@ -349,7 +384,9 @@ ATTN_REF_FN double *to_double(const float *x, size_t n) {
     return y;
 }
 
-ATTN_REF_FN const char *kind_name[] = {"softmax", "ssmax", "lssa", "lssar"};
+// Indexed by lssar_attn_kind.
+ATTN_REF_FN const char *kind_name[] = {"softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu"};
+ATTN_REF_FN const char *len_norm_name[] = {"train", "row"};
 
 enum { IN_RANDOM, IN_PEAKED, IN_ZEROS, IN_REPEATED, IN_LARGE, IN_COUNT };
 ATTN_REF_FN const char *input_name[] = {"random", "peaked", "zero-vectors", "repeated-keys", "large"};
@@ -423,8 +460,9 @@ enum {
 
 // Run impl and the float64 reference on one configuration of an input family; return the
 // relative errors (whole tensors; dq and dk with the floors of the error measure above).
-ATTN_REF_FN errs compare_impl(attn_impl impl, int flags, int kind, float p, int family, uint64_t seed,
-                              int B, int T, int H, int D) {
+// len_norm, L: sigmoid / relu (compare_impl: train with L = ATTN_REF_TRAIN_LEN).
+ATTN_REF_FN errs compare_impl_ln(attn_impl impl, int flags, int kind, float p, int family, uint64_t seed,
+                                 int B, int T, int H, int D, int len_norm, int L) {
     size_t N = (size_t)B * T * H * D;
     float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *dy = malloc(N * 4);
     float *out = malloc(N * 4), *dq = malloc(N * 4), *dk = malloc(N * 4), *dv = malloc(N * 4);
@@ -432,8 +470,9 @@ ATTN_REF_FN errs compare_impl(attn_impl impl, int flags, int kind, float p, int 
     double sd[16], dsr[16], dserr[16];
     make_inputs(family, seed, B, T, H, D, q, k, v, dy, kind);
     for (int h = 0; h < H; h++) { s[h] = 0.43f + 0.2f * h; sd[h] = s[h]; }
-    lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? s : NULL};
-    ref_desc rd = {.kind = kind, .p = p, .s = sd};
+    lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? s : NULL,
+                         .len_norm = (lssar_len_norm)len_norm, .train_len = L};
+    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = L};
     errs e = {INFINITY, INFINITY, INFINITY, INFINITY, 0};
     int rc = impl(&a, B, T, H, D, q, k, v, dy, out, dq, dk, dv, ds);
     CHECK(rc == 0, "%s failed: %d %s", kind_name[kind], rc, lssar_errmsg());
@@ -452,6 +491,11 @@ ATTN_REF_FN errs compare_impl(attn_impl impl, int flags, int kind, float p, int 
     free(q); free(k); free(v); free(dy); free(out); free(dq); free(dk); free(dv);
     free(qd); free(kd); free(vd); free(dyd); free(ro); free(rdq); free(rdk); free(rdv);
     return e;
+}
+
+ATTN_REF_FN errs compare_impl(attn_impl impl, int flags, int kind, float p, int family, uint64_t seed,
+                              int B, int T, int H, int D) {
+    return compare_impl_ln(impl, flags, kind, p, family, seed, B, T, H, D, LSSAR_LEN_NORM_TRAIN, ATTN_REF_TRAIN_LEN);
 }
 
 // Loss = sum(dy * out) of the float64 reference (for central finite differences).

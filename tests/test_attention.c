@@ -11,6 +11,10 @@
  * partner's size, ||dk|| * rms(k) / rms(q) (S = q . k is symmetric in q and k), and vice versa.
  * The ssmax gradient ds has its own rounding bound (ds_error_bound), used where ds is exactly 0.
  *
+ * sigmoid and relu (no row normalisation) run through every grid with the same 1e-4 criterion,
+ * with len_norm train (L = ATTN_REF_TRAIN_LEN = 64, below most T: rows past the training length
+ * are covered) and, in the random grid, the odd shapes and the finite differences, len_norm row.
+ *
  * CPUs: the kernels run in the clone the CPU selects (core/dispatch.h): AVX-512, AVX2 + FMA, or
  * the x86-64-v2 baseline without FMA. `bench/dispatch.sh --test` builds and runs this test with
  * each clone's code compiled alone (-march=x86-64-v2 / x86-64-v3 / native, -DLSSAR_NATIVE), so
@@ -43,6 +47,13 @@ static int cpu_impl(const lssar_attn_desc *a, int B, int T, int H, int D, const 
 static errs compare_case(int kind, float p, int family, uint64_t seed, int B, int T, int H, int D) {
     return compare_impl(cpu_impl, 0, kind, p, family, seed, B, T, H, D);
 }
+static errs compare_case_ln(int kind, int len_norm, int family, uint64_t seed, int B, int T, int H, int D) {
+    return compare_impl_ln(cpu_impl, 0, kind, 15.0f, family, seed, B, T, H, D, len_norm, ATTN_REF_TRAIN_LEN);
+}
+
+#define N_KINDS 6  // every lssar_attn_kind
+// sigmoid / relu are tested with both length normalisations; the other kinds ignore the setting.
+static int n_len_norms(int kind) { return kind == LSSAR_ATTN_SIGMOID || kind == LSSAR_ATTN_RELU ? 2 : 1; }
 
 
 // ------------------------------------------------------------------ tests
@@ -50,7 +61,7 @@ static errs compare_case(int kind, float p, int family, uint64_t seed, int B, in
 // The vectorisable float32 math of core/fastmath.h against libm in double, over the ranges attention
 // uses: relative error within a few float32 ulp (pow: scaled by |p log r|, the size of its argument).
 static void test_math_functions(void) {
-    double e_exp = 0, e_l1p = 0, e_sp = 0, e_sig = 0, e_log = 0, e_pow = 0, e_powi = 0;
+    double e_exp = 0, e_l1p = 0, e_sp = 0, e_sig = 0, e_sigg = 0, e_log = 0, e_pow = 0, e_powi = 0;
     for (int i = 0; i <= 200000; i++) {
         double t = i / 200000.0;
         float x = (float)(-87.0 + 175.0 * t);  // exp: [-87, 88]
@@ -61,6 +72,8 @@ static void test_math_functions(void) {
         double sp = fmax(z, 0.0) + log1p(exp(-fabs((double)z))), sg = 1.0 / (1.0 + exp(-(double)z));
         e_sp = fmax(e_sp, fabs(fm_softplus(z) - sp) / sp);
         e_sig = fmax(e_sig, fabs(fm_sigmoid(z) - sg) / sg);
+        double sgg = sg * (1.0 / (1.0 + exp((double)z)));  // sigmoid(z) sigmoid(-z)
+        e_sigg = fmax(e_sigg, fabs(fm_sigmoid_grad(z) - sgg) / sgg);
         float r = (float)pow(10.0, -37.0 + 37.0 * t);  // log, pow: [1e-37, 1]
         e_log = fmax(e_log, fabs(fm_log(r) - log((double)r)) / fmax(1.0, fabs(log((double)r))));
         static const float ps[] = {0.5f, 2.5f, 15.0f};
@@ -76,12 +89,14 @@ static void test_math_functions(void) {
             e_powi = fmax(e_powi, fabs(got - want) / want / ip);
         }
     }
-    printf("  math: max rel err exp %.1e log1p %.1e softplus %.1e sigmoid %.1e log %.1e pow %.1e powi %.1e\n",
-           e_exp, e_l1p, e_sp, e_sig, e_log, e_pow, e_powi);
+    printf("  math: max rel err exp %.1e log1p %.1e softplus %.1e sigmoid %.1e sigmoid' %.1e log %.1e pow %.1e powi %.1e\n",
+           e_exp, e_l1p, e_sp, e_sig, e_sigg, e_log, e_pow, e_powi);
     CHECK(e_exp < 4e-7, "exp rel err %.2e", e_exp);
     CHECK(e_l1p < 4e-7, "log1p rel err %.2e", e_l1p);
     CHECK(e_sp < 4e-7, "softplus rel err %.2e", e_sp);
     CHECK(e_sig < 4e-7, "sigmoid rel err %.2e", e_sig);
+    // e (1 + e)^-2: exp's 2 ulp, a division and two products: a few ulp more than sigmoid
+    CHECK(e_sigg < 6e-7, "sigmoid' rel err %.2e", e_sigg);
     CHECK(e_log < 4e-7, "log err %.2e", e_log);
     CHECK(e_pow < 4e-7, "pow rel err / (1 + |p log r|) %.2e", e_pow);
     CHECK(e_powi < 4e-7, "powi rel err / p %.2e", e_powi);
@@ -92,29 +107,31 @@ static void test_math_functions(void) {
 // Every kind, T in {1,2,3,4,17,64,300}, D in {16,32,64,128}, random inputs, several B/H.
 static void test_matches_reference_random(void) {
     static const int Ts[] = {1, 2, 3, 4, 17, 64, 300}, Ds[] = {16, 32, 64, 128};
-    double maxe[4] = {0};
-    for (int kind = 0; kind < 4; kind++)
-        for (int ti = 0; ti < 7; ti++)
-            for (int di = 0; di < 4; di++) {
-                int T = Ts[ti], D = Ds[di];
-                int B = 1 + (ti + di) % 2, H = 1 + (ti + 2 * di + kind) % 3;
-                if (T == 300 && D >= 64) B = 1;
-                errs e = compare_case(kind, 15.0f, IN_RANDOM, 100 + ti * 10 + di, B, T, H, D);
-                double w = worst(e);
-                maxe[kind] = fmax(maxe[kind], w);
-                CHECK(w < 1e-4, "%s T=%d D=%d B=%d H=%d: rel err out %.2e dq %.2e dk %.2e dv %.2e ds %.2e",
-                      kind_name[kind], T, D, B, H, e.out, e.dq, e.dk, e.dv, e.ds);
-            }
-    printf("  random inputs, worst relative error: softmax %.1e ssmax %.1e lssa %.1e lssar %.1e\n",
-           maxe[0], maxe[1], maxe[2], maxe[3]);
+    double maxe[N_KINDS][2] = {{0}};
+    for (int kind = 0; kind < N_KINDS; kind++)
+        for (int ln = 0; ln < n_len_norms(kind); ln++)
+            for (int ti = 0; ti < 7; ti++)
+                for (int di = 0; di < 4; di++) {
+                    int T = Ts[ti], D = Ds[di];
+                    int B = 1 + (ti + di) % 2, H = 1 + (ti + 2 * di + kind) % 3;
+                    if (T == 300 && D >= 64) B = 1;
+                    errs e = compare_case_ln(kind, ln, IN_RANDOM, 100 + ti * 10 + di, B, T, H, D);
+                    double w = worst(e);
+                    maxe[kind][ln] = fmax(maxe[kind][ln], w);
+                    CHECK(w < 1e-4, "%s (len-norm %s) T=%d D=%d B=%d H=%d: rel err out %.2e dq %.2e dk %.2e dv %.2e ds %.2e",
+                          kind_name[kind], len_norm_name[ln], T, D, B, H, e.out, e.dq, e.dk, e.dv, e.ds);
+                }
+    printf("  random inputs, worst relative error: softmax %.1e ssmax %.1e lssa %.1e lssar %.1e sigmoid %.1e (row %.1e)"
+           " relu %.1e (row %.1e)\n", maxe[0][0], maxe[1][0], maxe[2][0], maxe[3][0], maxe[4][0], maxe[4][1],
+           maxe[5][0], maxe[5][1]);
 }
 
 // Adversarial inputs: peaked rows, zero vectors, repeated keys, large magnitudes.
 static void test_matches_reference_adversarial(void) {
     static const int Ts[] = {1, 4, 17, 64, 300}, Ds[] = {16, 64, 128};
     for (int fam = IN_PEAKED; fam < IN_COUNT; fam++) {  // (T = 300 only with D = 16: time)
-        double maxe[4] = {0};
-        for (int kind = 0; kind < 4; kind++)
+        double maxe[N_KINDS] = {0};
+        for (int kind = 0; kind < N_KINDS; kind++)
             for (int ti = 0; ti < 5; ti++)
                 for (int di = 0; di < 3; di++) {
                     int T = Ts[ti], D = Ds[di], B = 1, H = 2;
@@ -125,8 +142,8 @@ static void test_matches_reference_adversarial(void) {
                     CHECK(w < 1e-4, "%s %s T=%d D=%d: rel err out %.2e dq %.2e dk %.2e dv %.2e ds %.2e",
                           input_name[fam], kind_name[kind], T, D, e.out, e.dq, e.dk, e.dv, e.ds);
                 }
-        printf("  %-13s worst relative error: softmax %.1e ssmax %.1e lssa %.1e lssar %.1e\n",
-               input_name[fam], maxe[0], maxe[1], maxe[2], maxe[3]);
+        printf("  %-13s worst relative error: softmax %.1e ssmax %.1e lssa %.1e lssar %.1e sigmoid %.1e relu %.1e\n",
+               input_name[fam], maxe[0], maxe[1], maxe[2], maxe[3], maxe[4], maxe[5]);
     }
     // Long uniform rows at a small D: lambda = ln 16 ln 1024 = 19, so the repeated keys' logits
     // reach -19, where sigmoid(x) = 6e-9 must not be computed as 1 - exp(-softplus(x)) (which
@@ -142,11 +159,12 @@ static void test_matches_reference_adversarial(void) {
 // Shapes off the usual grid: odd head dims and lengths at and around the 64-row block boundary.
 static void test_odd_shapes(void) {
     static const int Ts[] = {63, 65, 128, 129}, Ds[] = {1, 3, 24};
-    for (int kind = 0; kind < 4; kind++)
+    for (int kind = 0; kind < N_KINDS; kind++)
         for (int ti = 0; ti < 4; ti++)
             for (int di = 0; di < 3; di++) {
                 int T = Ts[ti], D = Ds[di], B = 1 + ti % 2, H = 1 + di % 2;
-                errs e = compare_case(kind, 15.0f, IN_RANDOM, 7000 + ti * 10 + di, B, T, H, D);
+                // sigmoid / relu: len-norm train and row alternately
+                errs e = compare_case_ln(kind, (ti + di) % n_len_norms(kind), IN_RANDOM, 7000 + ti * 10 + di, B, T, H, D);
                 CHECK(worst(e) < 1e-4, "%s T=%d D=%d B=%d H=%d: rel err out %.2e dq %.2e dk %.2e dv %.2e ds %.2e",
                       kind_name[kind], T, D, B, H, e.out, e.dq, e.dk, e.dv, e.ds);
             }
@@ -171,16 +189,20 @@ static void test_lssar_powers(void) {
 
 static double fd_worst_ref, fd_worst_kern;  // worst |grad - FD| / max |grad| seen
 static double fd_worst_ds;                  // worst |ds - FD| / its tolerance
+static double fd_worst_ref_k[2][2], fd_worst_kern_k[2][2];  // the same for sigmoid / relu x len-norm
 
-static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
+// len_norm: sigmoid / relu, with L = FD_TRAIN_LEN (below T: rows past L are covered).
+#define FD_TRAIN_LEN 5
+static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D, int len_norm) {
     size_t N = (size_t)B * T * H * D;
     float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *dy = malloc(N * 4);
     float *dq = malloc(N * 4), *dk = malloc(N * 4), *dv = malloc(N * 4);
     make_inputs(family, 77 + kind * 7 + family, B, T, H, D, q, k, v, dy, kind);
     float s[4] = {0.43f, 0.9f, 0.6f, 0.3f}, ds[4];
     double sd[4] = {0.43, 0.9, 0.6, 0.3}, dsr[4], dserr[4];
-    lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = s};
-    ref_desc rd = {.kind = kind, .p = p, .s = sd};
+    lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = s, .len_norm = (lssar_len_norm)len_norm,
+                         .train_len = FD_TRAIN_LEN};
+    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = FD_TRAIN_LEN};
     CHECK(lssar_attn_backward(&a, B, T, H, D, q, k, v, dy, dq, dk, dv, ds) == 0, "backward failed");
     double *qd = to_double(q, N), *kd = to_double(k, N), *vd = to_double(v, N), *dyd = to_double(dy, N);
     double *rdq = malloc(N * 8), *rdk = malloc(N * 8), *rdv = malloc(N * 8), *tmp = malloc(N * 8);
@@ -211,14 +233,18 @@ static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
             double er = fabs(rg[t][i] - fd) / scale, ek = fabs(kg[t][i] - fd) / scale;
             worst_ref = fmax(worst_ref, er);
             worst_kern = fmax(worst_kern, ek);
-            CHECK(er < 1e-5, "%s %s d%s[%zu]: reference %.9g vs FD %.9g", kind_name[kind],
-                  input_name[family], nm[t], i, rg[t][i], fd);
-            CHECK(ek < 1e-4, "%s %s d%s[%zu]: kernel %.9g vs FD %.9g", kind_name[kind], input_name[family],
-                  nm[t], i, (double)kg[t][i], fd);
+            CHECK(er < 1e-5, "%s (len-norm %s) %s d%s[%zu]: reference %.9g vs FD %.9g", kind_name[kind],
+                  len_norm_name[len_norm], input_name[family], nm[t], i, rg[t][i], fd);
+            CHECK(ek < 1e-4, "%s (len-norm %s) %s d%s[%zu]: kernel %.9g vs FD %.9g", kind_name[kind],
+                  len_norm_name[len_norm], input_name[family], nm[t], i, (double)kg[t][i], fd);
         }
     }
     fd_worst_ref = fmax(fd_worst_ref, worst_ref);
     fd_worst_kern = fmax(fd_worst_kern, worst_kern);
+    if (kind >= LSSAR_ATTN_SIGMOID) {
+        fd_worst_ref_k[kind - LSSAR_ATTN_SIGMOID][len_norm] = fmax(fd_worst_ref_k[kind - LSSAR_ATTN_SIGMOID][len_norm], worst_ref);
+        fd_worst_kern_k[kind - LSSAR_ATTN_SIGMOID][len_norm] = fmax(fd_worst_kern_k[kind - LSSAR_ATTN_SIGMOID][len_norm], worst_kern);
+    }
     if (kind == LSSAR_ATTN_SSMAX)
         for (int h = 0; h < H; h++) {
             double s0 = sd[h], hh = 1e-6;
@@ -246,17 +272,55 @@ static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
     free(qd); free(kd); free(vd); free(dyd); free(rdq); free(rdk); free(rdv); free(tmp);
 }
 
+static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
+    fd_case_ln(kind, p, family, B, T, H, D, LSSAR_LEN_NORM_TRAIN);
+}
+
 static void test_finite_differences(void) {
-    for (int kind = 0; kind < 4; kind++) {
-        fd_case(kind, 15.0f, IN_RANDOM, 2, 9, 2, 16);
-        fd_case(kind, 15.0f, IN_PEAKED, 1, 7, 2, 8);
-        fd_case(kind, 15.0f, IN_REPEATED, 1, 8, 2, 8);
-    }
+    for (int kind = 0; kind < N_KINDS; kind++)
+        for (int ln = 0; ln < n_len_norms(kind); ln++) {
+            fd_case_ln(kind, 15.0f, IN_RANDOM, 2, 9, 2, 16, ln);
+            fd_case_ln(kind, 15.0f, IN_PEAKED, 1, 7, 2, 8, ln);
+            fd_case_ln(kind, 15.0f, IN_REPEATED, 1, 8, 2, 8, ln);
+        }
     fd_case(LSSAR_ATTN_LSSAR, 1.0f, IN_RANDOM, 1, 10, 2, 16);
     fd_case(LSSAR_ATTN_LSSAR, 3.0f, IN_RANDOM, 1, 10, 2, 16);
     fd_case(LSSAR_ATTN_LSSAR, 0.5f, IN_RANDOM, 1, 10, 2, 16);
     printf("  finite differences: worst |grad - FD| / max|grad|: float64 reference %.1e, float32 kernel %.1e;"
            " ssmax |ds - FD| / tolerance %.1e\n", fd_worst_ref, fd_worst_kern, fd_worst_ds);
+    printf("  finite differences (reference / kernel): sigmoid train %.1e / %.1e, row %.1e / %.1e;"
+           " relu train %.1e / %.1e, row %.1e / %.1e\n",
+           fd_worst_ref_k[0][0], fd_worst_kern_k[0][0], fd_worst_ref_k[0][1], fd_worst_kern_k[0][1],
+           fd_worst_ref_k[1][0], fd_worst_kern_k[1][0], fd_worst_ref_k[1][1], fd_worst_kern_k[1][1]);
+}
+
+// Relative error of sampled rows (B = H = 1) of a long forward against the float64 reference, with
+// the float32 sum's rounding bound as the floor: the output sum y = sum_j w_j v_j over n keys is a
+// float32 sum (sgemm) whose error is at most gamma_{n+8} sum_j w_j |v_j| (+8: the weights' own few
+// ulp), which for a nearly uniform row (zero queries) exceeds 1e-4 |y|, since such a y averages
+// values of both signs. So the denominator is at least 1e4 times that bound: rel < 1e-4 means
+// within 1e-4 relative or within the float32 rounding bound. *plain (may be NULL): without floor.
+static double sampled_rows_rel_err(const ref_desc *rd, int B, int T, int H, int D, const double *qd,
+                                   const double *kd, const double *vd, const float *out, const int *rows,
+                                   int nrows, ref_row *R, double *plain) {
+    double num = 0, den = 0, flo = 0;
+    for (int ri = 0; ri < nrows; ri++) {
+        int i = rows[ri];
+        ref_row_forward(rd, B, T, H, D, qd, kd, 0, 0, i, R);
+        for (int d = 0; d < D; d++) {
+            double y = 0, yabs = 0;
+            for (int j = 0; j <= i; j++) {
+                y += R->w[j] * vd[(size_t)j * D + d];
+                yabs += R->w[j] * fabs(vd[(size_t)j * D + d]);
+            }
+            double e = out[(size_t)i * D + d] - y, g = gamma_f32(i + 1 + 8) * yabs;
+            num += e * e;
+            den += y * y;
+            flo += g * g;
+        }
+    }
+    if (plain) *plain = sqrt(num / den);
+    return sqrt(num) / fmax(sqrt(den), 1e4 * sqrt(flo));
 }
 
 // Long rows: T = 16384, lssar p = 15, with zero-norm keys (every 4th), zero queries (every 7th:
@@ -308,28 +372,8 @@ static void test_long_rows(void) {
     static const int rows[] = {16383, 16000, 9001, 4097, 700, 16382, 16381, 16380, 16379, 12345, 10, 3, 2,
                                7 * 2000 + 3, 7 * 2339 + 3};
     int nrows = (int)(sizeof rows / sizeof rows[0]);
-    // The output sum y = sum_j beta_j v_j over n ~ 16384 keys is a float32 sum (sgemm): its rounding
-    // error is bounded by gamma_{n+8} sum_j beta_j |v_j| (+8: the weights' own few ulp), which for
-    // a nearly uniform row (zero queries) exceeds 1e-4 |y|, since such a y averages values of both
-    // signs. So as in rel_err_floor the denominator is at least 1e4 times that bound: rel < 1e-4
-    // means within 1e-4 relative or within the float32 rounding bound.
-    double num = 0, den = 0, flo = 0;
-    for (int ri = 0; ri < nrows; ri++) {
-        int i = rows[ri];
-        ref_row_forward(&rd, B, T, H, D, qd, kd, 0, 0, i, R);
-        for (int d = 0; d < D; d++) {
-            double y = 0, yabs = 0;
-            for (int j = 0; j <= i; j++) {
-                y += R->w[j] * vd[(size_t)j * D + d];
-                yabs += R->w[j] * fabs(vd[(size_t)j * D + d]);
-            }
-            double e = out[(size_t)i * D + d] - y, g = gamma_f32(i + 1 + 8) * yabs;
-            num += e * e;
-            den += y * y;
-            flo += g * g;
-        }
-    }
-    double rel = sqrt(num) / fmax(sqrt(den), 1e4 * sqrt(flo)), rel_plain = sqrt(num / den);
+    // within 1e-4 relative or within the float32 sum's rounding bound (sampled_rows_rel_err)
+    double rel_plain, rel = sampled_rows_rel_err(&rd, B, T, H, D, qd, kd, vd, out, rows, nrows, R, &rel_plain);
     CHECK(rel < 1e-4, "T=%d sampled rows: rel err %.2e against the float64 reference (plain %.2e)", T, rel,
           rel_plain);
     ref_row_free(R);
@@ -337,6 +381,63 @@ static void test_long_rows(void) {
     printf("  T=%d lssar p=15 forward: %.2f s; sampled rows rel err %.1e (plain %.1e), |sum of weights - 1| %.1e\n",
            T, t1 - t0, rel, rel_plain, worst_one);
     free(q); free(k); free(v); free(out); free(lo); free(hi);
+}
+
+// Long rows for sigmoid and relu, T = 16384, both length normalisations: finite everywhere, and
+// sampled rows against the float64 reference with the same floor as test_long_rows (gamma_{n+8}
+// sum_j a_j |v_j|, the float32 sum bound). With len-norm train (L = 64, 256 times shorter than the
+// rows) the weights of a row sum to about n / L times their value at n = L, so the outputs grow
+// with T: that is these baselines' known behaviour beyond the training length (the reason the
+// LSSAR paper compares against them), not a bug; out[., 0] = sum_j a_j shows it.
+static void test_long_rows_unnormed(void) {
+    int B = 1, T = 16384, H = 1, D = 64, L = 64;
+    size_t N = (size_t)B * T * H * D;
+    float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *out = malloc(N * 4);
+    long_rows_inputs(T, D, 4243, q, k, v, NULL);
+    double *qd = to_double(q, N), *kd = to_double(k, N), *vd = to_double(v, N);
+    ref_row *R = ref_row_new(T, D);
+    static const int rows[] = {16383, 16000, 9001, 4097, 700, 63, 64, 3, 0};
+    int nrows = (int)(sizeof rows / sizeof rows[0]);
+    for (int kind = LSSAR_ATTN_SIGMOID; kind <= LSSAR_ATTN_RELU; kind++)
+        for (int ln = 0; ln < 2; ln++) {
+            lssar_attn_desc a = {.kind = kind, .len_norm = (lssar_len_norm)ln, .train_len = L};
+            double t0 = lssar_now();
+            CHECK(lssar_attn_forward(&a, B, T, H, D, q, k, v, out) == 0, "forward failed: %s", lssar_errmsg());
+            double t1 = lssar_now();
+            size_t bad = 0;
+            for (size_t i = 0; i < N; i++) bad += !isfinite(out[i]);
+            CHECK(bad == 0, "%s (len-norm %s): %zu non-finite outputs at T=%d", kind_name[kind], len_norm_name[ln], bad, T);
+            ref_desc rd = {.kind = kind, .len_norm = ln, .L = L};
+            double rel = sampled_rows_rel_err(&rd, B, T, H, D, qd, kd, vd, out, rows, nrows, R, NULL);
+            CHECK(rel < 1e-4, "%s (len-norm %s) T=%d sampled rows: rel err %.2e", kind_name[kind], len_norm_name[ln], T, rel);
+            printf("  T=%d %s len-norm %s forward: %.2f s; sampled rows rel err %.1e; sum of weights row 63 %.3g, row %d %.3g\n",
+                   T, kind_name[kind], len_norm_name[ln], t1 - t0, rel, out[(size_t)63 * D], T - 1, out[(size_t)(T - 1) * D]);
+        }
+    ref_row_free(R);
+    free(qd); free(kd); free(vd);
+    free(q); free(k); free(v); free(out);
+}
+
+// Negative control of the comparison for sigmoid / relu: a kernel given the other length
+// normalisation than the reference (a kernel that ignored len_norm, or took the wrong L) must fail
+// the 1e-4 criterion by far, so the grids above do test the normalisation.
+static int cpu_impl_other_len_norm(const lssar_attn_desc *a, int B, int T, int H, int D, const float *q,
+                                   const float *k, const float *v, const float *dy, float *out, float *dq,
+                                   float *dk, float *dv, float *ds) {
+    lssar_attn_desc b = *a;
+    b.len_norm = a->len_norm == LSSAR_LEN_NORM_ROW ? LSSAR_LEN_NORM_TRAIN : LSSAR_LEN_NORM_ROW;
+    return cpu_impl(&b, B, T, H, D, q, k, v, dy, out, dq, dk, dv, ds);
+}
+static void test_negative_control(void) {
+    for (int kind = LSSAR_ATTN_SIGMOID; kind <= LSSAR_ATTN_RELU; kind++)
+        for (int ln = 0; ln < 2; ln++) {
+            errs e = compare_impl_ln(cpu_impl_other_len_norm, 0, kind, 15.0f, IN_RANDOM, 31, 1, 100, 2, 32, ln,
+                                     ATTN_REF_TRAIN_LEN);
+            CHECK(e.out > 1e-2 && worst(e) > 1e-2, "%s: swapping len-norm %s for the other went unnoticed (out %.2e)",
+                  kind_name[kind], len_norm_name[ln], e.out);
+            printf("  negative control: %s kernel with the other len-norm than the reference (%s): rel err out %.1e\n",
+                   kind_name[kind], len_norm_name[ln], e.out);
+        }
 }
 
 // The backward at a long row count stays finite too (T = 4096 keeps the test quick).
@@ -397,6 +498,26 @@ static void test_invalid_arguments(void) {
     CHECK(lssar_attn_backward(&ss, 1, 2, 2, 4, q, k, v, o, o, o, o, NULL) == 0, "ssmax with ds=NULL failed");
     s[1] = NAN;
     CHECK(lssar_attn_forward(&ss, 1, 2, 2, 4, q, k, v, o) == LSSAR_E_ARG, "ssmax with NaN scale");
+    // sigmoid / relu: len_norm train needs the training length; row does not; a bad len_norm is
+    // refused; the other kinds ignore both fields.
+    for (int kind = LSSAR_ATTN_SIGMOID; kind <= LSSAR_ATTN_RELU; kind++) {
+        lssar_attn_desc u = {.kind = kind};
+        CHECK(lssar_attn_forward(&u, 1, 2, 2, 4, q, k, v, o) == LSSAR_E_ARG, "%s with train_len 0", kind_name[kind]);
+        CHECK(lssar_attn_backward(&u, 1, 2, 2, 4, q, k, v, o, o, o, o, NULL) == LSSAR_E_ARG, "%s bwd train_len 0",
+              kind_name[kind]);
+        u.train_len = 8;
+        CHECK(lssar_attn_forward(&u, 1, 2, 2, 4, q, k, v, o) == 0, "%s train: %s", kind_name[kind], lssar_errmsg());
+        u.len_norm = (lssar_len_norm)2;
+        CHECK(lssar_attn_forward(&u, 1, 2, 2, 4, q, k, v, o) == LSSAR_E_ARG, "%s len_norm 2", kind_name[kind]);
+        u.len_norm = LSSAR_LEN_NORM_ROW;
+        u.train_len = 0;
+        CHECK(lssar_attn_forward(&u, 1, 2, 2, 4, q, k, v, o) == 0, "%s row: %s", kind_name[kind], lssar_errmsg());
+    }
+    lssar_attn_desc sm2 = {.kind = LSSAR_ATTN_SOFTMAX, .len_norm = (lssar_len_norm)9};
+    CHECK(lssar_attn_forward(&sm2, 1, 2, 2, 4, q, k, v, o) == 0, "softmax looks at len_norm");
+    bad = ok;
+    bad.kind = (lssar_attn_kind)6;
+    CHECK(lssar_attn_forward(&bad, 1, 2, 2, 4, q, k, v, o) == LSSAR_E_KIND, "kind 6");
 }
 
 // Forward identical for 1 and 2 threads; the backward too (each (b, h) is owned by one thread
@@ -411,8 +532,8 @@ static void test_thread_determinism(void) {
     for (size_t i = 0; i < 4 * N; i++) x[i] = (float)lssar_rng_normal(&r);
     float s[3] = {0.4f, 0.5f, 0.6f};
     int saved = omp_get_max_threads();
-    for (int kind = 0; kind < 4; kind++) {
-        lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = s};
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = s, .train_len = 64};
         float ds[2][3];
         float *res[2];
         for (int nt = 1; nt <= 2; nt++) {
@@ -454,6 +575,8 @@ int main(void) {
     RUN(test_thread_determinism);
     RUN(test_long_rows_backward);
     RUN(test_long_rows);
+    RUN(test_long_rows_unnormed);
+    RUN(test_negative_control);
     printf("  total %.1f s\n", lssar_now() - t0);
     return test_summary("test_attention");
 }

@@ -71,6 +71,19 @@ assert len(steps) == 60 and [l['step'] for l in evals] == [20, 40, 60], (len(ste
 assert all(k in steps[0] for k in ('lr', 'grad_norm', 'tokens_per_s'))
 assert steps[-1]['loss'] < steps[0]['loss'] - 1, 'loss did not fall'
 "; then ok "log.jsonl"; else bad "log.jsonl"; fi
+# ---- sigmoid / relu (no row normalisation) with each length normalisation: they learn the
+# pattern too, eval names the setting stored in the checkpoint, a wrong --len-norm is a usage error
+expect "bad --len-norm" 2 "--len-norm" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --attn sigmoid --len-norm sideways
+for spec in sigmoid:train relu:row; do
+  k=${spec%:*}; ln=${spec#*:}
+  out=$($LSSAR train --data "$tmp/train.bin" $MODEL --steps 60 --attn "$k" --len-norm "$ln" --out "$tmp/run-$k" $T1 2>&1); rc=$?
+  if [ $rc -eq 0 ] && grep -q "$k attention (len-norm $ln)" <<<"$out" && python3 -c "
+import json
+steps = [json.loads(l) for l in open('$tmp/run-$k/log.jsonl')]
+assert steps[-1]['loss'] < steps[0]['loss'] - 1, 'loss did not fall'
+"; then ok "train $k --len-norm $ln"; else bad "train $k --len-norm $ln (exit $rc)" "$out"; fi
+  expect "eval $k --len-norm $ln" 0 "$k attention (len-norm $ln)" $LSSAR eval --model "$tmp/run-$k" --data "$tmp/val.bin" --seq 32,64 $T1
+done
 expect "train into an existing run" fail "--resume" $LSSAR train --data "$tmp/train.bin" $MODEL --steps 5 --out "$tmp/run" $T1
 
 # ---- exact resume: 2N straight == N, stop, resume to 2N

@@ -861,6 +861,16 @@ static void test_invalid_arguments(void) {
     bad.kind = LSSAR_ATTN_SSMAX;
     CHECK(flash_emu_backward(&bad, FLASH_FP32, 1, 2, 2, 4, buf, buf, buf, NULL, NULL, buf, buf, buf, buf, NULL) ==
           LSSAR_E_SSMAX, "ssmax without s");
+    // sigmoid / relu are CPU-only for now: refused, saying so (not as an unknown kind)
+    for (int kind = LSSAR_ATTN_SIGMOID; kind <= LSSAR_ATTN_RELU; kind++) {
+        lssar_attn_desc u = {.kind = kind, .train_len = 8};
+        CHECK(flash_emu_forward(&u, FLASH_FP32, 1, 2, 2, 2, 2, 4, buf, buf, buf, buf, NULL) == LSSAR_E_UNSUPPORTED &&
+              strstr(lssar_errmsg(), "not on the cuda backend yet: use --device cpu"), "%s: %s", kind_name[kind],
+              lssar_errmsg());
+    }
+    bad = ok;
+    bad.kind = (lssar_attn_kind)6;
+    CHECK(flash_emu_forward(&bad, FLASH_FP32, 1, 2, 2, 2, 2, 4, buf, buf, buf, buf, NULL) == LSSAR_E_KIND, "kind 6");
 }
 
 int main(void) {

@@ -531,12 +531,28 @@ static void test_clip(void) {
 }
 
 /* --------------------------------------------- attention over a KV cache (decoding) */
-/* float64 reference of docs/attention.md for one head, all rows; y (T, D) */
-static void attn_ref_head(int kind, double p, double s, const double *q, const double *k, const double *v,
-                          int T, int D, double *y) {
+/* float64 reference of docs/attention.md for one head, all rows; y (T, D). ln, L: sigmoid / relu
+   (lssar_len_norm, training length). */
+static void attn_ref_head(int kind, double p, double s, int ln, int L, const double *q, const double *k,
+                          const double *v, int T, int D, double *y) {
     double *w = malloc(sizeof(double) * T);
     for (int i = 0; i < T; i++) {
         int n = i + 1;
+        if (kind == LSSAR_ATTN_SIGMOID || kind == LSSAR_ATTN_RELU) {   // no row normalisation
+            double Lr = ln == LSSAR_LEN_NORM_ROW ? n : L;
+            for (int j = 0; j < n; j++) {
+                double x = 0;
+                for (int d = 0; d < D; d++) x += q[i * D + d] * k[j * D + d];
+                x /= sqrt(D);
+                w[j] = kind == LSSAR_ATTN_SIGMOID ? 1.0 / (1.0 + exp(-(x - log(Lr)))) : fmax(x, 0.0) / Lr;
+            }
+            for (int d = 0; d < D; d++) {
+                double a = 0;
+                for (int j = 0; j < n; j++) a += w[j] * v[j * D + d];
+                y[i * D + d] = a;
+            }
+            continue;
+        }
         double qn = 0;
         for (int d = 0; d < D; d++) qn += q[i * D + d] * q[i * D + d];
         qn = fmax(sqrt(qn), 1e-12);
@@ -593,14 +609,17 @@ static void test_attention_cached(void) {
     static double hq[T * D], hk[T * D], hv[T * D], hy[T * D], yref[T * C];
     float s[NH] = {0.43f, 1.3f};
     const char *rows[3] = {"random", "peaked", "near-uniform"};
-    for (int kind = 0; kind < 4; kind++)
+    enum { L = 16 };   // sigmoid / relu len-norm train: the training length, below T
+    for (int kind = 0; kind <= LSSAR_ATTN_RELU; kind++)
+      for (int ln = 0; ln < (kind >= LSSAR_ATTN_SIGMOID ? 2 : 1); ln++)   // sigmoid / relu: train and row
         for (int r = 0; r < 3; r++) {
             randn(q, T * C, r == 1 ? 45.0 : 1.5); randn(k, T * C, 1.5); randn(v, T * C, 1.0);
             if (r == 0) memcpy(k + 7 * C, k + 6 * C, sizeof(float) * C);   // a repeated key
             if (r == 2)   // k_j = k_0 + 1e-6 |k_0| e_j, e_j random of norm ~1, per head
                 for (int t = 1; t < T; t++)
                     for (int c = 0; c < C; c++) k[t * C + c] = k[c] * (1.0f + 1e-6f * (float)lssar_rng_normal(&rng));
-            lssar_attn_desc a = {(lssar_attn_kind)kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? s : NULL};
+            lssar_attn_desc a = {(lssar_attn_kind)kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? s : NULL,
+                                 (lssar_len_norm)ln, L};
             // the cache: the T keys and values in a buffer of CAP positions (the rest never read)
             memcpy(kc, k, sizeof k); memcpy(vc, v, sizeof v);
             CHECK(lssar_attn_forward(&a, 1, T, NH, D, q, k, v, yfull) == 0, "attention: %s", lssar_errmsg());
@@ -627,7 +646,7 @@ static void test_attention_cached(void) {
                         hk[t * D + d] = k[t * C + h * D + d];
                         hv[t * D + d] = v[t * C + h * D + d];
                     }
-                attn_ref_head(kind, 15.0, s[h], hq, hk, hv, T, D, hy);
+                attn_ref_head(kind, 15.0, s[h], ln, L, hq, hk, hv, T, D, hy);
                 for (int t = 0; t < T; t++)
                     for (int d = 0; d < D; d++) yref[t * C + h * D + d] = hy[t * D + d];
             }
@@ -640,7 +659,7 @@ static void test_attention_cached(void) {
             CHECK(e < 1e-4, "%s, %s rows: decoding vs float64 reference: rel err %g", lssar_attn_name(kind), rows[r], e);
         }
     // a cache too small, or more query rows than positions, is an error
-    lssar_attn_desc a = {LSSAR_ATTN_LSSAR, 15.0f, NULL};
+    lssar_attn_desc a = {.kind = LSSAR_ATTN_LSSAR, .p = 15.0f};
     CHECK(attn_forward_cached(&a, 1, 1, T, T - 1, NH, D, q, k, v, yrow) != 0, "capacity < positions must fail");
     CHECK(attn_forward_cached(&a, 1, 3, 2, T, NH, D, q, k, v, yrow) != 0, "Tq > Tk must fail");
 }

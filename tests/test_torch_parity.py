@@ -5,7 +5,8 @@ heads: per-position losses, the mean loss, the argmax and the gradient of every 
 The C side is tests/torch_parity_driver.c, compiled here against the built static library
 ($LSSAR_BUILD/liblssar.a, default build/). Errors are relative over whole tensors,
 ||c - ref|| / ||ref||. Tolerances (measured worst cases are printed): per-position losses 1e-4
-(measured 6e-7), gradients 1e-5 for softmax, ssmax and lssa (measured <= 2e-6) and 1e-4 for lssar
+(measured 6e-7), gradients 1e-5 for softmax, ssmax, lssa, sigmoid and relu (measured <= 2e-6; sigmoid
+and relu with len-norm train, and row for the learned-position configs) and 1e-4 for lssar
 (measured 8e-5): LSSAR runs at the paper's p = 15, which multiplies the float32 rounding of
 u = n alpha - 1 by p.
 Prints "test_torch_parity: N passed, M failed"; exits non-zero on failure."""
@@ -75,9 +76,11 @@ def run_config(exe, tmp, cfg, B, T, scale):
     out = tempfile.mkdtemp(dir=tmp)
     args = [exe, out] + [str(cfg[k]) for k in
                          ("layers", "heads", "dim", "vocab", "channels", "max_seq", "pos", "attn", "p", "tied")]
-    args += [str(B), str(T), str(scale)]
+    args += [str(B), str(T), str(scale), cfg.get("len_norm", "train")]
     r = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="2"))
     name = f"{cfg['attn']}/{cfg['pos']}/ch{cfg['channels']}/{'tied' if cfg['tied'] else 'untied'}"
+    if cfg["attn"] in ("sigmoid", "relu"):
+        name += "/len-norm-" + cfg["len_norm"]
     if r.returncode:
         check(False, f"{name}: driver failed: {r.stderr.strip()}")
         return
@@ -129,7 +132,8 @@ def main():
             for attn in torch_ref.KINDS:
                 for pos in ("rope", "learned", "none"):
                     cfg = dict(layers=2, heads=4, dim=32, vocab=37, channels=1 + i % 2, max_seq=40, pos=pos,
-                               attn=attn, p=15.0, tied=(i // 2) % 2)
+                               attn=attn, p=15.0, tied=(i // 2) % 2,
+                               len_norm="row" if pos == "learned" else "train")   # sigmoid / relu only
                     run_config(exe, tmp, cfg, B=2, T=40, scale=0.1)
                     i += 1
     print(f"  worst relative errors: per-position losses {worst['loss']:.2e}, gradients {worst['grad']:.2e} ("

@@ -7,7 +7,7 @@
 //   OUT/inputs.bin, OUT/targets.bin   uint16 (B, T, channels)
 //   OUT/losses.bin (float32) and OUT/argmax.bin (uint16), (B, T, channels)
 //   OUT/result.txt   "loss <value>"
-// usage: torch_parity_driver OUT layers heads dim vocab channels max_seq pos attn p tied B T scale
+// usage: torch_parity_driver OUT layers heads dim vocab channels max_seq pos attn p tied B T scale [len_norm]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +35,8 @@ static int write_file(const char *dir, const char *name, const void *data, size_
 }
 
 int main(int argc, char **argv) {
-    if (argc != 15) {
-        fprintf(stderr, "usage: %s OUT layers heads dim vocab channels max_seq pos attn p tied B T scale\n", argv[0]);
+    if (argc != 15 && argc != 16) {
+        fprintf(stderr, "usage: %s OUT layers heads dim vocab channels max_seq pos attn p tied B T scale [len_norm]\n", argv[0]);
         return 2;
     }
     const char *out = argv[1];
@@ -44,6 +44,7 @@ int main(int argc, char **argv) {
                     .channels = atoi(argv[6]), .max_seq = atoi(argv[7]), .pos = gpt_pos_parse(argv[8]),
                     .p = (float)atof(argv[10]), .tied = atoi(argv[11])};
     if (lssar_attn_parse(argv[9], &c.attn)) { fprintf(stderr, "%s\n", lssar_errmsg()); return 2; }
+    if (argc == 16 && lssar_len_norm_parse(argv[15], &c.len_norm)) { fprintf(stderr, "%s\n", lssar_errmsg()); return 2; }
     int B = atoi(argv[12]), T = atoi(argv[13]);
     double scale = atof(argv[14]);
     gpt *m;

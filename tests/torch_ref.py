@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 IGNORE = 0xFFFF
-KINDS = ("softmax", "ssmax", "lssa", "lssar")
+KINDS = ("softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu")
 
 
 def rope(x, theta=10000.0):
@@ -33,13 +33,18 @@ def softplus(x):
     return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
 
 
-def attention(q, k, v, kind, p=15.0, s=None):
-    """q, k, v (B, T, H, D) -> y (B, T, H, D), causal, per docs/attention.md."""
+def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train"):
+    """q, k, v (B, T, H, D) -> y (B, T, H, D), causal, per docs/attention.md. L, len_norm: sigmoid
+    and relu (the training length; "train" or "row")."""
     B, T, H, D = q.shape
     q, k, v = (z.transpose(1, 2) for z in (q, k, v))          # (B, H, T, D)
     n = torch.arange(1, T + 1, dtype=q.dtype)[:, None]        # (T, 1) visible keys per row
     mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    if kind in ("softmax", "ssmax"):
+    if kind in ("sigmoid", "relu"):                           # no row normalisation
+        Lr = n if len_norm == "row" else torch.full_like(n, float(L))
+        x = q @ k.transpose(-1, -2) / math.sqrt(D)
+        w = (torch.sigmoid(x - torch.log(Lr)) if kind == "sigmoid" else torch.clamp(x, min=0) / Lr) * mask
+    elif kind in ("softmax", "ssmax"):
         x = q @ k.transpose(-1, -2) / math.sqrt(D)
         if kind == "ssmax":
             x = x * s.view(1, H, 1, 1) * torch.log(n)
@@ -87,7 +92,8 @@ def forward(P, cfg, inputs, targets=None):
         q, k, v = (z.reshape(B, T, H, D) for z in qkv.split(C, dim=-1))
         if cfg["pos"] == "rope":
             q, k = rope(q), rope(k)
-        y = attention(q, k, v, cfg["attn"], cfg["p"], P.get(pre + "attn.ssmax_s"))
+        y = attention(q, k, v, cfg["attn"], cfg["p"], P.get(pre + "attn.ssmax_s"), cfg.get("max_seq"),
+                      cfg.get("len_norm", "train"))
         y = y.reshape(B, T, C) @ P[pre + "attn.c_proj.weight"].T + P[pre + "attn.c_proj.bias"]
         x = x + y
         h = F.layer_norm(x, (C,), P[pre + "ln_2.weight"], P[pre + "ln_2.bias"], eps=1e-5)

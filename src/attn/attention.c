@@ -1,6 +1,6 @@
 /*
- * attention.c - causal attention forward and backward on the CPU for softmax, SSMax, LSSA and
- * LSSAR (the math: docs/attention.md).
+ * attention.c - causal attention forward and backward on the CPU for softmax, SSMax, LSSA,
+ * LSSAR, sigmoid and relu (the math: docs/attention.md).
  *
  * Layout: q, k, v, out and their gradients are (B, T, H, D) float32, so the rows of one head are
  * strided by H*D; sgemm's leading dimension takes that stride and nothing is copied.
@@ -36,9 +36,17 @@
 
 static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
     if (!a) return lssar_fail(LSSAR_E_NULL, "attention: the descriptor is NULL; pass a lssar_attn_desc");
-    if ((unsigned)a->kind > LSSAR_ATTN_LSSAR)
-        return lssar_fail(LSSAR_E_KIND, "attention: unknown kind %d; use softmax, ssmax, lssa or lssar",
+    if ((unsigned)a->kind > LSSAR_ATTN_RELU)
+        return lssar_fail(LSSAR_E_KIND, "attention: unknown kind %d; use softmax, ssmax, lssa, lssar, sigmoid or relu",
                           (int)a->kind);
+    if (a->kind == LSSAR_ATTN_SIGMOID || a->kind == LSSAR_ATTN_RELU) {
+        if ((unsigned)a->len_norm > LSSAR_LEN_NORM_ROW)
+            return lssar_fail(LSSAR_E_ARG, "attention: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW",
+                              lssar_attn_name(a->kind), (int)a->len_norm);
+        if (a->len_norm == LSSAR_LEN_NORM_TRAIN && a->train_len < 1)
+            return lssar_fail(LSSAR_E_ARG, "attention: %s with len_norm train needs train_len >= 1 (the "
+                              "training length L), got %d", lssar_attn_name(a->kind), a->train_len);
+    }
     if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))
         return lssar_fail(LSSAR_E_P, "attention: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)",
                           (double)a->p);
@@ -133,15 +141,6 @@ static void blas_single_end(int saved) {
     if (saved > 1) openblas_set_num_threads(saved);
 }
 
-static void row_params(const lssar_attn_desc *a, int D, int h, attn_row_params *pp) {
-    pp->kind = a->kind;
-    pp->p = a->p;
-    pp->inv_sqrt_d = 1.0f / sqrtf((float)D);
-    pp->ln_d = logf((float)D);
-    pp->uniform_eps = 8.0f * sqrtf((float)D) * FLT_EPSILON;
-    pp->s_h = a->kind == LSSAR_ATTN_SSMAX ? a->ssmax_s[h] : 0.0f;
-}
-
 static int is_normed(int kind) { return kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR; }
 
 // ------------------------------------------------------------------ forward
@@ -190,7 +189,7 @@ int attn_forward_cached(const lssar_attn_desc *a, int B, int Tq, int Tk, int kv_
             const float *vh = v + (size_t)b * kv_stride * HD + (size_t)h * D;
             float *ob = out + ((size_t)b * Tq + r0) * HD + (size_t)h * D;
             attn_row_params pp;
-            row_params(a, D, h, &pp);
+            attn_row_params_init(&pp, a, D, h);
             // S = Q_blk K^T  (bq, n)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, qb, HD, kh, HD,
                         0.0f, s, (int)ldt);
@@ -254,7 +253,7 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
             const float *qh = q + head, *kh = k + head, *vh = v + head, *dyh = dout + head;
             float *dqh = dq + head, *dkh = dk + head, *dvh = dv + head;
             attn_row_params pp;
-            row_params(a, D, h, &pp);
+            attn_row_params_init(&pp, a, D, h);
             for (int t = 0; t < T; t++) {
                 memset(dkh + (size_t)t * HD, 0, D * sizeof(float));
                 memset(dvh + (size_t)t * HD, 0, D * sizeof(float));

@@ -1,5 +1,8 @@
 /*
- * attn_rows.c - per-row forward and backward of the four attention kinds (see attn_rows.h).
+ * attn_rows.c - per-row forward and backward of the attention kinds (see attn_rows.h).
+ *
+ * sigmoid and relu have no row normalisation: a_ij is the weight itself, so they need no row
+ * statistic, no argmax and no centred backward (dS_j = f'(x_j) da_j / sqrt(D), da_j = dy_i . v_j).
  *
  * Every loop over a row is a `#pragma omp simd` loop calling the branch-free functions of
  * core/fastmath.h, so GCC vectorises them (the sums become per-lane partial sums: deterministic for a
@@ -47,6 +50,71 @@
 #include "core/dispatch.h"
 #include "core/fastmath.h"
 #include "attn/attn_rows.h"
+
+void attn_row_params_init(attn_row_params *pp, const lssar_attn_desc *a, int D, int h) {
+    pp->kind = a->kind;
+    pp->p = a->p;
+    pp->inv_sqrt_d = 1.0f / sqrtf((float)D);
+    pp->ln_d = logf((float)D);
+    pp->uniform_eps = 8.0f * sqrtf((float)D) * FLT_EPSILON;
+    pp->s_h = a->kind == LSSAR_ATTN_SSMAX && a->ssmax_s ? a->ssmax_s[h] : 0.0f;
+    int unnormed = a->kind == LSSAR_ATTN_SIGMOID || a->kind == LSSAR_ATTN_RELU;
+    pp->len_row = unnormed && a->len_norm == LSSAR_LEN_NORM_ROW;
+    float L = unnormed && !pp->len_row && a->train_len >= 1 ? (float)a->train_len : 1.0f;
+    pp->len_bias = -logf(L);
+    pp->inv_len = 1.0f / L;
+}
+
+// sigmoid: the bias of row i, -ln L or -ln n_i (row 0: 0).
+static inline float sigmoid_bias(const attn_row_params *pp, int i) {
+    return pp->len_row ? -logf((float)(i + 1)) : pp->len_bias;
+}
+// relu: the divisor's reciprocal of row i, 1 / L or 1 / n_i.
+static inline float relu_inv_len(const attn_row_params *pp, int i) {
+    return pp->len_row ? 1.0f / (float)(i + 1) : pp->inv_len;
+}
+
+// sigmoid / relu: a_j = f(S_j / sqrt(D) (+ b)) straight into w; s keeps the raw dot products for
+// the backward. No row statistic (jmax, z unused).
+static inline void unnormed_forward(const attn_row_params *pp, int i, const float *s, float *w,
+                                    attn_row_stats *st) {
+    int n = i + 1;
+    float sc = pp->inv_sqrt_d;
+    st->scale = sc;
+    st->z = 0.0f;
+    st->jmax = 0;
+    if (pp->kind == LSSAR_ATTN_SIGMOID) {
+        float b = sigmoid_bias(pp, i);
+#pragma omp simd
+        for (int j = 0; j < n; j++) w[j] = fm_sigmoid(sc * s[j] + b);
+    } else {
+        float il = relu_inv_len(pp, i);
+#pragma omp simd
+        for (int j = 0; j < n; j++) {
+            float x = sc * s[j];
+            w[j] = x > 0.0f ? x * il : 0.0f;
+        }
+    }
+}
+
+// dw holds da_j = dy_i . v_j; returns dS_j = f'(x_j) da_j sc. relu: f'(0) = 0, as max(x, 0)'s
+// subgradient at the kink is taken to be (x > 0 exactly as in the forward).
+static inline void unnormed_backward(const attn_row_params *pp, int i, const float *s, float *dw) {
+    int n = i + 1;
+    float sc = pp->inv_sqrt_d;
+    if (pp->kind == LSSAR_ATTN_SIGMOID) {
+        float b = sigmoid_bias(pp, i);
+#pragma omp simd
+        for (int j = 0; j < n; j++) dw[j] *= sc * fm_sigmoid_grad(sc * s[j] + b);
+    } else {
+        float g = relu_inv_len(pp, i) * sc;
+#pragma omp simd
+        for (int j = 0; j < n; j++) {
+            float x = sc * s[j];
+            dw[j] = x > 0.0f ? dw[j] * g : 0.0f;
+        }
+    }
+}
 
 // softmax/ssmax: the factor between the raw dot product and the logit of row i.
 static inline float logit_scale(const attn_row_params *pp, int i) {
@@ -111,6 +179,10 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
     st->fallback = 0;
     if (pp->kind == LSSAR_ATTN_SOFTMAX || pp->kind == LSSAR_ATTN_SSMAX) {
         softmax_forward(pp, i, s, w, st);
+        return;
+    }
+    if (pp->kind == LSSAR_ATTN_SIGMOID || pp->kind == LSSAR_ATTN_RELU) {
+        unnormed_forward(pp, i, s, w, st);
         return;
     }
     // lssa: x = lambda c, a = softplus(x), alpha = a / Z. Row 0 has lambda = 0.
@@ -192,6 +264,10 @@ LSSAR_HOT void attn_row_backward(const attn_row_params *pp, int i, int ncols, fl
                                  double *ds_acc) {
     int n = i + 1, jm = st->jmax;
     for (int j = n; j < ncols; j++) dw[j] = 0.0f;
+    if (pp->kind == LSSAR_ATTN_SIGMOID || pp->kind == LSSAR_ATTN_RELU) {
+        unnormed_backward(pp, i, s, dw);
+        return;
+    }
     if (pp->kind == LSSAR_ATTN_SOFTMAX || pp->kind == LSSAR_ATTN_SSMAX) {
         float sc = st->scale;
         float c = dw[jm];

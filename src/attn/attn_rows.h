@@ -13,14 +13,26 @@
 #ifndef LSSAR_ATTN_ROWS_H
 #define LSSAR_ATTN_ROWS_H
 
+#include "lssar.h"
+
 typedef struct {
     int kind;          // lssar_attn_kind
     float p;           // LSSAR power
-    float inv_sqrt_d;  // 1 / sqrt(D) (softmax, ssmax)
+    float inv_sqrt_d;  // 1 / sqrt(D) (softmax, ssmax, sigmoid, relu)
     float ln_d;        // ln(D) (lssa, lssar)
     float uniform_eps; // 8 sqrt(D) FLT_EPSILON: the LSSAR fallback tolerance per unit of lambda
     float s_h;         // SSMax scale of this head
+    // sigmoid / relu length normalisation: len_row = 1 uses n_i of each row (b_i = -ln n_i,
+    // 1 / n_i, computed per row); otherwise the training length L, fixed per call:
+    int len_row;
+    float len_bias;    // sigmoid: b = -ln L
+    float inv_len;     // relu: 1 / L
 } attn_row_params;
+
+/* The row parameters of head h for a descriptor already checked by the caller (attention.c's
+   check_common); the one place that derives them, so every user of the row functions (the
+   kernels, attnstats) gets the same weights. */
+void attn_row_params_init(attn_row_params *pp, const lssar_attn_desc *a, int D, int h);
 
 // What the backward needs from the forward of one row besides the stored row buffers.
 typedef struct {
@@ -32,7 +44,7 @@ typedef struct {
 
 /* Row i (0-based) of a block; the row sees keys 0..i and the buffers have ncols >= i+1 columns,
    entries past i are set to 0 in w (and in dS by the backward).
-   s:     in: raw dot products q_i . k_j (ncols). softmax/ssmax: left as is.
+   s:     in: raw dot products q_i . k_j (ncols). softmax/ssmax/sigmoid/relu: left as is.
           lssa/lssar: overwritten with x_ij = lambda_i c_ij.
    alpha: lssar only: receives a_j = softplus(x_j), the unnormalised alpha (alpha_j = a_j / z);
           may be NULL for other kinds.

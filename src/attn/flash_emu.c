@@ -536,6 +536,11 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
 
 static int check_args(const lssar_attn_desc *a, int B, int Tq, int Tk, int kvs, int H, int D) {
     if (!a) return lssar_fail(LSSAR_E_NULL, "flash attention: the descriptor is NULL");
+    // sigmoid / relu: CPU only for now (the fused kernels, and this emulation of them, implement
+    // the first four kinds).
+    if (a->kind == LSSAR_ATTN_SIGMOID || a->kind == LSSAR_ATTN_RELU)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "attention kind %s is not on the cuda backend yet: use --device cpu",
+                          lssar_attn_name(a->kind));
     if ((unsigned)a->kind > LSSAR_ATTN_LSSAR)
         return lssar_fail(LSSAR_E_KIND, "flash attention: unknown kind %d", (int)a->kind);
     if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))

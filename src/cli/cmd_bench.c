@@ -114,7 +114,7 @@ static double time_attn(lssar_attn_kind kind, int T, int H, int D, int repeats) 
     lssar_rng r;
     lssar_rng_seed(&r, 5);
     fill(buf, 8 * n, &r, 1);
-    lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = NULL};
+    lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = NULL, .train_len = T};
     double t[64];
     int reps = repeats < 64 ? repeats : 64, rc = 0;
     for (int i = -1; i < reps && !rc; i++) {
@@ -144,7 +144,7 @@ int cmd_bench(int argc, char **argv) {
     if (rc >= 0) return rc;
     rc = 0;
     lssar_attn_kind kind;
-    if (args_attn_kind(attn, &kind)) return args_error("bench", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
+    if (args_attn_kind(attn, &kind)) return args_error("bench", "--attn '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu", attn);
     if (repeats < 0) return args_error("bench", "--repeats must be >= 0");
     if (threads < 0) return args_error("bench", "--threads must be >= 0");
     if (threads > 0) lssar_set_threads(threads);

@@ -89,13 +89,20 @@ int cmd_eval(int argc, char **argv) {
         gpt_free(m);
         return 1;
     }
-    printf("model %s: %s attention (p %g), %s positions, trained at seq %d, step %lld\n", mp, lssar_attn_name(c->attn), c->p,
+    char kdesc[32];   // sigmoid / relu: their length normalisation instead of the (unused) p
+    if (c->attn == LSSAR_ATTN_SIGMOID || c->attn == LSSAR_ATTN_RELU)
+        snprintf(kdesc, sizeof kdesc, "len-norm %s", lssar_len_norm_name(c->len_norm));
+    else
+        snprintf(kdesc, sizeof kdesc, "p %g", c->p);
+    printf("model %s: %s attention (%s), %s positions, trained at seq %d, step %lld\n", mp, lssar_attn_name(c->attn), kdesc,
            gpt_pos_name(c->pos), c->max_seq, (long long)step);
     printf("%8s %10s %10s %12s %8s\n", "seq", "loss", "ppl", "tokens", "windows");
     cJSON *root = cJSON_CreateObject(), *res = NULL;
     cJSON_AddStringToObject(root, "model", mp);
     cJSON_AddStringToObject(root, "attn", lssar_attn_name(c->attn));
     cJSON_AddNumberToObject(root, "p", c->p);
+    if (c->attn == LSSAR_ATTN_SIGMOID || c->attn == LSSAR_ATTN_RELU)
+        cJSON_AddStringToObject(root, "len_norm", lssar_len_norm_name(c->len_norm));
     cJSON_AddStringToObject(root, "pos", gpt_pos_name(c->pos));
     cJSON_AddNumberToObject(root, "train_seq", c->max_seq);
     cJSON_AddNumberToObject(root, "step", (double)step);

@@ -511,7 +511,7 @@ int cmd_extrapolate(int argc, char **argv) {
     snprintf(list, sizeof list, "%s", attn_list);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         lssar_attn_kind a;
-        if (args_attn_kind(tok, &a)) { free(runs); return args_error("extrapolate", "--attn: '%s' is unknown: use softmax, ssmax, lssa or lssar", tok); }
+        if (args_attn_kind(tok, &a)) { free(runs); return args_error("extrapolate", "--attn: '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu", tok); }
         int reps = a == LSSAR_ATTN_LSSAR ? np : 1;
         for (int k = 0; k < reps && nr < MAXR; k++) {
             run_t *r = &runs[nr++];

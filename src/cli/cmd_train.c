@@ -38,6 +38,11 @@ static const char *ABOUT =
     "--resume works on any rank count that divides the step's micro-batches. --zero 1 keeps 1/N of\n"
     "the AdamW state on each rank.\n"
     "\n"
+    "--attn sigmoid / relu have no row normalisation; --len-norm sets their length normalisation\n"
+    "(docs/attention.md): train (default) uses the training length L = --seq, fixed in the model\n"
+    "(sigmoid bias -ln L, relu divides by L); row uses each row's number of visible keys n instead.\n"
+    "Other kinds ignore it. The CUDA backend does not have sigmoid and relu yet (--device cpu).\n"
+    "\n"
     "--vocab: ids per channel. Default: 50257 (GPT-2) if every id of the data fits, else give it;\n"
     "byte-tokenized data (lssar tokenize --tokenizer byte) wants --vocab 257.\n"
     "\n"
@@ -60,7 +65,8 @@ static int seen(const arg_spec *s, const char *name) {
 }
 
 // On --resume, a model or schedule flag that disagrees with the checkpoint is a mistake.
-static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *attn, const char *pos) {
+static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *attn, const char *pos,
+                              const char *len_norm) {
     char tp[4096], mp[4096];
     snprintf(tp, sizeof tp, "%s/%s", o->out, CKPT_TRAINER_FILE);
     snprintf(mp, sizeof mp, "%s/%s", o->out, CKPT_MODEL_FILE);
@@ -82,7 +88,7 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     char stored[64], given[64];
     lssar_attn_kind given_attn = c.attn;
     if (seen(sp, "attn") && args_attn_kind(attn, &given_attn))
-        return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
+        return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu", attn);
 #define SAME(flag, cond, sfmt, sval, gval)                                                        \
     if (seen(sp, flag) && !(cond)) {                                                              \
         snprintf(stored, sizeof stored, sfmt, sval); snprintf(given, sizeof given, sfmt, gval);   \
@@ -92,6 +98,7 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     SAME("attn", given_attn == c.attn, "%s", lssar_attn_name(c.attn), attn);
     SAME("pos", gpt_pos_parse(pos) == (int)c.pos, "%s", gpt_pos_name(c.pos), pos);
     SAME("p", o->p == c.p, "%g", c.p, o->p);
+    SAME("len-norm", o->len_norm == c.len_norm, "%s", lssar_len_norm_name(c.len_norm), len_norm);
     SAME("layers", o->layers == c.layers, "%d", c.layers, o->layers);
     SAME("heads", o->heads == c.heads, "%d", c.heads, o->heads);
     SAME("dim", o->dim == c.dim, "%d", c.dim, o->dim);
@@ -123,7 +130,7 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
 int cmd_train(int argc, char **argv) {
     train_opts o;
     train_opts_default(&o);
-    const char *attn = "lssar", *pos = "rope";
+    const char *attn = "lssar", *pos = "rope", *len_norm = "train";
     int steps = 100;
     const char *device_name = "cpu";
     arg_spec sp[] = {
@@ -131,8 +138,9 @@ int cmd_train(int argc, char **argv) {
         {"val", ARG_STR, &o.val, "validation shard", 0, 0},
         {"out", ARG_STR, &o.out, "run directory (checkpoints, log.jsonl)", 1, 0},
         {"resume", ARG_BOOL, &o.resume, "continue the run in --out from its checkpoint", 0, 0},
-        {"attn", ARG_STR, &attn, "attention: softmax, ssmax, lssa or lssar", 0, 0},
+        {"attn", ARG_STR, &attn, "attention: softmax, ssmax, lssa, lssar, sigmoid or relu", 0, 0},
         {"p", ARG_FLOAT, &o.p, "LSSAR power p (lssar only)", 0, 0},
+        {"len-norm", ARG_STR, &len_norm, "sigmoid/relu length normalisation: train (L = --seq) or row (L = n)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
         {"layers", ARG_INT, &o.layers, "transformer blocks", 0, 0},
         {"heads", ARG_INT, &o.heads, "attention heads (must divide --dim)", 0, 0},
@@ -169,7 +177,10 @@ int cmd_train(int argc, char **argv) {
     if (args_device("train", device_name, &device)) return 2;
     o.device = device;
     int ps = gpt_pos_parse(pos);
-    if (args_attn_kind(attn, &o.attn)) return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa or lssar", attn);
+    if (args_attn_kind(attn, &o.attn))
+        return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu", attn);
+    if (lssar_len_norm_parse(len_norm, &o.len_norm))
+        return args_error("train", "--len-norm '%s' is unknown: use train or row", len_norm);
     if (ps < 0) return args_error("train", "--pos '%s' is unknown: use rope, learned or none", pos);
     o.pos = (gpt_pos)ps;
     if (!(o.p > 0)) return args_error("train", "--p must be > 0 (the paper uses 15)");
@@ -190,7 +201,7 @@ int cmd_train(int argc, char **argv) {
             if (locked) train_dir_unlock(o.out);
             return 1;
         }
-        rc = check_resume_flags(sp, &o, attn, pos);
+        rc = check_resume_flags(sp, &o, attn, pos, len_norm);
         if (lssar_dist_agree(rc ? (rc == 2 ? LSSAR_E_ARG : rc) : 0)) {   // every rank stops if one does
             if (!rc) fprintf(stderr, "lssar train: %s\n", lssar_errmsg());
             if (locked) train_dir_unlock(o.out);

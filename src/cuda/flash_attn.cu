@@ -1144,6 +1144,10 @@ static int norms(const void *x, float *out, int B, int n, int stride, int H, int
 // Argument checks shared by every entry point (the CPU path's, plus what the kernels need).
 static int check_desc(const lssar_attn_desc *d, const char *fn) {
     if (!d) return lssar_fail(LSSAR_E_NULL, "%s: the descriptor is NULL; pass a lssar_attn_desc", fn);
+    // sigmoid / relu: not in these kernels yet (docs/attention.md: one pass, no row statistic)
+    if (d->kind == LSSAR_ATTN_SIGMOID || d->kind == LSSAR_ATTN_RELU)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "attention kind %s is not on the cuda backend yet: use --device cpu",
+                          lssar_attn_name(d->kind));
     if ((unsigned)d->kind > LSSAR_ATTN_LSSAR)
         return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use softmax, ssmax, lssa or lssar", fn, (int)d->kind);
     if (d->kind == LSSAR_ATTN_LSSAR && !(d->p > 0.0f && isfinite(d->p)))

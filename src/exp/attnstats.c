@@ -16,17 +16,10 @@ typedef struct {
     int failed;
 } ctx_t;
 
-// The row parameters exactly as the attention kernel sets them (src/attn/attention.c row_params);
-// designated fields, so a change of that internal struct fails to compile instead of going wrong.
+// The row parameters exactly as the attention kernel sets them (the same function).
 static attn_row_params row_params_of(const lssar_attn_desc *d, int HS, int h) {
-    attn_row_params pp = {
-        .kind = d->kind,
-        .p = d->p,
-        .inv_sqrt_d = 1.0f / sqrtf((float)HS),
-        .ln_d = logf((float)HS),
-        .uniform_eps = 8.0f * sqrtf((float)HS) * FLT_EPSILON,
-        .s_h = d->kind == LSSAR_ATTN_SSMAX && d->ssmax_s ? d->ssmax_s[h] : 0.0f,
-    };
+    attn_row_params pp;
+    attn_row_params_init(&pp, d, HS, h);
     return pp;
 }
 
@@ -100,6 +93,14 @@ static int on_layer(void *vc, int layer, const float *q, const float *k, int B, 
             for (int r = 0; r < R; r++) {
                 int i = lo + (int)((long)r * nrows / R);
                 row_weights(&pp, qb, kb, HD, HS, rk, i, s, al, w);
+                // sigmoid / relu rows are not normalised: the statistics describe the row's
+                // distribution w / sum w (a relu row of zeros stays zeros: entropy, sink, top-1 0)
+                if (d->kind == LSSAR_ATTN_SIGMOID || d->kind == LSSAR_ATTN_RELU) {
+                    double z = 0;
+                    for (int j = 0; j <= i; j++) z += w[j];
+                    if (z > 0)
+                        for (int j = 0; j <= i; j++) w[j] = (float)(w[j] / z);
+                }
                 double H = 0, mx = 0;
                 for (int j = 0; j <= i; j++) {
                     double wj = w[j];

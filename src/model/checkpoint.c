@@ -13,7 +13,7 @@
 // One table per file lists every __metadata__ key with its type and where it lives in the struct;
 // the same table writes the keys (in table order) and reads them back, so a new field is one line.
 
-typedef enum { MF_INT, MF_I64, MF_U64, MF_FLOAT, MF_STR, MF_POS, MF_ATTN } meta_type;
+typedef enum { MF_INT, MF_I64, MF_U64, MF_FLOAT, MF_STR, MF_POS, MF_ATTN, MF_LEN_NORM } meta_type;
 typedef struct {
     const char *key;
     meta_type type;
@@ -41,6 +41,9 @@ static const meta_field MODEL_FIELDS[] = {
     {"attn", MF_ATTN, MM(c.attn), 0, 0, 0, META_REQUIRED},
     {"p", MF_FLOAT, MM(c.p), 0, 0, 0, META_REQUIRED},
     {"tied", MF_INT, MM(c.tied), 0, 0, 1, META_REQUIRED},
+    // "train" or "row" (sigmoid / relu; written for every kind). Files from before it load as train,
+    // the only behaviour there was.
+    {"len_norm", MF_LEN_NORM, MM(c.len_norm), 0, 0, 0, META_OPTIONAL(LSSAR_LEN_NORM_TRAIN)},
     {"step", MF_I64, MM(step), 0, 0, INT32_MAX, META_REQUIRED},
 };
 #define N_MODEL_FIELDS (int)(sizeof MODEL_FIELDS / sizeof MODEL_FIELDS[0])
@@ -73,7 +76,7 @@ static const meta_field TRAINER_FIELDS[] = {
 // The stored name of an attention kind or position scheme -> its value; -1 if unknown. (Local:
 // the file's names are the checkpoint format, whatever the CLI's parsers accept.)
 static int attn_from_name(const char *v) {
-    for (int k = LSSAR_ATTN_SOFTMAX; k <= LSSAR_ATTN_LSSAR; k++)
+    for (int k = LSSAR_ATTN_SOFTMAX; k <= LSSAR_ATTN_RELU; k++)
         if (!strcmp(v, lssar_attn_name((lssar_attn_kind)k))) return k;
     return -1;
 }
@@ -104,6 +107,7 @@ static int meta_write(st_writer *w, const meta_field *fields, int n, const void 
         case MF_STR: rc = st_writer_meta(w, fd->key, at); break;
         case MF_POS: rc = st_writer_meta(w, fd->key, gpt_pos_name(*(const gpt_pos *)at)); break;
         case MF_ATTN: rc = st_writer_meta(w, fd->key, lssar_attn_name(*(const lssar_attn_kind *)at)); break;
+        case MF_LEN_NORM: rc = st_writer_meta(w, fd->key, lssar_len_norm_name(*(const lssar_len_norm *)at)); break;
         }
     }
     return rc;
@@ -118,7 +122,7 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
             if (fd->type == MF_POS)
                 return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'pos' is missing (expected rope, learned or none)", f->path);
             if (fd->type == MF_ATTN)
-                return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is missing (expected softmax, ssmax, lssa or lssar)", f->path);
+                return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is missing (expected softmax, ssmax, lssa, lssar, sigmoid or relu)", f->path);
             return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' is missing: not an lssar checkpoint, or damaged", f->path, fd->key);
         }
         switch (fd->type) {
@@ -127,6 +131,7 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
         case MF_U64: *(uint64_t *)at = (uint64_t)fd->dflt; break;
         case MF_FLOAT: *(float *)at = (float)fd->dflt; break;
         case MF_STR: at[0] = 0; break;
+        case MF_LEN_NORM: *(lssar_len_norm *)at = (lssar_len_norm)(int)fd->dflt; break;
         case MF_POS: case MF_ATTN: break;   // never optional
         }
         return 0;
@@ -165,9 +170,16 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
         *(gpt_pos *)at = (gpt_pos)k;
         return 0;
     }
+    case MF_LEN_NORM: {
+        lssar_len_norm ln;
+        if (lssar_len_norm_parse(v, &ln))
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'len_norm' is %s (expected train or row)", f->path, v);
+        *(lssar_len_norm *)at = ln;
+        return 0;
+    }
     case MF_ATTN: {
         int k = attn_from_name(v);
-        if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is %s (expected softmax, ssmax, lssa or lssar)", f->path, v);
+        if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is %s (expected softmax, ssmax, lssa, lssar, sigmoid or relu)", f->path, v);
         *(lssar_attn_kind *)at = (lssar_attn_kind)k;
         return 0;
     }

@@ -54,8 +54,16 @@ int gpt_config_check(const gpt_config *c) {
         return lssar_fail(LSSAR_E_SIZE, "gpt config: max_seq = %d; use >= 1", c->max_seq);
     if ((unsigned)c->pos > GPT_POS_NONE)
         return lssar_fail(LSSAR_E_KIND, "gpt config: pos = %d; use rope, learned or none", (int)c->pos);
-    if ((unsigned)c->attn > LSSAR_ATTN_LSSAR)
-        return lssar_fail(LSSAR_E_KIND, "gpt config: attn = %d; use softmax, ssmax, lssa or lssar", (int)c->attn);
+    if ((unsigned)c->attn > LSSAR_ATTN_RELU)
+        return lssar_fail(LSSAR_E_KIND, "gpt config: attn = %d; use softmax, ssmax, lssa, lssar, sigmoid or relu",
+                          (int)c->attn);
+    if ((unsigned)c->len_norm > LSSAR_LEN_NORM_ROW)
+        return lssar_fail(LSSAR_E_ARG, "gpt config: len_norm = %d; use train or row", (int)c->len_norm);
+    // The fused GPU kernels (src/cuda/flash_attn.cu) implement the first four kinds only; refuse
+    // here, at creation, rather than at the first forward pass.
+    if (c->device == LSSAR_DEVICE_CUDA && (c->attn == LSSAR_ATTN_SIGMOID || c->attn == LSSAR_ATTN_RELU))
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "attention kind %s is not on the cuda backend yet: use --device cpu",
+                          lssar_attn_name(c->attn));
     if (c->attn == LSSAR_ATTN_LSSAR && !(c->p > 0.0f && isfinite(c->p)))
         return lssar_fail(LSSAR_E_P, "gpt config: LSSAR power p = %g; use a finite p > 0 (15 in the paper)",
                           (double)c->p);
@@ -409,7 +417,10 @@ int gpt_check_tokens(const gpt *m, const uint16_t *tok, size_t n, int allow_igno
 }
 
 lssar_attn_desc gpt_attn_desc(const gpt *m, int l) {
-    lssar_attn_desc d = {m->cfg.attn, m->cfg.p, m->hp[l].ssmax_s};
+    // sigmoid / relu with len_norm train: L is the training length max_seq, part of the config
+    // (and of the checkpoint), so evaluation at longer T keeps the bias the model was trained with.
+    lssar_attn_desc d = {.kind = m->cfg.attn, .p = m->cfg.p, .ssmax_s = m->hp[l].ssmax_s,
+                         .len_norm = m->cfg.len_norm, .train_len = m->cfg.max_seq};
     return d;
 }
 

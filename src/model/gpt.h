@@ -44,6 +44,7 @@ typedef struct {
     float p;             // LSSAR power (used by lssar only)
     int tied;            // 1: output head = wte (per channel)
     lssar_device device; // where tensors live and kernels run (not saved in checkpoints)
+    lssar_len_norm len_norm; // sigmoid / relu: L = max_seq, fixed at creation (train) or n_i (row)
 } gpt_config;
 
 typedef struct gpt gpt;

@@ -48,16 +48,19 @@ void lssar_model_defaults(lssar_model_config *cfg) {
     cfg->p = 15.0f;
     cfg->tied = 1;
     cfg->device = LSSAR_DEVICE_CPU;
+    cfg->len_norm = LSSAR_LEN_NORM_TRAIN;
 }
 
 int lssar_model_create(const lssar_model_config *cfg, uint64_t seed, lssar_model **out) {
     if (!cfg || !out) return lssar_fail(LSSAR_E_NULL, "lssar_model_create: cfg and out must not be NULL");
     *out = NULL;
-    if ((unsigned)cfg->attn > LSSAR_ATTN_LSSAR)
+    if ((unsigned)cfg->attn > LSSAR_ATTN_RELU)
         return lssar_fail(LSSAR_E_KIND, "lssar_model_config.attn = %d is not an lssar_attn_kind", (int)cfg->attn);
+    if ((unsigned)cfg->len_norm > LSSAR_LEN_NORM_ROW)
+        return lssar_fail(LSSAR_E_ARG, "lssar_model_config.len_norm = %d is not an lssar_len_norm", (int)cfg->len_norm);
     gpt_config g = {.layers = cfg->layers, .heads = cfg->heads, .dim = cfg->dim, .vocab = cfg->vocab,
                     .channels = cfg->channels, .max_seq = cfg->max_seq, .attn = cfg->attn, .p = cfg->p,
-                    .tied = cfg->tied, .device = cfg->device};
+                    .tied = cfg->tied, .device = cfg->device, .len_norm = cfg->len_norm};
     int rc = pos_to_gpt(cfg->pos, &g.pos);
     if (rc) return rc;
     gpt *m = NULL;
@@ -72,7 +75,7 @@ int lssar_model_load(const char *path, const lssar_load_options *opt, lssar_mode
     ckpt_load_opts o = {0};
     if (opt) {
         if (!(opt->p >= 0)) return lssar_fail(LSSAR_E_P, "lssar_model_load: p must be > 0 (or 0 to keep the model's)");
-        if (opt->set_attn && (unsigned)opt->attn > LSSAR_ATTN_LSSAR)
+        if (opt->set_attn && (unsigned)opt->attn > LSSAR_ATTN_RELU)
             return lssar_fail(LSSAR_E_KIND, "lssar_model_load: attn = %d is not an lssar_attn_kind", (int)opt->attn);
         o.set_attn = opt->set_attn != 0;
         o.attn = opt->attn;
@@ -115,7 +118,7 @@ int lssar_model_describe(const lssar_model *m, lssar_model_info *info) {
     info->vocab = c->vocab; info->channels = c->channels; info->max_seq = c->max_seq;
     info->pos = gpt_pos_name(c->pos);
     info->pos_kind = pos_from_gpt(c->pos);
-    info->attn = c->attn; info->p = c->p; info->tied = c->tied;
+    info->attn = c->attn; info->p = c->p; info->tied = c->tied; info->len_norm = c->len_norm;
     info->device = c->device;
     info->params = gpt_num_params(m->g);
     info->step = (long long)m->step;

@@ -348,7 +348,7 @@ static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train
     gpt_config cfg = {
         .layers = o->layers, .heads = o->heads, .dim = o->dim, .vocab = vocab,
         .channels = dl->channels, .max_seq = o->seq, .pos = o->pos, .attn = o->attn, .p = o->p,
-        .tied = !o->untied, .device = o->device};
+        .tied = !o->untied, .device = o->device, .len_norm = o->len_norm};
     if ((rc = gpt_config_check(&cfg))) return rc;
     if ((rc = gpt_create(&cfg, o->seed, m))) return rc;
     memset(s, 0, sizeof *s);
@@ -535,6 +535,8 @@ setup_done:
     if (!quiet) {
         char pdesc[32] = "", rdesc[64] = "";
         if (cfg->attn == LSSAR_ATTN_LSSAR) snprintf(pdesc, sizeof pdesc, " (p %g)", cfg->p);
+        if (cfg->attn == LSSAR_ATTN_SIGMOID || cfg->attn == LSSAR_ATTN_RELU)
+            snprintf(pdesc, sizeof pdesc, " (len-norm %s)", lssar_len_norm_name(cfg->len_norm));
         if (ranks > 1) snprintf(rdesc, sizeof rdesc, " x %d ranks%s", ranks, o->zero ? " (ZeRO-1)" : "");
         char mdesc[64];
         snprintf(mdesc, sizeof mdesc, "AdamW state %.2f MiB per rank", gpt_dp_moment_floats(dp) * 4.0 / (1 << 20));

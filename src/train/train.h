@@ -107,6 +107,7 @@ typedef struct {
     // model (ignored on resume: the checkpoint's config is used)
     lssar_attn_kind attn;
     float p;
+    lssar_len_norm len_norm; // sigmoid / relu (0: train, L = seq)
     gpt_pos pos;
     int layers, heads, dim;
     int vocab;             // 0: 50257 (GPT-2) if every id fits, else an error asking for --vocab
