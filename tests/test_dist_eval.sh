@@ -5,7 +5,8 @@
 #      writes (--json, --per-position) bit for bit what one process does;
 #   2. extrapolate (2 kinds and the lssa->lssar run) on 2 ranks writes the results.json of one
 #      process (every number but the wall times) and the same checkpoints; a rerun on 2 ranks
-#      retrains and re-evaluates nothing, and so does one on 1 process;
+#      retrains and re-evaluates nothing, and so does one on 1 process; with --seeds 2 the runs
+#      of both seeds are spread over the ranks, with the statistics over seeds of one process;
 #   3. the comparisons can fail (another seed, another length give other numbers);
 #   4. a failure on one rank alone is one clear error naming it, without a hang: a bad token in the
 #      windows of rank 1 (eval); a run folder of rank 1 holding another model, a val.bin rank 1
@@ -80,6 +81,15 @@ check $? "(its checkpoints were not rewritten)"
 o=$("$LSSAR" $X --out "$tmp/x2" 2>&1); r=$?
 [ $r -eq 0 ] && ! grep -q 'training \|resuming ' <<<"$o" && [ "$(numbers "$tmp/x2/results.json")" = "$n2" ]
 check $? "and so does one on 1 process, with the same results" "$o"
+# --seeds 2: the 6 runs (3 per seed) spread over the ranks, the statistics over seeds those of one process
+o1=$("$LSSAR" $X --seeds 2 --out "$tmp/x7" 2>&1); r1=$?
+o2=$($MPI "$LSSAR" $X --seeds 2 --out "$tmp/x8" 2>&1); r2=$?
+n7=$(numbers "$tmp/x7/results.json" 2>&1); n8=$(numbers "$tmp/x8/results.json" 2>&1)
+[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && grep -q 'extrapolate: 6 runs over 2 ranks: rank 0: softmax lssa+lssar-p15 lssa-s1; rank 1: lssa softmax-s1 lssa+lssar-p15-s1' <<<"$o2" &&
+  [ -n "$n7" ] && [ "${n7//x7/x8}" = "$n8" ] && grep -q '"diff_vs_softmax"' <<<"$n8"
+check $? "extrapolate --seeds 2 on 2 ranks: the runs of both seeds spread over the ranks, results.json (groups too) = one process's" "$o2
+$n7
+$n8"
 
 # ---- 3. the comparisons can fail
 losses() { python3 -c 'import json,sys; print([r["results"] for r in json.load(open(sys.argv[1]))["runs"]])' "$1"; }

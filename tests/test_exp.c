@@ -1,6 +1,6 @@
 // test_exp.c - the experiment pieces (src/exp, src/model/gpt_probe.c): the passkey prompt's exact
-// token layout and its scoring on known outputs, Wilson intervals, windows inside documents and
-// their mean +- standard error, MQAR sequences, and attention statistics against float64
+// token layout and its scoring on known outputs, Wilson intervals, t intervals over seeds, windows
+// inside documents and their mean +- standard error (and per-window losses), MQAR sequences, and attention statistics against float64
 // references (a uniform-attention model and a direct softmax recomputation).
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "exp/mqar.h"
 #include "exp/passkey.h"
 #include "exp/plot.h"
+#include "exp/stats.h"
 #include "model/gpt.h"
 #include "model/gpt_probe.h"
 #include "train/dataloader.h"
@@ -149,6 +150,40 @@ static void test_wilson(void) {
     CHECK(hi == 1 && fabs(lo - 0.83887) < 1e-4, "20/20: [%g, %g]", lo, hi);
 }
 
+// The t interval over seeds on numbers worked by hand: {1, 2, 3, 4} has mean 2.5, sd
+// sqrt(5/3) = 1.290994, se = sd / 2 = 0.645497, and t(0.975, 3) = 3.182 gives +- 2.053972.
+static void test_t_interval(void) {
+    CHECK(exp_t975(3) == 3.182 && exp_t975(1) == 12.706 && exp_t975(30) == 2.042, "t table");
+    CHECK(isnan(exp_t975(0)) && isnan(exp_t975(-2)), "no t without degrees of freedom");
+    // past the table: the expansion against the exact quantiles (R's qt(0.975, df))
+    CHECK_CLOSE(exp_t975(31), 2.039513, 2e-4);
+    CHECK_CLOSE(exp_t975(40), 2.021075, 2e-4);
+    CHECK_CLOSE(exp_t975(60), 2.000298, 1e-4);
+    CHECK_CLOSE(exp_t975(120), 1.979930, 1e-4);
+    CHECK_CLOSE(exp_t975(100000), 1.959985, 1e-4);
+    CHECK(exp_t975(31) < exp_t975(30) && exp_t975(200) < exp_t975(100), "t falls towards 1.96 as df grows");
+    const double x[4] = {1, 2, 3, 4};
+    double m, se, h;
+    exp_mean_se(x, 4, &m, &se);
+    CHECK_CLOSE(m, 2.5, 1e-12);
+    CHECK_CLOSE(se, 0.6454972244, 1e-9);
+    exp_mean_ci95(x, 4, &m, &h);
+    CHECK_CLOSE(h, 3.182 * 0.6454972244, 1e-9);
+    CHECK(m - h < m && m < m + h && fabs(h - 2.053972) < 1e-5, "2.5 +- %g", h);
+    // negative controls: one value has no interval; equal values have a zero-width one
+    exp_mean_ci95(x, 1, &m, &h);
+    CHECK(m == 1 && isnan(h), "one seed: mean %g, no half-width (got %g)", m, h);
+    const double c[3] = {0.25, 0.25, 0.25};
+    exp_mean_ci95(c, 3, &m, &h);
+    CHECK(m == 0.25 && h == 0, "equal values: 0.25 +- 0 (got %g +- %g)", m, h);
+    exp_mean_se(x, 0, &m, &se);
+    CHECK(isnan(m) && isnan(se), "no values: NaN");
+    // not the normal interval: two seeds are 4.3 / 1.96 times wider at df = 2
+    const double y[3] = {5.0, 5.1, 5.2};
+    exp_mean_ci95(y, 3, &m, &h);
+    CHECK_CLOSE(h, 4.303 * 0.1 / sqrt(3.0), 1e-9);
+}
+
 static void test_docwin(void) {
     // three documents: 10, 25 and 3 tokens at 1, 12, 38 (EOT before each)
     const char *idx = "/tmp/lssar_test_exp_index.json";
@@ -203,8 +238,8 @@ static void test_eval_windows(void) {
     shard s;
     CHECK(shard_open(&s, path) == 0, "shard opens");
     size_t starts[3] = {0, 50, 120};
-    double mean, se;
-    CHECK(exp_eval_windows(m, &s, starts, 3, 16, 2, &mean, &se) == 0, "eval: %s", lssar_errmsg());
+    double mean, se, win[3] = {NAN, NAN, NAN};
+    CHECK(exp_eval_windows(m, &s, starts, 3, 16, 2, &mean, &se, win) == 0, "eval: %s", lssar_errmsg());
     // reference: each window alone
     double l[3];
     CHECK_OK(gpt_reserve(m, 1, 16, 0));
@@ -218,6 +253,7 @@ static void test_eval_windows(void) {
     double se_ref = sqrt(var / 2) / sqrt(3.0);
     CHECK_CLOSE(mean, mu, 1e-5);
     CHECK_CLOSE(se, se_ref, 1e-5);
+    for (int i = 0; i < 3; i++) CHECK_CLOSE(win[i], l[i], 1e-5);   // the per-window losses, in window order
     CHECK(se > 0, "windows differ, so the standard error is positive");
     shard_close(&s);
     remove(path);
@@ -498,6 +534,7 @@ int main(void) {
     RUN(test_passkey_mix);
     RUN(test_passkey_score);
     RUN(test_wilson);
+    RUN(test_t_interval);
     RUN(test_docwin);
     RUN(test_eval_windows);
     RUN(test_mqar);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_exp.sh - the experiment commands end to end on tiny configs (seconds): extrapolate (text
-# and mqar, resumable), attnstats and passkey with JSON and plots, and bad input.
+# and mqar, resumable, --seeds with intervals over seeds), attnstats and passkey with JSON and plots, and bad input.
 # Binary: $LSSAR_BIN, else build/lssar. Ends with "test_exp_sh: N passed, M failed".
 cd "$(dirname "$0")/.."
 LSSAR=${LSSAR_BIN:-build/lssar}
@@ -47,6 +47,66 @@ check "results.md has the table" 'grep -q "| lssar-p3 |" "$tmp/ex/results.md" &&
 [ $have_plot -eq 1 ] && check "loss_vs_length.png written" '[ -s "$tmp/ex/loss_vs_length.png" ]'
 out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/ex" --attn softmax,lssa,lssar --factors 1,2,4 --max-windows 4 ${FL/--quiet/} 2>&1)
 check "extrapolate is resumable (nothing retrained or re-evaluated)" 'grep -q "softmax already trained" <<<"$out" && grep -q "evaluation cached" <<<"$out" && ! grep -q "training " <<<"$out"' "$out"
+check "one seed: the interval is over windows only (footnote), groups = runs" 'grep -q "One seed: interval over windows only" "$tmp/ex/results.md" && python3 -c "
+import json; j = json.load(open(\"$tmp/ex/results.json\"))
+assert j[\"seeds\"] == 1 and [g[\"name\"] for g in j[\"groups\"]] == [r[\"name\"] for r in j[\"runs\"]]
+for g, r in zip(j[\"groups\"], j[\"runs\"]):
+    for x, y in zip(g[\"results\"], r[\"results\"]):
+        assert x[\"mean\"] == y[\"loss\"] and abs((x[\"ci95\"][1] - x[\"ci95\"][0]) / 2 - 1.96 * y[\"stderr\"]) < 1e-12, (x, y)
+"' "$(cat "$tmp/ex/results.md")"
+
+# --seeds: 2 kinds x 2 seeds (and the lssa->lssar evaluation of each lssa model)
+SX="--data $tmp/data --out $tmp/sx --attn softmax,lssa --lssar-p 15 --seeds 2 --factors 1,2 --max-windows 4 $FL"
+out=$("$LSSAR" extrapolate $SX 2>&1); rc=$?
+check "extrapolate --seeds 2: 4 run folders (seed index 0 keeps the plain names)" '[ $rc -eq 0 ] && [ "$(find "$tmp/sx" -mindepth 1 -maxdepth 1 -type d -printf "%f\n" | LC_ALL=C sort | tr "\n" " ")" = "lssa lssa-s1 softmax softmax-s1 " ]' "$out$(ls "$tmp/sx")"
+check "--seeds 2: groups with t intervals over seeds and paired differences to softmax" 'python3 - "$tmp/sx/results.json" <<EOF
+import json, sys, math, statistics as st
+j = json.load(open(sys.argv[1]))
+assert j["seeds"] == 2
+runs = {r["name"]: r for r in j["runs"]}
+assert [(r["name"], r["seed"], r["group"]) for r in j["runs"]] == [("softmax", 1337, "softmax"), ("lssa", 1337, "lssa"),
+    ("lssa+lssar-p15", 1337, "lssa+lssar-p15"), ("softmax-s1", 1338, "softmax"), ("lssa-s1", 1338, "lssa"),
+    ("lssa+lssar-p15-s1", 1338, "lssa+lssar-p15")], [r["name"] for r in j["runs"]]
+assert runs["lssa+lssar-p15-s1"]["model"] == "lssa-s1"
+groups = {g["name"]: g for g in j["groups"]}
+assert list(groups) == ["softmax", "lssa", "lssa+lssar-p15"]
+for g in j["groups"]:
+    assert g["seeds"] == [1337, 1338] and len(g["runs"]) == 2
+    for f, x in enumerate(g["results"]):
+        ps = [runs[n]["results"][f]["loss"] for n in g["runs"]]
+        assert x["per_seed"] == ps
+        assert ps[0] != ps[1], "the seeds train different models"
+        lo, hi = x["ci95"]
+        assert lo < x["mean"] < hi, x
+        half = 12.706 * st.stdev(ps) / math.sqrt(2)          # t(0.975, 1)
+        assert abs(x["mean"] - st.mean(ps)) < 1e-12 and abs((hi - lo) / 2 - half) < 1e-9, (x, half)
+        d = x["diff_vs_softmax"]
+        if g["name"] == "softmax":
+            assert d["mean"] == 0 and d["ci95"] == [0, 0] and d["per_seed"] == [0, 0] and not d["excludes_zero"], d
+        else:
+            sm = groups["softmax"]["results"][f]["per_seed"]
+            assert all(abs(a - (b - c)) < 1e-9 for a, b, c in zip(d["per_seed"], ps, sm)), d
+            dl, dh = d["ci95"]
+            assert dl <= d["mean"] <= dh and d["excludes_zero"] == (dl > 0 or dh < 0), d
+EOF' "$(head -c 3000 "$tmp/sx/results.json")"
+check "--seeds 2: results.md has the difference table and names the method" 'grep -q "^| lssa | .* +- " "$tmp/sx/results.md" && grep -q "Difference to softmax" "$tmp/sx/results.md" && grep -q "2 seeds: 95% Student t interval over seeds" "$tmp/sx/results.md" && grep -q "Paired by seed index" "$tmp/sx/results.md"' "$(cat "$tmp/sx/results.md")"
+cp "$tmp/sx/results.json" "$tmp/sx1.json"
+out=$("$LSSAR" extrapolate ${SX/--quiet/} 2>&1); rc=$?
+check "--seeds 2: a rerun retrains and re-evaluates nothing" '[ $rc -eq 0 ] && [ "$(grep -c "already trained" <<<"$out")" = 4 ] && [ "$(grep -c "evaluation cached" <<<"$out")" = 6 ] && ! grep -q "training \|resuming " <<<"$out"' "$out"
+# a cache of an older version, without the per-window losses, is recomputed (to the same numbers)
+python3 - "$tmp/sx/softmax-s1/extrap.json" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for e in j["results"]: del e["window_losses"]
+json.dump(j, open(sys.argv[1], "w"))
+EOF
+nogt() { python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); [r.pop("train_seconds") for r in d["runs"]]; print(json.dumps(d, sort_keys=True))' "$1"; }
+out=$("$LSSAR" extrapolate ${SX/--quiet/} 2>&1); rc=$?
+check "an evaluation cache without per-window losses is recomputed, to the same results" '[ $rc -eq 0 ] && [ "$(grep -c "evaluation cached" <<<"$out")" = 5 ] && ! grep -q "softmax-s1: evaluation cached" <<<"$out" && grep -q window_losses "$tmp/sx/softmax-s1/extrap.json" && [ "$(nogt "$tmp/sx/results.json")" = "$(nogt "$tmp/sx1.json")" ]' "$out"
+out=$("$LSSAR" extrapolate ${SX/--seeds 2/--seeds 2 --seed 5} 2>&1); rc=$?
+check "a run folder trained with another seed is not reused" '[ $rc -ne 0 ] && grep -q "trained with seed 1337, this call trains it with seed 5" <<<"$out"' "$out"
+out=$("$LSSAR" extrapolate ${SX/--seeds 2/--seeds 0} 2>&1); rc=$?
+check "--seeds 0 is refused" '[ $rc -eq 2 ] && grep -q -- "--seeds" <<<"$out"' "$out"
 
 out=$("$LSSAR" extrapolate --task mqar --out "$tmp/mq" --attn softmax,lssar --lssar-p 15 --pairs 2 --factors 1,2 --mqar-eval 8 --no-plot $FL 2>&1); rc=$?
 check "extrapolate --task mqar" '[ $rc -eq 0 ] && python3 -c "

@@ -15,6 +15,7 @@
 #include "exp/mqar.h"
 #include "exp/passkey.h"
 #include "exp/plot.h"
+#include "exp/stats.h"
 #include "model/checkpoint.h"
 #include "train/train.h"
 #include "core/json.h"
@@ -26,8 +27,8 @@ static const char *ABOUT =
     "\n"
     "--task text (default): --data DIR is a folder written by `lssar data build` (train_*.bin, val.bin,\n"
     "val_index.json). Evaluation windows lie inside one held-out document each (val_index.json);\n"
-    "at most --max-windows per length, evenly spaced; the table gives the mean next-token loss over\n"
-    "windows +- its standard error.\n"
+    "at most --max-windows per length, evenly spaced, the same windows for every run; the table gives\n"
+    "the mean next-token loss +- the half-width of its 95% interval (see --seeds).\n"
     "--task mqar: multi-query associative recall (Zoology): --pairs key-value pairs then the keys as\n"
     "queries; trained at --seq, tested on --mqar-eval fresh sequences per length; the table gives the\n"
     "accuracy of the values predicted after the queries (95% Wilson interval in results.json). Each\n"
@@ -41,25 +42,44 @@ static const char *ABOUT =
     "is trained, the lssa model evaluated with LSSAR re-weighting switched on at evaluation only\n"
     "(p = the first --lssar-p): the paper's \"fine-tuning-free\" claim.\n"
     "\n"
+    "--seeds N: every run is trained N times, with seeds --seed, --seed + 1, ..., --seed + N - 1, in\n"
+    "folders RUN (seed index 0: the names of a one-seed call), RUN-s1, ..., RUN-s(N-1); the kinds of\n"
+    "one seed index share the seed, hence the initialisation stream and the data order (a paired\n"
+    "design). Per run group (kind or power) and length: the mean over seeds of the per-seed mean\n"
+    "with the 95% Student t interval mean +- t(0.975, N-1) sd / sqrt(N), and, when softmax is among\n"
+    "the kinds, the paired difference to softmax: d_K = mean over the (identical) windows of\n"
+    "loss(run, seed K) - loss(softmax, seed K), with its t interval over the N values d_K; the\n"
+    "difference table of results.md marks (bold) only the cells whose interval excludes 0. With one\n"
+    "seed (the default) the intervals are over windows only (mean +- 1.96 standard errors, of the\n"
+    "per-window loss or per-window difference; mqar: the Wilson interval, no interval for the\n"
+    "difference): they leave out the variation between trainings.\n"
+    "\n"
     "Writes --out/RUN/ (each run's checkpoint and log.jsonl), --out/results.json\n"
-    "({\"runs\": [{\"name\", \"attn\", \"p\", \"train_seq\", \"results\": [{\"seq\", \"loss\", \"stderr\"}]}]}),\n"
-    "--out/results.md (table) and --out/loss_vs_length.png (gnuplot; skipped with a note if missing).\n"
+    "({\"seeds\", \"interval\", \"groups\": [{\"name\", \"attn\", \"p\", \"eval_only\", \"runs\", \"seeds\",\n"
+    "\"results\": [{\"seq\", \"mean\", \"ci95\": [lo, hi], \"per_seed\", \"windows\", \"diff_vs_softmax\":\n"
+    "{\"mean\", \"ci95\", \"excludes_zero\", \"per_seed\"}}]}], \"runs\": [{\"name\", \"group\", \"seed\",\n"
+    "\"attn\", \"p\", \"train_seq\", \"results\": [{\"seq\", \"loss\", \"stderr\", \"windows\"}]}]}),\n"
+    "--out/results.md (tables) and --out/loss_vs_length.png (group means with their intervals;\n"
+    "gnuplot; skipped with a note if missing).\n"
     "Resumable: a run whose model reached --steps is not retrained; an interrupted one resumes from\n"
-    "its checkpoint; evaluations are cached in RUN/extrap*.json.\n"
+    "its checkpoint; evaluations, with their per-window losses, are cached in RUN/extrap*.json (a\n"
+    "cache without them, from an older version, is recomputed).\n"
     "\n"
     "--downstream TASKS (text task, GPT-2-tokenizer data): also score every run zero-shot on these\n"
     "`lssar downstream` tasks (e.g. hellaswag,piqa or all; the first --downstream-limit documents of\n"
     "each, 0: all) and put acc / acc_norm with 95% Wilson intervals and chance into results.json\n"
     "(each run's \"downstream\") and a second table of results.md; cached in RUN/downstream*.json.\n"
     "\n"
-    "Under mpirun -np N the runs are spread over the ranks (run i of the list on rank i mod N; rank 0\n"
-    "prints which): each rank trains and evaluates its runs as one process would, and rank 0 writes\n"
-    "results.*, the same numbers as one process. --out must be a folder every rank sees (a shared\n"
-    "filesystem): each run's folder is written by the rank that trains it, and the lssa->lssar run\n"
-    "reads the lssa checkpoint. --threads is per rank (docs/DISTRIBUTED.md).";
+    "Under mpirun -np N the runs (of every seed) are spread over the ranks (run i of the list on\n"
+    "rank i mod N; rank 0 prints which): each rank trains and evaluates its runs as one process\n"
+    "would, and rank 0 writes results.*, the same numbers as one process. --out must be a folder\n"
+    "every rank sees (a shared filesystem): each run's folder is written by the rank that trains it,\n"
+    "the lssa->lssar run reads the lssa checkpoint, and rank 0 reads every run's cached evaluation.\n"
+    "--threads is per rank (docs/DISTRIBUTED.md).";
 
 #define MAXF 16
-#define MAXR 16
+#define MAXB 16    // runs per seed: the kinds, the lssar powers, the lssa->lssar evaluation
+#define MAXR 256   // runs in all: MAXB x --seeds at most
 #define MAXD 8
 
 typedef struct {
@@ -68,6 +88,8 @@ typedef struct {
     float p;
     int eval_only;      // 1: evaluate the model trained in dir `src` with `attn` switched on
     char src[64];
+    int group;          // index of its run in the first seed's list: the runs of one group differ only in seed
+    int seed_ix;        // 0 .. --seeds - 1: trained with --seed + seed_ix
     int64_t step;
     double train_s;
     double loss[MAXF], se[MAXF], lo[MAXF], hi[MAXF];
@@ -109,6 +131,11 @@ static int ensure_trained(const train_opts *base, const char *out, run_t *r, int
         if (align != base->align || fabs(mix - base->passkey_mix) > 1e-6)
             return lssar_fail(LSSAR_E_ARG, "%s was trained with align %d and passkey mix %g, this call asks for align %d and passkey mix %g: delete it or choose another --out",
                               dir, align, mix, base->align, (double)base->passkey_mix);
+        // and the seed: run -sK is trained with --seed + K
+        double sd = exp_trainer_meta(dir, "seed", NAN);
+        if (isfinite(sd) && sd < 9007199254740992.0 && (uint64_t)sd != base->seed + (uint64_t)r->seed_ix)
+            return lssar_fail(LSSAR_E_ARG, "%s was trained with seed %.0f, this call trains it with seed %llu (--seed + its seed index): delete it or choose another --out",
+                              dir, sd, (unsigned long long)(base->seed + (uint64_t)r->seed_ix));
         if (step >= base->steps) {
             if (!quiet) fprintf(stderr, "extrapolate: %s already trained (%lld steps), not retrained\n", r->name, (long long)step);
             r->step = step;
@@ -119,6 +146,7 @@ static int ensure_trained(const train_opts *base, const char *out, run_t *r, int
     o.out = dir;
     o.attn = (lssar_attn_kind)r->attn;
     o.p = r->p;
+    o.seed = base->seed + (uint64_t)r->seed_ix;   // seed index K: the same init seed and data order for every kind
     if (file_exists(mp) && file_exists(tp)) {
         o.resume = 1;
         if (!quiet) fprintf(stderr, "extrapolate: resuming %s\n", r->name);
@@ -154,15 +182,27 @@ static void cache_key(char *buf, size_t n, const char *task, const int *seqs, in
     for (int i = 0; i < nf && k < (int)n; i++) k += snprintf(buf + k, n - k, "%d,", seqs[i]);
 }
 
-static int load_cache(const char *path, const char *key, run_t *r, int nf) {
+// Where a run's evaluation is cached: RUN/extrap.json, RUN/extrap-NAME.json for a run that only
+// evaluates the model of RUN (lssa->lssar).
+static void cache_path(char *buf, size_t n, const char *out, const run_t *r) {
+    if (r->eval_only) snprintf(buf, n, "%s/%s/extrap-%s.json", out, r->src, r->name);
+    else snprintf(buf, n, "%s/%s/extrap.json", out, r->src);
+}
+
+// Read a cached evaluation into r; 1 if it is there, under key (NULL: any key), and complete. The
+// text task's entries must hold the per-window losses (window_losses, the paired statistics'
+// input): a cache of an older version without them counts as absent and is recomputed. win, if
+// not NULL, receives them (win[i] malloc'd, r->windows[i] entries; the caller frees them).
+static int load_cache(const char *path, const char *key, run_t *r, int nf, int mqar, double **win) {
     char *s = NULL;
     size_t n;
+    if (win) for (int i = 0; i < nf; i++) win[i] = NULL;
     if (lssar_read_file(path, &s, &n)) return 0;
     cJSON *j = cJSON_Parse(s);
     free(s);
     if (!j) return 0;
     cJSON *k = cJSON_GetObjectItem(j, "key"), *res = cJSON_GetObjectItem(j, "results");
-    int ok = cJSON_IsString(k) && !strcmp(k->valuestring, key) && cJSON_IsArray(res) && cJSON_GetArraySize(res) == nf;
+    int ok = (!key || (cJSON_IsString(k) && !strcmp(k->valuestring, key))) && cJSON_IsArray(res) && cJSON_GetArraySize(res) == nf;
     for (int i = 0; ok && i < nf; i++) {
         cJSON *e = cJSON_GetArrayItem(res, i);
         cJSON *l = cJSON_GetObjectItem(e, "loss"), *se = cJSON_GetObjectItem(e, "stderr"), *w = cJSON_GetObjectItem(e, "windows");
@@ -172,8 +212,18 @@ static int load_cache(const char *path, const char *key, run_t *r, int nf) {
         r->lo[i] = cJSON_IsNumber(lo) ? lo->valuedouble : NAN;
         r->hi[i] = cJSON_IsNumber(hi) ? hi->valuedouble : NAN;
         r->windows[i] = cJSON_IsNumber(w) ? w->valueint : 0;
+        if (mqar) continue;
+        cJSON *wl = cJSON_GetObjectItem(e, "window_losses");
+        ok = cJSON_IsArray(wl) && r->windows[i] >= 0 && cJSON_GetArraySize(wl) == r->windows[i];
+        if (ok && win && r->windows[i] > 0) {
+            ok = (win[i] = malloc((size_t)r->windows[i] * sizeof **win)) != NULL;
+            int t = 0;
+            cJSON *x;
+            cJSON_ArrayForEach(x, wl) if (ok) { ok = cJSON_IsNumber(x) || cJSON_IsNull(x); win[i][t++] = cJSON_IsNumber(x) ? x->valuedouble : NAN; }
+        }
     }
     cJSON_Delete(j);
+    if (!ok && win) for (int i = 0; i < nf; i++) { free(win[i]); win[i] = NULL; }
     return ok;
 }
 
@@ -199,7 +249,8 @@ static cJSON *results_json(const run_t *r, const int *seqs, int nf, int mqar) {
     return a;
 }
 
-static void save_cache(const char *path, const char *key, const run_t *r, const int *seqs, int nf, int mqar) {
+// win: the text task's per-window losses, win[i] of r->windows[i] (NULL for mqar).
+static int save_cache(const char *path, const char *key, const run_t *r, const int *seqs, int nf, int mqar, double *const *win) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "key", key);
     cJSON *a = results_json(r, seqs, nf, mqar);
@@ -208,11 +259,16 @@ static void save_cache(const char *path, const char *key, const run_t *r, const 
     int i = 0;
     cJSON_ArrayForEach(e, a) {
         if (mqar) { cJSON_AddItemToObject(e, "loss", num_or_null(r->loss[i])); cJSON_AddNumberToObject(e, "windows", r->windows[i]); }
+        else {
+            cJSON *wl = cJSON_AddArrayToObject(e, "window_losses");
+            for (int w = 0; w < r->windows[i]; w++) cJSON_AddItemToArray(wl, num_or_null(win[i][w]));
+        }
         i++;
     }
     cJSON_AddItemToObject(j, "results", a);
-    lssar_write_json(path, j);
+    int rc = lssar_write_json(path, j);
     cJSON_Delete(j);
+    return rc;
 }
 
 // Every rank's runs to every rank: run i is filled in by rank i mod N (cmd_extrapolate), whose
@@ -242,10 +298,83 @@ static int gather_runs(run_t *runs, int nr) {
     return rc;
 }
 
+// A group (one run of the first seed's list and its repeats with the other seeds) at one length:
+// the mean over seeds and its 95% interval, and the paired difference to the softmax group.
+typedef struct {
+    double mean, lo, hi;        // NaN where there is nothing (no windows, no interval)
+    double dmean, dlo, dhi;     // group - softmax; NaN without a softmax group
+    double *dseed;              // the difference of each seed (seeds entries)
+} gstat;
+
+// The statistics of every group at every length (gs[b * nf + f]), from the runs' numbers and,
+// for the text task, the per-window losses of their caches (win[i * nf + f], r->windows[f] each).
+//   seeds >= 2: the t interval over seeds (src/exp/stats.h) of the per-seed means, and of the
+//               per-seed paired differences d_K = mean over windows w of loss(run, K, w) -
+//               loss(softmax, K, w) (the same windows: they depend only on the data and T);
+//   one seed:   the windows' variation only: mean +- 1.96 x its standard error over windows, and
+//               the same for the per-window differences (paired); for mqar, the Wilson interval of
+//               the accuracy and no interval for the difference.
+// The softmax group's own difference is exactly 0 (every window minus itself).
+static void group_stats(const run_t *runs, int nb, int seeds, int nf, int mqar, double *const *win, int sg, gstat *gs) {
+    double *v = malloc((size_t)seeds * sizeof *v);
+    for (int b = 0; b < nb; b++)
+        for (int f = 0; f < nf; f++) {
+            gstat *g = &gs[b * nf + f];
+            g->mean = g->lo = g->hi = g->dmean = g->dlo = g->dhi = NAN;
+            for (int k = 0; k < seeds; k++) g->dseed[k] = NAN;
+            int fin = 1;
+            for (int k = 0; k < seeds; k++) fin &= isfinite(v[k] = runs[k * nb + b].loss[f]);
+            if (!fin) continue;
+            const run_t *r0 = &runs[b];
+            if (seeds >= 2) {
+                double h;
+                exp_mean_ci95(v, seeds, &g->mean, &h);
+                g->lo = g->mean - h; g->hi = g->mean + h;
+            } else if (mqar) {
+                g->mean = r0->loss[f]; g->lo = r0->lo[f]; g->hi = r0->hi[f];
+            } else {
+                g->mean = r0->loss[f];
+                if (r0->windows[f] >= 2) { g->lo = g->mean - 1.96 * r0->se[f]; g->hi = g->mean + 1.96 * r0->se[f]; }
+            }
+            if (sg < 0) continue;
+            double dse = NAN;
+            for (int k = 0; k < seeds; k++) {
+                const int i = k * nb + b, j = k * nb + sg;
+                if (mqar) { g->dseed[k] = runs[i].loss[f] - runs[j].loss[f]; continue; }
+                const int W = runs[i].windows[f];
+                if (W != runs[j].windows[f] || W < 1 || !win[i * nf + f] || !win[j * nf + f]) { fin = 0; break; }
+                double *d = malloc((size_t)W * sizeof *d);
+                if (!d) { fin = 0; break; }
+                for (int w = 0; w < W; w++) d[w] = win[i * nf + f][w] - win[j * nf + f][w];
+                exp_mean_se(d, W, &g->dseed[k], &dse);
+                if (W < 2) dse = NAN;
+                free(d);
+            }
+            if (!fin) continue;
+            if (seeds >= 2) {
+                double h;
+                exp_mean_ci95(g->dseed, seeds, &g->dmean, &h);
+                g->dlo = g->dmean - h; g->dhi = g->dmean + h;
+            } else {
+                g->dmean = g->dseed[0];
+                if (!mqar) { g->dlo = g->dmean - 1.96 * dse; g->dhi = g->dmean + 1.96 * dse; }
+            }
+        }
+    free(v);
+}
+
+static cJSON *pair_or_null(double lo, double hi) {
+    if (!isfinite(lo) || !isfinite(hi)) return cJSON_CreateNull();
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(lo));
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(hi));
+    return a;
+}
+
 // What write_results needs from cmd_extrapolate, under the names it has there.
 typedef struct {
     run_t *runs;
-    int nr;
+    int nr, nb, seeds;   // nr = nb x seeds runs: group b's are runs b, nb + b, ...
     const int *seqs, *fac;
     int nf, mqar;
     const char *task, *data, *hash;
@@ -269,6 +398,30 @@ static int write_results(const results_ctx *c) {
     char (*ds_names)[64] = c->ds_names;
     const train_opts o = *c->o;
     const double t_all = c->t_all;
+    const int nb = c->nb, seeds = c->seeds;
+    // The statistics over seeds come from every run's cache, read back here (each written by the
+    // rank that evaluated the run): its per-window losses and its numbers as stored (the JSON
+    // keeps ~15 digits), so that one process, N ranks and a rerun from the caches all compute
+    // from the same bits.
+    int sg = -1;   // the softmax group
+    for (int b = 0; b < nb && sg < 0; b++) if (runs[b].attn == LSSAR_ATTN_SOFTMAX && !runs[b].eval_only) sg = b;
+    double **win = calloc((size_t)nr * nf, sizeof *win);
+    run_t *cr = calloc((size_t)nr, sizeof *cr);
+    gstat *gs = calloc((size_t)nb * nf, sizeof *gs);
+    double *dseed = calloc((size_t)nb * nf * seeds, sizeof *dseed);
+    if (!win || !cr || !gs || !dseed) { free(win); free(cr); free(gs); free(dseed); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    int rc = 0;
+    for (int i = 0; i < nr && !rc; i++) {
+        char cp[4400];
+        cache_path(cp, sizeof cp, out, &runs[i]);
+        if (!load_cache(cp, NULL, &cr[i], nf, mqar, mqar ? NULL : win + (size_t)i * nf))
+            rc = lssar_fail(LSSAR_E_IO, "%s: cannot read the evaluation of %s back (written in this call): is --out on a filesystem every rank sees?", cp, runs[i].name);
+    }
+    for (int i = 0; i < nb * nf; i++) gs[i].dseed = dseed + (size_t)i * seeds;
+    if (!rc) group_stats(cr, nb, seeds, nf, mqar, win, sg, gs);
+    for (int i = 0; i < nr * nf; i++) free(win[i]);
+    free(win);
+    if (rc) { free(cr); free(gs); free(dseed); return rc; }
     // results.json
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "task", task);
@@ -294,6 +447,47 @@ static int write_results(const results_ctx *c) {
     cJSON_AddNumberToObject(cfg, "accum", o.accum); cJSON_AddNumberToObject(cfg, "steps", steps);
     cJSON_AddNumberToObject(cfg, "lr", o.lr); cJSON_AddNumberToObject(cfg, "seed", (double)o.seed);
     cJSON_AddNumberToObject(cfg, "align", o.align); cJSON_AddNumberToObject(cfg, "passkey_mix", o.passkey_mix);
+    cJSON_AddNumberToObject(cfg, "seeds", seeds);
+    cJSON_AddNumberToObject(root, "seeds", seeds);
+    cJSON_AddStringToObject(root, "interval", seeds >= 2 ? "95% Student t interval over seeds; differences paired by seed index over identical windows"
+                                              : mqar ? "one seed: 95% Wilson interval over the queries; no interval for differences"
+                                                     : "one seed: interval over windows only (mean +- 1.96 standard errors; differences paired over identical windows)");
+    // groups: one per run of the first seed's list, over all seeds
+    cJSON *ga = cJSON_AddArrayToObject(root, "groups");
+    for (int b = 0; b < nb; b++) {
+        const run_t *r = &runs[b];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", r->name);
+        cJSON_AddStringToObject(e, "attn", lssar_attn_name((lssar_attn_kind)r->attn));
+        if (r->attn == LSSAR_ATTN_LSSAR) cJSON_AddNumberToObject(e, "p", r->p);
+        cJSON_AddBoolToObject(e, "eval_only", r->eval_only);
+        cJSON *rn = cJSON_AddArrayToObject(e, "runs"), *sd = cJSON_AddArrayToObject(e, "seeds");
+        for (int k = 0; k < seeds; k++) {
+            cJSON_AddItemToArray(rn, cJSON_CreateString(runs[k * nb + b].name));
+            cJSON_AddItemToArray(sd, cJSON_CreateNumber((double)(o.seed + (uint64_t)k)));
+        }
+        cJSON *res = cJSON_AddArrayToObject(e, "results");
+        for (int f = 0; f < nf; f++) {
+            const gstat *g = &gs[b * nf + f];
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "seq", seqs[f]);
+            cJSON_AddItemToObject(x, "mean", num_or_null(g->mean));
+            cJSON_AddItemToObject(x, "ci95", pair_or_null(g->lo, g->hi));
+            cJSON *ps = cJSON_AddArrayToObject(x, "per_seed");
+            for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(ps, num_or_null(cr[k * nb + b].loss[f]));
+            cJSON_AddNumberToObject(x, mqar ? "queries" : "windows", r->windows[f]);
+            if (sg >= 0) {
+                cJSON *d = cJSON_AddObjectToObject(x, "diff_vs_softmax");
+                cJSON_AddItemToObject(d, "mean", num_or_null(g->dmean));
+                cJSON_AddItemToObject(d, "ci95", pair_or_null(g->dlo, g->dhi));
+                cJSON_AddBoolToObject(d, "excludes_zero", g->dlo > 0 || g->dhi < 0);
+                cJSON *dp = cJSON_AddArrayToObject(d, "per_seed");
+                for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(dp, num_or_null(g->dseed[k]));
+            }
+            cJSON_AddItemToArray(res, x);
+        }
+        cJSON_AddItemToArray(ga, e);
+    }
     cJSON *ra = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < nr; i++) {
         run_t *r = &runs[i];
@@ -304,6 +498,8 @@ static int write_results(const results_ctx *c) {
         cJSON_AddStringToObject(e, "trained_attn", r->eval_only ? "lssa" : lssar_attn_name((lssar_attn_kind)r->attn));
         cJSON_AddBoolToObject(e, "eval_only", r->eval_only);
         cJSON_AddStringToObject(e, "model", r->src);
+        cJSON_AddStringToObject(e, "group", runs[r->group].name);
+        cJSON_AddNumberToObject(e, "seed", (double)(o.seed + (uint64_t)r->seed_ix));
         cJSON_AddNumberToObject(e, "train_seq", o.seq);
         cJSON_AddNumberToObject(e, "steps", (double)r->step);
         cJSON_AddItemToObject(e, "train_seconds", num_or_null(r->train_s));
@@ -319,20 +515,24 @@ static int write_results(const results_ctx *c) {
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/results.json", out);
-    int rc = lssar_write_json(path, root);
+    rc = lssar_write_json(path, root);
     cJSON_Delete(root);
-    if (rc) return rc;
+    free(cr);
+    if (rc) { free(gs); free(dseed); return rc; }
 
     // results.md (and the same table on stdout)
-    size_t cap = 1 << 16;
+    size_t cap = 1 << 18;
     char *md = malloc(cap);
+    if (!md) { free(gs); free(dseed); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
     int k = 0;
+    char nseeds[96] = "";
+    if (seeds >= 2) snprintf(nseeds, sizeof nseeds, ", mean over %d seeds (%llu..%llu)", seeds, (unsigned long long)o.seed, (unsigned long long)(o.seed + seeds - 1));
     if (mqar)
-        k += snprintf(md + k, cap - k, "Associative recall (MQAR, %d pairs, %d keys, %d values): accuracy of the value after each query, %d test sequences per length; trained at T = %d (whole sequences per window), %d steps.\n\n",
-                      pairs, mqar_keys, mqar_values, mqar_eval_n, o.seq, steps);
+        k += snprintf(md + k, cap - k, "Associative recall (MQAR, %d pairs, %d keys, %d values): accuracy of the value after each query, %d test sequences per length; trained at T = %d (whole sequences per window), %d steps%s.\n\n",
+                      pairs, mqar_keys, mqar_values, mqar_eval_n, o.seq, steps, nseeds);
     else
-        k += snprintf(md + k, cap - k, "Mean next-token loss (nats/token) on held-out documents, +- standard error over windows (at most %d per length, each inside one document); trained at T = %d, %d steps. Data %s (manifest sha256 %.12s).\n\n",
-                      max_windows, o.seq, steps, data, hash);
+        k += snprintf(md + k, cap - k, "Mean next-token loss (nats/token) on held-out documents (at most %d windows per length, each inside one document), +- the half-width of its 95%% interval; trained at T = %d, %d steps%s. Data %s (manifest sha256 %.12s).\n\n",
+                      max_windows, o.seq, steps, nseeds, data, hash);
     if (!mqar && o.passkey_mix > 0)
         k += snprintf(md + k, cap - k, "Trained with a passkey share of %g of the windows (the loss is on the held-out text only).\n\n", o.passkey_mix);
     k += snprintf(md + k, cap - k, "| run |");
@@ -340,14 +540,50 @@ static int write_results(const results_ctx *c) {
     k += snprintf(md + k, cap - k, "\n|---|");
     for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, "---|");
     k += snprintf(md + k, cap - k, "\n");
-    for (int i = 0; i < nr; i++) {
-        k += snprintf(md + k, cap - k, "| %s%s |", runs[i].name, runs[i].eval_only ? " (eval only)" : "");
+    for (int b = 0; b < nb; b++) {
+        k += snprintf(md + k, cap - k, "| %s%s |", runs[b].name, runs[b].eval_only ? " (eval only)" : "");
         for (int f = 0; f < nf; f++) {
-            if (!isfinite(runs[i].loss[f])) k += snprintf(md + k, cap - k, " - |");
-            else if (mqar) k += snprintf(md + k, cap - k, " %.3f [%.2f, %.2f] |", runs[i].loss[f], runs[i].lo[f], runs[i].hi[f]);
-            else k += snprintf(md + k, cap - k, " %.3f +- %.3f |", runs[i].loss[f], runs[i].se[f]);
+            const gstat *g = &gs[b * nf + f];
+            if (!isfinite(g->mean)) k += snprintf(md + k, cap - k, " - |");
+            else if (!isfinite(g->lo)) k += snprintf(md + k, cap - k, " %.3f |", g->mean);
+            else if (mqar && seeds < 2) k += snprintf(md + k, cap - k, " %.3f [%.2f, %.2f] |", g->mean, g->lo, g->hi);
+            else k += snprintf(md + k, cap - k, " %.3f +- %.3f |", g->mean, (g->hi - g->lo) / 2);
         }
         k += snprintf(md + k, cap - k, "\n");
+    }
+    if (seeds >= 2)
+        k += snprintf(md + k, cap - k, "\n%d seeds: 95%% Student t interval over seeds (mean +- t(0.975, %d) sd / sqrt(%d) of the per-seed means).\n", seeds, seeds - 1, seeds);
+    else if (mqar)
+        k += snprintf(md + k, cap - k, "\nOne seed: 95%% Wilson interval over the queries (the variation between trainings is not in it).\n");
+    else
+        k += snprintf(md + k, cap - k, "\nOne seed: interval over windows only (mean +- 1.96 standard errors; the variation between trainings is not in it).\n");
+    // the paired differences to softmax
+    if (sg >= 0 && nb > 1) {
+        k += snprintf(md + k, cap - k, "\nDifference to softmax (run - softmax, %s), mean [95%% interval]; **bold**: the interval excludes 0.\n\n| run |",
+                      mqar ? "accuracy" : "loss");
+        for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d |", seqs[f]);
+        k += snprintf(md + k, cap - k, "\n|---|");
+        for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, "---|");
+        k += snprintf(md + k, cap - k, "\n");
+        for (int b = 0; b < nb; b++) {
+            if (b == sg) continue;
+            k += snprintf(md + k, cap - k, "| %s%s |", runs[b].name, runs[b].eval_only ? " (eval only)" : "");
+            for (int f = 0; f < nf; f++) {
+                const gstat *g = &gs[b * nf + f];
+                const char *mk = g->dlo > 0 || g->dhi < 0 ? "**" : "";
+                if (!isfinite(g->dmean)) k += snprintf(md + k, cap - k, " - |");
+                else if (!isfinite(g->dlo)) k += snprintf(md + k, cap - k, " %+.3f |", g->dmean);
+                else k += snprintf(md + k, cap - k, " %s%+.3f [%+.3f, %+.3f]%s |", mk, g->dmean, g->dlo, g->dhi, mk);
+            }
+            k += snprintf(md + k, cap - k, "\n");
+        }
+        if (seeds >= 2)
+            k += snprintf(md + k, cap - k, "\nPaired by seed index (the same seed, hence the same initialisation stream and data order, for every kind) and over identical %s; t interval over the %d per-seed differences.\n",
+                          mqar ? "test sequences" : "windows", seeds);
+        else if (mqar)
+            k += snprintf(md + k, cap - k, "\nOne seed: no interval for the difference (rerun with --seeds 2 or more).\n");
+        else
+            k += snprintf(md + k, cap - k, "\nOne seed: interval over windows only (the per-window differences over identical windows, mean +- 1.96 standard errors).\n");
     }
     if (!mqar) {
         k += snprintf(md + k, cap - k, "\nWindows per length:");
@@ -385,20 +621,27 @@ static int write_results(const results_ctx *c) {
 
     // plot
     if (!no_plot) {
-        plot_series s[MAXR];
-        double xs[MAXR][MAXF];
-        for (int i = 0; i < nr; i++) {
-            for (int f = 0; f < nf; f++) xs[i][f] = seqs[f];
-            s[i] = (plot_series){runs[i].name, nf, xs[i], runs[i].loss, mqar ? NULL : runs[i].se};
+        // each group's mean with its 95% interval as the error bar (none where there is none)
+        plot_series s[MAXB];
+        double xs[MAXB][MAXF], ys[MAXB][MAXF], es[MAXB][MAXF];
+        for (int b = 0; b < nb; b++) {
+            for (int f = 0; f < nf; f++) {
+                const gstat *g = &gs[b * nf + f];
+                xs[b][f] = seqs[f];
+                ys[b][f] = g->mean;
+                es[b][f] = isfinite(g->lo) && !(mqar && seeds < 2) ? (g->hi - g->lo) / 2 : 0;   // (a Wilson interval is not symmetric)
+            }
+            s[b] = (plot_series){runs[b].name, nf, xs[b], ys[b], es[b]};
         }
         snprintf(path, sizeof path, "%s/%s", out, mqar ? "accuracy_vs_length.png" : "loss_vs_length.png");
         char title[256];
         snprintf(title, sizeof title, mqar ? "MQAR accuracy vs length (trained at T=%d)" : "held-out loss vs length (trained at T=%d)", o.seq);
-        if (plot_lines(path, title, "evaluation length T", mqar ? "accuracy" : "loss (nats/token)", 1, s, nr))
+        if (plot_lines(path, title, "evaluation length T", mqar ? "accuracy" : "loss (nats/token)", 1, s, nb))
             fprintf(stderr, "extrapolate: note: no plot: %s\n", lssar_errmsg());
         else printf("plot: %s\n", path);
     }
     printf("results: %s/results.json, %s/results.md\n", out, out);
+    free(gs); free(dseed);
     return 0;
 }
 
@@ -408,7 +651,7 @@ int cmd_extrapolate(int argc, char **argv) {
     o.source = passkey_train_source;   // --passkey-mix mixes passkey windows into the shard batches
     const char *data = NULL, *out = NULL, *attn_list = "softmax,ssmax,lssa,lssar", *factors = "1,2,4,8,16";
     const char *lssar_p = "15,3", *pos = "rope", *task = "text";
-    int steps = 200, max_windows = 64, eval_batch = 4, no_zeroshot = 0, no_plot = 0;
+    int steps = 200, max_windows = 64, eval_batch = 4, no_zeroshot = 0, no_plot = 0, seeds = 1;
     const char *downstream = NULL;
     int downstream_limit = 0;
     int pairs = 8, mqar_keys = 64, mqar_values = 64, mqar_eval_n = 64, mqar_train_seqs = 0;
@@ -448,7 +691,8 @@ int cmd_extrapolate(int argc, char **argv) {
         {"lr-floor", ARG_FLOAT, &o.min_lr_frac, "cosine floor as a fraction of --lr", 0, 0},
         {"wd", ARG_FLOAT, &o.wd, "AdamW weight decay", 0, 0},
         {"clip", ARG_FLOAT, &o.clip, "gradient norm clip (0: off)", 0, 0},
-        {"seed", ARG_U64, &o.seed, "seed of initialisation and data order (the same for every run)", 0, 0},
+        {"seed", ARG_U64, &o.seed, "seed of initialisation and data order (the same for every kind)", 0, 0},
+        {"seeds", ARG_INT, &seeds, "train every run this many times, with --seed, --seed + 1, ... (95% intervals over seeds)", 0, 0},
         {"threads", ARG_INT, &o.threads, "CPU threads (0: all)", 0, 0},
         {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
@@ -467,6 +711,7 @@ int cmd_extrapolate(int argc, char **argv) {
     if (steps < 1 || o.seq < 1 || o.batch < 1 || o.accum < 1) return args_error("extrapolate", "--steps, --seq, --batch and --accum must be >= 1");
     if (o.layers < 1 || o.heads < 1 || o.dim % o.heads) return args_error("extrapolate", "--heads must divide --dim (and both be >= 1)");
     if (eval_batch < 1) return args_error("extrapolate", "--eval-batch must be >= 1");
+    if (seeds < 1 || seeds > MAXR) return args_error("extrapolate", "--seeds must be in 1..%d (got %d)", MAXR, seeds);
     if (!(o.passkey_mix >= 0 && o.passkey_mix <= 1)) return args_error("extrapolate", "--passkey-mix must be in [0, 1] (got %g)", o.passkey_mix);
     if (mqar && o.passkey_mix > 0) return args_error("extrapolate", "--passkey-mix needs text data: drop it for --task mqar");
     o.steps = steps;
@@ -503,7 +748,9 @@ int cmd_extrapolate(int argc, char **argv) {
     if (np < 1) return args_error("extrapolate", "--lssar-p '%s' must be a comma list of powers like 15,3", lssar_p);
     for (int i = 0; i < np; i++) if (!(pv[i] > 0)) return args_error("extrapolate", "--lssar-p values must be > 0");
 
-    // the runs
+    // the runs: the list of one seed (nb runs), then the same list for each further seed index K,
+    // named RUN-sK (seed index 0 keeps the plain names, so folders of one-seed calls stay valid);
+    // run K * nb + b belongs to group b.
     run_t *runs = calloc(MAXR, sizeof *runs);
     if (!runs) return 1;
     int nr = 0, have_lssa = 0;
@@ -513,7 +760,8 @@ int cmd_extrapolate(int argc, char **argv) {
         lssar_attn_kind a;
         if (args_attn_kind(tok, &a)) { free(runs); return args_error("extrapolate", "--attn: '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu", tok); }
         int reps = a == LSSAR_ATTN_LSSAR ? np : 1;
-        for (int k = 0; k < reps && nr < MAXR; k++) {
+        for (int k = 0; k < reps; k++) {
+            if (nr == MAXB) { free(runs); return args_error("extrapolate", "at most %d runs per seed (the kinds of --attn, one per --lssar-p power for lssar)", MAXB); }
             run_t *r = &runs[nr++];
             r->attn = a;
             r->p = a == LSSAR_ATTN_LSSAR ? (float)pv[k] : 15.0f;
@@ -523,7 +771,7 @@ int cmd_extrapolate(int argc, char **argv) {
         }
         if (a == LSSAR_ATTN_LSSA) have_lssa = 1;
     }
-    if (have_lssa && !no_zeroshot && nr < MAXR) {
+    if (have_lssa && !no_zeroshot && nr < MAXB) {
         run_t *r = &runs[nr++];
         r->attn = LSSAR_ATTN_LSSAR;
         r->p = (float)pv[0];
@@ -531,6 +779,17 @@ int cmd_extrapolate(int argc, char **argv) {
         snprintf(r->name, sizeof r->name, "lssa+lssar-p%g", pv[0]);
         snprintf(r->src, sizeof r->src, "lssa");
     }
+    const int nb = nr;
+    if (nb * seeds > MAXR) { free(runs); return args_error("extrapolate", "%d runs x --seeds %d is more than %d runs", nb, seeds, MAXR); }
+    for (int b = 0; b < nb; b++) runs[b].group = b;
+    for (int k = 1; k < seeds; k++)
+        for (int b = 0; b < nb; b++) {
+            run_t *r = &runs[nr++];
+            *r = runs[b];
+            r->seed_ix = k;
+            snprintf(r->name, sizeof r->name, "%s-s%d", runs[b].name, k);
+            snprintf(r->src, sizeof r->src, "%s-s%d", runs[b].src, k);
+        }
     if ((rc = lssar_mkdirs(out))) { free(runs); return args_error("extrapolate", "%s", lssar_errmsg()); }
 
     // data
@@ -626,17 +885,17 @@ int cmd_extrapolate(int argc, char **argv) {
         ckpt_load_opts lo = run_load_opts(r, device);
         if ((rc = ckpt_load_model(dir, &lo, &g, &step))) break;
         r->step = step;
-        if (r->eval_only) snprintf(cp, sizeof cp, "%s/extrap-%s.json", dir, r->name);
-        else snprintf(cp, sizeof cp, "%s/extrap.json", dir);
+        cache_path(cp, sizeof cp, out, r);
         char extra[256];
         if (mqar) snprintf(extra, sizeof extra, "mqar k%d v%d p%d n%d attn%d p%g", mqar_keys, mqar_values, pairs, mqar_eval_n, r->attn, r->p);
         else snprintf(extra, sizeof extra, "%s attn%d p%g docs%d", hash, r->attn, r->p, have_docs);
         cache_key(key, sizeof key, task, seqs, nf, max_windows, step, extra);
-        if (load_cache(cp, key, r, nf)) {
+        if (load_cache(cp, key, r, nf, mqar, NULL)) {
             if (!o.quiet) fprintf(stderr, "extrapolate: %s: evaluation cached in %s\n", r->name, cp);
             gpt_free(g);
             continue;
         }
+        double *win[MAXF] = {0};   // the per-window losses of each length, for the cache
         lssar_progress pg;
         lssar_progress_start(&pg, r->name, "lengths", nf);
         for (int f = 0; f < nf && !rc; f++) {
@@ -654,7 +913,8 @@ int cmd_extrapolate(int argc, char **argv) {
                 rc = have_docs ? exp_doc_windows(&docs, T, max_windows, &st, &nw) : exp_plain_windows(val.n, T, max_windows, &st, &nw);
                 if (rc) break;
                 r->windows[f] = nw;
-                if (nw > 0) rc = exp_eval_windows(g, &val, st, nw, T, eval_batch, &r->loss[f], &r->se[f]);
+                if (nw > 0 && !(win[f] = malloc((size_t)nw * sizeof *win[f]))) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+                if (nw > 0 && !rc) rc = exp_eval_windows(g, &val, st, nw, T, eval_batch, &r->loss[f], &r->se[f], win[f]);
                 else fprintf(stderr, "extrapolate: note: no held-out document has %d tokens; T = %d is left empty\n", T + 1, T);
                 free(st);
             }
@@ -663,7 +923,8 @@ int cmd_extrapolate(int argc, char **argv) {
             if (!o.quiet) lssar_progress_update(&pg, f + 1, extra2);
         }
         gpt_free(g);
-        if (!rc) save_cache(cp, key, r, seqs, nf, mqar);
+        if (!rc) rc = save_cache(cp, key, r, seqs, nf, mqar, win);
+        for (int f = 0; f < nf; f++) free(win[f]);
     }
     lssar_dist_solo(0);
     if ((rc = lssar_dist_agree(rc))) {
@@ -731,7 +992,7 @@ int cmd_extrapolate(int argc, char **argv) {
     for (int i = 0; i < nr; i++)
         if (!runs[i].eval_only) runs[i].train_s = read_train_seconds(out, runs[i].name);
     // rank 0 alone writes the results; the others wait for it at the end
-    if (rank == 0) rc = write_results(&(results_ctx){runs, nr, seqs, fac, nf, mqar, task, data, hash, max_windows, pairs,
+    if (rank == 0) rc = write_results(&(results_ctx){runs, nr, nb, seeds, seqs, fac, nf, mqar, task, data, hash, max_windows, pairs,
                                                      mqar_keys, mqar_values, mqar_eval_n, nds, ds_names, downstream_limit,
                                                      &o, steps, pos, out, no_plot, t_all});
     rc = lssar_dist_agree(rc);

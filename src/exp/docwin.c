@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exp/docwin.h"
+#include "exp/stats.h"
 #include "train/eval.h"
 
 int exp_docs_load(const char *path, exp_docs *d) {
@@ -111,7 +112,8 @@ int exp_plain_windows(size_t npos, int T, int max_windows, size_t **starts, int 
     return 0;
 }
 
-int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B, double *mean, double *se) {
+int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B, double *mean, double *se,
+                     double *win_out) {
     *mean = NAN; *se = NAN;
     if (n < 1) return lssar_fail(LSSAR_E_SIZE, "no evaluation windows of length %d", T);
     double *win = malloc((size_t)n * sizeof *win);
@@ -119,15 +121,9 @@ int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T,
     // the one evaluation loop (src/train/eval.h), here in this process alone
     int rc = eval_windows(m, s, starts, n, T, B, 0, win, NULL);
     const double per = (double)T * gpt_get_config(m)->channels;
-    double sum = 0, sum2 = 0;
-    for (int w = 0; !rc && w < n; w++) {
-        double l = win[w] / per;
-        sum += l; sum2 += l * l;
-    }
+    for (int w = 0; !rc && w < n; w++) win[w] /= per;   // summed over positions -> mean per token
+    if (!rc) exp_mean_se(win, n, mean, se);
+    if (!rc && win_out) memcpy(win_out, win, (size_t)n * sizeof *win);
     free(win);
-    if (rc) return rc;
-    *mean = sum / n;
-    double var = n > 1 ? (sum2 - sum * sum / n) / (n - 1) : 0;
-    *se = n > 1 ? sqrt(var > 0 ? var : 0) / sqrt((double)n) : 0;
-    return 0;
+    return rc;
 }
