@@ -128,6 +128,7 @@ tgt("eval --model FILE", "safetensors", "m16/model.safetensors", None, "--model"
 tgt("eval --data", "shard", "val.bin", None, "--data", ["eval", "--model", F + "/m16", "--data", "{P}", "--seq", "16,32", "--batches", "2"] + T1)
 tgt("sample --model", "safetensors", "m16/model.safetensors", "m16", "--model", ["sample", "--model", "{W}/m16", "--prompt-ids", "1,2", "--tokens", "3"] + T1)
 tgt("passkey --model", "safetensors", "m257/model.safetensors", "m257", "--model", ["passkey", "--model", "{W}/m257", "--lengths", "256", "--depths", "1", "--trials", "1", "--batch", "1"] + T1)
+tgt("passkey --model A,B (B)", "safetensors", "m257/model.safetensors", "m257", "--model", ["passkey", "--model", F + "/m257,{W}/m257", "--lengths", "256", "--depths", "1", "--trials", "1", "--batch", "1"] + T1)
 tgt("passkey (trainer.safetensors)", "safetensors", "m257/trainer.safetensors", "m257", "--model", ["passkey", "--model", "{W}/m257", "--lengths", "256", "--depths", "1", "--trials", "1", "--batch", "1"] + T1)
 tgt("attnstats --model", "safetensors", "m16/model.safetensors", "m16", "--model", ["attnstats", "--model", "{W}/m16", "--data", F + "/val.bin", "--seq", "16", "--windows", "1", "--rows", "2"] + T1)
 tgt("attnstats --data", "shard", "val.bin", None, "--data", ["attnstats", "--model", F + "/m16", "--data", "{P}", "--seq", "16,64", "--windows", "2", "--rows", "2"] + T1)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_exp.sh - the experiment commands end to end on tiny configs (seconds): extrapolate (text
-# and mqar, resumable, --seeds with intervals over seeds), attnstats and passkey with JSON and plots, and bad input.
+# and mqar, resumable, --seeds with intervals over seeds), attnstats and passkey (one model, and seeds
+# pooled) with JSON and plots, and bad input.
 # Binary: $LSSAR_BIN, else build/lssar. Ends with "test_exp_sh: N passed, M failed".
 cd "$(dirname "$0")/.."
 LSSAR=${LSSAR_BIN:-build/lssar}
@@ -164,6 +165,50 @@ assert [(x["length"], x["depth"]) for x in r] == [(300, 0), (300, 0.5), (300, 1)
 for x in r: assert x["trials"] == 2 and 0 <= x["accuracy"] <= 1 and 0 <= x["digit_accuracy"] <= 1
 EOF' "$out"
 [ $have_plot -eq 1 ] && check "passkey heatmap written" '[ -s "$tmp/pk.png" ]'
+check "passkey JSON of one model: models is [it], per_model its accuracies, trials the flag's" 'python3 - "$P" "$tmp/ex/lssa" <<EOF
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["model"] == sys.argv[2] and j["models"] == [sys.argv[2]] and j["trials"] == 2
+for x in j["results"]:
+    assert x["successes"] == round(x["accuracy"] * 2) and x["per_model"] == [{"model": sys.argv[2], "accuracy": x["accuracy"], "digit_accuracy": x["digit_accuracy"]}], x
+EOF' "$(head -c 2000 "$P")"
+
+# pooled over seeds: the two softmax seeds of the --seeds 2 run, on the same keys
+PKF="--lengths 300,400 --depths 3 --trials 3 --batch 2 --threads 1"
+SA="$tmp/sx/softmax"; SB="$tmp/sx/softmax-s1"
+"$LSSAR" passkey --model "$SA" $PKF --json "$tmp/pka.json" >/dev/null 2>&1
+"$LSSAR" passkey --model "$SB" $PKF --json "$tmp/pkb.json" >/dev/null 2>&1
+out=$("$LSSAR" passkey --model "$SA,$SB" $PKF --json "$tmp/pkab.json" 2>&1); rc=$?
+check "passkey --model A,B pools the seeds" '[ $rc -eq 0 ] && grep -q "2 models pooled" <<<"$out" && grep -q "6 trials per cell (3 per model)" <<<"$out" && grep -q "softmax-s1: " <<<"$out"' "$out"
+check "pooled passkey: trials and successes summed, accuracy the mean, per_model = the single runs, Wilson of the pooled counts" 'python3 - "$tmp/pkab.json" "$tmp/pka.json" "$tmp/pkb.json" "$SA" "$SB" <<EOF
+import json, sys, math
+j, a, b = (json.load(open(f)) for f in sys.argv[1:4])
+assert j["models"] == sys.argv[4:6] and j["trials"] == 3 and a["trials"] == 3
+assert len(j["results"]) == 6
+z = 1.96
+for x, xa, xb in zip(j["results"], a["results"], b["results"]):
+    assert (x["length"], x["depth"]) == (xa["length"], xa["depth"]) == (xb["length"], xb["depth"])
+    assert x["trials"] == 2 * xa["trials"] == 2 * xb["trials"] == 6, x
+    pm = x["per_model"]
+    assert [m["model"] for m in pm] == sys.argv[4:6]
+    # the same keys as a run of each model alone
+    assert [(m["accuracy"], m["digit_accuracy"]) for m in pm] == [(xa["accuracy"], xa["digit_accuracy"]), (xb["accuracy"], xb["digit_accuracy"])], (pm, xa, xb)
+    assert x["successes"] == xa["successes"] + xb["successes"]
+    assert abs(x["accuracy"] - (xa["accuracy"] + xb["accuracy"]) / 2) < 1e-12 and abs(x["accuracy"] - x["successes"] / 6) < 1e-12
+    assert abs(x["digit_accuracy"] - (xa["digit_accuracy"] + xb["digit_accuracy"]) / 2) < 1e-12
+    k, n = x["successes"], x["trials"]
+    ph = k / n; den = 1 + z * z / n
+    c = (ph + z * z / (2 * n)) / den; h = z * math.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n)) / den
+    assert abs(x["lo"] - max(0, c - h)) < 1e-12 and abs(x["hi"] - min(1, c + h)) < 1e-12, (x, c - h, c + h)
+assert any(x["digit_accuracy"] > 0 for x in j["results"]), "an all-zero run checks little"
+EOF' "$(head -c 2000 "$tmp/pkab.json")"
+out=$("$LSSAR" train --data "$tmp/data/train_000.bin" --val "$tmp/data/val.bin" --vocab 300 --out "$tmp/v300" --layers 1 --heads 2 --dim 16 --seq 32 --batch 2 --steps 1 --threads 1 --quiet 2>&1)
+out=$("$LSSAR" passkey --model "$SA,$tmp/v300" $PKF 2>&1); rc=$?
+check "passkey pooling models of different vocabularies names the one that differs" '[ $rc -eq 2 ] && [ "$(grep -c "lssar passkey" <<<"$out")" = 1 ] && grep -q "$tmp/v300 has a vocabulary of 300 ids but $SA has 257" <<<"$out"' "$out"
+out=$("$LSSAR" passkey --model "$SA,$tmp/sx/lssa" $PKF 2>&1); rc=$?
+check "passkey pooling different kinds is refused" '[ $rc -eq 2 ] && grep -q "$tmp/sx/lssa (lssa attention" <<<"$out" && grep -q "seeds of one configuration" <<<"$out"' "$out"
+out=$("$LSSAR" passkey --model "$SA,$SA" $PKF 2>&1); rc=$?
+check "passkey --model naming a model twice is refused" '[ $rc -eq 2 ] && grep -q "twice" <<<"$out"' "$out"
 
 # bad input: clear messages, exit 2 for flags, no crash
 out=$("$LSSAR" extrapolate --out "$tmp/x" 2>&1); rc=$?

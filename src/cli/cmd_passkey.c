@@ -11,6 +11,7 @@
 #include "lssar.h"
 #include "exp/common.h"
 #include "model/checkpoint.h"
+#include "model/safetensors.h"
 #include "exp/passkey.h"
 #include "exp/plot.h"
 #include "core/json.h"
@@ -25,11 +26,53 @@ static const char *ABOUT =
     "The tokenizer follows the model's vocabulary (257: byte, >= 50257: GPT-2).\n"
     "Small models cannot do this untrained: see `lssar train --passkey-mix F` (the fraction F used in\n"
     "training is read from the run's trainer.safetensors metadata when present, and reported).\n"
+    "Several models (--model A,B,C: typically the seeds of one kind, which must share the vocabulary,\n"
+    "the attention kind, the training length and the passkey mix) are scored on the same keys and\n"
+    "pooled: per cell the successes and trials summed over the models, the Wilson interval of the\n"
+    "pooled proportion, and each model's overall accuracy under the table. The seeds of an\n"
+    "`lssar extrapolate --seeds 3` run: --model out/lssar-p15,out/lssar-p15-s1,out/lssar-p15-s2.\n"
     "--json FILE: {\"results\": [{\"length\", \"depth\", \"accuracy\", \"digit_accuracy\", \"trials\", \"lo\",\n"
-    "\"hi\"}], \"passkey_mix\": F}. --plot FILE.png: heatmap of accuracy, length x depth.";
+    "\"hi\", \"successes\", \"per_model\": [{\"model\", \"accuracy\", \"digit_accuracy\"}]}], \"passkey_mix\": F,\n"
+    "\"trials\": keys per cell and model, \"models\": [...]} (a cell's \"trials\" and \"successes\" are\n"
+    "pooled over the models). --plot FILE.png: heatmap of the (pooled) accuracy, length x depth.";
 
 #define MAXL 16
 #define MAXD 64
+#define MAXM 64
+
+// What must agree between pooled models, read from each model file's metadata before any scoring
+// (so that a mismatch in the last model costs no scoring of the first ones).
+typedef struct {
+    int vocab, channels, max_seq;
+    char kind[64];
+    double mix;
+} pk_info;
+
+static void kind_name(lssar_attn_kind a, float p, char *out, size_t n) {
+    if (a == LSSAR_ATTN_LSSAR) snprintf(out, n, "lssar p=%g", p);
+    else snprintf(out, n, "%s", lssar_attn_name(a));
+}
+
+static int pk_read_info(const char *model, const ckpt_load_opts *load, pk_info *in) {
+    char file[4096];
+    int rc = ckpt_model_path(model, file, sizeof file);
+    if (rc) return rc;
+    st_file f;
+    if ((rc = st_open(&f, file))) return rc;
+    gpt_config c;
+    rc = ckpt_config_from_meta(&f, &c, NULL);
+    st_close(&f);
+    if (rc) return rc;
+    // as ckpt_load_model will build it (an --attn it refuses is refused there, by name)
+    if (load->set_attn) c.attn = load->attn;
+    if (load->p > 0) c.p = load->p;
+    in->vocab = c.vocab;
+    in->channels = c.channels;
+    in->max_seq = c.max_seq;
+    kind_name(c.attn, c.p, in->kind, sizeof in->kind);
+    in->mix = exp_passkey_mix(model);
+    return 0;
+}
 
 int cmd_passkey(int argc, char **argv) {
     const char *model = NULL, *lengths_s = NULL, *json = NULL, *plot = NULL, *attn = NULL;
@@ -38,14 +81,14 @@ int cmd_passkey(int argc, char **argv) {
     uint64_t seed = 1;
     const char *device_name = "cpu";
     arg_spec sp[] = {
-        {"model", ARG_STR, &model, "run directory (or .safetensors file)", 1, 0},
+        {"model", ARG_STR, &model, "run directory (or .safetensors file); several, comma-separated, are pooled", 1, 0},
         {"lengths", ARG_STR, &lengths_s, "sequence lengths L1,L2,... (tokens the model reads)", 1, 0},
         {"depths", ARG_INT, &depths, "needle depths, evenly spaced from 0% to 100%", 0, 0},
-        {"trials", ARG_INT, &trials, "random keys per length and depth", 0, 0},
+        {"trials", ARG_INT, &trials, "random keys per length and depth (and model)", 0, 0},
         {"batch", ARG_INT, &batch, "sequences per forward pass", 0, 0},
         {"attn", ARG_STR, &attn, "evaluate with this kind instead (lssa <-> lssar only)", 0, 0},
         {"p", ARG_FLOAT, &p, "LSSAR power override (0: the model's)", 0, 0},
-        {"seed", ARG_U64, &seed, "seed of the keys", 0, 0},
+        {"seed", ARG_U64, &seed, "seed of the keys (the same for every model)", 0, 0},
         {"json", ARG_STR, &json, "write the results here", 0, 0},
         {"plot", ARG_STR, &plot, "write a heatmap PNG here (gnuplot)", 0, 0},
         {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
@@ -63,84 +106,91 @@ int cmd_passkey(int argc, char **argv) {
     if (threads > 0) omp_set_num_threads(threads);
     ckpt_load_opts load = {.set_attn = attn != NULL, .p = p, .device = device};
     if (attn && args_attn_kind(attn, &load.attn)) return args_error("passkey", "--attn '%s' is unknown", attn);
-    gpt *g = NULL;
-    if ((rc = ckpt_load_model(model, &load, &g, NULL))) return args_error("passkey", "%s", lssar_errmsg());
-    const gpt_config *c = gpt_get_config(g);
-    if (c->channels != 1) { gpt_free(g); return args_error("passkey", "the passkey test needs a one-channel text model"); }
+
+    // --model A,B,C: the models to pool (one is the plain single-model test)
+    static char list[8192];
+    if (strlen(model) >= sizeof list) return args_error("passkey", "--model is longer than %zu characters", sizeof list - 1);
+    snprintf(list, sizeof list, "%s", model);
+    char *names[MAXM];
+    int nm = 0;
+    for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+        if (nm == MAXM) return args_error("passkey", "--model names more than %d models", MAXM);
+        for (int j = 0; j < nm; j++)
+            if (!strcmp(names[j], t)) return args_error("passkey", "--model names %s twice: pooling it twice would count the same trials twice", t);
+        names[nm++] = t;
+    }
+    if (nm < 1) return args_error("passkey", "--model names no model");
+    static pk_info info[MAXM];
+    for (int m = 0; m < nm; m++) {
+        if ((rc = pk_read_info(names[m], &load, &info[m]))) return args_error("passkey", "%s", lssar_errmsg());
+        if (m == 0) continue;
+        const pk_info *a = &info[0], *b = &info[m];
+        if (b->vocab != a->vocab)
+            return args_error("passkey", "%s has a vocabulary of %d ids but %s has %d: the models pooled by --model must share the tokenizer",
+                              names[m], b->vocab, names[0], a->vocab);
+        if (strcmp(b->kind, a->kind) || b->max_seq != a->max_seq || fabs(b->mix - a->mix) > 1e-9)
+            return args_error("passkey", "%s (%s attention, trained at T=%d, passkey mix %g) differs from %s (%s, T=%d, mix %g): --model pools only the seeds of one configuration",
+                              names[m], b->kind, b->max_seq, b->mix, names[0], a->kind, a->max_seq, a->mix);
+    }
+    if (info[0].channels != 1) return args_error("passkey", "the passkey test needs a one-channel text model");
     lssar_tokenizer *tok = NULL;
-    if ((rc = passkey_tokenizer_for_vocab(c->vocab, &tok))) { gpt_free(g); return args_error("passkey", "%s", lssar_errmsg()); }
+    if ((rc = passkey_tokenizer_for_vocab(info[0].vocab, &tok))) return args_error("passkey", "%s", lssar_errmsg());
     passkey_pieces pp;
-    if ((rc = passkey_pieces_init(&pp, tok))) { lssar_tokenizer_free(tok); gpt_free(g); return args_error("passkey", "%s", lssar_errmsg()); }
+    if ((rc = passkey_pieces_init(&pp, tok))) { lssar_tokenizer_free(tok); return args_error("passkey", "%s", lssar_errmsg()); }
     int minlen = passkey_min_len(&pp) - 1;
     for (int i = 0; i < nl; i++)
         if (lens[i] < minlen) {
             rc = args_error("passkey", "--lengths %d is too short: the prompt needs at least %d %s tokens", lens[i], minlen, lssar_tokenizer_name(tok));
-            passkey_pieces_free(&pp); lssar_tokenizer_free(tok); gpt_free(g);
+            passkey_pieces_free(&pp); lssar_tokenizer_free(tok);
             return rc; }
-    double mix = exp_passkey_mix(model);
+    const int nc = nl * depths;
+    // per model m and cell k: mok[m * nc + k] successes of `trials`, mds the summed digit accuracies
+    int *mok = calloc((size_t)nm * nc, sizeof(int));
+    double *mds = calloc((size_t)nm * nc, sizeof(double));
+    if (!mok || !mds) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    lssar_progress pg;
+    lssar_progress_start(&pg, "passkey", "cells", (double)nm * nc);
+    for (int m = 0; m < nm && !rc; m++) {
+        gpt *g = NULL;
+        if ((rc = ckpt_load_model(names[m], &load, &g, NULL))) break;
+        // the metadata was read from this file a moment ago; the loaded model must still agree
+        if (gpt_get_config(g)->vocab != info[0].vocab) rc = lssar_fail(LSSAR_E_FORMAT, "%s changed while it was read", names[m]);
+        if (!rc) rc = passkey_eval(g, &pp, lens, nl, depths, trials, batch, seed, mok + (size_t)m * nc, mds + (size_t)m * nc, &pg, (double)m * nc);
+        gpt_free(g);
+    }
+    passkey_pieces_free(&pp);
+    char tokname[16];
+    snprintf(tokname, sizeof tokname, "%s", lssar_tokenizer_name(tok));
+    lssar_tokenizer_free(tok);
+    if (rc) { free(mok); free(mds); fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
+
+    // pooled over the models: every model has `trials` keys per cell, the same keys
+    const int ntr = nm * trials;
     static double acc[MAXL * MAXD], dacc[MAXL * MAXD], lo[MAXL * MAXD], hi[MAXL * MAXD];
     static int ok_n[MAXL * MAXD];
-    double dv[MAXD], lv[MAXL];
-    for (int d = 0; d < depths; d++) dv[d] = depths == 1 ? 0.5 : (double)d / (depths - 1);
-    int maxL = 0;
-    for (int i = 0; i < nl; i++) { lv[i] = lens[i]; if (lens[i] > maxL) maxL = lens[i]; }
-    int B = batch < trials ? batch : trials;
-    uint16_t *seq = malloc(sizeof(uint16_t) * (size_t)B * (maxL + 1)), *in = malloc(sizeof(uint16_t) * (size_t)B * maxL);
-    uint16_t *pred = malloc(sizeof(uint16_t) * (size_t)B * maxL);
-    int *apos = malloc(sizeof(int) * B), *alen = malloc(sizeof(int) * B);
-    if (!seq || !in || !pred || !apos || !alen) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
-    lssar_progress pg;
-    lssar_progress_start(&pg, "passkey", "cells", (double)nl * depths);
-    for (int li = 0; li < nl && !rc; li++) {
-        int L = lens[li];
-        if ((rc = gpt_reserve(g, B, L, 0))) break;
-        for (int d = 0; d < depths && !rc; d++) {
-            lssar_rng rng;
-            lssar_rng_stream(&rng, seed, (uint64_t)li * 1000 + d);
-            int ok = 0;
-            double dsum = 0;
-            for (int t0 = 0; t0 < trials && !rc; t0 += B) {
-                int b = trials - t0 < B ? trials - t0 : B;
-                for (int i = 0; i < b && !rc; i++) {
-                    int key = 10000 + (int)lssar_rng_below(&rng, 90000);
-                    rc = passkey_build(&pp, L + 1, dv[d], key, seq + (size_t)i * (L + 1), &apos[i], &alen[i]);
-                    memcpy(in + (size_t)i * L, seq + (size_t)i * (L + 1), sizeof(uint16_t) * L);
-                }
-                if (rc) break;
-                if ((rc = gpt_forward(g, in, NULL, b, L, NULL))) break;
-                if ((rc = gpt_get_argmax(g, pred))) break;
-                for (int i = 0; i < b; i++) {
-                    double da = 0;
-                    ok += passkey_score(&pp, seq + (size_t)i * (L + 1), pred + (size_t)i * L, apos[i], alen[i], &da);
-                    dsum += da;
-                }
-            }
-            int k = li * depths + d;
-            ok_n[k] = ok;
-            acc[k] = (double)ok / trials;
-            dacc[k] = dsum / trials;
-            wilson_interval(ok, trials, 1.96, &lo[k], &hi[k]);
-            char ex[64];
-            snprintf(ex, sizeof ex, "L=%d depth=%.0f%% acc=%.2f", L, 100 * dv[d], acc[k]);
-            lssar_progress_update(&pg, li * depths + d + 1, ex);
-        }
+    for (int k = 0; k < nc; k++) {
+        int ok = 0;
+        double ds = 0;
+        for (int m = 0; m < nm; m++) { ok += mok[(size_t)m * nc + k]; ds += mds[(size_t)m * nc + k]; }
+        ok_n[k] = ok;
+        acc[k] = (double)ok / ntr;
+        dacc[k] = ds / ntr;
+        wilson_interval(ok, ntr, 1.96, &lo[k], &hi[k]);
     }
-    free(seq); free(in); free(pred); free(apos); free(alen);
-    passkey_pieces_free(&pp);
-    const char *tname = lssar_tokenizer_name(tok);
-    char tokname[16];
-    snprintf(tokname, sizeof tokname, "%s", tname);
-    lssar_tokenizer_free(tok);
-    char kind[64];
-    if (c->attn == LSSAR_ATTN_LSSAR) snprintf(kind, sizeof kind, "lssar p=%g", c->p);
-    else snprintf(kind, sizeof kind, "%s", lssar_attn_name(c->attn));
-    int train_T = c->max_seq;
-    gpt_free(g);
-    if (rc) { fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
+    double dv[MAXD], lv[MAXL];
+    for (int d = 0; d < depths; d++) dv[d] = passkey_depth(d, depths);
+    for (int i = 0; i < nl; i++) lv[i] = lens[i];
+    const char *kind = info[0].kind;
+    const int train_T = info[0].max_seq;
+    const double mix = info[0].mix;
 
     // table: accuracy per length x depth, then per length overall with its Wilson interval
-    printf("passkey retrieval: %s (%s attention, trained at T=%d, passkey mix %g), %d trials per cell, %s tokens\n",
-           model, kind, train_T, mix, trials, tokname);
+    if (nm == 1)
+        printf("passkey retrieval: %s (%s attention, trained at T=%d, passkey mix %g), %d trials per cell, %s tokens\n",
+               model, kind, train_T, mix, trials, tokname);
+    else
+        printf("passkey retrieval: %d models pooled (%s attention, trained at T=%d, passkey mix %g), %d trials per cell (%d per model), %s tokens\n",
+               nm, kind, train_T, mix, ntr, trials, tokname);
     printf("%-8s", "length");
     for (int d = 0; d < depths; d++) printf(" %5.0f%%", 100 * dv[d]);
     printf(" | %-6s %-13s %s\n", "all", "95% CI", "digits");
@@ -150,9 +200,17 @@ int cmd_passkey(int argc, char **argv) {
         double ds = 0;
         for (int d = 0; d < depths; d++) { int k = li * depths + d; printf(" %6.2f", acc[k]); tot += ok_n[k]; ds += dacc[k]; }
         double l, h;
-        wilson_interval(tot, trials * depths, 1.96, &l, &h);
-        printf(" | %6.3f [%.2f, %.2f] %6.3f\n", (double)tot / (trials * depths), l, h, ds / depths);
+        wilson_interval(tot, ntr * depths, 1.96, &l, &h);
+        printf(" | %6.3f [%.2f, %.2f] %6.3f\n", (double)tot / (ntr * depths), l, h, ds / depths);
     }
+    if (nm > 1)   // each model over all cells: how far the seeds disagree
+        for (int m = 0; m < nm; m++) {
+            int tot = 0;
+            for (int k = 0; k < nc; k++) tot += mok[(size_t)m * nc + k];
+            double l, h;
+            wilson_interval(tot, trials * nc, 1.96, &l, &h);
+            printf("  %s: %6.3f [%.2f, %.2f]\n", names[m], (double)tot / (trials * nc), l, h);
+        }
     if (json) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "model", model);
@@ -161,6 +219,8 @@ int cmd_passkey(int argc, char **argv) {
         cJSON_AddStringToObject(root, "tokenizer", tokname);
         cJSON_AddNumberToObject(root, "passkey_mix", mix);
         cJSON_AddNumberToObject(root, "trials", trials);
+        cJSON *ma = cJSON_AddArrayToObject(root, "models");
+        for (int m = 0; m < nm; m++) cJSON_AddItemToArray(ma, cJSON_CreateString(names[m]));
         cJSON *ra = cJSON_AddArrayToObject(root, "results");
         for (int li = 0; li < nl; li++)
             for (int d = 0; d < depths; d++) {
@@ -170,21 +230,32 @@ int cmd_passkey(int argc, char **argv) {
                 cJSON_AddNumberToObject(e, "depth", dv[d]);
                 cJSON_AddNumberToObject(e, "accuracy", acc[k]);
                 cJSON_AddNumberToObject(e, "digit_accuracy", dacc[k]);
-                cJSON_AddNumberToObject(e, "trials", trials);
+                cJSON_AddNumberToObject(e, "trials", ntr);
                 cJSON_AddNumberToObject(e, "lo", lo[k]);
                 cJSON_AddNumberToObject(e, "hi", hi[k]);
+                cJSON_AddNumberToObject(e, "successes", ok_n[k]);
+                cJSON *pm = cJSON_AddArrayToObject(e, "per_model");
+                for (int m = 0; m < nm; m++) {
+                    cJSON *x = cJSON_CreateObject();
+                    cJSON_AddStringToObject(x, "model", names[m]);
+                    cJSON_AddNumberToObject(x, "accuracy", (double)mok[(size_t)m * nc + k] / trials);
+                    cJSON_AddNumberToObject(x, "digit_accuracy", mds[(size_t)m * nc + k] / trials);
+                    cJSON_AddItemToArray(pm, x);
+                }
                 cJSON_AddItemToArray(ra, e);
             }
         rc = lssar_write_json(json, root);
         cJSON_Delete(root);
-        if (rc) { fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
+        if (rc) { free(mok); free(mds); fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
         printf("json: %s\n", json);
     }
+    free(mok); free(mds);
     if (plot) {
         double dp[MAXD];
         for (int d = 0; d < depths; d++) dp[d] = round(100 * dv[d]);
         char title[256];
-        snprintf(title, sizeof title, "passkey accuracy, %s (trained at T=%d, mix %g)", kind, train_T, mix);
+        if (nm == 1) snprintf(title, sizeof title, "passkey accuracy, %s (trained at T=%d, mix %g)", kind, train_T, mix);
+        else snprintf(title, sizeof title, "passkey accuracy, %s, %d models pooled (trained at T=%d, mix %g)", kind, nm, train_T, mix);
         if (plot_heatmap(plot, title, "needle depth (%)", "length (tokens)", nl, lv, depths, dp, acc, 0, 1)) {
             fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg());
             return 1;

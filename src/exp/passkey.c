@@ -209,6 +209,60 @@ int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t 
     return all;
 }
 
+double passkey_depth(int d, int depths) { return depths == 1 ? 0.5 : (double)d / (depths - 1); }
+
+int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int depths, int trials, int batch,
+                 uint64_t seed, int *ok_n, double *dsum_n, lssar_progress *pg, double pg_done) {
+    if (!g || !pp || !lens || !ok_n || !dsum_n) return lssar_fail(LSSAR_E_NULL, "passkey_eval: NULL argument");
+    if (nl < 1 || depths < 1 || trials < 1 || batch < 1) return lssar_fail(LSSAR_E_ARG, "passkey_eval: empty grid");
+    int maxL = 0;
+    for (int i = 0; i < nl; i++) if (lens[i] > maxL) maxL = lens[i];
+    int B = batch < trials ? batch : trials;
+    uint16_t *seq = malloc(sizeof(uint16_t) * (size_t)B * (maxL + 1)), *in = malloc(sizeof(uint16_t) * (size_t)B * maxL);
+    uint16_t *pred = malloc(sizeof(uint16_t) * (size_t)B * maxL);
+    int *apos = malloc(sizeof(int) * B), *alen = malloc(sizeof(int) * B);
+    int rc = 0;
+    if (!seq || !in || !pred || !apos || !alen) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    for (int li = 0; li < nl && !rc; li++) {
+        int L = lens[li];
+        if ((rc = gpt_reserve(g, B, L, 0))) break;
+        for (int d = 0; d < depths && !rc; d++) {
+            double dv = passkey_depth(d, depths);
+            lssar_rng rng;
+            lssar_rng_stream(&rng, seed, (uint64_t)li * 1000 + d);
+            int ok = 0;
+            double dsum = 0;
+            for (int t0 = 0; t0 < trials && !rc; t0 += B) {
+                int b = trials - t0 < B ? trials - t0 : B;
+                for (int i = 0; i < b && !rc; i++) {
+                    int key = 10000 + (int)lssar_rng_below(&rng, 90000);
+                    rc = passkey_build(pp, L + 1, dv, key, seq + (size_t)i * (L + 1), &apos[i], &alen[i]);
+                    memcpy(in + (size_t)i * L, seq + (size_t)i * (L + 1), sizeof(uint16_t) * L);
+                }
+                if (rc) break;
+                if ((rc = gpt_forward(g, in, NULL, b, L, NULL))) break;
+                if ((rc = gpt_get_argmax(g, pred))) break;
+                for (int i = 0; i < b; i++) {
+                    double da = 0;
+                    ok += passkey_score(pp, seq + (size_t)i * (L + 1), pred + (size_t)i * L, apos[i], alen[i], &da);
+                    dsum += da;
+                }
+            }
+            if (rc) break;
+            int k = li * depths + d;
+            ok_n[k] = ok;
+            dsum_n[k] = dsum;
+            if (pg) {
+                char ex[64];
+                snprintf(ex, sizeof ex, "L=%d depth=%.0f%% acc=%.2f", L, 100 * dv, (double)ok / trials);
+                lssar_progress_update(pg, pg_done + k + 1, ex);
+            }
+        }
+    }
+    free(seq); free(in); free(pred); free(apos); free(alen);
+    return rc;
+}
+
 void wilson_interval(int k, int n, double z, double *lo, double *hi) {
     if (n <= 0) { *lo = 0; *hi = 1; return; }
     double ph = (double)k / n, z2 = z * z;

@@ -77,6 +77,18 @@ int passkey_train_source(void *arg, const train_source_env *env, const train_sou
 int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos,
                   int ans_len, double *digit_acc);
 
+/* The needle depth of column d of `depths` evenly spaced from 0 to 1 (0.5 when depths is 1). */
+double passkey_depth(int d, int depths);
+
+/* Score one model over lengths x depths (cell k = li * depths + d): `trials` random keys per cell,
+   `batch` sequences per forward pass, teacher-forced (passkey_score). The keys of cell (li, d) come
+   from the stream (seed, li * 1000 + d) alone, so every model scored with the same seed sees the
+   same keys: that is what lets `lssar passkey --model A,B,...` pool seeds trial for trial.
+   ok[k] receives the successes, dsum[k] the summed digit accuracies (both nl * depths long).
+   pg (may be NULL) is advanced by one per cell from pg_done. */
+int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int depths, int trials, int batch,
+                 uint64_t seed, int *ok, double *dsum, lssar_progress *pg, double pg_done);
+
 /* Wilson score interval for k successes in n trials at z (1.96 for 95%). */
 void wilson_interval(int k, int n, double z, double *lo, double *hi);
 
