@@ -476,7 +476,7 @@ static void test_weights_match_kernel(void) {
     float ss[2] = {0.7f, 1.3f};
     for (int kind = 0; kind < 4; kind++)
         for (int pi = 0; pi < (kind == LSSAR_ATTN_LSSAR ? 2 : 1); pi++) {
-            lssar_attn_desc d = {(lssar_attn_kind)kind, pi ? 3.0f : 15.0f, kind == LSSAR_ATTN_SSMAX ? ss : NULL};
+            lssar_attn_desc d = {.kind = (lssar_attn_kind)kind, .p = pi ? 3.0f : 15.0f, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? ss : NULL};
             CHECK(lssar_attn_forward(&d, B, T, H, D, q, k, v, out) == 0, "kernel %d", kind);
             double maxerr = 0, sumerr = 0;
             for (int h = 0; h < H; h++)
