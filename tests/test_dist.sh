@@ -33,6 +33,9 @@ $MPI "$LSSAR" train $F $V --out "$tmp/two_v" >/dev/null 2>&1
 vl() { grep -o '"val_loss":[^,]*' "$1/log.jsonl" | tr '\n' ' '; }
 [ "$(vl "$tmp/one_v")" = "$(vl "$tmp/two_v")" ] && [ "$(vl "$tmp/one_v" | wc -w)" = 2 ]
 check $? "so are the validation losses, their batches split over the ranks: $(vl "$tmp/two_v")"
+out=$($MPI -x LSSAR_TEST_OVERLAP=1 "$LSSAR" train $F --out "$tmp/two_b" 2>&1); rc=$?
+same "$tmp/one" "$tmp/two_b"; r2=$?
+check $((rc || r2)) "with the gradient sums started inside the backward (buckets, as on GPUs): the same bits" "$out"
 "$LSSAR" train $F --accum 4 --out "$tmp/one4" >/dev/null 2>&1
 out=$($MPI "$LSSAR" train $F --accum 2 --out "$tmp/two4" 2>&1); rc=$?
 same "$tmp/one4" "$tmp/two4"; r2=$?

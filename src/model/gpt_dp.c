@@ -23,6 +23,7 @@ struct gpt_dp {
     // the micro-batch being computed (its index in this rank's step), and the blocks of its
     // gradient summed already: [ready_block, nblocks), by the backward's grads_ready calls
     int micro;
+    int overlap;               // sum buckets inside the backward (gpt_dp_overlap)
     size_t ready_block;
     size_t *boff, *bcnt;       // (ranks) each: a bucket's pieces (part r's share of the bucket)
 };
@@ -94,8 +95,7 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
     }
     if (!ok) { gpt_dp_free(dp); return lssar_fail(LSSAR_E_NOMEM, "out of memory for the data-parallel buffers (%zu MiB)", mine * 4 * (size_t)(dp->ranks + 3) >> 20); }
     dp->ready_block = dp->nblocks;
-    m->grads_ready = grads_ready;
-    m->grads_ready_user = dp;
+    gpt_dp_overlap(dp, m->be->dist_wait != NULL);
     *out = dp;
     return 0;
 }
@@ -141,6 +141,12 @@ int gpt_dp_add_grads(gpt_dp *dp, int a) {
 }
 
 double gpt_dp_comm_seconds(const gpt_dp *dp) { return dp->comm_s; }
+
+void gpt_dp_overlap(gpt_dp *dp, int on) {
+    dp->overlap = on;
+    dp->m->grads_ready = on ? grads_ready : NULL;
+    dp->m->grads_ready_user = on ? dp : NULL;
+}
 
 // The global norm: this rank's blocks' sums of squares, gathered, added in block order.
 static int grad_norm(gpt_dp *dp, double *ss) {

@@ -20,9 +20,11 @@
  * model's backward (grads_ready, gpt_internal.h), which says after each block which flat range is
  * final; the whole blocks in it are summed at once (a bucket), last layers first, and
  * gpt_dp_add_grads sums what is left (the embeddings, and blocks that straddle a layer boundary).
- * A sum is elementwise, so the buckets change no bit. On the CUDA backend the buckets run on a
- * second stream (nn_backend's dist_wait), beside the backward of the earlier layers; on the CPU
- * they run in turn (at 2 ranks the sums take about 1% of a step: nothing to hide).
+ * A sum is elementwise, so the buckets change no bit. It is on where the backend runs the sums
+ * beside its compute (nn_backend's dist_wait: the CUDA backend, a second stream), and off on the
+ * CPU, where the sums are synchronous: there every bucket is one more point where the ranks wait
+ * for each other, for nothing hidden (bench/dist_train.sh, 2 ranks: 4.4% of a step in the
+ * collectives with buckets, 1% without).
  *
  * The flat buffers (parameters, gradients, moments: gpt_internal.h) are split into ranks parts of
  * whole blocks. Rank r owns part r: it holds the step's summed gradient for that part only.
@@ -60,6 +62,10 @@ int gpt_dp_gather_moments(gpt_dp *dp);
 void gpt_dp_drop_moments(gpt_dp *dp);
 /* Floats of AdamW moments this rank keeps (2 x its part under zero 1, 2 x all of them else). */
 size_t gpt_dp_moment_floats(const gpt_dp *dp);
+/* Turn the buckets inside the backward on or off (the default: on where the backend has
+   dist_wait). Either gives the same bits; the test hook LSSAR_TEST_OVERLAP=1 of the trainer turns
+   them on, so the bucketed path is tested on the CPU too. */
+void gpt_dp_overlap(gpt_dp *dp, int on);
 /* Seconds this rank spent in the gradient and parameter collectives so far (waiting for the other
    ranks included; a job of one rank: the local copies). */
 double gpt_dp_comm_seconds(const gpt_dp *dp);

@@ -523,6 +523,7 @@ int train_run(const train_opts *o, train_result *r) {
         if (!logf && !quiet) fprintf(stderr, "lssar train: warning: cannot open %s (%s): training without a log\n", lp, strerror(errno));
     }
     if ((rc = gpt_dp_create(m, accum, o->zero, &dp))) goto setup_done;
+    if (env_long("LSSAR_TEST_OVERLAP") == 1) gpt_dp_overlap(dp, 1);   // test hook (tests/test_dist.sh)
     in = malloc(sizeof(uint16_t) * B * T * C);
     tg = malloc(sizeof(uint16_t) * B * T * C);
     if (!in || !tg) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for batches");
