@@ -232,10 +232,7 @@ int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt, int
 #endif
 }
 
-void lssar_dist_share(long n, long *lo, long *hi) {
-    *lo = (long)((long long)n * g_rank / g_size);
-    *hi = (long)((long long)n * (g_rank + 1) / g_size);
-}
+void lssar_dist_share(long n, long *lo, long *hi) { lssar_dist_share_of(n, g_rank, lo, hi); }
 
 int lssar_dist_allgather_bytes(const void *mine, size_t n, char **all, size_t *total, size_t *counts) {
     *all = NULL;

@@ -23,7 +23,6 @@ struct gpt_dp {
     // the micro-batch being computed (its index in this rank's step), and the blocks of its
     // gradient summed already: [ready_block, nblocks), by the backward's grads_ready calls
     int micro;
-    int overlap;               // sum buckets inside the backward (gpt_dp_overlap)
     size_t ready_block;
     size_t *boff, *bcnt;       // (ranks) each: a bucket's pieces (part r's share of the bucket)
 };
@@ -143,7 +142,6 @@ int gpt_dp_add_grads(gpt_dp *dp, int a) {
 double gpt_dp_comm_seconds(const gpt_dp *dp) { return dp->comm_s; }
 
 void gpt_dp_overlap(gpt_dp *dp, int on) {
-    dp->overlap = on;
     dp->m->grads_ready = on ? grads_ready : NULL;
     dp->m->grads_ready_user = on ? dp : NULL;
 }
