@@ -308,7 +308,7 @@ void lssar_train_defaults(lssar_train_options *o);
 
 typedef struct {
     long long step;         /* optimizer steps done when the run ended */
-    double train_loss;      /* mean micro-batch loss of the last step */
+    double train_loss;      /* mean micro-batch loss of the last step (NaN when no step ran) */
     double val_loss;        /* last validation loss; NaN without val */
     double seconds;
 } lssar_train_result;

@@ -12,6 +12,7 @@
 int cmd_orbits_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *split = "val", *json = NULL;
     uint64_t systems = 0;
+    const char *device_name = "cpu";
     int seq = LSSAR_ORB_ROWS - 1, batch = 4, quiet = 0;
     arg_spec specs[] = {
         {"model", ARG_STR, &model, "trained orbit model: run directory or .safetensors file", 1, 0},
@@ -22,6 +23,7 @@ int cmd_orbits_eval(int argc, char **argv) {
         {"batch", ARG_INT, &batch, "sequences per forward pass", 0, 0},
         {"json", ARG_STR, &json, "also write the results to this JSON file", 0, 0},
         {"quiet", ARG_BOOL, &quiet, "no progress lines", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("orbits eval",
                         "Next-position prediction of an orbit model on whole sequences (window = rows 0..seq, aligned at\n"
@@ -34,12 +36,14 @@ int cmd_orbits_eval(int argc, char **argv) {
                         "\"previous_position\": {...}}}.",
                         specs, argc, argv);
     if (rc >= 0) return rc;
+    lssar_device device;
+    if (args_device("orbits eval", device_name, &device)) return 2;
     if (batch < 1) return args_error("orbits eval", "--batch must be >= 1, got %d", batch);
     if (seq < 1 || seq > LSSAR_ORB_ROWS - 1) return args_error("orbits eval", "--seq must be 1..%d, got %d", LSSAR_ORB_ROWS - 1, seq);
     orb_eval_opts eo;
     orb_eval_defaults(&eo);
     eo.model = model; eo.data = data; eo.split = split; eo.json = json;
-    eo.systems = (int64_t)systems; eo.seq = seq; eo.batch = batch; eo.progress = !quiet;
+    eo.systems = (int64_t)systems; eo.seq = seq; eo.batch = batch; eo.progress = !quiet; eo.device = device;
     eo.report = stdout;
     orb_eval_result r;
     if (orb_eval_run(&eo, &r))

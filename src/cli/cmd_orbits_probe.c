@@ -12,7 +12,7 @@
 #include "orbits/tasks.h"
 
 int cmd_orbits_probe(int argc, char **argv) {
-    const char *model = NULL, *data = NULL, *split = "force", *out = NULL, *target = "log";
+    const char *model = NULL, *data = NULL, *split = "force", *out = NULL, *target = "log", *device_name = "cpu";
     uint64_t systems = 0, keep = 5000, seed = 0;
     int threads = 0, quiet = 0;
     orb_probe_opts po;
@@ -33,6 +33,7 @@ int cmd_orbits_probe(int argc, char **argv) {
         {"seed", ARG_U64, &seed, "seed of the labelled rows and the batches", 0, 0},
         {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
         {"quiet", ARG_BOOL, &quiet, "no progress lines", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("orbits probe",
                         "The force probe of Vafa et al. (2025): replace the model's output heads by a linear head\n"
@@ -46,6 +47,8 @@ int cmd_orbits_probe(int argc, char **argv) {
                         "The whole sequence (999 positions) is read: learned-position models must be trained with --seq 999.",
                         specs, argc, argv);
     if (rc >= 0) return rc;
+    lssar_device device;
+    if (args_device("orbits probe", device_name, &device)) return 2;
     if (!strcmp(target, "log")) po.target_log = 1;
     else if (!strcmp(target, "raw")) po.target_log = 0;
     else return args_error("orbits probe", "--target must be log or raw, got '%s'", target);
@@ -56,7 +59,7 @@ int cmd_orbits_probe(int argc, char **argv) {
     orb_probe_task t;
     orb_probe_task_defaults(&t);
     t.model = model; t.data = data; t.split = split; t.out = out;
-    t.systems = systems; t.keep = keep; t.threads = threads;
+    t.systems = systems; t.keep = keep; t.threads = threads; t.device = device;
     po.seed = seed;
     po.progress = !quiet;
     t.probe = po;

@@ -36,12 +36,14 @@ typedef struct {
 } scale;
 
 static const scale SCALES[] = {
+    {"smoke", "every stage in seconds on one CPU core (10 training steps of a 1-layer model): the recipe's test, not a result",
+     40, 10, 40, 1, 2, 16, 999, 1, 10, 1e-3f, 4, 3, 1, 50, 1e-3f, 1, 50, 10, 1},
     {"tiny", "2 CPU cores, < 20 minutes: a smoke test of every stage, not a result",
      200, 20, 200, 2, 2, 32, 999, 2, 60, 1e-3f, 10, 100, 2, 1000, 1e-3f, 3, 300, 20, 1},
-    {"small", "one GPU, ~10 minutes (no GPU backend yet: on CPU it runs, for hours)",
+    {"small", "one GPU (--device cuda), ~10 minutes; on the CPU it runs for hours",
      100000, 200, 10000, 6, 6, 384, 999, 32, 5000, 6e-4f, 200, 1000, 16, 5000, 1e-4f, 5, 1000, 100, 3},
     // paper: 25 epochs of 10M sequences at 64 sequences per step (e.g. 8 GPUs x 8) = 3.9M steps
-    {"paper", "the published scale (Vafa et al. 2025): 8 GPUs, days; printed, not run",
+    {"paper", "the published scale (Vafa et al. 2025): 109M models on 10M systems, 3.9M steps of 64 sequences; runs with --device cuda (one GPU: days), printed only on the CPU",
      10000000, 1000, 10000, 12, 12, 768, 999, 64, 3906250, 6e-4f, 1000, 10000, 16, 5000, 1e-4f, 5, 1000, 100, 3},
 };
 #define NSCALES (int)(sizeof SCALES / sizeof SCALES[0])
@@ -171,7 +173,7 @@ static int plot_forces(const char *png, const char *out, char names[][32], int n
                            "true |F| (Msun AU / yr^2)", "predicted |F|", csv, titles, n, 5, 4);
 }
 
-static void write_results(const char *out, const scale *sc, char names[][32], const model_results *res, int nk) {
+static void write_results(const char *out, const scale *sc, int steps, char names[][32], const model_results *res, int nk) {
     char path[4400];
     snprintf(path, sizeof path, "%s/RESULTS.md", out);
     lssar_afile af;
@@ -182,7 +184,7 @@ static void write_results(const char *out, const scale *sc, char names[][32], co
                "Model: %d layers, %d heads, width %d, seq %d, batch %d, %d steps, lr %g. Probe: %d steps, batch %d, lr %g, "
                "%d test rows kept. Newton: %d galaxies of %d rows, %d iterations, %d restarts (published: 5 x 1000, 100, 3).\n"
                "Commands: `commands.sh`.\n\n",
-            sc->train_sys, sc->val_sys, sc->force_sys, sc->layers, sc->heads, sc->dim, sc->seq, sc->batch, sc->steps,
+            sc->train_sys, sc->val_sys, sc->force_sys, sc->layers, sc->heads, sc->dim, sc->seq, sc->batch, steps,
             (double)sc->lr, sc->probe_steps, sc->probe_batch, (double)sc->probe_lr, sc->keep, sc->galaxies, sc->rows,
             sc->iterations, sc->restarts);
     fprintf(f, "## Next-position prediction (validation, rows with a previous step)\n\n"
@@ -226,30 +228,39 @@ static void write_results(const char *out, const scale *sc, char names[][32], co
 }
 
 int cmd_orbits_run(int argc, char **argv) {
-    const char *scale_name = "tiny", *attn = "softmax,lssar", *out = NULL, *pos = "rope";
-    int threads = 0, dry = 0, skip_sim = 0;
+    const char *scale_name = "tiny", *attn = "softmax,lssar", *out = NULL, *pos = "rope", *device_name = "cpu";
+    int threads = 0, dry = 0, skip_sim = 0, steps = 0;
     arg_spec specs[] = {
-        {"scale", ARG_STR, &scale_name, "tiny, small or paper (paper is printed, never run)", 0, 0},
+        {"scale", ARG_STR, &scale_name, "smoke, tiny, small or paper (paper runs only with --device cuda)", 0, 0},
         {"attn", ARG_STR, &attn, "comma list of attention kinds, one model each", 0, 0},
         {"pos", ARG_STR, &pos, "positions of the models: rope, learned or none", 0, 0},
         {"out", ARG_STR, &out, "output directory [default runs/orbits-SCALE]", 0, 0},
         {"threads", ARG_INT, &threads, "CPU threads for every stage (0: all)", 0, 0},
         {"dry-run", ARG_BOOL, &dry, "print the commands without running them", 0, 0},
         {"skip-simulate", ARG_BOOL, &skip_sim, "reuse OUT/data from an earlier run", 0, 0},
+        {"steps", ARG_INT, &steps, "training steps of each model (0: the scale's)", 0, 0},
+        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP "; training, eval and probe run there", 0, 0},
         {0}};
     int rc = args_parse("orbits run",
                         "The orbits experiment end to end, one model per --attn kind side by side:\n"
                         "  simulate (train, val, two-body force set) -> lssar train -> orbits eval -> orbits probe ->\n"
                         "  orbits newton, plus the k-NN oracle control (orbits oracle -> newton).\n"
-                        "Scales: tiny (2 CPU cores, < 20 min; a smoke test), small (sized for one GPU in ~10 min; no GPU\n"
-                        "backend yet, so it runs on CPU for hours), paper (the published 109M models on 10M systems: a\n"
-                        "multi-GPU recipe, printed only). Writes OUT/commands.sh, OUT/RESULTS.md, OUT/forces.png.",
+                        "Scales: smoke (seconds; 10 steps of a 1-layer model: checks the stages, says nothing), tiny (2 CPU\n"
+                        "cores, < 20 min), small (one GPU in ~10 min with --device cuda; hours on the CPU), paper (the\n"
+                        "published 109M models, 2 channels, T = 999, on 10M systems: runs with --device cuda, one GPU takes\n"
+                        "days; on the CPU it is printed, not run). `lssar recipe orbits-109m` is the paper scale.\n"
+                        "Writes OUT/commands.sh, OUT/RESULTS.md, OUT/forces.png.",
                         specs, argc, argv);
     if (rc >= 0) return rc;
     const scale *sc = NULL;
     for (int i = 0; i < NSCALES; i++) if (!strcmp(scale_name, SCALES[i].name)) sc = &SCALES[i];
-    if (!sc) return args_error("orbits run", "--scale must be tiny, small or paper, got '%s'", scale_name);
+    if (!sc) return args_error("orbits run", "--scale must be smoke, tiny, small or paper, got '%s'", scale_name);
     if (threads < 0) return args_error("orbits run", "--threads must be >= 0, got %d", threads);
+    if (steps < 0) return args_error("orbits run", "--steps must be >= 0 (0: the scale's), got %d", steps);
+    lssar_device device;
+    if (args_device("orbits run", device_name, &device)) return 2;
+    const int train_steps = steps ? steps : sc->steps;
+    const char *dev = lssar_device_name(device);
     char kinds[8][32], names[10][32];
     int nk = 0;
     {
@@ -267,17 +278,18 @@ int cmd_orbits_run(int argc, char **argv) {
         return args_error("orbits run", "--pos must be rope, learned or none, got '%s'", pos);
     char outbuf[4096];
     if (!out) { snprintf(outbuf, sizeof outbuf, "runs/orbits-%s", sc->name); out = outbuf; }
-    g_dry = dry || !strcmp(sc->name, "paper");
-    if (!strcmp(sc->name, "paper"))
-        printf("# scale paper: the published recipe (Vafa et al. 2025; spec/orbits.md). Not run here: ~20B training\n"
-               "# tokens need 8 GPUs for days, and this build has no GPU backend yet. The commands, in order:\n");
+    const int paper_on_cpu = !strcmp(sc->name, "paper") && device == LSSAR_DEVICE_CPU;
+    g_dry = dry || paper_on_cpu;
+    if (paper_on_cpu)
+        printf("# scale paper: the published recipe (Vafa et al. 2025; spec/orbits.md). Not run on the CPU: ~250B\n"
+               "# training tokens take a GPU days (pass --device cuda to run it). The commands, in order:\n");
     char path[4400], data[4200];
     snprintf(data, sizeof data, "%s/data", out);
     if (!g_dry) {
         if (lssar_mkdirs(out)) { fprintf(stderr, "lssar orbits run: %s\n", lssar_errmsg()); return 1; }
         snprintf(path, sizeof path, "%s/commands.sh", out);
         g_log = fopen(path, "w");
-        if (g_log) fprintf(g_log, "# lssar orbits run --scale %s --attn %s --pos %s\n", sc->name, attn, pos);
+        if (g_log) fprintf(g_log, "# lssar orbits run --scale %s --attn %s --pos %s --device %s%s\n", sc->name, attn, pos, dev, steps ? " --steps (below)" : "");
     }
     double t0 = lssar_now();
     argvec a = {0};
@@ -333,8 +345,8 @@ int cmd_orbits_run(int argc, char **argv) {
         add(&a, "--vocab"); add(&a, "%d", LSSAR_ORB_VOCAB); add(&a, "--untied");
         add(&a, "--align"); add(&a, "%d", LSSAR_ORB_ROWS);   // every window starts at a system's dt row
         add(&a, "--layers"); add(&a, "%d", sc->layers); add(&a, "--heads"); add(&a, "%d", sc->heads); add(&a, "--dim"); add(&a, "%d", sc->dim);
-        add(&a, "--seq"); add(&a, "%d", sc->seq); add(&a, "--batch"); add(&a, "%d", sc->batch); add(&a, "--steps"); add(&a, "%d", sc->steps);
-        add(&a, "--lr"); add(&a, "%g", (double)sc->lr); add(&a, "--quiet"); THREADS();
+        add(&a, "--seq"); add(&a, "%d", sc->seq); add(&a, "--batch"); add(&a, "%d", sc->batch); add(&a, "--steps"); add(&a, "%d", train_steps);
+        add(&a, "--lr"); add(&a, "%g", (double)sc->lr); add(&a, "--device"); add(&a, "%s", dev); add(&a, "--quiet"); THREADS();
         // what `lssar train` makes of these flags (no passkey share: batches straight from the shards)
         train_opts *to = &sa.train;
         train_opts_default(to);
@@ -343,28 +355,28 @@ int cmd_orbits_run(int argc, char **argv) {
         to->pos = (gpt_pos)gpt_pos_parse(pos);
         to->vocab = LSSAR_ORB_VOCAB; to->untied = 1; to->align = LSSAR_ORB_ROWS;
         to->layers = sc->layers; to->heads = sc->heads; to->dim = sc->dim;
-        to->seq = sc->seq; to->batch = sc->batch; to->steps = sc->steps; to->lr = sc->lr;
-        to->quiet = 1; to->threads = threads;
+        to->seq = sc->seq; to->batch = sc->batch; to->steps = train_steps; to->lr = sc->lr;
+        to->quiet = 1; to->threads = threads; to->device = device;
         if ((rc = stage("", run_train, &sa, &a))) goto fail;
         // 3. next-position accuracy
         add(&a, "eval"); add(&a, "--model"); add(&a, "%s", run); add(&a, "--data"); add(&a, "%s", data); add(&a, "--split"); add(&a, "val");
-        add(&a, "--systems"); add(&a, "%d", sc->eval_sys); add(&a, "--json"); add(&a, "%s/eval.json", run); add(&a, "--quiet");
+        add(&a, "--systems"); add(&a, "%d", sc->eval_sys); add(&a, "--json"); add(&a, "%s/eval.json", run); add(&a, "--device"); add(&a, "%s", dev); add(&a, "--quiet");
         char ejson[4400];
         snprintf(ejson, sizeof ejson, "%s/eval.json", run);
         orb_eval_defaults(&sa.eval);
         sa.eval.model = run; sa.eval.data = data; sa.eval.split = "val"; sa.eval.systems = sc->eval_sys;
-        sa.eval.json = ejson; sa.eval.progress = 0; sa.eval.report = stdout;
+        sa.eval.json = ejson; sa.eval.progress = 0; sa.eval.report = stdout; sa.eval.device = device;
         sa.eval_r = &res[k].eval;
         if ((rc = stage(" orbits", run_eval, &sa, &a))) goto fail;
         res[k].have_eval = !g_dry;
         // 4. force probe
         add(&a, "probe"); add(&a, "--model"); add(&a, "%s", run); add(&a, "--data"); add(&a, "%s", data); add(&a, "--out"); add(&a, "%s", run);
         add(&a, "--steps"); add(&a, "%d", sc->probe_steps); add(&a, "--batch"); add(&a, "%d", sc->probe_batch);
-        add(&a, "--lr"); add(&a, "%g", (double)sc->probe_lr); add(&a, "--keep"); add(&a, "%d", sc->keep); add(&a, "--quiet"); THREADS();
+        add(&a, "--lr"); add(&a, "%g", (double)sc->probe_lr); add(&a, "--keep"); add(&a, "%d", sc->keep); add(&a, "--device"); add(&a, "%s", dev); add(&a, "--quiet"); THREADS();
         orb_probe_task_defaults(&sa.probe);
         sa.probe.model = run; sa.probe.data = data; sa.probe.out = run;
         sa.probe.probe.steps = sc->probe_steps; sa.probe.probe.batch = sc->probe_batch; sa.probe.probe.lr = sc->probe_lr;
-        sa.probe.keep = (uint64_t)sc->keep; sa.probe.probe.progress = 0; sa.probe.threads = threads;
+        sa.probe.keep = (uint64_t)sc->keep; sa.probe.probe.progress = 0; sa.probe.threads = threads; sa.probe.device = device;
         sa.probe.report = stderr;
         sa.probe_r = &res[k].probe;
         if ((rc = stage(" orbits", run_probe, &sa, &a))) goto fail;
@@ -404,7 +416,7 @@ int cmd_orbits_run(int argc, char **argv) {
     if (g_dry) return 0;
     snprintf(path, sizeof path, "%s/forces.png", out);
     if (plot_forces(path, out, names, nk + 1)) fprintf(stderr, "lssar orbits run: no %s: %s\n", path, lssar_errmsg());
-    write_results(out, sc, names, res, nk + 1);
+    write_results(out, sc, train_steps, names, res, nk + 1);
     for (int k = 0; k <= nk; k++) orb_newton_result_free(&res[k].newton);
     if (g_log) fclose(g_log);
     printf("\norbits run (%s): done in %.1f s -> %s/RESULTS.md, %s/forces.png\n", sc->name, lssar_now() - t0, out, out);

@@ -228,7 +228,7 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "lssar train: %s\n", lssar_errmsg()[0] ? lssar_errmsg() : lssar_strerror(rc));
         return rc == LSSAR_E_NAN ? 3 : 1;
     }
-    if (!o.quiet) {
+    if (!o.quiet && !isnan(r.train_loss)) {   // else train said there was nothing to do
         if (isnan(r.val_loss)) fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, %.1f s\n", (long long)r.step, r.train_loss, r.seconds);
         else fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, val loss %.4f, %.1f s\n", (long long)r.step, r.train_loss, r.val_loss, r.seconds);
     }

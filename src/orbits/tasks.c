@@ -46,7 +46,7 @@ int orb_eval_run(const orb_eval_opts *o, orb_eval_result *r) {
     if (o->batch < 1) return lssar_fail(LSSAR_E_ARG, "--batch must be >= 1, got %d", o->batch);
     if (o->seq < 1 || o->seq > LSSAR_ORB_ROWS - 1) return lssar_fail(LSSAR_E_ARG, "--seq must be 1..%d, got %d", LSSAR_ORB_ROWS - 1, o->seq);
     gpt *m = NULL;
-    int rc = ckpt_load_model(o->model, NULL, &m, NULL);
+    int rc = ckpt_load_model(o->model, &(ckpt_load_opts){.device = o->device}, &m, NULL);
     if (rc) return rc;
     const gpt_config *cfg = gpt_get_config(m);
     if (cfg->pos == GPT_POS_LEARNED && o->seq > cfg->max_seq)
@@ -131,7 +131,7 @@ int orb_probe_run(const orb_probe_task *o, orb_probe_summary *r) {
     if (o->threads > 0) omp_set_num_threads(o->threads);
     double t0 = lssar_now();
     gpt *m = NULL;
-    int rc = ckpt_load_model(o->model, NULL, &m, NULL);
+    int rc = ckpt_load_model(o->model, &(ckpt_load_opts){.device = o->device}, &m, NULL);
     if (rc) return rc;
     orb_state st;
     orb_force_split fs;

@@ -27,6 +27,7 @@ typedef struct {
     int64_t systems;        // first N systems (0: all)
     int seq, batch;         // rows predicted per sequence (999), sequences per forward (4)
     int progress;
+    lssar_device device;    // where the model runs (LSSAR_DEVICE_CPU)
     FILE *report;           // (stdout)
 } orb_eval_opts;
 void orb_eval_defaults(orb_eval_opts *o);
@@ -44,6 +45,7 @@ typedef struct {
     const char *split;      // ("force")
     uint64_t systems, keep; // (0: all; 5000)
     int threads;            // > 0: OpenMP threads
+    lssar_device device;    // where the model is fine-tuned (LSSAR_DEVICE_CPU)
     orb_probe_opts probe;   // orb_probe_defaults; its seed also draws the labelled rows
     FILE *report;           // (stderr)
 } orb_probe_task;

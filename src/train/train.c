@@ -415,7 +415,7 @@ int train_run(const train_opts *o, train_result *r) {
     train_result dummy;
     if (!r) r = &dummy;
     memset(r, 0, sizeof *r);
-    r->val_loss = NAN;
+    r->val_loss = r->train_loss = NAN;   // NaN: no step ran (a resumed run already at its end)
     const int rank = lssar_dist_rank(), ranks = lssar_dist_size(), lead = rank == 0;
     const int quiet = o->quiet || !lead;
     int rc = check_opts(o);
@@ -533,7 +533,7 @@ setup_done:
     int64_t end = s.steps;
     if (o->stop_at > 0 && o->stop_at < end) end = o->stop_at;
     const int64_t first = s.step + 1;
-    if (!quiet) {
+    if (!quiet && first <= end) {   // else only the nothing-to-do line below
         char pdesc[32] = "", rdesc[64] = "";
         if (cfg->attn == LSSAR_ATTN_LSSAR) snprintf(pdesc, sizeof pdesc, " (p %g)", cfg->p);
         if (cfg->attn == LSSAR_ATTN_SIGMOID || cfg->attn == LSSAR_ATTN_RELU)

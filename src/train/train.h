@@ -141,7 +141,7 @@ void train_opts_default(train_opts *o);
 
 typedef struct {
     int64_t step;          // optimizer steps done when the run ended
-    float train_loss;      // mean micro-batch loss of the last step
+    float train_loss;      // mean micro-batch loss of the last step (NaN when no step ran)
     double val_loss;       // last validation loss (NaN if none)
     double seconds;
 } train_result;
