@@ -152,6 +152,32 @@ for m in j["models"]:
             assert 0 <= l["sink"] <= 1 and 0 < l["top1"] <= 1 and 0 <= l["entropy_norm"] <= 1.0001 and l["entropy"] <= math.log(64) + 1e-3, l
 EOF' "$out"
 [ $have_plot -eq 1 ] && check "attnstats plots written" '[ -s "$tmp/as.png" ] && [ -s "$tmp/as_sink.png" ]'
+check "attnstats of models of different kinds pools nothing" 'python3 -c "import json; assert \"groups\" not in json.load(open(\"$J\"))"'
+# the seeds of a kind pooled: means and t intervals over the models, paired differences to softmax
+J2="$tmp/as2.json"
+out=$("$LSSAR" attnstats --model "$tmp/sx/softmax,$tmp/sx/lssa,$tmp/sx/softmax-s1,$tmp/sx/lssa-s1" --data "$tmp/data/val.bin" --seq 32,64 --windows 2 --rows 8 --threads 1 --json "$J2" $([ $have_plot -eq 1 ] && echo --plot "$tmp/as2.png") 2>&1); rc=$?
+check "attnstats --model of 2 kinds x 2 seeds: the pooled table" '[ $rc -eq 0 ] && grep -q "pooled over the models of each kind" <<<"$out" && grep -q "^lssa  .* 2 " <<<"$out"' "$out"
+check "attnstats pooled JSON: mean and 95% t interval over seeds, paired difference to softmax" 'python3 - "$J2" <<EOF
+import json, sys, math, statistics as st
+j = json.load(open(sys.argv[1]))
+per = {m["model"].rsplit("/", 1)[1]: m for m in j["models"]}
+g = {x["attn"]: x for x in j["groups"]}
+assert list(g) == ["softmax", "lssa"], list(g)
+assert [m.rsplit("/", 1)[1] for m in g["lssa"]["models"]] == ["lssa", "lssa-s1"]
+for t, r in enumerate(g["lssa"]["results"]):
+    for stat in ("entropy", "entropy_norm", "sink", "top1"):
+        xs = [per[n]["results"][t]["mean"][stat] for n in ("lssa", "lssa-s1")]
+        sm = [per[n]["results"][t]["mean"][stat] for n in ("softmax", "softmax-s1")]
+        half = 12.706 * st.stdev(xs) / math.sqrt(2)          # t(0.975, 1)
+        lo, hi = r[stat]["ci95"]
+        assert abs(r[stat]["mean"] - st.mean(xs)) < 1e-12 and abs((hi - lo) / 2 - half) < 1e-9, (stat, r[stat], xs)
+        ds = [a - b for a, b in zip(xs, sm)]
+        d = r["diff_vs_softmax"][stat]
+        dl, dh = d["ci95"]
+        assert abs(d["mean"] - st.mean(ds)) < 1e-12 and abs((dh - dl) / 2 - 12.706 * st.stdev(ds) / math.sqrt(2)) < 1e-9, (stat, d, ds)
+        assert d["excludes_zero"] == (dl > 0 or dh < 0)
+assert all("diff_vs_softmax" not in r for r in g["softmax"]["results"])
+EOF' "$(head -c 2000 "$J2")"
 
 P="$tmp/pk.json"
 out=$("$LSSAR" passkey --model "$tmp/ex/lssa" --lengths 300,400 --depths 3 --trials 2 --json "$P" $([ $have_plot -eq 1 ] && echo --plot "$tmp/pk.png") 2>&1); rc=$?

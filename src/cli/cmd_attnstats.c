@@ -16,6 +16,7 @@
 #include "model/checkpoint.h"
 #include "exp/docwin.h"
 #include "exp/plot.h"
+#include "exp/stats.h"
 #include "core/json.h"
 
 static const char *ABOUT =
@@ -32,11 +33,88 @@ static const char *ABOUT =
     "--attn lssar [--p P] evaluates an lssa model with LSSAR re-weighting (and back).\n"
     "--json FILE: {\"models\": [{\"model\", \"attn\", \"p\", \"results\": [{\"seq\", \"layers\": [{\"layer\",\n"
     "\"entropy\", \"entropy_norm\", \"sink\", \"top1\"}], \"mean\": {...}}]}]}.\n"
-    "--plot FILE.png: normalised entropy vs length (layer mean, one line per model); the sink\n"
-    "weight goes to FILE_sink.png.";
+    "Seeds: models of one configuration (the same kind, p and length normalisation; e.g. the seeds\n"
+    "of `lssar extrapolate --seeds 3`, given in seed order) are pooled: per length the mean of each\n"
+    "layer-mean statistic over the models with its 95% t interval, and, beside a softmax group of\n"
+    "as many models, the paired difference (model i against softmax model i, the same windows) with\n"
+    "its interval, marked * where it excludes 0. JSON: \"groups\": [{\"attn\", \"models\", \"results\":\n"
+    "[{\"seq\", STAT: {\"mean\", \"ci95\": [lo, hi]}, \"diff_vs_softmax\": {STAT: {\"mean\", \"ci95\",\n"
+    "\"excludes_zero\"}}}]}] for STAT in entropy, entropy_norm, sink, top1 (ci95 null for one model).\n"
+    "--plot FILE.png: normalised entropy vs length (layer mean, one line per model, or per group\n"
+    "with its interval when models are pooled); the sink weight goes to FILE_sink.png.";
 
 #define MAXT 16
-#define MAXM 8
+#define MAXM 32
+#define NSTAT 4
+static const char *STAT_NAMES[NSTAT] = {"entropy", "entropy_norm", "sink", "top1"};
+
+/* The pooled table and JSON groups: models with the same configuration key, in first-seen order;
+   v[model][length][stat] the layer means. Writes each group's mean and interval into gm / gh
+   (for the plot). Returns the number of groups, 0 when no group has two models (nothing to pool). */
+static int pool_groups(int nm, char **names, const char keys[][64], double v[][MAXT][NSTAT], int nt, const int *seqs,
+                       char glabel[][64], double gm[][MAXT][NSTAT], double gh[][MAXT][NSTAT], cJSON *root) {
+    int gid[MAXM], ng = 0, size[MAXM] = {0}, biggest = 0;
+    for (int i = 0; i < nm; i++) {
+        int g = 0;
+        while (g < ng && strcmp(glabel[g], keys[i])) g++;
+        if (g == ng) snprintf(glabel[ng++], 64, "%.63s", keys[i]);
+        gid[i] = g;
+        if (++size[g] > biggest) biggest = size[g];
+    }
+    if (biggest < 2) return 0;
+    int soft = -1;
+    for (int g = 0; g < ng; g++) if (!strcmp(glabel[g], "softmax")) soft = g;
+    printf("\npooled over the models of each kind (seeds): mean [95%% t interval]%s\n",
+           soft >= 0 ? "; vs softmax: paired difference (model i - softmax model i), * = interval excludes 0" : "");
+    printf("%-16s %-6s %3s %26s %26s %26s%s\n", "kind", "T", "n", "ent/ln n", "sink", "top1", soft >= 0 ? "   d ent/ln n vs softmax" : "");
+    cJSON *ga = cJSON_AddArrayToObject(root, "groups");
+    for (int g = 0; g < ng; g++) {
+        int idx[MAXM], n = 0, sidx[MAXM], ns = 0;
+        for (int i = 0; i < nm; i++) {
+            if (gid[i] == g) idx[n++] = i;
+            if (soft >= 0 && gid[i] == soft) sidx[ns++] = i;
+        }
+        const int paired = soft >= 0 && g != soft && ns == n;
+        cJSON *gj = cJSON_CreateObject(), *mj = cJSON_AddArrayToObject(gj, "models"), *rj;
+        cJSON_AddStringToObject(gj, "attn", glabel[g]);
+        for (int k = 0; k < n; k++) cJSON_AddItemToArray(mj, cJSON_CreateString(names[idx[k]]));
+        rj = cJSON_AddArrayToObject(gj, "results");
+        cJSON_AddItemToArray(ga, gj);
+        for (int t = 0; t < nt; t++) {
+            cJSON *tj = cJSON_CreateObject(), *dj = paired ? cJSON_CreateObject() : NULL;
+            cJSON_AddNumberToObject(tj, "seq", seqs[t]);
+            char cell[NSTAT][32], dcell[48] = "";
+            for (int st = 0; st < NSTAT; st++) {
+                double x[MAXM], d[MAXM], m, h, dm, dh;
+                for (int k = 0; k < n; k++) x[k] = v[idx[k]][t][st];
+                exp_mean_ci95(x, n, &m, &h);
+                gm[g][t][st] = m;
+                gh[g][t][st] = isnan(h) ? 0 : h;
+                cJSON *o = cJSON_AddObjectToObject(tj, STAT_NAMES[st]);
+                cJSON_AddNumberToObject(o, "mean", m);
+                cJSON_AddItemToObject(o, "ci95", isnan(h) ? cJSON_CreateNull() : cJSON_CreateDoubleArray((double[]){m - h, m + h}, 2));
+                if (isnan(h)) snprintf(cell[st], sizeof cell[st], "%.4f", m);
+                else snprintf(cell[st], sizeof cell[st], "%.4f [%.4f, %.4f]", m, m - h, m + h);
+                if (!paired) continue;
+                for (int k = 0; k < n; k++) d[k] = v[idx[k]][t][st] - v[sidx[k]][t][st];
+                exp_mean_ci95(d, n, &dm, &dh);
+                const int excl = !isnan(dh) && (dm - dh > 0 || dm + dh < 0);
+                cJSON *e = cJSON_AddObjectToObject(dj, STAT_NAMES[st]);
+                cJSON_AddNumberToObject(e, "mean", dm);
+                cJSON_AddItemToObject(e, "ci95", isnan(dh) ? cJSON_CreateNull() : cJSON_CreateDoubleArray((double[]){dm - dh, dm + dh}, 2));
+                cJSON_AddBoolToObject(e, "excludes_zero", excl);
+                if (st == 1) {
+                    if (isnan(dh)) snprintf(dcell, sizeof dcell, "   %+.4f", dm);
+                    else snprintf(dcell, sizeof dcell, "   %+.4f [%+.4f, %+.4f]%s", dm, dm - dh, dm + dh, excl ? " *" : "");
+                }
+            }
+            if (dj) cJSON_AddItemToObject(tj, "diff_vs_softmax", dj);
+            cJSON_AddItemToArray(rj, tj);
+            printf("%-16s %-6d %3d %26s %26s %26s%s\n", glabel[g], seqs[t], n, cell[1], cell[2], cell[3], dcell);
+        }
+    }
+    return ng;
+}
 
 int cmd_attnstats(int argc, char **argv) {
     const char *models = NULL, *data = NULL, *seqs_s = NULL, *json = NULL, *plot = NULL, *attn = NULL;
@@ -86,9 +164,13 @@ int cmd_attnstats(int argc, char **argv) {
     snprintf(list, sizeof list, "%s", models);
     char *names[MAXM];
     int nm = 0;
-    for (char *t = strtok(list, ","); t && nm < MAXM; t = strtok(NULL, ",")) names[nm++] = t;
-    static double ent[MAXM][MAXT], sink[MAXM][MAXT], xs[MAXM][MAXT];
-    char labels[MAXM][128];
+    for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+        if (nm == MAXM) { shard_close(&s); exp_docs_free(&docs); return args_error("attnstats", "--model: at most %d models", MAXM); }
+        names[nm++] = t;
+    }
+    static double ent[MAXM][MAXT], sink[MAXM][MAXT], xs[MAXM][MAXT], v[MAXM][MAXT][NSTAT];
+    static double gm[MAXM][MAXT][NSTAT], gh[MAXM][MAXT][NSTAT];
+    char labels[MAXM][128], keys[MAXM][64], glabel[MAXM][64];
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "data", data);
     cJSON_AddNumberToObject(root, "windows", windows);
@@ -115,6 +197,11 @@ int cmd_attnstats(int argc, char **argv) {
         while (base > names[mi] && base[-1] != '/') base--;
         if (c->attn == LSSAR_ATTN_LSSAR) snprintf(labels[mi], sizeof labels[mi], "%.*s (lssar p=%g)", (int)(end - base), base, c->p);
         else snprintf(labels[mi], sizeof labels[mi], "%.*s (%s)", (int)(end - base), base, lssar_attn_name(c->attn));
+        // the configuration the seeds of one kind share (what pool_groups groups by)
+        if (c->attn == LSSAR_ATTN_LSSAR) snprintf(keys[mi], sizeof keys[mi], "lssar p=%g", c->p);
+        else if (c->attn == LSSAR_ATTN_SIGMOID || c->attn == LSSAR_ATTN_RELU)
+            snprintf(keys[mi], sizeof keys[mi], "%s len-norm %s", lssar_attn_name(c->attn), lssar_len_norm_name(c->len_norm));
+        else snprintf(keys[mi], sizeof keys[mi], "%s", lssar_attn_name(c->attn));
         cJSON *mj = cJSON_CreateObject();
         cJSON_AddStringToObject(mj, "model", names[mi]);
         cJSON_AddStringToObject(mj, "attn", lssar_attn_name(c->attn));
@@ -132,6 +219,7 @@ int cmd_attnstats(int argc, char **argv) {
             if ((rc = have_docs ? exp_doc_windows(&docs, T, windows, &starts, &nw) : exp_plain_windows(s.n, T, windows, &starts, &nw))) break;
             xs[mi][ti] = T;
             ent[mi][ti] = sink[mi][ti] = NAN;
+            for (int k = 0; k < NSTAT; k++) v[mi][ti][k] = NAN;
             if (nw == 0) { printf("%-8d (no window of %d tokens in %s)\n", T, T + 1, data); free(starts); continue; }
             win = realloc(win, sizeof(uint16_t) * (size_t)nw * T * c->channels);
             for (int w = 0; w < nw; w++) memcpy(win + (size_t)w * T * c->channels, s.tokens + starts[w] * c->channels, sizeof(uint16_t) * T * c->channels);
@@ -163,6 +251,7 @@ int cmd_attnstats(int argc, char **argv) {
             cJSON_AddItemToArray(rj, tj);
             ent[mi][ti] = men / L;
             sink[mi][ti] = ms / L;
+            v[mi][ti][0] = me / L; v[mi][ti][1] = men / L; v[mi][ti][2] = ms / L; v[mi][ti][3] = mt / L;
         }
         free(win); free(st);
         gpt_free(g);
@@ -170,6 +259,7 @@ int cmd_attnstats(int argc, char **argv) {
     shard_close(&s);
     exp_docs_free(&docs);
     if (rc) { cJSON_Delete(root); fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg()); return 1; }
+    const int ng = pool_groups(nm, names, keys, v, nt, seqs, glabel, gm, gh, root);
     if (json) {
         if ((rc = lssar_write_json(json, root))) { cJSON_Delete(root); fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg()); return 1; }
         printf("\njson: %s\n", json);
@@ -177,14 +267,26 @@ int cmd_attnstats(int argc, char **argv) {
     cJSON_Delete(root);
     if (plot) {
         plot_series se[MAXM], ss[MAXM];
-        for (int i = 0; i < nm; i++) {
-            se[i] = (plot_series){labels[i], nt, xs[i], ent[i], NULL};
-            ss[i] = (plot_series){labels[i], nt, xs[i], sink[i], NULL};
+        static double gx[MAXM][MAXT], gy[2][MAXM][MAXT], ge[2][MAXM][MAXT];
+        const int nl = ng ? ng : nm;   // pooled: one line per group, with its interval
+        for (int i = 0; i < nl; i++) {
+            if (!ng) {
+                se[i] = (plot_series){labels[i], nt, xs[i], ent[i], NULL};
+                ss[i] = (plot_series){labels[i], nt, xs[i], sink[i], NULL};
+                continue;
+            }
+            for (int t = 0; t < nt; t++) {
+                gx[i][t] = seqs[t];
+                gy[0][i][t] = gm[i][t][1]; ge[0][i][t] = gh[i][t][1];
+                gy[1][i][t] = gm[i][t][2]; ge[1][i][t] = gh[i][t][2];
+            }
+            se[i] = (plot_series){glabel[i], nt, gx[i], gy[0][i], ge[0][i]};
+            ss[i] = (plot_series){glabel[i], nt, gx[i], gy[1][i], ge[1][i]};
         }
         char sp2[4200];
         snprintf(sp2, sizeof sp2, "%.*s_sink.png", (int)(strlen(plot) > 4 && !strcmp(plot + strlen(plot) - 4, ".png") ? strlen(plot) - 4 : strlen(plot)), plot);
-        if (plot_lines(plot, "attention entropy / ln(n), mean over layers (1 = uniform)", "length T", "normalised entropy", 1, se, nm) ||
-            plot_lines(sp2, "weight on the first token (attention sink), mean over layers", "length T", "sink weight", 1, ss, nm)) {
+        if (plot_lines(plot, "attention entropy / ln(n), mean over layers (1 = uniform)", "length T", "normalised entropy", 1, se, nl) ||
+            plot_lines(sp2, "weight on the first token (attention sink), mean over layers", "length T", "sink weight", 1, ss, nl)) {
             fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg());
             return 1;
         }
