@@ -154,3 +154,24 @@ int cli_alone_under_ranks(const char *cmd) {
     lssar_dist_error_is_shared();
     return 2;
 }
+
+void args_add(args_vec *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!buf) return;
+    va_start(ap, fmt);
+    vsnprintf(buf, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    if (a->n < ARGS_VEC_MAX) a->v[a->n++] = buf;
+    else free(buf);
+    a->v[a->n] = NULL;
+}
+
+void args_clear(args_vec *a) {
+    for (int i = 0; i < a->n; i++) free(a->v[i]);
+    a->n = 0;
+    a->v[0] = NULL;
+}

@@ -55,4 +55,12 @@ int args_attn_kind(const char *name, lssar_attn_kind *out);
    commands share their work over ranks, and return 2. */
 int cli_alone_under_ranks(const char *cmd);
 
+/* A command line built flag by flag, for pipelines that run commands in-process (lssar recipe,
+   orbits run): v[0..n-1] then NULL, as argv. args_add formats one argument (at most ARGS_VEC_MAX
+   of them; a longer line is cut off); args_clear frees them for the next command. */
+#define ARGS_VEC_MAX 79
+typedef struct { int n; char *v[ARGS_VEC_MAX + 1]; } args_vec;
+void args_add(args_vec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void args_clear(args_vec *a);
+
 #endif

@@ -48,23 +48,6 @@ static const scale SCALES[] = {
 };
 #define NSCALES (int)(sizeof SCALES / sizeof SCALES[0])
 
-/* argv builder */
-typedef struct { int n; char *v[64]; } argvec;
-static void add(argvec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(argvec *a, const char *fmt, ...) {
-    char buf[4600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (a->n < 63) a->v[a->n++] = strdup(buf);
-    a->v[a->n] = NULL;
-}
-static void clear(argvec *a) {
-    for (int i = 0; i < a->n; i++) free(a->v[i]);
-    a->n = 0;
-}
-
 static FILE *g_log;   // OUT/commands.sh
 static int g_dry;
 static struct { char what[64]; double seconds; } g_times[64];   // wall time per stage, for RESULTS.md
@@ -118,7 +101,7 @@ static int run_newton(stage_args *s) {
 }
 
 // Print (and log) the command line of a stage, then run it unless this is a dry run.
-static int stage(const char *prefix, int (*fn)(stage_args *), stage_args *sa, argvec *a) {
+static int stage(const char *prefix, int (*fn)(stage_args *), stage_args *sa, args_vec *a) {
     printf("\n$ lssar%s", prefix);
     for (int i = 0; i < a->n; i++) printf(" %s", a->v[i]);
     printf("\n");
@@ -145,7 +128,7 @@ static int stage(const char *prefix, int (*fn)(stage_args *), stage_args *sa, ar
             g_times[g_ntimes++].seconds = dt;
         }
     }
-    clear(a);
+    args_clear(a);
     return rc;
 }
 
@@ -292,23 +275,23 @@ int cmd_orbits_run(int argc, char **argv) {
         if (g_log) fprintf(g_log, "# lssar orbits run --scale %s --attn %s --pos %s --device %s%s\n", sc->name, attn, pos, dev, steps ? " --steps (below)" : "");
     }
     double t0 = lssar_now();
-    argvec a = {0};
+    args_vec a = {0};
     static stage_args sa;              // the options of the stage being run (large: not on the stack)
     static model_results res[10];      // per model, then the oracle
     memset(&sa, 0, sizeof sa);
     memset(res, 0, sizeof res);
     sa.data = data;
     const char *T = threads > 0 ? "--threads" : NULL;
-#define THREADS() do { if (T) { add(&a, "--threads"); add(&a, "%d", threads); } } while (0)
+#define THREADS() do { if (T) { args_add(&a, "--threads"); args_add(&a, "%d", threads); } } while (0)
     // 1. data
     if (!skip_sim) {
         static const struct { const char *split; int seed, two_body; } sets[3] = {{"train", 1, 0}, {"val", 2, 0}, {"force", 3, 1}};
         for (int i = 0; i < 3; i++) {
             int n = i == 0 ? sc->train_sys : i == 1 ? sc->val_sys : sc->force_sys;
-            add(&a, "simulate"); add(&a, "--out"); add(&a, "%s", data); add(&a, "--split"); add(&a, "%s", sets[i].split);
-            add(&a, "--systems"); add(&a, "%d", n); add(&a, "--seed"); add(&a, "%d", sets[i].seed);
-            if (sets[i].two_body) add(&a, "--two-body");
-            add(&a, "--quiet"); THREADS();
+            args_add(&a, "simulate"); args_add(&a, "--out"); args_add(&a, "%s", data); args_add(&a, "--split"); args_add(&a, "%s", sets[i].split);
+            args_add(&a, "--systems"); args_add(&a, "%d", n); args_add(&a, "--seed"); args_add(&a, "%d", sets[i].seed);
+            if (sets[i].two_body) args_add(&a, "--two-body");
+            args_add(&a, "--quiet"); THREADS();
             // what `orbits simulate` makes of these flags
             lssar_orb_defaults(&sa.sim);
             sa.sim.systems = n;
@@ -340,13 +323,13 @@ int cmd_orbits_run(int argc, char **argv) {
         snprintf(run, sizeof run, "%s/%s", out, kinds[k]);
         memcpy(names[k], kinds[k], 32);
         // 2. train
-        add(&a, "train"); add(&a, "--data"); add(&a, "%s", shards); add(&a, "--val"); add(&a, "%s/val_000000.bin", data);
-        add(&a, "--out"); add(&a, "%s", run); add(&a, "--attn"); add(&a, "%s", kinds[k]); add(&a, "--pos"); add(&a, "%s", pos);
-        add(&a, "--vocab"); add(&a, "%d", LSSAR_ORB_VOCAB); add(&a, "--untied");
-        add(&a, "--align"); add(&a, "%d", LSSAR_ORB_ROWS);   // every window starts at a system's dt row
-        add(&a, "--layers"); add(&a, "%d", sc->layers); add(&a, "--heads"); add(&a, "%d", sc->heads); add(&a, "--dim"); add(&a, "%d", sc->dim);
-        add(&a, "--seq"); add(&a, "%d", sc->seq); add(&a, "--batch"); add(&a, "%d", sc->batch); add(&a, "--steps"); add(&a, "%d", train_steps);
-        add(&a, "--lr"); add(&a, "%g", (double)sc->lr); add(&a, "--device"); add(&a, "%s", dev); add(&a, "--quiet"); THREADS();
+        args_add(&a, "train"); args_add(&a, "--data"); args_add(&a, "%s", shards); args_add(&a, "--val"); args_add(&a, "%s/val_000000.bin", data);
+        args_add(&a, "--out"); args_add(&a, "%s", run); args_add(&a, "--attn"); args_add(&a, "%s", kinds[k]); args_add(&a, "--pos"); args_add(&a, "%s", pos);
+        args_add(&a, "--vocab"); args_add(&a, "%d", LSSAR_ORB_VOCAB); args_add(&a, "--untied");
+        args_add(&a, "--align"); args_add(&a, "%d", LSSAR_ORB_ROWS);   // every window starts at a system's dt row
+        args_add(&a, "--layers"); args_add(&a, "%d", sc->layers); args_add(&a, "--heads"); args_add(&a, "%d", sc->heads); args_add(&a, "--dim"); args_add(&a, "%d", sc->dim);
+        args_add(&a, "--seq"); args_add(&a, "%d", sc->seq); args_add(&a, "--batch"); args_add(&a, "%d", sc->batch); args_add(&a, "--steps"); args_add(&a, "%d", train_steps);
+        args_add(&a, "--lr"); args_add(&a, "%g", (double)sc->lr); args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet"); THREADS();
         // what `lssar train` makes of these flags (no passkey share: batches straight from the shards)
         train_opts *to = &sa.train;
         train_opts_default(to);
@@ -359,8 +342,8 @@ int cmd_orbits_run(int argc, char **argv) {
         to->quiet = 1; to->threads = threads; to->device = device;
         if ((rc = stage("", run_train, &sa, &a))) goto fail;
         // 3. next-position accuracy
-        add(&a, "eval"); add(&a, "--model"); add(&a, "%s", run); add(&a, "--data"); add(&a, "%s", data); add(&a, "--split"); add(&a, "val");
-        add(&a, "--systems"); add(&a, "%d", sc->eval_sys); add(&a, "--json"); add(&a, "%s/eval.json", run); add(&a, "--device"); add(&a, "%s", dev); add(&a, "--quiet");
+        args_add(&a, "eval"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--data"); args_add(&a, "%s", data); args_add(&a, "--split"); args_add(&a, "val");
+        args_add(&a, "--systems"); args_add(&a, "%d", sc->eval_sys); args_add(&a, "--json"); args_add(&a, "%s/eval.json", run); args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet");
         char ejson[4400];
         snprintf(ejson, sizeof ejson, "%s/eval.json", run);
         orb_eval_defaults(&sa.eval);
@@ -370,9 +353,9 @@ int cmd_orbits_run(int argc, char **argv) {
         if ((rc = stage(" orbits", run_eval, &sa, &a))) goto fail;
         res[k].have_eval = !g_dry;
         // 4. force probe
-        add(&a, "probe"); add(&a, "--model"); add(&a, "%s", run); add(&a, "--data"); add(&a, "%s", data); add(&a, "--out"); add(&a, "%s", run);
-        add(&a, "--steps"); add(&a, "%d", sc->probe_steps); add(&a, "--batch"); add(&a, "%d", sc->probe_batch);
-        add(&a, "--lr"); add(&a, "%g", (double)sc->probe_lr); add(&a, "--keep"); add(&a, "%d", sc->keep); add(&a, "--device"); add(&a, "%s", dev); add(&a, "--quiet"); THREADS();
+        args_add(&a, "probe"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--data"); args_add(&a, "%s", data); args_add(&a, "--out"); args_add(&a, "%s", run);
+        args_add(&a, "--steps"); args_add(&a, "%d", sc->probe_steps); args_add(&a, "--batch"); args_add(&a, "%d", sc->probe_batch);
+        args_add(&a, "--lr"); args_add(&a, "%g", (double)sc->probe_lr); args_add(&a, "--keep"); args_add(&a, "%d", sc->keep); args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet"); THREADS();
         orb_probe_task_defaults(&sa.probe);
         sa.probe.model = run; sa.probe.data = data; sa.probe.out = run;
         sa.probe.probe.steps = sc->probe_steps; sa.probe.probe.batch = sc->probe_batch; sa.probe.probe.lr = sc->probe_lr;
@@ -384,8 +367,8 @@ int cmd_orbits_run(int argc, char **argv) {
     }
     // 5. the oracle control
     snprintf(names[nk], 32, "oracle");
-    add(&a, "oracle"); add(&a, "--data"); add(&a, "%s", data); add(&a, "--out"); add(&a, "%s/oracle", out);
-    add(&a, "--keep"); add(&a, "%d", sc->keep); THREADS();
+    args_add(&a, "oracle"); args_add(&a, "--data"); args_add(&a, "%s", data); args_add(&a, "--out"); args_add(&a, "%s/oracle", out);
+    args_add(&a, "--keep"); args_add(&a, "%d", sc->keep); THREADS();
     char oracle_out[4400];
     snprintf(oracle_out, sizeof oracle_out, "%s/oracle", out);
     orb_oracle_defaults(&sa.oracle);
@@ -396,10 +379,10 @@ int cmd_orbits_run(int argc, char **argv) {
     res[nk].have_probe = !g_dry;
     // 6. the law, per model and for the oracle
     for (int k = 0; k <= nk; k++) {
-        add(&a, "newton"); add(&a, "--forces"); add(&a, "%s/%s/forces.csv", out, names[k]);
-        add(&a, "--galaxies"); add(&a, "%d", sc->galaxies); add(&a, "--rows"); add(&a, "%d", sc->rows);
-        add(&a, "--iterations"); add(&a, "%d", sc->iterations); add(&a, "--restarts"); add(&a, "%d", sc->restarts);
-        add(&a, "--json"); add(&a, "%s/%s/newton.json", out, names[k]); add(&a, "--quiet"); THREADS();
+        args_add(&a, "newton"); args_add(&a, "--forces"); args_add(&a, "%s/%s/forces.csv", out, names[k]);
+        args_add(&a, "--galaxies"); args_add(&a, "%d", sc->galaxies); args_add(&a, "--rows"); args_add(&a, "%d", sc->rows);
+        args_add(&a, "--iterations"); args_add(&a, "%d", sc->iterations); args_add(&a, "--restarts"); args_add(&a, "%d", sc->restarts);
+        args_add(&a, "--json"); args_add(&a, "%s/%s/newton.json", out, names[k]); args_add(&a, "--quiet"); THREADS();
         char forces[4400], njson[4400];
         snprintf(forces, sizeof forces, "%s/%s/forces.csv", out, names[k]);
         snprintf(njson, sizeof njson, "%s/%s/newton.json", out, names[k]);
@@ -422,7 +405,7 @@ int cmd_orbits_run(int argc, char **argv) {
     printf("\norbits run (%s): done in %.1f s -> %s/RESULTS.md, %s/forces.png\n", sc->name, lssar_now() - t0, out, out);
     return 0;
 fail:
-    clear(&a);
+    args_clear(&a);
     for (int k = 0; k < 10; k++) orb_newton_result_free(&res[k].newton);
     if (g_log) fclose(g_log);
     g_log = NULL;

@@ -56,22 +56,6 @@ static const gpt2_sizes GPT2_124M = {12, 12, 768, 1024, 16, 524288, 19073, 700, 
 static const gpt2_sizes GPT2_SMOKE = {2, 2, 32, 256, 2, 512, 10, 2, 5, 5, 2, 2, 2, 2};
 
 /* ---------------------------------------------------------------- stages */
-typedef struct { int n; char *v[80]; } argvec;
-static void add(argvec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(argvec *a, const char *fmt, ...) {
-    char buf[1 << 16];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (a->n < 79) a->v[a->n++] = strdup(buf);
-    a->v[a->n] = NULL;
-}
-static void clear(argvec *a) {
-    for (int i = 0; i < a->n; i++) free(a->v[i]);
-    a->n = 0;
-}
-
 typedef struct {
     FILE *log;          // OUT/commands.sh (NULL on a dry run)
     int dry;
@@ -80,12 +64,12 @@ typedef struct {
 
 // Print the stage's command (and log it), then run it through its command function unless this
 // is a dry run or skip says it is done. Returns the command's exit status.
-static int stage(runner *r, const char *name, const char *prefix, int (*fn)(int, char **), argvec *a,
+static int stage(runner *r, const char *name, const char *prefix, int (*fn)(int, char **), args_vec *a,
                  const char *skip) {
     size_t len = 0;
     for (int i = 0; i < a->n; i++) len += strlen(a->v[i]) + 3;
     char *line = malloc(len + 64);
-    if (!line) { clear(a); return 1; }
+    if (!line) { args_clear(a); return 1; }
     strcpy(line, "lssar");
     strcat(line, prefix);
     for (int i = 0; i < a->n; i++) {
@@ -114,7 +98,7 @@ static int stage(runner *r, const char *name, const char *prefix, int (*fn)(int,
         cJSON_AddItemToArray(r->stages, s);
     }
     free(line);
-    clear(a);
+    args_clear(a);
     return rc;
 }
 
@@ -273,39 +257,39 @@ static int recipe_gpt2(const gpt2_args *g, runner *r) {
     for (int m = 1; m <= 16; m *= 2)
         snprintf(lengths + strlen(lengths), sizeof lengths - strlen(lengths), "%s%d", m > 1 ? "," : "", m * z->seq);
     const int resume = !r->dry && mtime_of(model_file) >= 0;
-    argvec a = {0};
+    args_vec a = {0};
     // 1. training (a rerun resumes; at the last step train says there is nothing to do)
-    add(&a, "train");
+    args_add(&a, "train");
     if (resume) {
-        add(&a, "--resume"); add(&a, "--out"); add(&a, "%s", run); add(&a, "--steps"); add(&a, "%d", steps);
+        args_add(&a, "--resume"); args_add(&a, "--out"); args_add(&a, "%s", run); args_add(&a, "--steps"); args_add(&a, "%d", steps);
     } else {
-        add(&a, "--data"); add(&a, "%s", g->data); add(&a, "--val"); add(&a, "%s", g->val); add(&a, "--out"); add(&a, "%s", run);
-        add(&a, "--attn"); add(&a, "%s", g->attn);
-        if (g->p > 0) { add(&a, "--p"); add(&a, "%g", (double)g->p); }
-        add(&a, "--pos"); add(&a, "rope");
-        add(&a, "--layers"); add(&a, "%d", z->layers); add(&a, "--heads"); add(&a, "%d", z->heads); add(&a, "--dim"); add(&a, "%d", z->dim);
-        if (g->vocab > 0) { add(&a, "--vocab"); add(&a, "%d", g->vocab); }
-        add(&a, "--seq"); add(&a, "%d", z->seq); add(&a, "--batch"); add(&a, "%d", batch); add(&a, "--accum"); add(&a, "%d", accum);
-        add(&a, "--steps"); add(&a, "%d", steps); add(&a, "--lr"); add(&a, "0.0006"); add(&a, "--warmup"); add(&a, "%d", z->warmup);
-        add(&a, "--lr-floor"); add(&a, "0"); add(&a, "--wd"); add(&a, "0.1"); add(&a, "--clip"); add(&a, "1");
-        add(&a, "--beta1"); add(&a, "0.9"); add(&a, "--beta2"); add(&a, "0.95");
+        args_add(&a, "--data"); args_add(&a, "%s", g->data); args_add(&a, "--val"); args_add(&a, "%s", g->val); args_add(&a, "--out"); args_add(&a, "%s", run);
+        args_add(&a, "--attn"); args_add(&a, "%s", g->attn);
+        if (g->p > 0) { args_add(&a, "--p"); args_add(&a, "%g", (double)g->p); }
+        args_add(&a, "--pos"); args_add(&a, "rope");
+        args_add(&a, "--layers"); args_add(&a, "%d", z->layers); args_add(&a, "--heads"); args_add(&a, "%d", z->heads); args_add(&a, "--dim"); args_add(&a, "%d", z->dim);
+        if (g->vocab > 0) { args_add(&a, "--vocab"); args_add(&a, "%d", g->vocab); }
+        args_add(&a, "--seq"); args_add(&a, "%d", z->seq); args_add(&a, "--batch"); args_add(&a, "%d", batch); args_add(&a, "--accum"); args_add(&a, "%d", accum);
+        args_add(&a, "--steps"); args_add(&a, "%d", steps); args_add(&a, "--lr"); args_add(&a, "0.0006"); args_add(&a, "--warmup"); args_add(&a, "%d", z->warmup);
+        args_add(&a, "--lr-floor"); args_add(&a, "0"); args_add(&a, "--wd"); args_add(&a, "0.1"); args_add(&a, "--clip"); args_add(&a, "1");
+        args_add(&a, "--beta1"); args_add(&a, "0.9"); args_add(&a, "--beta2"); args_add(&a, "0.95");
     }
-    add(&a, "--eval-every"); add(&a, "%d", z->eval_every); add(&a, "--eval-batches"); add(&a, "%d", z->val_batches);
-    add(&a, "--save-every"); add(&a, "%d", z->save_every); add(&a, "--device"); add(&a, "%s", g->dev);
-    if (g->threads > 0) { add(&a, "--threads"); add(&a, "%d", g->threads); }
+    args_add(&a, "--eval-every"); args_add(&a, "%d", z->eval_every); args_add(&a, "--eval-batches"); args_add(&a, "%d", z->val_batches);
+    args_add(&a, "--save-every"); args_add(&a, "%d", z->save_every); args_add(&a, "--device"); args_add(&a, "%s", g->dev);
+    if (g->threads > 0) { args_add(&a, "--threads"); args_add(&a, "%d", g->threads); }
     int rc = stage(r, "train", "", cmd_train, &a, NULL);
     if (rc) return rc;
     // 2. loss at 1x..16x of the training length (batch 1: one 16K sequence at a time, O(T) memory)
-    add(&a, "eval"); add(&a, "--model"); add(&a, "%s", run); add(&a, "--data"); add(&a, "%s", g->val);
-    add(&a, "--seq"); add(&a, "%s", lengths); add(&a, "--batch"); add(&a, "1"); add(&a, "--batches"); add(&a, "%d", z->eval_batches);
-    add(&a, "--json"); add(&a, "%s", ejson); add(&a, "--device"); add(&a, "%s", g->dev);
-    if (g->threads > 0) { add(&a, "--threads"); add(&a, "%d", g->threads); }
+    args_add(&a, "eval"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--data"); args_add(&a, "%s", g->val);
+    args_add(&a, "--seq"); args_add(&a, "%s", lengths); args_add(&a, "--batch"); args_add(&a, "1"); args_add(&a, "--batches"); args_add(&a, "%d", z->eval_batches);
+    args_add(&a, "--json"); args_add(&a, "%s", ejson); args_add(&a, "--device"); args_add(&a, "%s", g->dev);
+    if (g->threads > 0) { args_add(&a, "--threads"); args_add(&a, "%d", g->threads); }
     if ((rc = stage(r, "eval", "", cmd_eval, &a, r->dry ? NULL : done_reason(ejson, model_file)))) return rc;
     // 3. passkey at the same lengths
-    add(&a, "passkey"); add(&a, "--model"); add(&a, "%s", run); add(&a, "--lengths"); add(&a, "%s", lengths);
-    add(&a, "--depths"); add(&a, "%d", z->pk_depths); add(&a, "--trials"); add(&a, "%d", z->pk_trials); add(&a, "--batch"); add(&a, "1");
-    add(&a, "--json"); add(&a, "%s", pjson); add(&a, "--plot"); add(&a, "%s/passkey.png", g->out); add(&a, "--device"); add(&a, "%s", g->dev);
-    if (g->threads > 0) { add(&a, "--threads"); add(&a, "%d", g->threads); }
+    args_add(&a, "passkey"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--lengths"); args_add(&a, "%s", lengths);
+    args_add(&a, "--depths"); args_add(&a, "%d", z->pk_depths); args_add(&a, "--trials"); args_add(&a, "%d", z->pk_trials); args_add(&a, "--batch"); args_add(&a, "1");
+    args_add(&a, "--json"); args_add(&a, "%s", pjson); args_add(&a, "--plot"); args_add(&a, "%s/passkey.png", g->out); args_add(&a, "--device"); args_add(&a, "%s", g->dev);
+    if (g->threads > 0) { args_add(&a, "--threads"); args_add(&a, "%d", g->threads); }
     return stage(r, "passkey", "", cmd_passkey, &a, r->dry ? NULL : done_reason(pjson, model_file));
 }
 
@@ -351,12 +335,12 @@ int cmd_recipe(int argc, char **argv) {
         dry = 1;
     }
     if (is_orbits) {   // the orbits pipeline at the paper's scale is `orbits run --scale paper`
-        argvec a = {0};
-        add(&a, "run"); add(&a, "--scale"); add(&a, "%s", smoke ? "smoke" : "paper"); add(&a, "--attn"); add(&a, "%s", attn);
-        add(&a, "--out"); add(&a, "%s", out); add(&a, "--device"); add(&a, "%s", dev);
-        if (steps) { add(&a, "--steps"); add(&a, "%d", steps); }
-        if (threads) { add(&a, "--threads"); add(&a, "%d", threads); }
-        if (dry) add(&a, "--dry-run");
+        args_vec a = {0};
+        args_add(&a, "run"); args_add(&a, "--scale"); args_add(&a, "%s", smoke ? "smoke" : "paper"); args_add(&a, "--attn"); args_add(&a, "%s", attn);
+        args_add(&a, "--out"); args_add(&a, "%s", out); args_add(&a, "--device"); args_add(&a, "%s", dev);
+        if (steps) { args_add(&a, "--steps"); args_add(&a, "%d", steps); }
+        if (threads) { args_add(&a, "--threads"); args_add(&a, "%d", threads); }
+        if (dry) args_add(&a, "--dry-run");
         runner r = {NULL, 0, NULL};   // orbits run logs its own stages and writes OUT/RESULTS.md
         return stage(&r, "orbits run", " orbits", cmd_orbits_run, &a, NULL);
     }
