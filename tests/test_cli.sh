@@ -92,6 +92,16 @@ $LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --stop-at 10 --
 if cmp -s "$tmp/straight/model.safetensors" "$tmp/split/model.safetensors"; then bad "stop-at stops early"; else ok "stop-at stops early"; fi
 $LSSAR train --out "$tmp/split" --resume --quiet $T1 2>/dev/null
 if cmp -s "$tmp/straight/model.safetensors" "$tmp/split/model.safetensors"; then ok "resume is bit-exact"; else bad "resume is bit-exact"; fi
+# --recompute (activation recomputation) gives the same bits, and a resume may switch it either way
+out=$($LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --recompute --out "$tmp/rc" $T1 2>&1)
+if grep -q "activations .* MiB (recompute)" <<<"$out" && cmp -s "$tmp/straight/model.safetensors" "$tmp/rc/model.safetensors" &&
+   cmp -s "$tmp/straight/trainer.safetensors" "$tmp/rc/trainer.safetensors"; then ok "--recompute is bit-exact"; else bad "--recompute is bit-exact" "$out"; fi
+$LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --stop-at 10 --recompute --out "$tmp/rc_off" --quiet $T1 2>/dev/null
+$LSSAR train --out "$tmp/rc_off" --resume --quiet $T1 2>/dev/null
+$LSSAR train --data "$tmp/train.bin" $MODEL --steps 20 --accum 2 --stop-at 10 --out "$tmp/rc_on" --quiet $T1 2>/dev/null
+$LSSAR train --out "$tmp/rc_on" --resume --recompute --quiet $T1 2>/dev/null
+if cmp -s "$tmp/straight/model.safetensors" "$tmp/rc_off/model.safetensors" && cmp -s "$tmp/straight/model.safetensors" "$tmp/rc_on/model.safetensors"; then
+  ok "resume with --recompute switched off / on is bit-exact"; else bad "resume with --recompute switched off / on is bit-exact"; fi
 # the same with passkey windows mixed in (they draw from the data stream's RNG too)
 shard "$tmp/bytes.bin" 3000 1 257
 PK="--data $tmp/bytes.bin --layers 1 --heads 2 --dim 16 --vocab 257 --seq 260 --batch 2 --steps 6 --passkey-mix 0.5"

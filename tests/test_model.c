@@ -1,6 +1,7 @@
 // test_model.c - the whole GPT model: gradient checks against central finite differences for every
 // attention kind, position mode, tied / untied heads and 1 or 2 channels; determinism; memory
 // reservation; error paths; evaluation chunks == training path; decoding == full forward;
+// activation recomputation == storing (bit for bit) and its memory;
 // overfitting a small batch.
 #include <math.h>
 #include <omp.h>
@@ -304,7 +305,7 @@ static void test_grad_norm_one_definition(void) {
 /* The step's gradient sum is summed in buckets inside the backward (gpt_dp.h, overlap): with two
    micro-batches, the norm gpt_dp_step reports is bit for bit the norm of g_0 + g_1 added here on
    the host, on a model whose layers span several GPT_NORM_BLOCKs and straddle their boundaries. */
-static void test_dp_bucketed_sum(void) {
+static void dp_bucketed_case(int recompute, float *norm) {
     gpt_config cfg = tiny(LSSAR_ATTN_SOFTMAX, GPT_POS_LEARNED, 0, 1);
     cfg.dim = 96; cfg.heads = 4; cfg.vocab = 64; cfg.max_seq = 16; cfg.layers = 3;
     const int B = 2, T = 16;
@@ -314,7 +315,8 @@ static void test_dp_bucketed_sum(void) {
     gpt_dp *dp = NULL;
     float loss, got = NAN;
     float *sum = NULL;
-    int ok = gpt_create(&cfg, 9, &m) == 0 && gpt_reserve(m, B, T, 1) == 0 && gpt_dp_create(m, 2, 0, &dp) == 0;
+    int ok = gpt_create(&cfg, 9, &m) == 0 && gpt_set_recompute(m, recompute) == 0 && gpt_reserve(m, B, T, 1) == 0 &&
+             gpt_dp_create(m, 2, 0, &dp) == 0;
     if (ok) gpt_dp_overlap(dp, 1);   // off by default on the CPU backend
     CHECK(ok && m->nfloats > 4 * GPT_NORM_BLOCK, "a model of several norm blocks: %s", lssar_errmsg());
     if (ok) sum = calloc(m->nfloats, sizeof(float));
@@ -328,12 +330,162 @@ static void test_dp_bucketed_sum(void) {
     if (ok && sum) {
         ok = gpt_dp_step(dp, 0.0f, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, &got) == 0;
         float want = (float)sqrt(gpt_sum_squares(m, sum, m->nfloats));
-        CHECK(ok && got == want, "bucketed sum: norm %.9g, host sum of the micro-batches %.9g (%s)", got, want,
-              ok ? "" : lssar_errmsg());
+        CHECK(ok && got == want, "bucketed sum (recompute %d): norm %.9g, host sum of the micro-batches %.9g (%s)",
+              recompute, got, want, ok ? "" : lssar_errmsg());
+        *norm = got;
     }
     free(sum);
     gpt_dp_free(dp);
     CHECK(!m || !m->grads_ready, "gpt_dp_free unhooks the backward");
+    gpt_free(m);
+}
+
+/* ... also with activation recomputation, which runs each block's forward inside the backward,
+   between the buckets: the same norm, bit for bit. */
+static void test_dp_bucketed_sum(void) {
+    float n0 = NAN, n1 = NAN;
+    dp_bucketed_case(0, &n0);
+    dp_bucketed_case(1, &n1);
+    CHECK(n0 == n1, "bucketed sum: norm %.9g without recompute, %.9g with", n0, n1);
+}
+
+/* Activation recomputation (gpt_set_recompute): a few AdamW steps with and without it give every
+   gradient and parameter bit for bit the same, through gpt_backward and through two calls of
+   gpt_backward_hidden (the second recomputes the last block too), with the option switched on
+   after the first step as a resumed run may. Negative controls: the shared layout without the
+   recomputation, and a perturbed saved block input, change the gradients. */
+enum { RC_PLAIN, RC_ON, RC_ON_AFTER_1, RC_NO_RERUN, RC_PERTURB };
+static float *recompute_run(gpt_config cfg, int how, int hidden, int B, int T) {
+    int Ch = cfg.channels, C = cfg.dim, steps = 3;
+    size_t ntok = (size_t)B * T * Ch, nh = (size_t)B * T * C;
+    uint16_t *in = malloc(ntok * sizeof *in), *tg = malloc(ntok * sizeof *tg);
+    float *dh = malloc(nh * sizeof *dh), *out = NULL;
+    random_tokens(in, ntok, cfg.vocab, 3);
+    random_tokens(tg, ntok, cfg.vocab, 4);
+    lssar_rng r;
+    lssar_rng_seed(&r, 5);
+    for (size_t i = 0; i < nh; i++) dh[i] = (float)lssar_rng_uniform(&r) - 0.5f;
+    gpt *m = NULL;
+    int ok = gpt_create(&cfg, 11, &m) == 0 && gpt_reserve(m, B, T, 1) == 0;
+    if (ok && how != RC_PLAIN && how != RC_ON_AFTER_1) ok = gpt_set_recompute(m, 1) == 0;   // re-lays out the reserve
+    for (int s = 1; s <= steps && ok; s++) {
+        if (s == 2 && how == RC_ON_AFTER_1) ok = gpt_set_recompute(m, 1) == 0;
+        ok = ok && gpt_zero_grad(m) == 0;
+        float loss;
+        if (hidden) ok = ok && gpt_forward_hidden(m, in, B, T) == 0;
+        else ok = ok && gpt_forward(m, in, tg, B, T, &loss) == 0;
+        if (ok && how == RC_NO_RERUN) m->acts.recompute = 0;   // keep the shared set, skip the rerun
+        if (ok && how == RC_PERTURB && s == steps) {   // one float of block 0's output, block 1's input
+            float v;
+            m->be->download(m->ctx, &v, m->acts.h[0].res2 + 5, sizeof v);
+            v += 0.01f * (1.0f + fabsf(v));   // (one ulp may round away in LayerNorm)
+            m->be->upload(m->ctx, m->acts.h[0].res2 + 5, &v, sizeof v);
+        }
+        if (hidden) ok = ok && gpt_backward_hidden(m, dh, 0.5f) == 0 && gpt_backward_hidden(m, dh, 0.25f) == 0;
+        else ok = ok && gpt_backward(m, 1.0f) == 0;
+        if (how == RC_NO_RERUN && m) m->acts.recompute = 1;
+        if (ok && s < steps) ok = gpt_adamw_step(m, s, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f) == 0;
+    }
+    CHECK(ok, "%s: training (recompute mode %d, hidden %d): %s", lssar_attn_name(cfg.attn), how, hidden, lssar_errmsg());
+    if (ok) {   // the parameters after steps - 1 updates, then the last step's gradients
+        CHECK(m->acts.recompute == (how != RC_PLAIN), "the layout follows gpt_set_recompute");
+        size_t n;
+        float *p = read_all(m, GPT_BUF_PARAM, &n), *g = read_all(m, GPT_BUF_GRAD, &n);
+        out = malloc(2 * n * sizeof(float));
+        memcpy(out, p, n * sizeof(float));
+        memcpy(out + n, g, n * sizeof(float));
+        free(p); free(g);
+    }
+    gpt_free(m);
+    free(in); free(tg); free(dh);
+    return out;
+}
+
+static void test_recompute(void) {
+    const lssar_attn_kind kinds[] = {LSSAR_ATTN_SOFTMAX, LSSAR_ATTN_LSSAR};
+    const gpt_pos poss[] = {GPT_POS_LEARNED, GPT_POS_ROPE};
+    for (int ki = 0; ki < 2; ki++)
+        for (int pi = 0; pi < 2; pi++)
+            for (int hidden = 0; hidden < 2; hidden++) {
+                gpt_config cfg = tiny(kinds[ki], poss[pi], pi, 1 + pi);   // untied 1 channel / tied 2
+                cfg.layers = 3;
+                const int B = 2, T = 8;
+                gpt *m = NULL;
+                CHECK_OK(gpt_create_empty(&cfg, &m));
+                size_t n = 2 * gpt_num_params(m);
+                gpt_free(m);
+                float *ref = recompute_run(cfg, RC_PLAIN, hidden, B, T);
+                float *on = recompute_run(cfg, RC_ON, hidden, B, T);
+                float *late = recompute_run(cfg, RC_ON_AFTER_1, hidden, B, T);
+                float *norerun = recompute_run(cfg, RC_NO_RERUN, hidden, B, T);
+                float *pert = recompute_run(cfg, RC_PERTURB, hidden, B, T);
+                const char *what = hidden ? "gpt_backward_hidden x 2" : "gpt_backward";
+                if (ref && on && late && norerun && pert) {
+                    CHECK(!memcmp(ref, on, n * sizeof(float)), "%s %s %s: recompute changes the bits",
+                          lssar_attn_name(cfg.attn), gpt_pos_name(cfg.pos), what);
+                    CHECK(!memcmp(ref, late, n * sizeof(float)), "%s %s %s: recompute from step 2 changes the bits",
+                          lssar_attn_name(cfg.attn), gpt_pos_name(cfg.pos), what);
+                    CHECK(memcmp(ref, norerun, n * sizeof(float)), "%s %s %s: negative control: the shared set "
+                          "without the rerun gives the same gradients", lssar_attn_name(cfg.attn), gpt_pos_name(cfg.pos), what);
+                    CHECK(memcmp(ref + n / 2, pert + n / 2, n / 2 * sizeof(float)) && !memcmp(ref, pert, n / 2 * sizeof(float)),
+                          "%s %s %s: negative control: a perturbed saved input leaves the gradients as they were",
+                          lssar_attn_name(cfg.attn), gpt_pos_name(cfg.pos), what);
+                }
+                free(ref); free(on); free(late); free(norerun); free(pert);
+            }
+}
+
+/* gpt_activation_bytes: recompute keeps one full block set instead of L, so the saving is exactly
+   (L - 1) block sets less their res2 (which every block keeps); evaluation is unchanged; a reserve
+   allocates what it says. Prints the ratio for GPT-2 small at T = 1024. */
+static void test_recompute_bytes(void) {
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 1, 1);
+    cfg.layers = 5; cfg.dim = 24; cfg.heads = 3; cfg.max_seq = 64;
+    const int B = 3, T = 37;   // row counts that are not multiples of 16: the rounding counts
+    gpt *m = NULL;
+    CHECK_OK(gpt_create_empty(&cfg, &m));
+    if (!m) return;
+#define R16(n) (((n) + 15) & ~(size_t)15)   // every tensor starts on a 64-byte line
+    size_t N = (size_t)B * T, NC = N * cfg.dim;
+    lssar_attn_desc d = gpt_attn_desc(m, 0);
+    size_t ns = m->be->attention_stats_floats(&d, 1, (int)N, cfg.heads, cfg.dim / cfg.heads);
+    // a block set without res2, in floats: ln1 q k v att res1 ln2 (N, C), fch fch_gelu (N, 4C),
+    // four LayerNorm statistics (N), the attention statistics
+    size_t set = 7 * R16(NC) + 2 * R16(4 * NC) + 4 * R16(N) + R16(ns);
+#undef R16
+    size_t plain = gpt_activation_bytes(m, B, T, 1), ev = gpt_activation_bytes(m, B, T, 0);
+    CHECK_OK(gpt_set_recompute(m, 1));
+    size_t re = gpt_activation_bytes(m, B, T, 1);
+    CHECK(plain - re == (cfg.layers - 1) * set * sizeof(float), "saving %zu bytes, expected (L - 1) x %zu floats",
+          plain - re, set);
+    CHECK(gpt_activation_bytes(m, B, T, 0) == ev, "recompute leaves evaluation memory alone");
+    CHECK(gpt_activation_bytes(m, 0, T, 1) == 0 && gpt_activation_bytes(NULL, B, T, 1) == 0, "bad arguments give 0");
+    CHECK(gpt_set_recompute(m, 2) != 0 && strstr(lssar_errmsg(), "0 or 1"), "on = 2 is refused: %s", lssar_errmsg());
+    CHECK(gpt_set_recompute(NULL, 1) != 0, "a NULL model is refused");
+    gpt_free(m);
+    // a real reserve: the layout switches in place, and gpt_reserve keeps it
+    CHECK_OK(gpt_create(&cfg, 1, &m));
+    CHECK_OK(gpt_reserve(m, B, T, 1));
+    CHECK(!m->acts.recompute && m->acts.h[0].ln1 != m->acts.h[1].ln1, "default: one set per block");
+    CHECK_OK(gpt_set_recompute(m, 1));
+    CHECK(m->acts.mem && m->acts.recompute && m->acts.N == B * T && m->acts.h[0].ln1 == m->acts.h[4].ln1 &&
+          m->acts.h[0].res2 != m->acts.h[1].res2, "gpt_set_recompute re-lays the reserve out: one shared set, own res2");
+    CHECK_OK(gpt_reserve(m, B, T, 1));
+    CHECK(m->acts.recompute, "a later reserve keeps the layout");
+    CHECK_OK(gpt_set_recompute(m, 0));
+    CHECK(!m->acts.recompute && m->acts.h[0].ln1 != m->acts.h[4].ln1, "and back");
+    gpt_free(m);
+    // GPT-2 small (12 layers, width 768, 12 heads, vocab 50257) at T = 1024, batch 1
+    gpt_config g2 = {.layers = 12, .heads = 12, .dim = 768, .vocab = 50257, .channels = 1, .max_seq = 1024,
+                     .pos = GPT_POS_ROPE, .attn = LSSAR_ATTN_LSSAR, .p = 15.0f, .tied = 1};
+    CHECK_OK(gpt_create_empty(&g2, &m));
+    if (!m) return;
+    double a0 = gpt_activation_bytes(m, 1, 1024, 1) / 1048576.0, logits = 50257.0 * 1024 * 4 / 1048576.0;
+    gpt_set_recompute(m, 1);
+    double a1 = gpt_activation_bytes(m, 1, 1024, 1) / 1048576.0;
+    printf("  12 x 768, T = 1024, batch 1 (%s backend): activations %.1f MiB -> %.1f MiB with recompute "
+           "(x %.3f; %.1f MiB of it the logits)\n", m->be->name, a0, a1, a1 / a0, logits);
+    CHECK(a1 < 0.5 * a0, "recompute at least halves GPT-2 small's activations");
     gpt_free(m);
 }
 
@@ -792,6 +944,8 @@ int main(void) {
     RUN(test_determinism);
     RUN(test_grad_norm_one_definition);
     RUN(test_dp_bucketed_sum);
+    RUN(test_recompute);
+    RUN(test_recompute_bytes);
     RUN(test_gradients);
     RUN(test_overfit);
     return test_summary("test_model");

@@ -316,6 +316,11 @@ static void test_deterministic(void) {
     o.steps = 6; o.seed = 99;
     CHECK(train_run(&o, NULL) == 0, "run 3: %s", lssar_errmsg());
     CHECK(!same_weights(tpath("det1"), tpath("det3")), "another seed gives the same weights");
+    // activation recomputation changes the memory, not the bits
+    base_opts(&o, tpath("det_rc"));
+    o.steps = 6; o.recompute = 1;
+    CHECK(train_run(&o, NULL) == 0, "run with recompute: %s", lssar_errmsg());
+    CHECK(same_weights(tpath("det1"), tpath("det_rc")), "recompute gives different weights");
 }
 
 static void test_nan_stops(void) {
@@ -357,6 +362,16 @@ static void test_bad_inputs(void) {
     o.resume = 1;
     rc = train_run(&o, NULL);
     CHECK(rc == LSSAR_E_IO && strstr(lssar_errmsg(), "--resume"), "resume without a checkpoint: %s", lssar_errmsg());
+    base_opts(&o, tpath("bad3"));
+    o.recompute = 2;
+    rc = train_run(&o, NULL);
+    CHECK(rc == LSSAR_E_ARG && strstr(lssar_errmsg(), "recompute"), "recompute = 2: %s", lssar_errmsg());
+    lssar_train_options po;
+    lssar_train_defaults(&po);
+    po.out = tpath("bad3");
+    po.recompute = 2;
+    rc = lssar_train(&po, NULL);
+    CHECK(rc == LSSAR_E_ARG && strstr(lssar_errmsg(), "recompute"), "lssar_train recompute = 2: %s", lssar_errmsg());
 }
 
 int main(void) {

@@ -22,8 +22,11 @@ static const char *ABOUT =
     "backward (lssar_attn_forward/backward, B = 1, H = 12, D = 64) for softmax and lssar at\n"
     "T = 256, 1024, 4096. Each time is the median of --repeats runs after one warm-up.\n"
     "--quick: tiny shapes (for tests). Times on a shared machine are noisy: compare ratios.\n"
+    "--recompute: the steps recompute the blocks' activations in the backward (lssar train\n"
+    "--recompute); GFLOP/s still counts the model's FLOPs, so it shows what recomputation costs.\n"
     "JSON (--json): {\"train\": [{\"layers\", \"dim\", \"heads\", \"vocab\", \"batch\", \"seq\", \"params\",\n"
-    "\"ms_per_step\", \"gflops\", \"sgemm_gflops\", \"sgemm_ratio\", \"tokens_per_s\"}, ...],\n"
+    "\"recompute\", \"activation_mib\", \"ms_per_step\", \"gflops\", \"sgemm_gflops\", \"sgemm_ratio\",\n"
+    "\"tokens_per_s\"}, ...],\n"
     "\"attention\": [{\"kind\", \"T\", \"fwd_bwd_ms\", \"ratio_vs_softmax\"}, ...]}.";
 
 typedef struct { int layers, dim, heads, vocab, B, T; } shape;
@@ -71,19 +74,21 @@ static double sgemm_gflops(const shape *s, int repeats) {
 }
 
 // Median ms of a training step; *params set. Returns NAN on failure (message printed).
-static double time_step(const shape *s, lssar_attn_kind kind, int repeats, size_t *params) {
+static double time_step(const shape *s, lssar_attn_kind kind, int recompute, int repeats, size_t *params,
+                        double *act_mib) {
     gpt_config cfg = {.layers = s->layers, .heads = s->heads, .dim = s->dim, .vocab = s->vocab, .channels = 1,
                       .max_seq = s->T, .pos = GPT_POS_ROPE, .attn = kind, .p = 15.0f, .tied = 1};
     gpt *m = NULL;
     size_t n = (size_t)s->B * s->T;
     uint16_t *in = malloc(n * sizeof *in), *tg = malloc(n * sizeof *tg);
-    if (!in || !tg || gpt_create(&cfg, 1, &m) || gpt_reserve(m, s->B, s->T, 1)) {
+    if (!in || !tg || gpt_create(&cfg, 1, &m) || gpt_set_recompute(m, recompute) || gpt_reserve(m, s->B, s->T, 1)) {
         fprintf(stderr, "lssar bench: %s\n", in && tg ? lssar_errmsg() : "out of memory");
         if (m) gpt_free(m);
         free(in); free(tg);
         return NAN;
     }
     *params = gpt_num_params(m);
+    *act_mib = gpt_activation_bytes(m, s->B, s->T, 1) / 1048576.0;
     lssar_rng r;
     lssar_rng_seed(&r, 3);
     for (size_t i = 0; i < n; i++) { in[i] = (uint16_t)lssar_rng_below(&r, s->vocab); tg[i] = (uint16_t)lssar_rng_below(&r, s->vocab); }
@@ -130,7 +135,7 @@ static double time_attn(lssar_attn_kind kind, int T, int H, int D, int repeats) 
 
 int cmd_bench(int argc, char **argv) {
     const char *json = NULL, *attn = "lssar";
-    int quick = 0, repeats = 0, threads = 0, no_train = 0, no_attn = 0;
+    int quick = 0, repeats = 0, threads = 0, no_train = 0, no_attn = 0, recompute = 0;
     arg_spec sp[] = {
         {"json", ARG_STR, &json, "write the results as JSON to this file", 0, 0},
         {"quick", ARG_BOOL, &quick, "tiny shapes (seconds; for tests)", 0, 0},
@@ -139,6 +144,7 @@ int cmd_bench(int argc, char **argv) {
         {"threads", ARG_INT, &threads, "CPU threads (0: all cores)", 0, 0},
         {"no-train", ARG_BOOL, &no_train, "skip the training steps", 0, 0},
         {"no-attn", ARG_BOOL, &no_attn, "skip the attention kernels", 0, 0},
+        {"recompute", ARG_BOOL, &recompute, "training steps with activation recomputation (see above)", 0, 0},
         {0}};
     int rc = args_parse("bench", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
@@ -162,19 +168,23 @@ int cmd_bench(int argc, char **argv) {
     cJSON_AddStringToObject(root, "train_attn", lssar_attn_name((lssar_attn_kind)kind));
     cJSON *tr = cJSON_AddArrayToObject(root, "train"), *at = cJSON_AddArrayToObject(root, "attention");
     if (!no_train) {
-        printf("training step (%s attention, forward + backward + AdamW), median of runs:\n", lssar_attn_name((lssar_attn_kind)kind));
-        printf("%6s %6s %6s %6s %12s %10s %12s %8s %10s\n", "layers", "dim", "B", "T", "ms/step", "GFLOP/s", "sgemm GF/s", "ratio", "tok/s");
+        printf("training step (%s attention, forward + backward + AdamW%s), median of runs:\n",
+               lssar_attn_name((lssar_attn_kind)kind), recompute ? ", recompute" : "");
+        printf("%6s %6s %6s %6s %12s %10s %12s %8s %10s %10s\n", "layers", "dim", "B", "T", "ms/step", "GFLOP/s", "sgemm GF/s",
+               "ratio", "tok/s", "acts MiB");
     }
     for (int i = 0; i < nshapes && !no_train && !rc; i++) {
         const shape *s = &shapes[i];
         int reps = repeats ? repeats : (s->layers >= 12 ? 2 : 3);
         size_t N = 0;
-        double ms = time_step(s, (lssar_attn_kind)kind, reps, &N);
+        double act = 0;
+        double ms = time_step(s, (lssar_attn_kind)kind, recompute, reps, &N, &act);
         if (isnan(ms)) { rc = 1; break; }
         double sg = sgemm_gflops(s, 3);
         double flop = (6.0 * N + 12.0 * s->layers * s->dim * s->T) * s->B * s->T;
         double gf = flop / (ms * 1e-3) / 1e9;
-        printf("%6d %6d %6d %6d %12.1f %10.1f %12.1f %8.3f %10.0f\n", s->layers, s->dim, s->B, s->T, ms, gf, sg, gf / sg, s->B * s->T / (ms * 1e-3));
+        printf("%6d %6d %6d %6d %12.1f %10.1f %12.1f %8.3f %10.0f %10.1f\n", s->layers, s->dim, s->B, s->T, ms, gf, sg, gf / sg,
+               s->B * s->T / (ms * 1e-3), act);
         fflush(stdout);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "layers", s->layers);
@@ -184,6 +194,8 @@ int cmd_bench(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "batch", s->B);
         cJSON_AddNumberToObject(o, "seq", s->T);
         cJSON_AddNumberToObject(o, "params", (double)N);
+        cJSON_AddBoolToObject(o, "recompute", recompute);
+        cJSON_AddNumberToObject(o, "activation_mib", act);
         cJSON_AddNumberToObject(o, "gflop_per_step", flop / 1e9);
         cJSON_AddNumberToObject(o, "ms_per_step", ms);
         cJSON_AddNumberToObject(o, "gflops", gf);

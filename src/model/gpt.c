@@ -303,28 +303,47 @@ int gpt_ensure_rope(gpt *m, int T) {
     return rc;
 }
 
-/* Lay the activations out in one block; base == NULL only counts. Returns the float count. */
-static size_t act_layout(gpt *m, gpt_acts *a, float *base, size_t N, int train) {
+/* The attention statistics one block set keeps for the backward, for up to N rows: the most any
+   layer in [l0, l1) needs (they are linear in the rows, so (1, N) sizes (B, T) batches). */
+static size_t stats_floats(const gpt *m, int l0, int l1, size_t N) {
+    const gpt_config *c = &m->cfg;
+    size_t most = 0;
+    for (int l = l0; l < l1; l++) {
+        lssar_attn_desc d = gpt_attn_desc(m, l);
+        size_t ns = m->be->attention_stats_floats(&d, 1, (int)N, c->heads, c->dim / c->heads);
+        if (ns > most) most = ns;
+    }
+    return most;
+}
+
+/* Lay the activations out in one block; base == NULL only counts (and leaves a alone). Returns the
+   float count. Block sets: evaluation reuses one for every block; training keeps one per block,
+   or with recompute one shared set plus each block's output res2 (N, C), the next block's input,
+   from which the backward runs the block forward again. */
+static size_t act_layout(const gpt *m, gpt_acts *a, float *base, size_t N, int train, int recompute) {
     const gpt_config *c = &m->cfg;
     size_t C = c->dim, off = 0;
+    int L = c->layers;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += round16(n); } while (0)
-    int nsets = train ? c->layers : 1;   // evaluation reuses one set for every block
+    recompute = train && recompute;
+    int nsets = train && !recompute ? L : 1;
     for (int l = 0; l < nsets; l++) {
-        gpt_block_acts *b = &a->h[l];
-        TAKE(b->ln1, N * C); TAKE(b->ln1_mean, N); TAKE(b->ln1_rstd, N);
-        TAKE(b->q, N * C); TAKE(b->k, N * C); TAKE(b->v, N * C); TAKE(b->att, N * C);
-        if (train) {   // the statistics are linear in the rows, so (1, N) sizes (B, T) batches
-            lssar_attn_desc d = gpt_attn_desc(m, l);
-            size_t ns = m->be->attention_stats_floats(&d, 1, (int)N, c->heads, (int)C / c->heads);
-            if (ns) TAKE(b->att_stats, ns);
+        gpt_block_acts b = {0};
+        TAKE(b.ln1, N * C); TAKE(b.ln1_mean, N); TAKE(b.ln1_rstd, N);
+        TAKE(b.q, N * C); TAKE(b.k, N * C); TAKE(b.v, N * C); TAKE(b.att, N * C);
+        if (train) {   // a shared set serves every layer
+            size_t ns = recompute ? stats_floats(m, 0, L, N) : stats_floats(m, l, l + 1, N);
+            if (ns) TAKE(b.att_stats, ns);
         }
-        TAKE(b->res1, N * C);
-        TAKE(b->ln2, N * C); TAKE(b->ln2_mean, N); TAKE(b->ln2_rstd, N);
-        TAKE(b->fch, N * 4 * C); TAKE(b->fch_gelu, N * 4 * C);
-        TAKE(b->res2, N * C);
+        TAKE(b.res1, N * C);
+        TAKE(b.ln2, N * C); TAKE(b.ln2_mean, N); TAKE(b.ln2_rstd, N);
+        TAKE(b.fch, N * 4 * C); TAKE(b.fch_gelu, N * 4 * C);
+        if (!recompute) TAKE(b.res2, N * C);
+        if (base) a->h[l] = b;
     }
-    if (base)
-        for (int l = nsets; l < c->layers; l++) a->h[l] = a->h[0];
+    for (int l = nsets; l < L; l++)
+        if (base) a->h[l] = a->h[0];
+    for (int l = 0; l < L && recompute; l++) TAKE(a->h[l].res2, N * C);
     TAKE(a->encoded, N * C);
     TAKE(a->lnf, N * C); TAKE(a->lnf_mean, N); TAKE(a->lnf_rstd, N);
     TAKE(a->scratch, N * C);
@@ -360,15 +379,18 @@ int gpt_acts_alloc(gpt *m, int N, int T, int train, gpt_acts *a) {
     memset(a, 0, sizeof *a);
     a->h = calloc(m->cfg.layers, sizeof(gpt_block_acts));
     if (!a->h) return lssar_fail(LSSAR_E_NOMEM, "gpt: out of memory");
-    size_t n = act_layout(m, a, NULL, N, train);
+    int recompute = train && m->recompute;
+    size_t n = act_layout(m, a, NULL, N, train, recompute);
     a->mem = alloc_floats(m, n);
     if (!a->mem) {
         free(a->h); a->h = NULL;
         return lssar_fail(LSSAR_E_NOMEM, "gpt: cannot allocate %zu MiB of activations for %d rows; use a "
                           "smaller batch or T", n * 4 >> 20, N);
     }
-    act_layout(m, a, a->mem, N, train);
+    act_layout(m, a, a->mem, N, train, recompute);
     a->N = N; a->T = T; a->train = train;
+    a->recompute = recompute;
+    a->held = -1;
     return 0;
 }
 
@@ -388,7 +410,8 @@ int gpt_reserve(gpt *m, int B, int T, int train) {
     train = train ? 1 : 0;
     int N = B * T;
     gpt_acts *a = &m->acts;
-    if (a->mem && N <= a->N && T <= a->T && train <= a->train) return 0;   // already fits
+    if (a->mem && N <= a->N && T <= a->T && train <= a->train && a->recompute == (a->train && m->recompute))
+        return 0;   // already fits
     // grow to cover both the old and the new shapes
     if (a->mem) {
         if (a->N > N) N = a->N;
@@ -401,6 +424,24 @@ int gpt_reserve(gpt *m, int B, int T, int train) {
     if (train && (rc = ensure_opt_state(m))) return rc;
     if ((rc = gpt_ensure_rope(m, T))) return rc;
     return gpt_acts_alloc(m, N, T, train, a);
+}
+
+int gpt_set_recompute(gpt *m, int on) {
+    if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_set_recompute: model is NULL");
+    if (on != 0 && on != 1) return lssar_fail(LSSAR_E_ARG, "gpt_set_recompute: on = %d; use 0 or 1", on);
+    m->recompute = on;
+    gpt_acts *a = &m->acts;
+    if (!a->mem || !a->train || a->recompute == on) return 0;
+    // re-lay the reserved shape out (freed first, so the two layouts never coexist)
+    int N = a->N, T = a->T;
+    gpt_acts_free(m, a);
+    m->fvalid = m->fhidden = m->fbackward_ready = 0;
+    return gpt_acts_alloc(m, N, T, 1, a);
+}
+
+size_t gpt_activation_bytes(const gpt *m, int B, int T, int train) {
+    if (!m || B < 1 || T < 1) return 0;
+    return act_layout(m, NULL, NULL, (size_t)B * T, train ? 1 : 0, m->recompute) * sizeof(float);
 }
 
 /* ------------------------------------------------------------- forward */
@@ -520,11 +561,13 @@ int gpt_trunk_forward(gpt *m, gpt_acts *a, int B, int T, const gpt_kvcache *kv) 
     const float *wpe = m->params.wpe ? m->params.wpe + (size_t)(kv ? kv->len : 0) * C : NULL;
     be->embedding_forward(m->ctx, a->encoded, a->inputs, m->params.wte, wpe, B, T, c->channels, C);
     const float *x = a->encoded;   // the residual stream (N, C)
+    a->held = -1;
     for (int l = 0; l < c->layers; l++) {
         int rc = block_forward(m, l, &a->h[l], a->scratch, x, B, T, kv);
         if (rc) return rc;
         x = a->h[l].res2;
     }
+    a->held = c->layers - 1;   // (with recompute, what the shared set holds)
     be->layernorm_forward(m->ctx, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->params.lnfw, m->params.lnfb, N, C);
     return 0;
 }
@@ -634,9 +677,6 @@ int gpt_zero_grad(gpt *m) {
     return 0;
 }
 
-/* Backward of the trunk from acts.dln = the gradient on the final hidden states (N, C): the final
-   LayerNorm, the blocks in reverse, the embeddings. Only reads the activations, so a second call
-   after the same forward is fine. */
 // The flat offset from which every gradient is final once the backward has passed block `layer`
 // (layer L: the final LayerNorm, with the untied heads after it): that block's first tensor.
 static size_t grads_final_from(const gpt *m, int layer) {
@@ -645,6 +685,26 @@ static size_t grads_final_from(const gpt *m, int layer) {
     return m->nfloats;
 }
 
+/* With recompute: refill the shared activation set with block l's by running its forward again
+   from its saved input x (N, C). The same kernels on the same inputs give the same bits, so the
+   backward that follows is the one of the stored activations exactly. It also writes the block's
+   res2 again, which nothing in this backward reads any more. The probe saw the block in the
+   forward already: it must not see it twice. */
+static int recompute_block(gpt *m, int l, const float *x, int B, int T) {
+    gpt_acts *a = &m->acts;
+    if (a->held == l) return 0;   // the last block, which the forward just ran
+    struct gpt_probe_state *probe = m->probe;
+    m->probe = NULL;
+    a->held = -1;
+    int rc = block_forward(m, l, &a->h[l], a->scratch, x, B, T, NULL);
+    m->probe = probe;
+    if (!rc) a->held = l;
+    return rc;
+}
+
+/* Backward of the trunk from acts.dln = the gradient on the final hidden states (N, C): the final
+   LayerNorm, the blocks in reverse, the embeddings. Only reads the stored activations (with
+   recompute: the blocks' inputs), so a second call after the same forward is fine. */
 static int backward_trunk(gpt *m) {
     const nn_backend *be = m->be;
     const gpt_config *c = &m->cfg;
@@ -656,7 +716,9 @@ static int backward_trunk(gpt *m) {
     int rc = m->grads_ready ? m->grads_ready(m->grads_ready_user, grads_final_from(m, L)) : 0;
     if (rc) return rc;
     for (int l = L - 1; l >= 0; l--) {
-        if ((rc = block_backward(m, l, a, l ? a->h[l - 1].res2 : a->encoded, B, T))) return rc;
+        const float *x = l ? a->h[l - 1].res2 : a->encoded;   // the block's input (N, C)
+        if (a->recompute && (rc = recompute_block(m, l, x, B, T))) return rc;
+        if ((rc = block_backward(m, l, a, x, B, T))) return rc;
         if (m->grads_ready && (rc = m->grads_ready(m->grads_ready_user, grads_final_from(m, l)))) return rc;
     }
     be->embedding_backward(m->ctx, m->grads.wte, m->grads.wpe, a->dres, a->inputs, B, T, c->channels, C);

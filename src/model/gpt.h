@@ -70,6 +70,21 @@ size_t gpt_num_params(const gpt *m);
    per-position loss, argmax and the loss sum. */
 int gpt_reserve(gpt *m, int B, int T, int train);
 
+/* Activation recomputation, a runtime option (not part of gpt_config, not in checkpoints; off at
+   creation): with on = 1 the training activations keep, per block, only its output (N, C), plus
+   one shared set of every block activation; the backward runs each block's forward again from
+   its saved input into that set just before the block's backward (the last block's is still
+   there). The kernels are deterministic, so the gradients are bit for bit those without it; the
+   price is one more forward of every block but the last per step (at most 4/3 of the step's
+   FLOPs; less where the output heads weigh: 1.22x for GPT-2 small at T = 1024). The backward
+   recomputes with the parameters it finds, so they must not change between forward and backward
+   (no caller changes them). Switching re-lays the reserved activations out at the same shape
+   (their contents are lost: run the forward again). */
+int gpt_set_recompute(gpt *m, int on);
+/* The bytes gpt_reserve(m, B, T, train) allocates for activations in the current recompute
+   setting (parameters, gradients and AdamW state not counted); 0 for bad arguments. */
+size_t gpt_activation_bytes(const gpt *m, int B, int T, int train);
+
 /* Forward pass of whole sequences. inputs, targets: (B, T, channels) uint16, host memory; targets
    may be NULL (then no loss) and may hold GPT_IGNORE. If loss is non-NULL, *loss is the mean over
    channels and counted positions of the cross-entropy (which waits for the backend; NULL leaves it

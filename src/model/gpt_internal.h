@@ -64,9 +64,15 @@ typedef struct {
 
 /* Activations for batches of up to N rows, T positions (llm.c's ActivationTensors). In evaluation
    (train = 0) every block aliases one set and the logits are made eval_rows rows at a time, so
-   memory is linear in T. The training set keeps every block and all N rows of logits. */
+   memory is linear in T. The training set keeps every block and all N rows of logits; with
+   recompute (gpt_set_recompute) it keeps only each block's output res2 and one shared set that
+   the backward refills block by block by running the block forward again. */
 typedef struct {
     int N, T, train;                    // capacity
+    int recompute;                      // training layout: h[l] share one set but for res2
+    int held;                           // recompute: the block whose activations the shared set
+                                        // holds (-1: none), so the backward of the last block,
+                                        // which the forward just left there, reruns nothing
     float *mem;                         // the one allocation the float tensors live in
     gpt_block_acts *h;                  // (L), host array of device pointers
     float *encoded;                     // (N, C)
@@ -99,6 +105,8 @@ struct gpt {
     int fhidden;                        // acts.lnf holds the last forward's final hidden states
     // a probe (gpt_probe.c) that the block forward calls while it is set
     struct gpt_probe_state *probe;
+    // gpt_set_recompute: lay training activations out for recomputation (not saved anywhere)
+    int recompute;
     // While set (by gpt_dp.c), the backward calls it each time the gradients in [from, nfloats)
     // are final for this backward (after the final LayerNorm, then after each block, last block
     // first: the flat layout puts layer l after layer l - 1), so their sum over the ranks can

@@ -382,6 +382,7 @@ static int start_resume(const train_opts *o, gpt **m, train_state *s) {
                         mp, (long long)mstep, tp, (long long)s->step);
     if (!rc && gpt_get_config(*m)->max_seq != s->seq)
         rc = lssar_fail(LSSAR_E_FORMAT, "%s: the model's max_seq %d differs from the trainer's seq %d: mismatched files", o->out, gpt_get_config(*m)->max_seq, s->seq);
+    if (!rc) rc = gpt_set_recompute(*m, o->recompute);
     if (!rc) rc = gpt_reserve(*m, s->batch, s->seq, 1);
     if (!rc) rc = ckpt_load_trainer(*m, tp, s);
     if (rc) { if (*m) gpt_free(*m); *m = NULL; return rc; }
@@ -420,6 +421,7 @@ int train_run(const train_opts *o, train_result *r) {
     const int quiet = o->quiet || !lead;
     int rc = check_opts(o);
     if (!rc && o->zero != 0 && o->zero != 1) rc = lssar_fail(LSSAR_E_ARG, "--zero must be 0 or 1");
+    if (!rc && o->recompute != 0 && o->recompute != 1) rc = lssar_fail(LSSAR_E_ARG, "recompute must be 0 or 1");
     if (rc) return rc;   // the same options on every rank: they all stop here
     if (o->threads > 0) lssar_set_threads(o->threads);
     char mp[4096];
@@ -483,7 +485,7 @@ int train_run(const train_opts *o, train_result *r) {
         if ((rc = dl_open(&dl, o->data, o->seq, o->align, "--data"))) goto setup_done;
         if ((rc = start_fresh(o, &dl, &m, &s))) goto setup_done;
         s.accum = o->accum * ranks;   // the checkpoint stores the step's micro-batches over all ranks
-        if ((rc = gpt_reserve(m, s.batch, s.seq, 1))) goto setup_done;
+        if ((rc = gpt_set_recompute(m, o->recompute)) || (rc = gpt_reserve(m, s.batch, s.seq, 1))) goto setup_done;
     }
     cfg = gpt_get_config(m);
     B = s.batch; T = s.seq; C = cfg->channels; accum = s.accum / ranks;
@@ -539,8 +541,10 @@ setup_done:
         if (cfg->attn == LSSAR_ATTN_SIGMOID || cfg->attn == LSSAR_ATTN_RELU)
             snprintf(pdesc, sizeof pdesc, " (len-norm %s)", lssar_len_norm_name(cfg->len_norm));
         if (ranks > 1) snprintf(rdesc, sizeof rdesc, " x %d ranks%s", ranks, o->zero ? " (ZeRO-1)" : "");
-        char mdesc[64];
-        snprintf(mdesc, sizeof mdesc, "AdamW state %.2f MiB per rank", gpt_dp_moment_floats(dp) * 4.0 / (1 << 20));
+        char mdesc[128];
+        snprintf(mdesc, sizeof mdesc, "AdamW state %.2f MiB per rank, activations %.2f MiB%s",
+                 gpt_dp_moment_floats(dp) * 4.0 / (1 << 20), gpt_activation_bytes(m, B, T, 1) / (double)(1 << 20),
+                 o->recompute ? " (recompute)" : "");
         fprintf(stderr, "lssar train: %s attention%s, %d layers, %d heads, width %d, vocab %d x %d channel%s, %s positions, %zu parameters\n",
                 lssar_attn_name(cfg->attn), pdesc, cfg->layers, cfg->heads, cfg->dim, cfg->vocab, C, C > 1 ? "s" : "",
                 gpt_pos_name(cfg->pos), gpt_num_params(m));

@@ -134,6 +134,9 @@ typedef struct {
     int override_optim;    // on resume: lr, min_lr_frac, warmup, wd, clip, betas, eps from here
     int quiet;             // no progress lines (tests)
     int zero;              // data parallel (mpirun -np N): 1 shards the AdamW state (ZeRO-1)
+    int recompute;         // 1: recompute the blocks' activations in the backward (gpt_set_recompute):
+                           // less activation memory, up to 4/3 the FLOPs, the same bits; fresh and
+                           // resumed runs alike (not in the checkpoint)
 } train_opts;
 
 /* Defaults that match `lssar train --help`. */

@@ -78,6 +78,7 @@ int lssar_train(const lssar_train_options *o, lssar_train_result *r) {
     if (!o) return lssar_fail(LSSAR_E_NULL, "lssar_train: options are NULL (lssar_train_defaults fills them)");
     if (!o->out || !*o->out) return lssar_fail(LSSAR_E_ARG, "lssar_train: out is required: the run directory for checkpoints and the log");
     if (o->threads < 0) return lssar_fail(LSSAR_E_ARG, "lssar_train: threads must be >= 0 (0: as they are), got %d", o->threads);
+    if (o->recompute != 0 && o->recompute != 1) return lssar_fail(LSSAR_E_ARG, "lssar_train: recompute must be 0 or 1, got %d", o->recompute);
     if ((unsigned)o->schedule > LSSAR_LR_CONSTANT) return lssar_fail(LSSAR_E_KIND, "lssar_train: schedule %d is not an lssar_lr_schedule", (int)o->schedule);
     if ((unsigned)o->warmup > LSSAR_WARMUP_STEPS) return lssar_fail(LSSAR_E_KIND, "lssar_train: warmup %d is not an lssar_warmup", (int)o->warmup);
     if (o->warmup == LSSAR_WARMUP_STEPS && o->warmup_steps < 0)
@@ -121,6 +122,7 @@ int lssar_train(const lssar_train_options *o, lssar_train_result *r) {
     t.threads = o->threads;
     t.override_optim = 0;
     t.quiet = !o->progress;
+    t.recompute = o->recompute;
     train_result tr;
     int rc = train_run(&t, &tr);
     if (r) {
