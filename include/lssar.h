@@ -43,10 +43,11 @@ extern "C" {
 /* The version of this header: MAJOR.MINOR.PATCH. liblssar.so.MAJOR is the library's SONAME: a
    new MAJOR breaks the ABI, a new MINOR only adds to it - except while MAJOR is 0, when a new
    MINOR may also change it (0.3.0 changed lssar_model_load and lssar_model_info; 0.5.0 added
-   len_norm to lssar_model_config, lssar_model_info and lssar_attn_desc). */
-#define LSSAR_VERSION "0.5.0"
+   len_norm to lssar_model_config, lssar_model_info and lssar_attn_desc; 0.6.0 added recompute to
+   lssar_train_options). */
+#define LSSAR_VERSION "0.6.0"
 #define LSSAR_VERSION_MAJOR 0
-#define LSSAR_VERSION_MINOR 5
+#define LSSAR_VERSION_MINOR 6
 #define LSSAR_VERSION_PATCH 0
 
 /* liblssar is built with hidden visibility: only what this header declares is exported. */
@@ -54,7 +55,7 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-/* The version of the library linked at run time ("0.5.0"), which may differ from LSSAR_VERSION
+/* The version of the library linked at run time ("0.6.0"), which may differ from LSSAR_VERSION
    when a program was built against another header. */
 const char *lssar_version(void);
 
