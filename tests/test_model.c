@@ -486,6 +486,17 @@ static void test_recompute_bytes(void) {
     printf("  12 x 768, T = 1024, batch 1 (%s backend): activations %.1f MiB -> %.1f MiB with recompute "
            "(x %.3f; %.1f MiB of it the logits)\n", m->be->name, a0, a1, a1 / a0, logits);
     CHECK(a1 < 0.5 * a0, "recompute at least halves GPT-2 small's activations");
+    // Long-context evaluation (1x-16x of T = 1024, one sequence): evaluation memory is affine in T,
+    // with no T x T term anywhere: each doubling of T adds exactly twice the previous increment
+    // (the rows are whole 64-byte lines and N >= eval_rows, so the logits chunk is fixed). A T x T
+    // fp32 matrix per head would alone be 12 GiB at T = 16384.
+    size_t evb[5];
+    for (int k = 0; k < 5; k++) evb[k] = gpt_activation_bytes(m, 1, 1024 << k, 0);
+    for (int k = 1; k < 4; k++)
+        CHECK(evb[k + 1] - evb[k] == 2 * (evb[k] - evb[k - 1]), "evaluation bytes linear in T: +%zu from %d to %d, +%zu before",
+              evb[k + 1] - evb[k], 1024 << k, 2048 << k, evb[k] - evb[k - 1]);
+    printf("  12 x 768 evaluation, one sequence: %.0f MiB at T = 1024, %.0f MiB at T = 16384\n", evb[0] / 1048576.0, evb[4] / 1048576.0);
+    CHECK(evb[4] < ((size_t)2 << 30), "evaluation at T = 16384 under 2 GiB: %zu bytes", evb[4]);
     gpt_free(m);
 }
 
