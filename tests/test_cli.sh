@@ -117,8 +117,9 @@ import json
 d = json.load(open('$tmp/eval.json'))
 r = d['results']
 assert [x['seq'] for x in r] == [16, 32, 64]
-assert all(x['loss'] > 0 and x['tokens'] > 0 for x in r)
+assert all(x['loss'] > 0 and x['tokens'] > 0 and x['seconds'] >= 0 for x in r)
 assert r[1]['loss'] < 1.0, r
+assert 'device_held_peak_bytes' not in d, d   # a GPU's only
 "; then ok "eval JSON"; else bad "eval JSON" "$(cat "$tmp/eval.json" 2>&1)"; fi
 expect "eval lssar as lssa" 0 "lssa attention" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn lssa $T1
 expect "eval lssar as softmax refused" fail "lssa" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn softmax $T1
