@@ -380,7 +380,7 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
     if [ "$st" = 0 ]; then note "$tool skipped: out of time budget"; record "$tool" skipped 0 "out of time budget"; continue; fi
     local args=(--tool "$tool" --error-exitcode 9 --print-limit 50)
     [ $tool = memcheck ] && args+=(--leak-check full)
-    run_timed "$st" "$WORK/$tool.log" env -u LSSAR_GPU_JSON LSSAR_GPU_QUICK=1 "$SAN" "${args[@]}" "$BIN_TEST" | grep -vE '^ok |^info '
+    run_timed "$st" "$WORK/$tool.log" env -u LSSAR_GPU_JSON LSSAR_GPU_QUICK=1 LSSAR_GPU_SKIP="${LSSAR_GPU_SKIP:-train}" "$SAN" "${args[@]}" "$BIN_TEST" | grep -vE '^ok |^info '
     local rc=${PIPESTATUS[0]}
     local summ; summ=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/$tool.log" | tail -1 | sed 's/^========= *//')
     local tl; tl=$(grep -E '^test_gpu: [0-9]+ passed' "$WORK/$tool.log" | tail -1)

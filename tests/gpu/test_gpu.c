@@ -13,7 +13,8 @@
  *
  * Environment: LSSAR_GPU_QUICK=1 small shapes only (for compute-sanitizer); LSSAR_GPU_ONLY=a,b
  * only those groups (in the order run: mem, attention, decode, api, long, matmul, layernorm,
- * elementwise, rope, embedding, xent, train, edge); LSSAR_GPU_SEED=n (default 20261201; printed); LSSAR_GPU_JSON=FILE one
+ * elementwise, rope, embedding, xent, train, edge); LSSAR_GPU_SKIP=a,b not those (the sanitizer runs
+ * leave out train: the trainer's thousands of launches, kernels the other groups check); LSSAR_GPU_SEED=n (default 20261201; printed); LSSAR_GPU_JSON=FILE one
  * JSON object per check, written as it goes (a crash leaves the checks done so far).
  *
  * Method (docs/.library METHOD.md): inputs are fresh random draws for every check, never zeros;
@@ -412,13 +413,16 @@ static size_t count_nonfinite(const float *x, size_t n) { size_t c = 0; for (siz
 /* ||b|| / ||ref|| for a per-element bound b */
 static double nbound_f(const float *b, const float *ref, size_t n) { double r = nrm_f(ref, n); return r > 0 ? nrm_f(b, n) / r : nrm_f(b, n); }
 
-static const char *only;
-static int want(const char *g) {
-    if (!only || !*only) return 1;
+static const char *only, *skip_groups;
+static int in_list(const char *list, const char *g) {
     size_t n = strlen(g);
-    for (const char *p = only; (p = strstr(p, g)); p += n)
-        if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    for (const char *p = list; (p = strstr(p, g)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
     return 0;
+}
+static int want(const char *g) {
+    if (skip_groups && *skip_groups && in_list(skip_groups, g)) return 0;
+    return !only || !*only || in_list(only, g);
 }
 static void use_ctx(int prec) { P = prec; G = gctx[prec]; }
 
@@ -1518,6 +1522,7 @@ int main(void) {
     t_start = now_s();
     quick = getenv("LSSAR_GPU_QUICK") && atoi(getenv("LSSAR_GPU_QUICK")) != 0;
     only = getenv("LSSAR_GPU_ONLY");
+    skip_groups = getenv("LSSAR_GPU_SKIP");
     if (getenv("LSSAR_GPU_SEED")) seed = strtoull(getenv("LSSAR_GPU_SEED"), NULL, 10);
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
