@@ -141,7 +141,10 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.H, C // self.H) for t in (q, k, v))   # (B, T, H, D)
         if self.kind == "lssar":
-            y = lssar_plain(q, k, v)                                          # (B, T, H, D)
+            # fp32 inside, as in gpu_attn_torch.py: autocast would round its matmuls to bf16,
+            # and p = 15 amplifies the relative error of u fifteen-fold
+            with torch.autocast(device_type=x.device.type, enabled=False):
+                y = lssar_plain(q, k, v)                                      # (B, T, H, D)
         elif HAVE_SDPA:                  # (B, H, T, D) views; flash on a GPU
             y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                                                is_causal=True).transpose(1, 2)
