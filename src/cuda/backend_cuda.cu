@@ -85,7 +85,9 @@ static void mem_note(nn_ctx *c, ptrdiff_t bytes) {
     c->held += bytes;
     if (c->held > c->held_peak) c->held_peak = c->held;
     size_t fr = 0, total = 0;
-    if (bytes > 0 && cudaMemGetInfo(&fr, &total) == cudaSuccess && total - fr > c->used_peak) c->used_peak = total - fr;
+    if (bytes <= 0) return;
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) cudaGetLastError();   // a statistic: never the context's error
+    else if (total - fr > c->used_peak) c->used_peak = total - fr;
 }
 
 // Device scratch of at least `bytes`: grows (to the size asked, rounded up to 1 MiB) only when a
@@ -229,12 +231,14 @@ static void cuda_release(nn_ctx *c, void *p) {
 static void cuda_device_stats(nn_ctx *c, nn_device_stats *o) {
     memset(o, 0, sizeof *o);
     size_t fr = 0, total = 0;
-    if (cudaMemGetInfo(&fr, &total) == cudaSuccess && total - fr > c->used_peak) c->used_peak = total - fr;
-    int dev = 0;
+    int dev = 0, failed = 0;
     cudaDeviceProp prop;
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) failed = 1;
+    else if (total - fr > c->used_peak) c->used_peak = total - fr;
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
         memcpy(o->name, prop.name, strnlen(prop.name, sizeof o->name - 1));   // memset: terminated
-    cudaGetLastError();   // a failed query leaves no error for the next check
+    else failed = 1;
+    if (failed) cudaGetLastError();   // a failed query leaves no error for the next check
     o->held = c->held;
     o->held_peak = c->held_peak;
     o->used_peak = c->used_peak;
