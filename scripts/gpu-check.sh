@@ -8,7 +8,11 @@
 #   3. make test-gpu (tests/gpu/test_gpu.c: every CUDA function against the CPU backend);
 #   4. bench/gpu_attn (our attention forward + backward, bf16) and scripts/gpu_attn_torch.py
 #      (SDPA flash and plain-PyTorch LSSAR at the same shapes, in the same run);
-#   5. compute-sanitizer memcheck and racecheck on test_gpu in quick mode (small shapes);
+#   5. GPT-2 124M training throughput (B = 16, T = 1024, bf16): `lssar bench --device cuda` for
+#      softmax and lssar, and scripts/gpt2_torch_bench.py (PyTorch eager and torch.compile) in
+#      the same call: tokens/s, MFU, peak memory; then `lssar eval --device cuda` at T = 16384 on a
+#      124M RoPE lssar model (made by `lssar train --steps 1`): time and peak memory;
+#   5b. compute-sanitizer memcheck and racecheck on test_gpu in quick mode (small shapes);
 #   6. two GPU ranks over NCCL (mpirun -np 2 lssar train --device cuda against one rank with
 #      --accum 2, bit for bit) when the machine has 2 or more GPUs; skipped, and said so, otherwise;
 #   7. OUTDIR/gpu-check.json (every figure) and OUTDIR/gpu-check.log (everything printed),
@@ -21,12 +25,16 @@
 # GPU_CHECK_PREBUILT where carried binaries are looked for (default build); GPU_CHECK_JOBS
 # (16); GPU_CHECK_FORCE=1 run the steps even without a GPU; GPU_CHECK_REQUIRE_GPU=1 exit 3
 # without one; GPU_CHECK_ITERS timed iterations of the benchmarks (30); GPU_CHECK_BENCH_ARGS,
-# GPU_CHECK_TORCH_ARGS extra arguments for the two benchmarks (smaller shapes for a dry run).
+# GPU_CHECK_TORCH_ARGS extra arguments for the two benchmarks (smaller shapes for a dry run);
+# GPU_CHECK_TRAIN_ARGS, GPU_CHECK_TORCH_TRAIN_ARGS, GPU_CHECK_EVAL_ARGS the same for lssar bench,
+# gpt2_torch_bench.py and the 16k evaluation's train (GPU_CHECK_EVAL_DEVICE=cpu: both on the CPU,
+# for a dry run); GPU_CHECK_SKIP=step,... leaves steps out (test-gpu, bench, torch, train124m,
+# torch124m, eval16k, memcheck, racecheck, dist2), e.g. a second run for the timings alone.
 # Exit: 0 all checks passed (or no GPU), 1 a check failed or a step could not run, 3 no GPU
 # with GPU_CHECK_REQUIRE_GPU=1. Missed performance goals are reported, not an exit code.
 set -u -o pipefail
 if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 mkdir -p "$1" || { echo "gpu-check: cannot create $1"; exit 2; }
@@ -65,6 +73,13 @@ run_timed() {
   return "${PIPESTATUS[0]}"
 }
 timed_out() { [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; }
+# skip_step NAME: true (and recorded) when GPU_CHECK_SKIP names it
+skip_step() {
+  case ",${GPU_CHECK_SKIP:-}," in
+    *",$1,"*) note "$1 left out (GPU_CHECK_SKIP)"; record "$1" skipped 0 "GPU_CHECK_SKIP"; return 0 ;;
+  esac
+  return 1
+}
 
 main() {
   echo "gpu-check: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), repo $ROOT ($(git rev-parse --short HEAD 2>/dev/null || echo 'no git')$(git diff --quiet 2>/dev/null || echo ', with local changes')), budget ${BUDGET} s, out $OUTDIR"
@@ -146,7 +161,7 @@ except Exception as e:
     local bt; bt=$(allot 240 200)
     note "building: make -j$JOBS CUDA=1 BUILD=$BUILD ${mkf[*]} (timeout ${bt} s)"
     run_timed "$bt" "$WORK/build.log" make "${mkf[@]}" -j"$JOBS" CUDA=1 BUILD="$BUILD" \
-      "$BUILD/liblssar.a" "$BUILD/liblssar.so" "$BUILD/tests/gpu/test_gpu" "$BUILD/bench/gpu_attn"
+      "$BUILD/liblssar.a" "$BUILD/liblssar.so" "$BUILD/lssar" "$BUILD/tests/gpu/test_gpu" "$BUILD/bench/gpu_attn"
     local brc=$?
     if [ $brc -eq 0 ] && nm "$BUILD/liblssar.a" 2>/dev/null | grep -qE ' [BDGRSV] nn_backend_cuda$'; then
       BIN_TEST=$BUILD/tests/gpu/test_gpu; BIN_BENCH=$BUILD/bench/gpu_attn; LIBSO=$BUILD/liblssar.so
@@ -207,8 +222,9 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
   # ------------------------------------------------------------------ 3. test-gpu
   hdr "test-gpu"
   t0=$SECONDS
-  if [ -n "$BIN_TEST" ]; then
-    local tt; tt=$(allot 240 120)
+  if skip_step test-gpu; then :
+  elif [ -n "$BIN_TEST" ]; then
+    local tt; tt=$(allot 240 150)
     if [ "$tt" = 0 ]; then record test-gpu skipped 0 "out of time budget"; note "test-gpu skipped: out of time"; else
       export LSSAR_GPU_JSON=$WORK/test_gpu.jsonl
       if [[ $HOW == built* ]]; then
@@ -249,8 +265,9 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
   # ------------------------------------------------------------------ 4. benchmarks
   hdr "bench/gpu_attn (ours: fused attention, bf16, through lssar_attn_*_cuda)"
   t0=$SECONDS
-  if [ -n "$BIN_BENCH" ]; then
-    local bt2; bt2=$(allot 90 90)
+  if skip_step bench; then :
+  elif [ -n "$BIN_BENCH" ]; then
+    local bt2; bt2=$(allot 90 150)
     if [ "$bt2" = 0 ]; then record bench skipped 0 "out of time budget"; else
       # shellcheck disable=SC2086 # GPU_CHECK_BENCH_ARGS: extra words for a dry run
       run_timed "$bt2" "$WORK/bench.log" "$BIN_BENCH" --iters "$ITERS" ${GPU_CHECK_BENCH_ARGS:-} --json "$WORK/gpu_attn.json"
@@ -264,8 +281,9 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
   fi
   hdr "scripts/gpu_attn_torch.py (SDPA flash; plain-PyTorch LSSAR)"
   t0=$SECONDS
-  if [ -n "$PY" ]; then
-    local pt; pt=$(allot 120 60)
+  if skip_step torch; then :
+  elif [ -n "$PY" ]; then
+    local pt; pt=$(allot 100 130)
     if [ "$pt" = 0 ]; then record torch skipped 0 "out of time budget"; else
       local libarg=()
       [ -n "$LIBSO" ] && nm -D "$LIBSO" 2>/dev/null | grep -q ' T lssar_attn_forward_cuda' && libarg=(--lib "$LIBSO")
@@ -283,17 +301,86 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
     record torch not_run 0 "no python3"
   fi
 
-  # ------------------------------------------------------------------ 5. compute-sanitizer
+
+  # ------------------------------------------------------------------ 5. training throughput, long evaluation
+  # GPT-2 124M (12 layers, 768, 12 heads, vocabulary 50304, learned positions: the model PyTorch's
+  # side trains too), B = 16, T = 1024, bf16; goals: lssar >= 550k tokens/s, our softmax >= the
+  # torch.compile rate of the same call. The lssar CLI: built here, else carried ($PREBUILT/lssar,
+  # which needs the Debian libraries at run time).
+  local LS=""
+  for c in "$BUILD/lssar" "$PREBUILT/lssar"; do
+    [ -x "$c" ] || continue
+    if "$c" --version >/dev/null 2>&1; then LS=$c; break; fi
+    note "  $c: does not run here: $(ldd "$c" 2>/dev/null | grep 'not found' | tr '\n' ' ')"
+  done
+  [ -z "$LS" ] && note "NO RUNNABLE lssar CLI (not built here; none carried that runs): the training and evaluation steps are skipped"
+  hdr "lssar bench --device cuda: GPT-2 124M training step, softmax and lssar"
+  t0=$SECONDS
+  if skip_step train124m; then :
+  elif [ -z "$LS" ]; then record train124m skipped 0 "no runnable lssar CLI"
+  else
+    local tb; tb=$(allot 60 100)
+    if [ "$tb" = 0 ]; then record train124m skipped 0 "out of time budget"; note "train124m skipped: out of time"; else
+      # shellcheck disable=SC2086 # GPU_CHECK_TRAIN_ARGS: extra words (later flags win)
+      run_timed "$tb" "$WORK/train124m.log" "$LS" bench --device cuda --no-attn --attn softmax,lssar --layers 12 --dim 768 \
+        --heads 12 --vocab 50304 --batch 16 --seq 1024 --pos learned --warmup 3 --repeats 10 ${GPU_CHECK_TRAIN_ARGS:-} --json "$WORK/train124m.json"
+      local rc=$?
+      if timed_out $rc; then record train124m timeout $((SECONDS - t0)) "timed out after $tb s"
+      elif [ $rc -eq 0 ]; then record train124m ok $((SECONDS - t0)) "$(grep -E '^(softmax|lssar) ' "$WORK/train124m.log" | awk '{printf "%s %s tok/s MFU %s; ", $1, $11, $12}')"
+      else record train124m failed $((SECONDS - t0)) "exit $rc: $(grep -m1 -E 'lssar bench' "$WORK/train124m.log")"; fi
+    fi
+  fi
+  hdr "scripts/gpt2_torch_bench.py: PyTorch GPT-2 124M training step, eager and torch.compile"
+  t0=$SECONDS
+  if skip_step torch124m; then :
+  elif [ -z "$PY" ]; then record torch124m not_run 0 "no python3"
+  else
+    local tt2; tt2=$(allot 150 60)
+    if [ "$tt2" = 0 ]; then record torch124m skipped 0 "out of time budget"; note "torch124m skipped: out of time"; else
+      # shellcheck disable=SC2086
+      run_timed "$tt2" "$WORK/torch124m.log" "$PY" scripts/gpt2_torch_bench.py --device cuda --attn softmax --modes eager,compile \
+        --batch 16 --seq 1024 --warmup 3 --iters 10 ${GPU_CHECK_TORCH_TRAIN_ARGS:-} --json "$WORK/torch124m.json"
+      local rc=$?
+      if timed_out $rc; then record torch124m timeout $((SECONDS - t0)) "timed out after $tt2 s (the rows so far are in the JSON)"
+      elif [ $rc -eq 0 ] && grep -q '^SKIP' "$WORK/torch124m.log"; then record torch124m skipped $((SECONDS - t0)) "$(grep -m1 '^SKIP' "$WORK/torch124m.log")"
+      elif [ $rc -eq 0 ]; then record torch124m ok $((SECONDS - t0)) "$(grep -E '^softmax ' "$WORK/torch124m.log" | awk '{ if ($3 ~ /^[0-9.]+$/) printf "%s %s tok/s; ", $2, $4; else printf "%s %s; ", $2, $3 }')"
+      else record torch124m failed $((SECONDS - t0)) "exit $rc: $(grep -m1 -E 'ERROR|Error' "$WORK/torch124m.log" | cut -c1-200)"; fi
+    fi
+  fi
+  hdr "lssar eval --device ${GPU_CHECK_EVAL_DEVICE:-cuda} at T = 16384 (GPT-2 124M shape, RoPE, lssar)"
+  t0=$SECONDS
+  if skip_step eval16k; then :
+  elif [ -z "$LS" ]; then record eval16k skipped 0 "no runnable lssar CLI"
+  else
+    local et; et=$(allot 60 40)
+    if [ "$et" = 0 ]; then record eval16k skipped 0 "out of time budget"; note "eval16k skipped: out of time"; else
+      local ev="$WORK/eval16k" edev=${GPU_CHECK_EVAL_DEVICE:-cuda}
+      mkdir -p "$ev"
+      # the model: one training step on a generated shard (the weights do not matter for time and memory)
+      # shellcheck disable=SC2086
+      run_timed "$et" "$WORK/eval16k.log" bash -c "'$LS' data synth --tokens 40000 --alphabet 200 --out '$ev/data.bin' >/dev/null &&
+        '$LS' train --device $edev --data '$ev/data.bin' --layers 12 --heads 12 --dim 768 --vocab 50304 --pos rope --attn lssar \
+          --seq 128 --batch 2 --steps 1 --quiet ${GPU_CHECK_EVAL_ARGS:-} --out '$ev/model' &&
+        '$LS' eval --device $edev --model '$ev/model' --data '$ev/data.bin' --seq 16384 --batches 1 --batch 1 --json '$WORK/eval16k.json'"
+      local rc=$?
+      if timed_out $rc; then record eval16k timeout $((SECONDS - t0)) "timed out after $et s"
+      elif [ $rc -eq 0 ]; then record eval16k ok $((SECONDS - t0)) "$(grep -E '^ +16384 |^device ' "$WORK/eval16k.log" | tr -s ' ' | tr '\n' ';')"
+      else record eval16k failed $((SECONDS - t0)) "exit $rc: $(grep -m1 -E '^lssar ' "$WORK/eval16k.log" | cut -c1-200)"; fi
+    fi
+  fi
+
+  # ------------------------------------------------------------------ 5b. compute-sanitizer
   for tool in memcheck racecheck; do
     hdr "compute-sanitizer --tool $tool (test_gpu, LSSAR_GPU_QUICK=1)"
     t0=$SECONDS
+    if skip_step "$tool"; then continue; fi
     if [ -z "$BIN_TEST" ]; then record "$tool" not_run 0 "no test binary"; continue; fi
     if [ -z "$SAN" ]; then note "$tool skipped: compute-sanitizer is not installed"; record "$tool" skipped 0 "compute-sanitizer not installed"; continue; fi
-    local st; st=$([ $tool = memcheck ] && allot 90 35 || allot 90 5)
+    local st; st=$([ $tool = memcheck ] && allot 90 25 || allot 90 5)
     if [ "$st" = 0 ]; then note "$tool skipped: out of time budget"; record "$tool" skipped 0 "out of time budget"; continue; fi
     local args=(--tool "$tool" --error-exitcode 9 --print-limit 50)
     [ $tool = memcheck ] && args+=(--leak-check full)
-    run_timed "$st" "$WORK/$tool.log" env -u LSSAR_GPU_JSON LSSAR_GPU_QUICK=1 "$SAN" "${args[@]}" "$BIN_TEST" | grep -vE '^ok |^info '
+    run_timed "$st" "$WORK/$tool.log" env -u LSSAR_GPU_JSON LSSAR_GPU_QUICK=1 LSSAR_GPU_SKIP="${LSSAR_GPU_SKIP:-train}" "$SAN" "${args[@]}" "$BIN_TEST" | grep -vE '^ok |^info '
     local rc=${PIPESTATUS[0]}
     local summ; summ=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/$tool.log" | tail -1 | sed 's/^========= *//')
     local tl; tl=$(grep -E '^test_gpu: [0-9]+ passed' "$WORK/$tool.log" | tail -1)
@@ -313,7 +400,8 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
   local ngpu; ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   local L2=$BUILD/lssar
   [ -x "$L2" ] || L2=$PREBUILT/lssar
-  if [ "$ngpu" -lt 2 ]; then note "dist2 skipped: $ngpu GPU(s); the 2-rank check needs 2"; record dist2 skipped 0 "$ngpu GPU(s): needs 2"
+  if skip_step dist2; then :
+  elif [ "$ngpu" -lt 2 ]; then note "dist2 skipped: $ngpu GPU(s); the 2-rank check needs 2"; record dist2 skipped 0 "$ngpu GPU(s): needs 2"
   elif ! command -v mpirun >/dev/null || [ ! -x "$L2" ]; then record dist2 skipped 0 "no mpirun or no lssar binary"
   else
     local dt2; dt2=$(allot 120 5)
@@ -383,6 +471,7 @@ for fname, rerun in (("test_gpu.jsonl", False), ("test_gpu_rest.jsonl", True)):
         else: checks.append(r)
 failed = [c for c in checks if not c.get("pass")]
 bench, torch = load("gpu_attn.json"), load("torch.json")
+train124m, torch124m, eval16k = load("train124m.json"), load("torch124m.json"), load("eval16k.json")
 # sanitizer summaries
 san = {}
 for tool in ("memcheck", "racecheck"):
@@ -432,6 +521,42 @@ if mem:
                   "met": bool(flat and growth < 0.01 and (big["T"] < 4096 or ws_big < big["txt_fp32_gib"] / 10)),
                   "workspace_per_token_head_bytes": per, "growth_gib": growth, "workspace_gib_at_max_T": ws_big,
                   "txt_fp32_gib_at_max_T": big["txt_fp32_gib"]})
+# GPT-2 124M training throughput: ours (lssar bench) and PyTorch's (gpt2_torch_bench.py), same call
+GIB = 2**30
+train_rows = []
+for r in (train124m or {}).get("train", []) if isinstance(train124m, dict) else []:
+    train_rows.append({"who": f"ours {r['attn']}", "tokens_per_s": r.get("tokens_per_s"), "ms_per_step": r.get("ms_per_step"),
+                       "mfu": r.get("mfu"), "peak_gib": (r.get("device_held_peak_bytes") or 0) / GIB or None,
+                       "device_used_gib": (r.get("device_used_peak_bytes") or 0) / GIB or None, "params": r.get("params")})
+for r in (torch124m or {}).get("results", []) if isinstance(torch124m, dict) else []:
+    train_rows.append({"who": f"torch {r['attn']} {r['mode']}", "status": r.get("status"), "reason": r.get("reason"),
+                       "tokens_per_s": r.get("tokens_per_s"), "ms_per_step": r.get("ms_per_step"), "mfu": r.get("mfu"),
+                       "peak_gib": (r.get("peak_memory_bytes") or 0) / GIB or None, "compile_s": r.get("compile_s"),
+                       "params": (torch124m or {}).get("params")})
+tr = {r["who"]: r for r in train_rows}
+def tps(who):
+    r = tr.get(who)
+    return r.get("tokens_per_s") if r and r.get("status", "ok") == "ok" else None
+if "train124m" in st or "torch124m" in st:   # the steps ran (or were tried)
+    g = {"goal": "lssar training >= 550k tokens/s (GPT-2 124M, B=16, T=1024, bf16)", "T": 1024, "tokens_per_s": tps("ours lssar"),
+         "mfu": (tr.get("ours lssar") or {}).get("mfu")}
+    g["met"] = None if g["tokens_per_s"] is None else g["tokens_per_s"] >= 550e3
+    if g["met"] is None: g["why"] = "not measured: " + (st.get("train124m", {}).get("detail") or "no train124m result")
+    goals.append(g)
+    a, b = tps("ours softmax"), tps("torch softmax compile")
+    g = {"goal": "our softmax training >= torch.compile's rate (same call)", "T": 1024, "tokens_per_s": a, "torch_compile_tokens_per_s": b,
+         "ratio": a / b if a and b else None, "mfu": (tr.get("ours softmax") or {}).get("mfu"),
+         "torch_mfu": (tr.get("torch softmax compile") or {}).get("mfu")}
+    g["met"] = None if g["ratio"] is None else g["ratio"] >= 1.0
+    if g["met"] is None:
+        g["why"] = "not measured: " + ("no torch.compile rate (" + ((tr.get("torch softmax compile") or {}).get("reason") or st.get("torch124m", {}).get("detail") or "not run") + ")" if a else "no softmax rate of ours")
+    goals.append(g)
+ev = None
+if isinstance(eval16k, dict) and eval16k.get("results"):
+    r0 = eval16k["results"][0]
+    ev = {"seq": r0.get("seq"), "seconds": r0.get("seconds"), "loss": r0.get("loss"),
+          "held_peak_gib": (eval16k.get("device_held_peak_bytes") or 0) / GIB or None,
+          "device_used_peak_gib": (eval16k.get("device_used_peak_bytes") or 0) / GIB or None, "attn": eval16k.get("attn")}
 correct_ok = (st.get("test-gpu", {}).get("status") == "ok" and all(
     san[t]["status"] in ("ok", "skipped", "refused") for t in san))
 status = os.environ["STATUS"]
@@ -442,7 +567,9 @@ out = {"status": overall, "elapsed_s": int(os.environ["ELAPSED"]), "budget_s": i
        "machine": {"gpu_csv": text("gpu.csv").strip(), "python": text("python.txt").strip()},
        "test_gpu": {"summary": tsum, "rerun_summary": rest_sum, "fatal": fatal, "n_checks": len(checks), "n_failed": len(failed),
                     "failed": failed, "checks": checks, "info": infos},
-       "sanitizer": san, "bench": bench, "torch": torch, "timings": rows, "goals": goals,
+       "sanitizer": san, "bench": bench, "torch": torch, "timings": rows,
+       "train_bench": train124m, "torch_train": torch124m, "eval_long": eval16k, "training": train_rows, "eval_16k": ev,
+       "goals": goals,
        "goals_met": sum(1 for g in goals if g["met"]), "goals_missed": sum(1 for g in goals if g["met"] is False),
        "goals_not_measured": sum(1 for g in goals if g["met"] is None), "goals_total": len(goals)}
 with open(os.path.join(OUT, "gpu-check.json"), "w") as f:
@@ -469,11 +596,26 @@ if rows:
         pl = fmt(r["plain_lssar_fwdbwd_ms"], 1) if r["plain_lssar_fwdbwd_ms"] else ("skipped" if r["plain_lssar_note"] else "-")
         print(f"  {r['T']:>6} {r['B'] or '-':>3} {fmt(r['sdpa_fwdbwd_ms']):>8} {fmt(r['softmax_fwdbwd_ms']):>8} {fmt(r['softmax_over_sdpa'], 2):>6}"
               f" {fmt(r['lssa_fwdbwd_ms']):>8} {fmt(r['lssa_over_sdpa'], 2):>6} {fmt(r['lssar_fwdbwd_ms']):>8} {fmt(r['lssar_over_sdpa'], 2):>6} {pl:>18}")
+if train_rows:
+    print("\n  GPT-2 124M training step, B=16 T=1024, bf16 (forward + backward + clip + AdamW):")
+    print(f"  {'':<22} {'ms/step':>8} {'tokens/s':>10} {'MFU':>6} {'peak GiB':>9} {'compile s':>9}")
+    for r in train_rows:
+        if r.get("status", "ok") != "ok":
+            print(f"  {r['who']:<22} {r.get('status', '').upper()}: {(r.get('reason') or '')[:90]}")
+            continue
+        print(f"  {r['who']:<22} {fmt(r['ms_per_step'], 1):>8} {fmt(r['tokens_per_s'], 0):>10} {fmt(r['mfu']):>6} {fmt(r['peak_gib'], 1):>9} {fmt(r.get('compile_s'), 1):>9}")
+if ev:
+    print(f"\n  lssar eval at T={ev['seq']} ({ev['attn']}, 124M RoPE): {fmt(ev['seconds'], 2)} s, peak {fmt(ev['held_peak_gib'], 2)} GiB held by the model, "
+          f"{fmt(ev['device_used_peak_gib'], 2)} GiB in use on the device")
 if goals:
     print(f"\n  goals: {out['goals_met']} met, {out['goals_missed']} missed, {out['goals_not_measured']} not measured (of {out['goals_total']})")
     for g in goals:
         tag = "NOT MEASURED" if g["met"] is None else "met" if g["met"] else "MISSED"
         extra = f", ratio {g['ratio']:.2f}" if g.get("ratio") is not None else (f", {g['why']}" if g.get("why") else "")
+        if g.get("tokens_per_s") is not None:
+            extra += f", {g['tokens_per_s']:.0f} tok/s" + (f", MFU {g['mfu']:.3f}" if g.get("mfu") is not None else "")
+            if g.get("torch_compile_tokens_per_s"):
+                extra += f" vs torch.compile {g['torch_compile_tokens_per_s']:.0f} tok/s" + (f", MFU {g['torch_mfu']:.3f}" if g.get("torch_mfu") is not None else "")
         print(f"    {tag:<12} {g['goal']} (T={g['T']}{extra})")
 why = [f"{s['step']} {s['status']}" for s in steps if s["status"] in ("failed", "timeout", "not_run", "none", "no_cuda", "impossible")]
 skipped = [f"{s['step']}" for s in steps if s["status"] in ("skipped", "refused") and s["step"] != "build"]

@@ -23,7 +23,6 @@ Without a GPU or without torch: one line "SKIP: ..." and exit 0 (the JSON says s
 """
 import argparse
 import json
-import math
 import sys
 
 
@@ -52,6 +51,7 @@ args = ap.parse_args()
 try:
     import torch
     import torch.nn.functional as F
+    from attn_torch import lssar_plain, softmax_plain  # scripts/attn_torch.py, beside this file
 except Exception as e:  # noqa: BLE001 - any import failure means no torch here
     skip(args.json, f"cannot import torch: {e}")
 if not torch.cuda.is_available():
@@ -109,37 +109,6 @@ def sdpa(q, k, v):
     with flash_ctx():
         y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
     return y.transpose(1, 2)
-
-
-def lssar_plain(q, k, v, p=P):
-    """LSSAR from spec/attention.md, the T x T matrices materialised, fp32 inside (u, Z and the
-    weights must be fp32: p = 15 amplifies the relative error of u fifteen-fold)."""
-    B, T, Hh, Dd = q.shape
-    qf, kf, vf = (t.float().transpose(1, 2) for t in (q, k, v))                 # (B, H, T, D)
-    qh = qf / qf.norm(dim=-1, keepdim=True).clamp_min(1e-12)                  # l2-normalised
-    kh = kf / kf.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    n = torch.arange(1, T + 1, device=q.device, dtype=torch.float32)          # n_i = i + 1
-    lam = math.log(Dd) * torch.log(n)                                          # ln(D) ln(n_i)
-    x = lam[:, None] * (qh @ kh.transpose(-1, -2))                             # (B, H, T, T)
-    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
-    a = torch.where(mask, F.softplus(x), 0.0)                                  # softplus, causal
-    alpha = a / a.sum(-1, keepdim=True)                                        # l1-normalised
-    o = (torch.arange(T, device=q.device) >= 3).float()                        # 0 for the first 3 rows
-    u = torch.where(mask, n[:, None] * alpha - o[:, None], -1.0)              # u = n alpha - o
-    umax = u.amax(-1, keepdim=True).detach()                                   # beta does not depend on it
-    umax = torch.where(umax > 0, umax, torch.ones_like(umax))
-    b = torch.relu(u / umax) ** p                                              # (u / u_max)^p in [0, 1]
-    W = b.sum(-1, keepdim=True)
-    beta = torch.where(W > 0, b / W.clamp_min(1e-38), alpha)                   # uniform row: beta = alpha
-    return (beta @ vf).transpose(1, 2).to(q.dtype)
-
-
-def softmax_plain(q, k, v):
-    B, T, Hh, Dd = q.shape
-    qf, kf, vf = (t.float().transpose(1, 2) for t in (q, k, v))
-    s = (qf @ kf.transpose(-1, -2)) / math.sqrt(Dd)
-    s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool, device=q.device).tril(), float("-inf"))
-    return (torch.softmax(s, -1) @ vf).transpose(1, 2)
 
 
 def quantiles(v):

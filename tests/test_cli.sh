@@ -127,8 +127,9 @@ import json
 d = json.load(open('$tmp/eval.json'))
 r = d['results']
 assert [x['seq'] for x in r] == [16, 32, 64]
-assert all(x['loss'] > 0 and x['tokens'] > 0 for x in r)
+assert all(x['loss'] > 0 and x['tokens'] > 0 and x['seconds'] >= 0 for x in r)
 assert r[1]['loss'] < 1.0, r
+assert 'device_held_peak_bytes' not in d, d   # a GPU's only
 "; then ok "eval JSON"; else bad "eval JSON" "$(cat "$tmp/eval.json" 2>&1)"; fi
 expect "eval lssar as lssa" 0 "lssa attention" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn lssa $T1
 expect "eval lssar as softmax refused" fail "lssa" $LSSAR eval --model "$tmp/run" --data "$tmp/val.bin" --seq 32 --attn softmax $T1
@@ -216,6 +217,47 @@ kinds = {(a['kind'], a['T']) for a in d['attention']}
 assert ('softmax', 32) in kinds and ('lssar', 64) in kinds, kinds
 assert all(a['fwd_bwd_ms'] > 0 for a in d['attention'])
 "; then ok "bench JSON"; else bad "bench JSON" "$(cat "$tmp/bench.json" 2>&1)"; fi
+# one shape of one's own, two kinds, learned positions, MFU from --peak-tflops, peak memory
+expect "bench one shape, two kinds" 0 "sgemm" $LSSAR bench --no-attn --attn softmax,lssar --layers 1 --dim 32 --heads 2 --vocab 300 \
+  --batch 2 --seq 16 --pos learned --peak-tflops 0.5 --warmup 1 --repeats 2 --device cpu --json "$tmp/bench2.json" $T1
+if python3 -c "
+import json
+d = json.load(open('$tmp/bench2.json'))
+assert d['device'] == 'cpu' and d['train_attn'] == 'softmax,lssar' and d['attention'] == [], d
+t = d['train']
+assert [r['attn'] for r in t] == ['softmax', 'lssar'], t
+for r in t:
+    assert (r['layers'], r['dim'], r['heads'], r['vocab'], r['batch'], r['seq'], r['pos']) == (1, 32, 2, 300, 2, 16, 'learned'), r
+    # 1 block (12 C^2 + 13 C) + wte 300 C + wpe 16 C + ln_f 2 C, C = 32
+    assert r['params'] == 12 * 32 * 32 + 13 * 32 + 300 * 32 + 16 * 32 + 2 * 32, r['params']
+    flop = (6 * r['params'] + 12 * 1 * 32 * 16) * 2 * 16
+    assert abs(r['gflop_per_step'] * 1e9 - flop) < 1e-3 * flop, r
+    assert abs(r['tokens_per_s'] - 32 / (r['ms_per_step'] * 1e-3)) < 1e-6 * r['tokens_per_s'], r
+    assert r['peak_tflops'] == 0.5 and abs(r['mfu'] - r['gflops'] / 500) < 1e-9, r
+    assert r['peak_rss_bytes'] > 1e6 and 'device_held_peak_bytes' not in r, r
+    assert r['sgemm_gflops'] > 0
+"; then ok "bench one-shape JSON: kinds, shape, params, FLOPs, tokens/s, MFU, peak RSS"; else bad "bench one-shape JSON" "$(cat "$tmp/bench2.json" 2>&1)"; fi
+if python3 -c "
+import json
+assert all(r['mfu'] is None and r['peak_tflops'] is None for r in json.load(open('$tmp/bench.json'))['train'])
+"; then ok "bench on the CPU without --peak-tflops: mfu null"; else bad "bench mfu null" "$(cat "$tmp/bench.json")"; fi
+expect "bench --attn bad in a list" 2 "'nope' is unknown" $LSSAR bench --attn softmax,nope --quick
+expect "bench --pos bad" 2 "--pos 'x' is unknown" $LSSAR bench --pos x --quick
+expect "bench --repeats too many" 2 "--repeats must be 0 to 64" $LSSAR bench --repeats 65 --quick
+expect "bench --vocab too large" 2 "16-bit" $LSSAR bench --vocab 70000 --quick
+expect "bench --heads not dividing --dim" fail "head" $LSSAR bench --no-attn --layers 1 --dim 30 --heads 4 --vocab 64 --batch 1 --seq 8 $T1
+expect "bench --device bad" 2 "use cpu, cuda or auto" $LSSAR bench --device gpu --quick
+if ! grep -q 'cuda=1' "${LSSAR_BUILD:-build}/build-flags" 2>/dev/null; then
+    expect "bench --device cuda without CUDA" 2 "no CUDA backend" $LSSAR bench --device cuda --quick $T1
+elif [ "$($LSSAR --version | sed -n 's/.*; \([0-9]*\) GPUs\{0,1\} found.*/\1/p')" = 0 ]; then
+    expect "bench --device cuda without a GPU" 2 "no CUDA GPU found" $LSSAR bench --device cuda --quick $T1
+fi
+if [ "$($LSSAR --version | grep -c ' [1-9][0-9]* GPUs\{0,1\} found')" = 0 ]; then
+    out=$($LSSAR bench --device auto --quick --no-attn --json "$tmp/bench3.json" $T1 2>&1); rc=$?
+    if [ $rc -eq 0 ] && [ "$(grep -c 'no CUDA GPU found.*running on the CPU' <<<"$out")" = 1 ] && grep -q '"device":[[:space:]]*"cpu"' "$tmp/bench3.json"; then
+        ok "bench --device auto without a GPU: the CPU, said once"
+    else bad "bench --device auto without a GPU" "rc $rc: $out"; fi
+fi
 
 echo "test_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

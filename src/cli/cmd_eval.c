@@ -26,7 +26,10 @@ static const char *ABOUT =
     "Under mpirun -np N the batches of each length are split over the ranks and the losses gathered:\n"
     "the numbers are bit for bit those of one process (docs/DISTRIBUTED.md); rank 0 prints and writes.\n"
     "JSON (--json): {\"model\": ..., \"attn\": ..., \"p\": ..., \"results\": [{\"seq\": T, \"loss\": x,\n"
-    "\"tokens\": n, \"windows\": w[, \"per_position\": [...]]}, ...]}.";
+    "\"tokens\": n, \"windows\": w, \"seconds\": s[, \"per_position\": [...]]}, ...]}; on a GPU also\n"
+    "\"device_name\", \"device_held_peak_bytes\" (the most the model's backend context held: weights,\n"
+    "activations, scratch) and \"device_used_peak_bytes\" (the most device memory in use, cudaMemGetInfo)\n"
+    "over all the lengths.";
 
 int cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *seqs = NULL, *json = NULL, *attn = NULL;
@@ -121,12 +124,22 @@ int cmd_eval(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "loss", er.loss);
         cJSON_AddNumberToObject(o, "tokens", (double)er.tokens);
         cJSON_AddNumberToObject(o, "windows", er.windows);
+        cJSON_AddNumberToObject(o, "seconds", lssar_now() - t0);
         if (pp) {
             cJSON *a = cJSON_AddArrayToObject(o, "per_position");
             for (int t = 0; t < T[i]; t++) cJSON_AddItemToArray(a, cJSON_CreateNumber(pp[t]));
         }
         cJSON_AddItemToArray(res, o);
         free(pp);
+    }
+    char dname[96];
+    size_t held_peak, used_peak, total;
+    if (!rc && !gpt_device_stats(m, dname, sizeof dname, &held_peak, &used_peak, &total)) {   // a GPU
+        printf("device %s: peak %.0f MiB held by the model, peak %.0f MiB in use on the device (of %.0f)\n", dname,
+               held_peak / 1048576.0, used_peak / 1048576.0, total / 1048576.0);
+        cJSON_AddStringToObject(root, "device_name", dname);
+        cJSON_AddNumberToObject(root, "device_held_peak_bytes", (double)held_peak);
+        cJSON_AddNumberToObject(root, "device_used_peak_bytes", (double)used_peak);
     }
     if (!rc && json) {
         // rank 0 writes; the others learn whether it could

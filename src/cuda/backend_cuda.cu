@@ -52,6 +52,12 @@ struct nn_ctx {
     cudaStream_t comm;
     cudaEvent_t ready, summed;
     int err;                  // the first failure (sticky), 0 while all is well
+    // memory statistics (device_stats): bytes this context holds (alloc, scratch, workspace) now and
+    // at most, the most device memory in use (cudaMemGetInfo, sampled after each allocation: use
+    // grows only there), and the size of each live alloc (cudaFree does not tell it)
+    size_t held, held_peak, used_peak;
+    struct { void *p; size_t bytes; } *live;
+    int nlive, cap_live;
     int ncache;
     mm_entry cache[MM_CACHE];
 };
@@ -74,6 +80,16 @@ static int lt_fail(cublasStatus_t st, const char *what, int line) {
                       cublasLtGetStatusString(st), what, __FILE__, line);
 }
 
+// An allocation of `bytes` (> 0) or a release (< 0) for device_stats
+static void mem_note(nn_ctx *c, ptrdiff_t bytes) {
+    c->held += bytes;
+    if (c->held > c->held_peak) c->held_peak = c->held;
+    size_t fr = 0, total = 0;
+    if (bytes <= 0) return;
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) cudaGetLastError();   // a statistic: never the context's error
+    else if (total - fr > c->used_peak) c->used_peak = total - fr;
+}
+
 // Device scratch of at least `bytes`: grows (to the size asked, rounded up to 1 MiB) only when a
 // larger size is asked, so after the first step of a run it is never reallocated.
 static void *scratch(nn_ctx *c, size_t bytes) {
@@ -83,6 +99,7 @@ static void *scratch(nn_ctx *c, size_t bytes) {
         // kernels already queued may still use the old buffer
         if (CU(c, cudaStreamSynchronize(c->stream)) || CU(c, cudaFree(c->scratch))) return NULL;
         c->scratch = NULL;
+        mem_note(c, -(ptrdiff_t)c->scratch_bytes);
         c->scratch_bytes = 0;
     }
     if (CU(c, cudaMalloc(&c->scratch, want))) {
@@ -90,6 +107,7 @@ static void *scratch(nn_ctx *c, size_t bytes) {
         return NULL;
     }
     c->scratch_bytes = want;
+    mem_note(c, (ptrdiff_t)want);
     return c->scratch;
 }
 
@@ -112,6 +130,7 @@ static void cuda_ctx_free(nn_ctx *c) {
     cudaFree(c->result_dev);
     if (c->result_host) cudaFreeHost(c->result_host);
     if (c->stream) cudaStreamDestroy(c->stream);
+    free(c->live);
     cudaGetLastError();   // leave no error behind for the next context
     free(c);
 }
@@ -150,6 +169,7 @@ static int cuda_ctx_create(nn_ctx **out, nn_precision precision) {
         goto fail;
     }
     CREATE_TRY(cudaMalloc(&c->workspace, LT_WORKSPACE));
+    mem_note(c, LT_WORKSPACE);
     CREATE_TRY(cudaMalloc((void **)&c->result_dev, sizeof(double)));
     CREATE_TRY(cudaMallocHost((void **)&c->result_host, sizeof(double)));
     // a GPU this build has no kernels for fails its first launch: say so now, not mid-run
@@ -183,6 +203,16 @@ static void *cuda_alloc(nn_ctx *c, size_t bytes) {
         return NULL;
     }
     if (bytes && CU(c, cudaMemsetAsync(p, 0, bytes, c->stream))) { cudaFree(p); return NULL; }
+    if (c->nlive == c->cap_live) {   // a model makes tens of allocations: a list is enough
+        int cap = c->cap_live ? 2 * c->cap_live : 64;
+        void *nl = realloc(c->live, cap * sizeof *c->live);
+        if (!nl) { cudaFree(p); lssar_fail(LSSAR_E_NOMEM, "cuda backend: out of host memory"); return NULL; }
+        c->live = (decltype(c->live))nl;
+        c->cap_live = cap;
+    }
+    c->live[c->nlive].p = p;
+    c->live[c->nlive++].bytes = bytes;
+    mem_note(c, (ptrdiff_t)bytes);
     return p;
 }
 
@@ -190,6 +220,29 @@ static void cuda_release(nn_ctx *c, void *p) {
     if (!p) return;
     cudaStreamSynchronize(c->stream);   // queued work may still use it
     cudaFree(p);
+    for (int i = c->nlive - 1; i >= 0; i--)
+        if (c->live[i].p == p) {
+            mem_note(c, -(ptrdiff_t)c->live[i].bytes);
+            c->live[i] = c->live[--c->nlive];
+            break;
+        }
+}
+
+static void cuda_device_stats(nn_ctx *c, nn_device_stats *o) {
+    memset(o, 0, sizeof *o);
+    size_t fr = 0, total = 0;
+    int dev = 0, failed = 0;
+    cudaDeviceProp prop;
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) failed = 1;
+    else if (total - fr > c->used_peak) c->used_peak = total - fr;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
+        memcpy(o->name, prop.name, strnlen(prop.name, sizeof o->name - 1));   // memset: terminated
+    else failed = 1;
+    if (failed) cudaGetLastError();   // a failed query leaves no error for the next check
+    o->held = c->held;
+    o->held_peak = c->held_peak;
+    o->used_peak = c->used_peak;
+    o->total = total;
 }
 
 static void cuda_upload(nn_ctx *c, void *dst, const void *src, size_t bytes) {
@@ -519,4 +572,5 @@ extern "C" const nn_backend nn_backend_cuda = {
     cuda_dist_sum_,                // dist_sum
     cuda_dist_allgather_,          // dist_allgather
     cuda_dist_wait_,               // dist_wait
+    cuda_device_stats,             // device_stats
 };

@@ -10,6 +10,7 @@
  * reused by every step: nothing is allocated per step.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
@@ -263,6 +264,18 @@ size_t gpt_num_params(const gpt *m) {
     size_t n = 0;
     for (int i = 0; i < m->nt; i++) n += m->t[i].numel;
     return n;
+}
+
+int gpt_device_stats(const gpt *m, char *name, size_t name_len, size_t *held_peak, size_t *used_peak, size_t *total) {
+    if (!m || !name || !name_len || !held_peak || !used_peak || !total) return lssar_fail(LSSAR_E_NULL, "gpt_device_stats: NULL argument");
+    if (!m->be->device_stats) return lssar_fail(LSSAR_E_UNSUPPORTED, "the %s backend keeps no device statistics", m->be->name);
+    nn_device_stats st;
+    m->be->device_stats(m->ctx, &st);
+    snprintf(name, name_len, "%s", st.name);
+    *held_peak = st.held_peak;
+    *used_peak = st.used_peak;
+    *total = st.total;
+    return 0;
 }
 
 /* ------------------------------------------------------------- memory */

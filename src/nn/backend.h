@@ -33,6 +33,14 @@ typedef struct nn_ctx nn_ctx;        /* one backend context (CUDA: a stream); op
    fp32 (docs/CUDA.md). The CPU backend always computes in float32. Tensors are float32 in both. */
 typedef enum { NN_FP32 = 0, NN_BF16 = 1 } nn_precision;
 
+/* What device_stats reports. held: bytes the context holds now (alloc, and the backend's own
+   scratch); held_peak: the most it held; used_peak: the most device memory in use by anyone, as
+   the driver reports it (total - free), since the context was created; total: the device's. */
+typedef struct {
+    char name[96];   /* the device's, e.g. "NVIDIA H200" */
+    size_t held, held_peak, used_peak, total;
+} nn_device_stats;
+
 typedef struct nn_backend {
     const char *name;                /* "cpu", "cuda" */
     lssar_device device;
@@ -153,6 +161,10 @@ typedef struct nn_backend {
     // sum overlaps the backward that follows it); after dist_wait, the next operation on ctx sees
     // every dist_sum queued so far complete. NULL: dist_sum is complete when it returns.
     void (*dist_wait)(nn_ctx *ctx);
+
+    /* ---- the device and its memory, for benchmarks (NULL: none kept; the CPU backend's memory is
+       the process's, which getrusage measures) */
+    void (*device_stats)(nn_ctx *ctx, nn_device_stats *out);
 } nn_backend;
 
 /* Host helper: the RoPE tables cos_t, sin_t (T, HS/2), angle t * theta^(-2c/HS) in double, which

@@ -4,7 +4,9 @@
 # backend's CPU emulations behind the backend table, host memory behind cudaMalloc). It says
 # nothing about the CUDA kernels; it shows that test_gpu passes a correct backend, catches a
 # wrong, an unwritten and a non-deterministic result, prints the one SKIP line without a device,
-# and writes JSON that parses; and that gpu_attn runs, times and writes its JSON.
+# and writes JSON that parses; and that gpu_attn runs, times and writes its JSON. The train group
+# (the trainer end to end) cannot run on the fake: it must say so; FAKE_SELFTEST_TRAIN=1 also
+# dry-runs its logic with the "GPU" side on the CPU (LSSAR_GPU_TRAIN_DEVICE=cpu; minutes).
 set -u
 B=${1:-build}
 T=$B/tests/gpu/test_gpu_fake
@@ -29,6 +31,14 @@ assert rows[-1].get("summary") and rows[-1]["failed"] == 0, rows[-1]
 assert sum(1 for r in rows if "pass" in r) == rows[-1]["passed"]
 EOF
 then ok "LSSAR_GPU_JSON: every line parses, one per check, summary last"; else bad "LSSAR_GPU_JSON"; fi
+if grep -q '^SKIP group train (a build with tests/gpu/fake_cuda.c' <<<"$out"; then ok "group train: skipped on the fake, saying why"; else bad "group train: no SKIP line on the fake" "$(grep -i train <<<"$out")"; fi
+# the train group's own logic, its "GPU" side on the CPU (minutes on 2 cores: FAKE_SELFTEST_TRAIN=1)
+if [ "${FAKE_SELFTEST_TRAIN:-0}" = 1 ]; then
+  out=$(LSSAR_GPU_QUICK=1 LSSAR_GPU_ONLY=train LSSAR_GPU_TRAIN_DEVICE=cpu "$T" 2>&1); rc=$?
+  if [ $rc -eq 0 ] && grep -qE '^test_gpu: 2[0-9] passed, 0 failed' <<<"$out" && grep -q '^ok   train lssar: negative control' <<<"$out"; then
+    ok "group train dry run on the CPU: $(grep '^test_gpu:' <<<"$out")"
+  else bad "group train dry run on the CPU (exit $rc)" "$(grep -E '^FAIL|^FATAL|^test_gpu' <<<"$out")"; fi
+fi
 
 # 2. no device: one SKIP line, exit 0
 out=$(FAKE_CUDA_BREAK=nodevice "$T" 2>&1); rc=$?

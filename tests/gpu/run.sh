@@ -39,7 +39,7 @@ else
     extra=()
     [ "$tool" = memcheck ] && extra=(--leak-check full)
     echo "== compute-sanitizer --tool $tool (quick mode)"
-    env -u LSSAR_GPU_JSON LSSAR_GPU_QUICK=1 timeout -k 10 "${GPU_SANITIZE_TIMEOUT:-300}" \
+    env -u LSSAR_GPU_JSON LSSAR_GPU_QUICK=1 LSSAR_GPU_SKIP="${LSSAR_GPU_SKIP:-train}" timeout -k 10 "${GPU_SANITIZE_TIMEOUT:-300}" \
       "$san" --tool "$tool" "${extra[@]}" --error-exitcode 9 --print-limit 50 "$bin" >"$tmp/$tool" 2>&1
     src=$?
     grep -E '^========|^test_gpu:|^FAIL|^FATAL' "$tmp/$tool" | tail -40

@@ -13,7 +13,8 @@
  *
  * Environment: LSSAR_GPU_QUICK=1 small shapes only (for compute-sanitizer); LSSAR_GPU_ONLY=a,b
  * only those groups (in the order run: mem, attention, decode, api, long, matmul, layernorm,
- * elementwise, rope, embedding, xent, edge); LSSAR_GPU_SEED=n (default 20261201; printed); LSSAR_GPU_JSON=FILE one
+ * elementwise, rope, embedding, xent, train, edge); LSSAR_GPU_SKIP=a,b not those (the sanitizer runs
+ * leave out train: the trainer's thousands of launches, kernels the other groups check); LSSAR_GPU_SEED=n (default 20261201; printed); LSSAR_GPU_JSON=FILE one
  * JSON object per check, written as it goes (a crash leaves the checks done so far).
  *
  * Method (docs/.library METHOD.md): inputs are fresh random draws for every check, never zeros;
@@ -69,6 +70,8 @@
 #include "core/util.h"
 #include "nn/backend.h"
 #include "nn/nn.h"
+#include "model/checkpoint.h"
+#include "train/train.h"
 
 #ifndef LSSAR_CUDA
 int main(void) {
@@ -410,13 +413,16 @@ static size_t count_nonfinite(const float *x, size_t n) { size_t c = 0; for (siz
 /* ||b|| / ||ref|| for a per-element bound b */
 static double nbound_f(const float *b, const float *ref, size_t n) { double r = nrm_f(ref, n); return r > 0 ? nrm_f(b, n) / r : nrm_f(b, n); }
 
-static const char *only;
-static int want(const char *g) {
-    if (!only || !*only) return 1;
+static const char *only, *skip_groups;
+static int in_list(const char *list, const char *g) {
     size_t n = strlen(g);
-    for (const char *p = only; (p = strstr(p, g)); p += n)
-        if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    for (const char *p = list; (p = strstr(p, g)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
     return 0;
+}
+static int want(const char *g) {
+    if (skip_groups && *skip_groups && in_list(skip_groups, g)) return 0;
+    return !only || !*only || in_list(only, g);
 }
 static void use_ctx(int prec) { P = prec; G = gctx[prec]; }
 
@@ -1237,11 +1243,288 @@ static void test_edge(void) {
     }
 }
 
+/* ================================================================== train: the trainer end to end
+ * A small model (2 layers, width 64, 4 heads, T = 64, B = 8, vocabulary 257, RoPE) trained by
+ * train_run (src/train/train.h) for S = 200 steps (quick: 40) on a synthetic deterministic token
+ * stream (a period-24 pattern, 10% of the tokens replaced by random ones: the loss falls from
+ * ln 257 = 5.55 to the noise floor near 0.95), for lssar and softmax, on the GPU (NN_BF16: the
+ * model's context on CUDA) and on the CPU (fp32), from the same initialisation and batches.
+ *
+ * Loss curves. The two runs differ in two ways. (1) At the same weights, one bf16 forward differs
+ * from the fp32 one: e_fwd, MEASURED here on the same batch at the initial weights and at the CPU
+ * run's final weights (the larger; the loss is 2-Lipschitz in the largest logit change, and
+ * bf16 operands move a logit by at most (2u + u^2) sum |h_i w_i|, u = 2^-9: e_fwd is expected
+ * near 1e-3 to 1e-2; an info line prints it). (2) The trajectories drift apart: every gradient carries bf16 rounding, a
+ * relative perturbation of the update well under 1% (AdamW normalises the update, so what matters
+ * is the relative error of each gradient element, O(u) per product, a few u after summation). To
+ * first order a relative change e of the updates shifts the curve in time, changing the loss of a
+ * window by about e x the relative change the curve makes over the window; the negative control
+ * below calibrates that response: on the CPU, lr x 0.7 (e = 0.3) moves the window means by up to
+ * ~30% (measured with `lssar train` on this configuration, 200 steps: 32% in the steep second
+ * window, 0.2-1% at the floor; the dry run below, quick mode: 8x the bound). A 5%
+ * relative allowance therefore corresponds to an effective update change of ~5%, ten times what
+ * bf16 rounding gives, and is six times below the control's response. Bound per 20-step window w
+ * (quick: 10-step): |mean_w(GPU) - mean_w(CPU)| <= e_fwd + 0.05 mean_w(CPU). The check reports
+ * the largest ratio |diff| / bound over the windows (pass: <= 1); the control (lr x 0.7 against
+ * lr, both CPU) must exceed 1, or the check could not fail.
+ *
+ * Checkpoints (bit for bit: they are float32 files, and upload / download move bytes): the GPU
+ * run's model loaded on the CPU and on the GPU holds the same parameters; the CPU run's model
+ * loaded on the GPU, saved from there and loaded on the CPU again equals the CPU's; and a model
+ * saved from the GPU (ckpt_save_model) loads on the CPU with the GPU's bits.
+ * Resume: on the GPU, S / 2 steps (--stop-at), then --resume to S, equals S straight: the same
+ * per-step losses (log.jsonl), parameters and AdamW moments, bit for bit (docs/CUDA.md: the
+ * backend is deterministic; the batches come from the RNG the checkpoint stores).
+ *
+ * LSSAR_GPU_TRAIN_DEVICE=cpu runs the "GPU" side on the CPU too: a dry run of this group's own
+ * logic (curves then agree exactly, e_fwd = 0; the control must still fail), which is how the
+ * fake self-test runs it (FAKE_SELFTEST_TRAIN=1 tests/gpu/fake_selftest.sh): the fake cannot stand
+ * behind the trainer, so without that the group prints "SKIP group train (...)" on the fake.
+ */
+#define TR_V 257
+#define TR_T 64
+#define TR_B 8
+#define TR_N 65536
+static char tr_dir[256];
+static uint16_t tr_tok[TR_N];
+
+static void tr_path(char *out, size_t n, const char *sub, const char *file) {
+    snprintf(out, n, "%s/%s%s%s", tr_dir, sub, file ? "/" : "", file ? file : "");
+}
+
+/* the token stream as an llm.c shard: 256 int32 header (magic, version, tokens, channels), uint16 tokens */
+static void tr_write_shard(void) {
+    lssar_rng r;
+    lssar_rng_seed(&r, 24);
+    uint16_t pat[24];
+    for (int i = 0; i < 24; i++) pat[i] = (uint16_t)lssar_rng_below(&r, TR_V);
+    for (int i = 0; i < TR_N; i++)
+        tr_tok[i] = lssar_rng_uniform(&r) < 0.1 ? (uint16_t)lssar_rng_below(&r, TR_V) : pat[i % 24];
+    int32_t hdr[256] = {20240520, 1, TR_N, 1};
+    char path[512];
+    tr_path(path, sizeof path, "train.bin", NULL);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(hdr, sizeof hdr, 1, f) != 1 || fwrite(tr_tok, sizeof tr_tok, 1, f) != 1 || fclose(f))
+        fatal("cannot write %s", path);
+}
+
+static void tr_opts(train_opts *o, const char *sub, lssar_attn_kind kind, lssar_device dev, int steps, float lr) {
+    static char data[512], out[4][512];   /* o->out points here: a few runs' options live at once */
+    static int slot;
+    char *op = out[slot++ % 4];
+    tr_path(data, sizeof data, "train.bin", NULL);
+    tr_path(op, 512, sub, NULL);
+    train_opts_default(o);
+    o->data = data;
+    o->out = op;
+    o->attn = kind;
+    o->layers = 2; o->heads = 4; o->dim = 64; o->vocab = TR_V;
+    o->seq = TR_T; o->batch = TR_B;
+    o->steps = steps; o->warmup = steps / 10; o->lr = lr;
+    o->device = dev;
+    o->seed = 7;
+    o->quiet = 1;
+}
+static int tr_run(const train_opts *o, const char *what) {
+    train_result r;
+    int rc = train_run(o, &r);
+    if (rc) infof("train_run (%s) failed: %s", what, lssar_errmsg());
+    return rc;
+}
+
+/* the per-step losses of a run's log.jsonl into loss[step - 1]; the number of steps read */
+static int tr_losses(const char *sub, double *loss, int n) {
+    char path[512], line[1024];
+    tr_path(path, sizeof path, sub, "log.jsonl");
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int got = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *sp = strstr(line, "\"step\":"), *lp = strstr(line, "\"loss\":");
+        if (!sp || !lp) continue;
+        long st = strtol(sp + 7, NULL, 10);
+        if (st >= 1 && st <= n) { loss[st - 1] = strtod(lp + 7, NULL); if (st > got) got = (int)st; }
+    }
+    fclose(f);
+    return got;
+}
+
+/* every tensor of buffer `which` of m, concatenated (host memory, tracked) */
+static float *tr_read_all(const gpt *m, gpt_buffer which, size_t *n) {
+    size_t tot = 0;
+    for (int i = 0; i < gpt_num_tensors(m); i++) tot += gpt_tensor_numel(m, i);
+    float *x = hf(tot), *p = x;
+    for (int i = 0; i < gpt_num_tensors(m); i++) {
+        if (gpt_read_tensor(m, which, i, p)) fatal("gpt_read_tensor: %s", lssar_errmsg());
+        p += gpt_tensor_numel(m, i);
+    }
+    *n = tot;
+    return x;
+}
+static gpt *tr_load(const char *sub, const char *file, lssar_device dev) {
+    char path[512];
+    tr_path(path, sizeof path, sub, file);
+    ckpt_load_opts lo = {.device = dev};
+    gpt *m = NULL;
+    if (ckpt_load_model(path, &lo, &m, NULL)) fatal("ckpt_load_model(%s, %s): %s", path, lssar_device_name(dev), lssar_errmsg());
+    return m;
+}
+/* mean loss of one fixed batch (the stream's first B windows) under m */
+static double tr_batch_loss(gpt *m) {
+    static uint16_t in[TR_B * TR_T], tg[TR_B * TR_T];
+    for (int b = 0; b < TR_B; b++)
+        for (int t = 0; t < TR_T; t++) { in[b * TR_T + t] = tr_tok[b * 997 + t]; tg[b * TR_T + t] = tr_tok[b * 997 + t + 1]; }
+    float loss = NAN;
+    if (gpt_reserve(m, TR_B, TR_T, 0) || gpt_forward(m, in, tg, TR_B, TR_T, &loss)) fatal("gpt_forward: %s", lssar_errmsg());
+    return loss;
+}
+static double tr_e_fwd(gpt *mc, gpt *mg) { return fabs(tr_batch_loss(mg) - tr_batch_loss(mc)); }
+
+/* max over windows of |mean_w(a) - mean_w(ref)| / (e_fwd + 0.05 mean_w(ref)); window means in info */
+static double tr_curve_ratio(const double *a, const double *ref, int S, int W, double e_fwd, const char *what) {
+    double worst = 0;
+    char buf[900] = "";
+    for (int w = 0; w + W <= S; w += W) {
+        double ma = 0, mr = 0;
+        for (int i = w; i < w + W; i++) { ma += a[i]; mr += ref[i]; }
+        ma /= W; mr /= W;
+        double ratio = fabs(ma - mr) / (e_fwd + 0.05 * mr);
+        if (!(ratio <= worst)) worst = ratio;   /* NaN propagates */
+        size_t l = strlen(buf);
+        snprintf(buf + l, sizeof buf - l, " %.3f/%.3f", ma, mr);
+    }
+    infof("%s: window means (%d steps) %s", what, W, buf);
+    return worst;
+}
+
+static void test_train(void) {
+    const char *td = getenv("LSSAR_GPU_TRAIN_DEVICE");
+    const lssar_device GD = td && !strcmp(td, "cpu") ? LSSAR_DEVICE_CPU : LSSAR_DEVICE_CUDA;   /* the "GPU" side */
+#ifdef LSSAR_GPU_FAKE
+    if (GD != LSSAR_DEVICE_CPU) {
+        printf("SKIP group train (a build with tests/gpu/fake_cuda.c: the fake stands behind test_gpu's own "
+               "backend calls only, not behind the trainer, whose nn_backend_get(cuda) finds no CUDA backend in a "
+               "CUDA=0 library; LSSAR_GPU_TRAIN_DEVICE=cpu dry-runs the group's logic on the CPU; on a GPU it runs)\n");
+        return;
+    }
+#endif
+    if (GD == LSSAR_DEVICE_CPU) infof("LSSAR_GPU_TRAIN_DEVICE=cpu: a dry run, the \"GPU\" side on the CPU (fp32)");
+    snprintf(tr_dir, sizeof tr_dir, "/tmp/lssar_gpu_train_XXXXXX");
+    if (!mkdtemp(tr_dir)) fatal("mkdtemp %s failed", tr_dir);
+    tr_write_shard();
+    const int S = quick ? 40 : 200, W = quick ? 10 : 20;
+    const float lr = 3e-3f;
+    double *lc = hd(S), *lg = hd(S), *lr2 = hd(S), *lx = hd(S);
+    lssar_attn_kind kinds[2] = {LSSAR_ATTN_LSSAR, LSSAR_ATTN_SOFTMAX};
+    for (int kk = 0; kk < 2; kk++) {
+        const char *kn = lssar_attn_name(kinds[kk]);
+        char cpu[32], gpu[32], res[32], ctl[32];
+        snprintf(cpu, sizeof cpu, "cpu_%s", kn);
+        snprintf(gpu, sizeof gpu, "gpu_%s", kn);
+        snprintf(res, sizeof res, "res_%s", kn);
+        snprintf(ctl, sizeof ctl, "ctl_%s", kn);
+        train_opts o;
+        double t0 = now_s();
+        tr_opts(&o, cpu, kinds[kk], LSSAR_DEVICE_CPU, S, lr);
+        int rc_c = tr_run(&o, cpu);
+        double tc = now_s() - t0;
+        t0 = now_s();
+        tr_opts(&o, gpu, kinds[kk], GD, S, lr);
+        int rc_g = tr_run(&o, gpu);
+        double tg = now_s() - t0;
+        infof("train %s: %d steps on the CPU %.1f s, on the GPU %.1f s", kn, S, tc, tg);
+        if (!check_true(!rc_c && !rc_g && tr_losses(cpu, lc, S) == S && tr_losses(gpu, lg, S) == S,
+                        rc_c || rc_g ? lssar_errmsg() : NULL, "train %s: %d steps on the CPU and the GPU, every loss logged", kn, S))
+            continue;
+        /* e_fwd: one forward, same weights, bf16 GPU vs fp32 CPU, at the start and at the end */
+        gpt_config cfg = {.layers = 2, .heads = 4, .dim = 64, .vocab = TR_V, .channels = 1, .max_seq = TR_T,
+                          .pos = GPT_POS_ROPE, .attn = kinds[kk], .p = 15.0f, .tied = 1};
+        gpt *mc = NULL, *mg = NULL;
+        if (gpt_create(&cfg, o.seed, &mc)) fatal("gpt_create: %s", lssar_errmsg());
+        cfg.device = GD;
+        if (gpt_create(&cfg, o.seed, &mg)) fatal("gpt_create(cuda): %s", lssar_errmsg());
+        double e0 = tr_e_fwd(mc, mg);
+        gpt_free(mc); gpt_free(mg);
+        mc = tr_load(cpu, NULL, LSSAR_DEVICE_CPU);
+        mg = tr_load(cpu, NULL, GD);
+        double e1 = tr_e_fwd(mc, mg), e_fwd = e0 > e1 ? e0 : e1;
+        infof("train %s: one forward, bf16 GPU vs fp32 CPU, same weights: |loss diff| %.3g at the start, %.3g at the end", kn, e0, e1);
+        /* CPU -> GPU -> CPU: the CPU's file on the GPU, saved from there, back on the CPU */
+        size_t n1, n2, n3;
+        float *pc = tr_read_all(mc, GPT_BUF_PARAM, &n1), *pg = tr_read_all(mg, GPT_BUF_PARAM, &n2);
+        check_bits(pg, pc, n1 * 4, 4, "train %s: a CPU checkpoint loads on the GPU with the CPU's parameters", kn);
+        char path[512];
+        tr_path(path, sizeof path, cpu, "from_gpu.safetensors");
+        if (ckpt_save_model(mg, path, S)) fatal("ckpt_save_model from the GPU: %s", lssar_errmsg());
+        gpt_free(mg);
+        gpt *m2 = tr_load(cpu, "from_gpu.safetensors", LSSAR_DEVICE_CPU);
+        float *p2 = tr_read_all(m2, GPT_BUF_PARAM, &n3);
+        check_bits(p2, pc, n1 * 4, 4, "train %s: saved from the GPU, loaded on the CPU: the parameters round-trip", kn);
+        gpt_free(m2); gpt_free(mc);
+        (void)n2; (void)n3;
+        /* the GPU run's checkpoint on the CPU and on the GPU */
+        mc = tr_load(gpu, NULL, LSSAR_DEVICE_CPU);
+        mg = tr_load(gpu, NULL, GD);
+        pc = tr_read_all(mc, GPT_BUF_PARAM, &n1);
+        pg = tr_read_all(mg, GPT_BUF_PARAM, &n2);
+        check_bits(pc, pg, n1 * 4, 4, "train %s: the GPU run's checkpoint loads on the CPU with the GPU's parameters", kn);
+        gpt_free(mc); gpt_free(mg);
+        /* the loss curves */
+        char note[160];
+        double ratio = tr_curve_ratio(lg, lc, S, W, e_fwd, "GPU/CPU");
+        snprintf(note, sizeof note, "max over windows of |mean GPU - mean CPU| / (e_fwd %.3g + 0.05 mean CPU) = %.3f <= 1", e_fwd, ratio);
+        check_true(ratio <= 1, note, "train %s: the GPU (bf16) loss curve follows the CPU's (fp32)", kn);
+        if (kk == 0) {   /* negative control: a 30% smaller learning rate must fail the same check */
+            t0 = now_s();
+            tr_opts(&o, ctl, kinds[kk], LSSAR_DEVICE_CPU, S, 0.7f * lr);
+            int rc = tr_run(&o, ctl);
+            double rx = rc || tr_losses(ctl, lx, S) != S ? NAN : tr_curve_ratio(lx, lc, S, W, e_fwd, "CPU lr x 0.7/CPU");
+            snprintf(note, sizeof note, "ratio %.3f > 1 (%.1f s)", rx, now_s() - t0);
+            check_true(rx > 1, note, "train %s: negative control: lr x 0.7 on the CPU fails the curve check", kn);
+        }
+        /* resume on the GPU: S/2 steps, then --resume to S == S straight */
+        tr_opts(&o, res, kinds[kk], GD, S, lr);
+        o.stop_at = S / 2;
+        int rc = tr_run(&o, "stop at S/2");
+        if (!rc) {
+            tr_opts(&o, res, kinds[kk], GD, 0, lr);
+            o.data = NULL;
+            o.resume = 1;
+            rc = tr_run(&o, "resume");
+        }
+        if (!check_true(!rc && tr_losses(res, lr2, S) == S, rc ? lssar_errmsg() : NULL, "train %s: %d steps, resume, %d more on the GPU", kn, S / 2, S - S / 2))
+            continue;
+        check_bits(lr2, lg, S * sizeof(double), sizeof(double), "train %s: resumed on the GPU == straight: every step's loss", kn);
+        mg = tr_load(gpu, NULL, LSSAR_DEVICE_CPU);
+        gpt *mr = tr_load(res, NULL, LSSAR_DEVICE_CPU);
+        pg = tr_read_all(mg, GPT_BUF_PARAM, &n1);
+        float *pr = tr_read_all(mr, GPT_BUF_PARAM, &n2);
+        check_bits(pr, pg, n1 * 4, 4, "train %s: resumed on the GPU == straight: the parameters", kn);
+        train_state st;
+        char tp[512];
+        if (gpt_reserve(mg, 1, TR_T, 1) || gpt_reserve(mr, 1, TR_T, 1)) fatal("gpt_reserve: %s", lssar_errmsg());
+        tr_path(tp, sizeof tp, gpu, "trainer.safetensors");
+        if (ckpt_load_trainer(mg, tp, &st)) fatal("ckpt_load_trainer(%s): %s", tp, lssar_errmsg());
+        tr_path(tp, sizeof tp, res, "trainer.safetensors");
+        if (ckpt_load_trainer(mr, tp, &st)) fatal("ckpt_load_trainer(%s): %s", tp, lssar_errmsg());
+        for (int which = GPT_BUF_ADAM_M; which <= GPT_BUF_ADAM_V; which++) {
+            float *a = tr_read_all(mg, (gpt_buffer)which, &n1), *b = tr_read_all(mr, (gpt_buffer)which, &n2);
+            check_bits(b, a, n1 * 4, 4, "train %s: resumed on the GPU == straight: AdamW %s", kn, which == GPT_BUF_ADAM_M ? "m" : "v");
+        }
+        gpt_free(mg); gpt_free(mr);
+    }
+    release_all();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tr_dir);
+    if (system(cmd)) infof("could not remove %s", tr_dir);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     t_start = now_s();
     quick = getenv("LSSAR_GPU_QUICK") && atoi(getenv("LSSAR_GPU_QUICK")) != 0;
     only = getenv("LSSAR_GPU_ONLY");
+    skip_groups = getenv("LSSAR_GPU_SKIP");
     if (getenv("LSSAR_GPU_SEED")) seed = strtoull(getenv("LSSAR_GPU_SEED"), NULL, 10);
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
@@ -1292,7 +1575,7 @@ int main(void) {
         {"mem", test_memory}, {"attention", test_attention}, {"decode", test_decode}, {"api", test_api},
         {"long", test_long}, {"matmul", test_matmul}, {"layernorm", test_layernorm},
         {"elementwise", test_elementwise}, {"rope", test_rope}, {"embedding", test_embedding},
-        {"xent", test_xent}, {"edge", test_edge},
+        {"xent", test_xent}, {"train", test_train}, {"edge", test_edge},
     };
     const size_t ngroups = sizeof groups / sizeof groups[0];
     for (size_t g = 0; g < ngroups; g++) {
