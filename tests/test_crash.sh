@@ -58,6 +58,15 @@ else bad "NaN loss (exit $rc)" "$out"; fi
 out=$(LSSAR_TEST_NAN_GRAD_AT_STEP=21 "$LSSAR" train $F --out "$tmp/nan" --resume 2>&1); rc=$?
 if [ $rc -eq 3 ] && grep -q "step 21: the gradient norm is not finite" <<<"$out" && [ "$(sums "$tmp/nan")" = "$before" ]; then ok "NaN gradient: exit 3, checkpoint byte-identical"
 else bad "NaN gradient (exit $rc)" "$out"; fi
+# the same with the losses read back every 5 or 7 steps: the first bad step is named, and the
+# checkpoint (due at step 25, after the bad one, in the same interval) is not written
+out=$(LSSAR_TEST_NAN_AT_STEP=23 "$LSSAR" train $F --log-every 5 --out "$tmp/nan" --resume 2>&1); rc=$?
+if [ $rc -eq 3 ] && grep -q "step 23: the loss is not finite" <<<"$out" && grep -q "step 20) is intact" <<<"$out" && [ "$(sums "$tmp/nan")" = "$before" ] \
+   && [ "$(tail -1 "$tmp/nan/log.jsonl" | sed -E 's/^\{"step":([0-9]+).*/\1/')" = 22 ]; then ok "NaN loss with --log-every 5: exit 3 naming step 23, steps 21-22 logged, checkpoint byte-identical"
+else bad "NaN loss with --log-every 5 (exit $rc)" "$out"; fi
+out=$(LSSAR_TEST_NAN_GRAD_AT_STEP=21 "$LSSAR" train $F --log-every 7 --out "$tmp/nan" --resume 2>&1); rc=$?
+if [ $rc -eq 3 ] && grep -q "step 21: the gradient norm is not finite" <<<"$out" && [ "$(sums "$tmp/nan")" = "$before" ]; then ok "NaN gradient with --log-every 7: exit 3 naming step 21 (later steps NaN too), checkpoint byte-identical"
+else bad "NaN gradient with --log-every 7 (exit $rc)" "$out"; fi
 if [ ! -e "$tmp/nan/.ckpt-next" ] && ! compgen -G "$tmp/nan/*.tmp.*" >/dev/null; then ok "NaN: no partial files left"; else bad "NaN left files: $(ls -A "$tmp/nan")"; fi
 out=$("$LSSAR" train $F --out "$tmp/nan" --resume 2>&1); rc=$?
 if [ $rc -eq 0 ] && same_as_ref "$tmp/nan"; then ok "after the NaN exits, a resume ends bit-identical"; else bad "resume after NaN (exit $rc)" "$out"; fi

@@ -648,6 +648,37 @@ static void test_sum_squares(void) {
     free(x);
 }
 
+/* The gradient norm's block sums in one launch pair (chunks of the whole range, then a finish per
+   block): every block has the bits of kemu_sum_squares on that block alone, the last one short;
+   the clip from them: nn_norm_of_blocks and the scaled values, bits. Negative control: a block
+   shifted by one value has another sum. */
+static void test_block_sum_squares(void) {
+    const size_t blk = 65536, n = 5 * blk + 3 * KM_SS_CHUNK + 101, nb = (n + blk - 1) / blk;
+    float *x = xmalloc(n * 4), *y = xmalloc(n * 4), *z = xmalloc(n * 4);
+    randn(x, n, 0.7);
+    double got[8], one[8];
+    kemu_block_sum_squares(got, x, n, blk);
+    size_t same = 0;
+    double tot = 0;
+    for (size_t b = 0; b < nb; b++) {
+        one[b] = kemu_sum_squares(x + b * blk, n - b * blk < blk ? n - b * blk : blk);
+        same += memcmp(&one[b], &got[b], sizeof(double)) == 0;
+        tot += one[b];
+    }
+    CHECK(same == nb, "%zu of %zu block sums have kemu_sum_squares's bits", same, nb);
+    CHECK(kemu_sum_squares(x + 1, blk) != got[0], "negative control: a shifted block has block 0's sum");
+    float norm = NAN, want = (float)sqrt(tot), f = 0.5f;
+    memcpy(y, x, n * 4);
+    memcpy(z, x, n * 4);
+    kemu_clip_norm(y, n, got, nb, f * want, &norm);
+    kemu_scale(z, n, (f * want) / want);
+    CHECK(norm == want && !memcmp(y, z, n * 4), "clip: norm %.9g (want %.9g), the scaled values", norm, want);
+    memcpy(y, x, n * 4);
+    kemu_clip_norm(y, n, got, nb, 2 * want, &norm);
+    CHECK(norm == want && !memcmp(y, x, n * 4), "no clip when the norm is below it");
+    free(x); free(y); free(z);
+}
+
 /* ------------------------------------------------------------ embedding */
 typedef struct { int B, T, Ch, C, V; const uint16_t *tok; } emb_ctx;
 // in = wte[0] (V, C), ..., wte[Ch - 1], wpe (T, C);  out (B*T, C)
@@ -913,6 +944,7 @@ int main(void) {
     RUN(test_xent_nonfinite);
     RUN(test_xent_backward);
     RUN(test_sum_squares);
+    RUN(test_block_sum_squares);
     RUN(test_embedding);
     RUN(test_rope);
     RUN(test_gelu);

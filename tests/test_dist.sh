@@ -27,6 +27,12 @@ out=$($MPI "$LSSAR" train $F --out "$tmp/two" 2>&1); rc=$?
 check $(( rc != 0 || ! $(same "$tmp/one" "$tmp/two"; echo $((! $?))) )) "2 ranks x accum 1 = 1 process x accum 2, bit for bit (weights, AdamW state, data cursor)" "$out"
 [ "$(losses "$tmp/one")" = "$(losses "$tmp/two")" ] && [ -n "$(losses "$tmp/one")" ]
 check $? "the loss curves are identical: $(losses "$tmp/two" | cut -c1-60)..."
+# the losses read back and exchanged every 3 steps (--log-every), ZeRO-1 every 5: the same again
+out=$($MPI "$LSSAR" train $F --log-every 3 --out "$tmp/two_le3" 2>&1); rc=$?
+check $(( rc != 0 || ! $(same "$tmp/one" "$tmp/two_le3"; echo $((! $?))) )) "2 ranks, --log-every 3 = 1 process, bit for bit" "$out"
+out=$($MPI "$LSSAR" train $F --zero 1 --log-every 5 --out "$tmp/two_le5z" 2>&1); rc=$?
+[ $rc -eq 0 ] && same "$tmp/one" "$tmp/two_le5z" && [ "$(losses "$tmp/one")" = "$(losses "$tmp/two_le5z")" ]
+check $? "2 ranks, --zero 1 --log-every 5 = 1 process (weights and loss log)" "$out"
 V="--val $tmp/train.bin --eval-every 2 --eval-batches 3 --steps 4"   # 3 batches shared by 2 ranks
 "$LSSAR" train $F $V --accum 2 --out "$tmp/one_v" >/dev/null 2>&1
 $MPI "$LSSAR" train $F $V --out "$tmp/two_v" >/dev/null 2>&1

@@ -12,6 +12,7 @@
 #include "model/gpt.h"
 #include "model/gpt_dp.h"
 #include "model/gpt_internal.h"
+#include "nn/nn.h"
 
 // A library call that returns an error code (0 = success): a failure fails the test, with the
 // library's message, instead of being ignored.
@@ -300,6 +301,101 @@ static void test_grad_norm_one_definition(void) {
     }
     gpt_dp_free(dp);
     gpt_free(m);
+}
+
+/* The gradient norm without a wait per block: block_sum_squares gives every block the bits of
+   sum_squares on that block alone (the old per-block path, one wait each), gpt_sum_squares their
+   sum in block order, and gpt_clip_grad_norm (clip_norm on the backend) the old norm
+   ((float)sqrt of that sum) and the old clipped gradients (scale by clip / norm), bit for bit; a
+   NaN gradient gives a NaN norm and scales nothing. Negative control: the block sum of a range
+   shifted by one float is not block 0's. */
+static void test_block_norm(void) {
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 0, 1);
+    cfg.dim = 128; cfg.heads = 4; cfg.vocab = 64; cfg.max_seq = 16;
+    const int B = 2, T = 16;
+    uint16_t in[2 * 16], tg[2 * 16];
+    random_tokens(in, B * T, cfg.vocab, 23);
+    random_tokens(tg, B * T, cfg.vocab, 24);
+    gpt *m = NULL;
+    float loss;
+    int ok = gpt_create(&cfg, 6, &m) == 0 && gpt_reserve(m, B, T, 1) == 0 && gpt_forward(m, in, tg, B, T, &loss) == 0 &&
+             gpt_zero_grad(m) == 0 && gpt_backward(m, 1.0f) == 0;
+    CHECK(ok && m->nfloats > 3 * GPT_NORM_BLOCK && m->nfloats % GPT_NORM_BLOCK, "a model of several norm blocks, the last one short: %s", lssar_errmsg());
+    if (!ok) { gpt_free(m); return; }
+    const size_t n = m->nfloats, nb = (n + GPT_NORM_BLOCK - 1) / GPT_NORM_BLOCK;
+    double *got = malloc(nb * sizeof(double)), old_ss = 0;
+    float *g = malloc(n * sizeof(float));
+    m->be->block_sum_squares(m->ctx, got, m->grads_mem, n, GPT_NORM_BLOCK);
+    size_t same = 0;
+    for (size_t b = 0; b < nb; b++) {
+        size_t o = b * GPT_NORM_BLOCK, len = n - o < GPT_NORM_BLOCK ? n - o : GPT_NORM_BLOCK;
+        double one = m->be->sum_squares(m->ctx, m->grads_mem + o, len);
+        same += memcmp(&one, &got[b], sizeof one) == 0;
+        old_ss += one;
+    }
+    CHECK(same == nb, "block_sum_squares: %zu of %zu blocks have the bits of sum_squares on the block", same, nb);
+    double shifted = m->be->sum_squares(m->ctx, m->grads_mem + 1, GPT_NORM_BLOCK);
+    CHECK(shifted != got[0], "negative control: a shifted block has block 0's sum %.17g", shifted);
+    double ss = gpt_sum_squares(m, m->grads_mem, n);
+    CHECK(memcmp(&ss, &old_ss, sizeof ss) == 0, "gpt_sum_squares %.17g, the per-block sum %.17g", ss, old_ss);
+    memcpy(g, m->grads_mem, n * sizeof(float));
+    float old_norm = (float)sqrt(old_ss), clip = 0.5f * old_norm;
+    scale_inplace(g, n, clip / old_norm);
+    float norm = gpt_clip_grad_norm(m, clip);
+    CHECK(memcmp(&norm, &old_norm, sizeof norm) == 0, "gpt_clip_grad_norm %.9g, the old norm %.9g", norm, old_norm);
+    CHECK(memcmp(g, m->grads_mem, n * sizeof(float)) == 0, "the clipped gradients differ from the old clip's");
+    float again = gpt_clip_grad_norm(m, 0.0f);
+    CHECK(fabsf(again - clip) <= 1e-6f * clip && !memcmp(g, m->grads_mem, n * sizeof(float)),
+          "clip 0 scales nothing, and the clipped norm is the clip (%.9g vs %.9g)", again, clip);
+    m->grads_mem[n / 2] = NAN;
+    memcpy(g, m->grads_mem, n * sizeof(float));
+    norm = gpt_clip_grad_norm(m, 1e-3f);
+    CHECK(isnan(norm) && !memcmp(g, m->grads_mem, n * sizeof(float)), "a NaN gradient: norm %g (NaN), nothing scaled", norm);
+    free(got); free(g);
+    gpt_free(m);
+}
+
+/* gpt_prefetch: a staged batch gives the bits of the same batch passed to gpt_forward (loss and
+   gradients), also after a forward of another batch in between (a validation between two steps)
+   and for two staged batches in a row (the two token sets in turn); tokens are checked when
+   staged; a forward with NULL inputs needs a staged batch of its shape. Negative control: the
+   other batch's gradients differ. */
+static void test_prefetch(void) {
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 0, 2);
+    cfg.max_seq = 16;
+    const int B = 2, T = 16, n = 2 * 16 * 2;
+    uint16_t in[3][2 * 16 * 2], tg[3][2 * 16 * 2];
+    for (int k = 0; k < 3; k++) { random_tokens(in[k], n, cfg.vocab, 51 + k); random_tokens(tg[k], n, cfg.vocab, 61 + k); }
+    gpt *a = NULL, *b = NULL;
+    int ok = gpt_create(&cfg, 8, &a) == 0 && gpt_create(&cfg, 8, &b) == 0 && gpt_reserve(a, B, T, 1) == 0 &&
+             gpt_reserve(b, B, T, 1) == 0;
+    CHECK(ok, "create: %s", lssar_errmsg());
+    if (!ok) { gpt_free(a); gpt_free(b); return; }
+    const size_t nf = a->nfloats * sizeof(float);
+    float *g0 = malloc(nf);
+    CHECK(gpt_forward(b, NULL, NULL, B, T, NULL) == LSSAR_E_NULL, "a forward with nothing staged is refused");
+    for (int k = 0; k < 3 && ok; k++) {
+        float la = NAN, lb = NAN, dummy;
+        ok = gpt_zero_grad(a) == 0 && gpt_forward(a, in[k], tg[k], B, T, &la) == 0 && gpt_backward(a, 1.0f) == 0;
+        ok = ok && gpt_prefetch(b, in[k], tg[k], B, T) == 0;
+        if (k == 1) ok = ok && gpt_forward(b, in[0], NULL, B, T, &dummy) == 0;   // another batch in between
+        ok = ok && gpt_zero_grad(b) == 0 && gpt_forward(b, NULL, NULL, B, T, &lb) == 0 && gpt_backward(b, 1.0f) == 0;
+        CHECK(ok && memcmp(&la, &lb, sizeof la) == 0 && !memcmp(a->grads_mem, b->grads_mem, nf),
+              "batch %d staged: loss %.9g vs %.9g, gradients %s (%s)", k, la, lb,
+              ok && !memcmp(a->grads_mem, b->grads_mem, nf) ? "equal" : "differ", ok ? "" : lssar_errmsg());
+        if (k == 0) memcpy(g0, b->grads_mem, nf);
+        else CHECK(memcmp(g0, b->grads_mem, nf) != 0, "negative control: batch %d's gradients equal batch 0's", k);
+    }
+    CHECK(gpt_forward(b, NULL, NULL, B, T, NULL) == LSSAR_E_NULL, "a staged batch is used once");
+    uint16_t bad[2 * 16 * 2];
+    memcpy(bad, in[0], sizeof bad);
+    bad[5] = (uint16_t)cfg.vocab;
+    CHECK(gpt_prefetch(b, bad, tg[0], B, T) == LSSAR_E_ARG, "an out-of-range token is refused when staged");
+    CHECK(gpt_prefetch(b, in[0], tg[0], 1, T) == 0 && gpt_forward(b, NULL, NULL, B, T, NULL) == LSSAR_E_SIZE,
+          "a forward of another shape than the staged batch is refused");
+    free(g0);
+    gpt_free(a);
+    gpt_free(b);
 }
 
 /* The step's gradient sum is summed in buckets inside the backward (gpt_dp.h, overlap): with two
@@ -954,6 +1050,8 @@ int main(void) {
     RUN(test_decode_rows);
     RUN(test_determinism);
     RUN(test_grad_norm_one_definition);
+    RUN(test_block_norm);
+    RUN(test_prefetch);
     RUN(test_dp_bucketed_sum);
     RUN(test_recompute);
     RUN(test_recompute_bytes);

@@ -24,6 +24,10 @@ static const char *ABOUT =
     "RNG, schedule: what --resume needs) every --save-every steps and at the end, and one JSON line\n"
     "per step and per validation to --out/log.jsonl. Validation: mean loss on the first\n"
     "--eval-batches x --batch consecutive windows of --val, every --eval-every steps and at the end.\n"
+    "A step never waits for the device: the losses and gradient norms stay there and are read back\n"
+    "every --log-every steps (and before every checkpoint, validation and the end); then each step\n"
+    "gets its line, its \"ms\" the interval's time / its steps, and a NaN names the first bad step.\n"
+    "A larger --log-every (say 10 on a GPU) saves the waits; the weights are the same for any value.\n"
     "\n"
     "--resume continues the run in --out exactly where its checkpoint stopped, with the stored\n"
     "model, batch and schedule. --steps changes the schedule's length, --lr --warmup --lr-floor --wd\n"
@@ -172,6 +176,7 @@ int cmd_train(int argc, char **argv) {
         {"eval-every", ARG_INT, &o.eval_every, "validation every N steps (0: only at the end)", 0, 0},
         {"eval-batches", ARG_INT, &o.eval_batches, "validation batches (of --batch windows)", 0, 0},
         {"save-every", ARG_INT, &o.save_every, "checkpoint every N steps (0: only at the end)", 0, 0},
+        {"log-every", ARG_INT, &o.log_every, "read the loss and gradient norm back from the device every N steps (log.jsonl still has every step; the same results for any N)", 0, 0},
         {"stop-at", ARG_INT, &o.stop_at, "stop and save after this step, keeping the --steps schedule (0: off)", 0, 0},
         {"threads", ARG_INT, &o.threads, "CPU threads for OpenMP and OpenBLAS (0: all cores)", 0, 0},
         {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
@@ -195,6 +200,7 @@ int cmd_train(int argc, char **argv) {
     if (steps < 1) return args_error("train", "--steps must be >= 1");
     if (o.threads < 0) return args_error("train", "--threads must be >= 0");
     if (o.stop_at < 0) return args_error("train", "--stop-at must be >= 0");
+    if (o.log_every < 1) return args_error("train", "--log-every must be >= 1 (1: every step)");
     int locked = 0;
     if (o.resume) {
         // lock the run and complete a checkpoint that a kill left half moved, before reading it

@@ -8,6 +8,9 @@
 // attention_backward return it, sum_squares returns NaN and download fills the host buffer with
 // 0xFF bytes (float NaN), so the model's loss or gradient norm turns NaN and the trainer stops.
 //
+// Streams. The compute runs on `stream`; dist_sum on `comm` (beside the backward); upload_async on
+// `up`, so the next batch's tokens travel from page-locked memory while the compute runs.
+//
 // Determinism. Every kernel here has a launch shape fixed by the sizes, and sums in a fixed order
 // without atomics (kernels_math.h). cuBLASLt: the algorithm comes from the heuristic for the
 // shape, pointer alignments and workspace (cached per context, so one shape always runs one
@@ -45,12 +48,19 @@ struct nn_ctx {
     size_t scratch_bytes;
     double *result_dev;       // sum_squares' result, then pinned host memory for it
     double *result_host;
+    float *factor_dev;        // clip_norm's scale factor (device), for scale_by
     ncclComm_t nccl;          // dist_sum / dist_allgather's, made by the first (NULL: one rank)
     // dist_sum runs on its own stream, after the compute stream's work so far (ready) and beside
     // what follows it (the backward of the earlier layers); dist_wait makes the compute stream
     // wait for it (summed). Made by the first dist_sum.
     cudaStream_t comm;
     cudaEvent_t ready, summed;
+    // upload_async's copy stream: the copies wait for up_free (recorded on the compute stream by
+    // upload_wait: the compute queued before it is done with what the copy overwrites), and the
+    // compute waits for up_done (the last copy). Made by the first upload_async or upload_wait.
+    cudaStream_t up;
+    cudaEvent_t up_free, up_done;
+    int up_marked, up_pending;   // up_free / up_done recorded at least once
     int err;                  // the first failure (sticky), 0 while all is well
     // memory statistics (device_stats): bytes this context holds (alloc, scratch, workspace) now and
     // at most, the most device memory in use (cudaMemGetInfo, sampled after each allocation: use
@@ -120,7 +130,11 @@ static void cuda_ctx_free(nn_ctx *c) {
     if (c->nccl && c->err) { cuda_dist_free(c->nccl, 1); c->nccl = NULL; }
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->comm) cudaStreamSynchronize(c->comm);
+    if (c->up) cudaStreamSynchronize(c->up);
     cuda_dist_free(c->nccl, 0);
+    if (c->up) cudaStreamDestroy(c->up);
+    if (c->up_free) cudaEventDestroy(c->up_free);
+    if (c->up_done) cudaEventDestroy(c->up_done);
     if (c->comm) cudaStreamDestroy(c->comm);
     if (c->ready) cudaEventDestroy(c->ready);
     if (c->summed) cudaEventDestroy(c->summed);
@@ -128,6 +142,7 @@ static void cuda_ctx_free(nn_ctx *c) {
     cudaFree(c->workspace);
     cudaFree(c->scratch);
     cudaFree(c->result_dev);
+    cudaFree(c->factor_dev);
     if (c->result_host) cudaFreeHost(c->result_host);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c->live);
@@ -172,6 +187,7 @@ static int cuda_ctx_create(nn_ctx **out, nn_precision precision) {
     mem_note(c, LT_WORKSPACE);
     CREATE_TRY(cudaMalloc((void **)&c->result_dev, sizeof(double)));
     CREATE_TRY(cudaMallocHost((void **)&c->result_host, sizeof(double)));
+    CREATE_TRY(cudaMalloc((void **)&c->factor_dev, sizeof(float)));
     // a GPU this build has no kernels for fails its first launch: say so now, not mid-run
     probe_kernel<<<1, 1, 0, c->stream>>>();
     if ((e = cudaGetLastError()) == cudaSuccess) e = cudaStreamSynchronize(c->stream);
@@ -213,12 +229,15 @@ static void *cuda_alloc(nn_ctx *c, size_t bytes) {
     c->live[c->nlive].p = p;
     c->live[c->nlive++].bytes = bytes;
     mem_note(c, (ptrdiff_t)bytes);
+    // a staged upload into the new memory must come after its zeroing: later copies wait for it
+    if (c->up && !CU(c, cudaEventRecord(c->up_free, c->stream))) c->up_marked = 1;
     return p;
 }
 
 static void cuda_release(nn_ctx *c, void *p) {
     if (!p) return;
     cudaStreamSynchronize(c->stream);   // queued work may still use it
+    if (c->up) cudaStreamSynchronize(c->up);   // and a staged upload write into it
     cudaFree(p);
     for (int i = c->nlive - 1; i >= 0; i--)
         if (c->live[i].p == p) {
@@ -243,6 +262,49 @@ static void cuda_device_stats(nn_ctx *c, nn_device_stats *o) {
     o->held_peak = c->held_peak;
     o->used_peak = c->used_peak;
     o->total = total;
+}
+
+/* ---- staged uploads (backend.h): page-locked sources, the copy stream `up` */
+static void *cuda_host_alloc(nn_ctx *c, size_t bytes) {
+    void *p = NULL;
+    if (c->err) return NULL;
+    if (cudaMallocHost(&p, bytes ? bytes : 64) != cudaSuccess) {
+        cudaGetLastError();
+        lssar_fail(LSSAR_E_NOMEM, "cuda backend: cannot page-lock %zu bytes of host memory", bytes);
+        return NULL;
+    }
+    return p;
+}
+static void cuda_host_free(nn_ctx *c, void *p) {
+    if (!p) return;
+    if (c->up) cudaStreamSynchronize(c->up);   // a copy may still read it
+    cudaFreeHost(p);
+}
+static int up_stream(nn_ctx *c) {
+    if (c->up) return 0;
+    if (CU(c, cudaStreamCreateWithFlags(&c->up, cudaStreamNonBlocking)) ||
+        CU(c, cudaEventCreateWithFlags(&c->up_free, cudaEventDisableTiming)) ||
+        CU(c, cudaEventCreateWithFlags(&c->up_done, cudaEventDisableTiming)))
+        return 1;
+    // the first copy waits for everything queued so far (the zeroing of the memory it writes)
+    if (CU(c, cudaEventRecord(c->up_free, c->stream))) return 1;
+    c->up_marked = 1;
+    return 0;
+}
+static void cuda_upload_async(nn_ctx *c, void *dst, const void *src, size_t bytes) {
+    if (c->err || !bytes || up_stream(c)) return;
+    // the previous copy has read its source once this returns (the caller may rewrite it)
+    if (c->up_pending && CU(c, cudaEventSynchronize(c->up_done))) return;
+    if (c->up_marked && CU(c, cudaStreamWaitEvent(c->up, c->up_free, 0))) return;
+    if (CU(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->up)) ||
+        CU(c, cudaEventRecord(c->up_done, c->up)))
+        return;
+    c->up_pending = 1;
+}
+static void cuda_upload_wait(nn_ctx *c) {
+    if (c->err || up_stream(c)) return;
+    if (c->up_pending && CU(c, cudaStreamWaitEvent(c->stream, c->up_done, 0))) return;
+    if (!CU(c, cudaEventRecord(c->up_free, c->stream))) c->up_marked = 1;
 }
 
 static void cuda_upload(nn_ctx *c, void *dst, const void *src, size_t bytes) {
@@ -505,6 +567,14 @@ static double cuda_sum_squares_(nn_ctx *c, const float *x, size_t n) {
         return NAN;
     return *c->result_host;
 }
+static void cuda_block_sum_squares_(nn_ctx *c, double *out, const float *x, size_t n, size_t block) {
+    if (c->err) return;
+    void *s = scratch(c, cuda_block_sum_squares_scratch(n));
+    if (s) note(c, cuda_block_sum_squares(out, x, n, block, s, c->stream));
+}
+static void cuda_clip_norm_(nn_ctx *c, float *x, size_t n, const double *ss, size_t nb, float clip, float *norm) {
+    if (!c->err) note(c, cuda_clip_norm(x, n, ss, nb, clip, norm, c->factor_dev, c->stream));
+}
 static void cuda_scale_(nn_ctx *c, float *x, size_t n, float s) {
     if (!c->err) note(c, cuda_scale(x, n, s, c->stream));
 }
@@ -568,7 +638,13 @@ extern "C" const nn_backend nn_backend_cuda = {
     cuda_xent_backward_,           // xent_backward
     cuda_adamw_,                   // adamw
     cuda_sum_squares_,             // sum_squares
+    cuda_block_sum_squares_,       // block_sum_squares
+    cuda_clip_norm_,               // clip_norm
     cuda_scale_,                   // scale
+    cuda_host_alloc,               // host_alloc
+    cuda_host_free,                // host_free
+    cuda_upload_async,             // upload_async
+    cuda_upload_wait,              // upload_wait
     cuda_dist_sum_,                // dist_sum
     cuda_dist_allgather_,          // dist_allgather
     cuda_dist_wait_,               // dist_wait

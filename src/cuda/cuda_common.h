@@ -95,6 +95,14 @@ int cuda_colsum(float *dst, const float *x, int N, int C, void *scratch, cudaStr
 int cuda_col_finish(float *dst, const float *part, int nchunks, int C, cudaStream_t stream);
 size_t cuda_sum_squares_scratch(size_t n);
 int cuda_sum_squares(double *out, const float *x, size_t n, void *scratch, cudaStream_t stream);
+// out[b] = the sum of squares of block b of x (n), blocks of `block` values (a multiple of
+// KM_SS_CHUNK), each with cuda_sum_squares's bits for that block alone
+size_t cuda_block_sum_squares_scratch(size_t n);
+int cuda_block_sum_squares(double *out, const float *x, size_t n, size_t block, void *scratch, cudaStream_t stream);
+// *norm = nn_norm_of_blocks(ss, nb), *factor = nn_clip_factor(*norm, clip) (device floats), then
+// x (n) *= *factor unless it is 1 (cuda_scale_by)
+int cuda_clip_norm(float *x, size_t n, const double *ss, size_t nb, float clip, float *norm, float *factor,
+                   cudaStream_t stream);
 // kernels_xent.cu
 size_t cuda_xent_forward_scratch(int R);
 int cuda_xent_forward(float *logits, float *losses, uint16_t *argmax, const uint16_t *targets, int tstride,
@@ -106,6 +114,8 @@ int cuda_gelu_forward(float *out, const float *inp, size_t n, cudaStream_t strea
 int cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, cudaStream_t stream);
 int cuda_residual_forward(float *out, const float *a, const float *b, size_t n, cudaStream_t stream);
 int cuda_scale(float *x, size_t n, float s, cudaStream_t stream);
+// x (n) *= *s, a factor in device memory; 1 leaves x untouched
+int cuda_scale_by(float *x, size_t n, const float *s, cudaStream_t stream);
 int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, float ibc1, float ibc2, cudaStream_t stream);
 // out (N, OC) += bias on every row (the matmul's fallback when the bias epilogue is refused)

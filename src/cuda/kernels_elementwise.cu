@@ -23,6 +23,13 @@ static __global__ void residual_forward_kernel(float *out, const float *a, const
 static __global__ void scale_kernel(float *x, size_t n, float s) {
     EW_LOOP(i, n) x[i] = KM_MUL(x[i], s);
 }
+// x *= *s, the factor in device memory (the clip's, kernels_reduce.cu); 1 leaves x as it is, so
+// every thread returns at once (x * 1 = x: the same bits as scaling)
+static __global__ void scale_by_kernel(float *x, size_t n, const float *s) {
+    const float f = *s;
+    if (f == 1.0f) return;
+    EW_LOOP(i, n) x[i] = KM_MUL(x[i], f);
+}
 static __global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
                              float beta2, float eps, float wd, float ibc1, float ibc2) {
     EW_LOOP(i, n) {
@@ -59,6 +66,12 @@ int cuda_scale(float *x, size_t n, float s, cudaStream_t stream) {
     if (!n) return 0;
     scale_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(x, n, s);
     CUDA_LAUNCHED("scale_kernel");
+    return 0;
+}
+int cuda_scale_by(float *x, size_t n, const float *s, cudaStream_t stream) {
+    if (!n) return 0;
+    scale_by_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(x, n, s);
+    CUDA_LAUNCHED("scale_by_kernel");
     return 0;
 }
 int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,

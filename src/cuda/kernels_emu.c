@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/util.h"
+#include "nn/gradnorm.h"
 #include "nn/nn.h"
 #include "cuda/kernels_math.h"
 #include "cuda/kernels_emu.h"
@@ -163,6 +164,32 @@ double kemu_sum_squares(const float *x, size_t n) {
         fin[b % KM_SS_THREADS] = KM_DADD(fin[b % KM_SS_THREADS], part);
     }
     return kemu_block_sum_d(fin, KM_SS_THREADS);
+}
+
+// The kernels' one-call version: stage 1 over the chunks of the whole range, stage 2 one finish
+// per block over that block's chunks (kernels_reduce.cu says why each block gets the bits of
+// kemu_sum_squares on its own). block: a multiple of KM_SS_CHUNK (else nothing is written).
+void kemu_block_sum_squares(double *out, const float *x, size_t n, size_t block) {
+    if (block == 0 || block % KM_SS_CHUNK) return;
+    size_t nchunks = (n + KM_SS_CHUNK - 1) / KM_SS_CHUNK, per = block / KM_SS_CHUNK;
+    double *part = malloc((nchunks ? nchunks : 1) * sizeof(double)), th[KM_SS_THREADS];
+    if (!part) return;
+    for (size_t c = 0; c < nchunks; c++) {
+        for (int t = 0; t < KM_SS_THREADS; t++) th[t] = km_ss_thread(x, n, c, t);
+        part[c] = kemu_block_sum_d(th, KM_SS_THREADS);
+    }
+    for (size_t b = 0; b * per < nchunks; b++) {
+        size_t c0 = b * per, nc = nchunks - c0 < per ? nchunks - c0 : per;
+        for (int t = 0; t < KM_SS_THREADS; t++) th[t] = km_ss_finish_thread(part + c0, nc, t);
+        out[b] = kemu_block_sum_d(th, KM_SS_THREADS);
+    }
+    free(part);
+}
+
+void kemu_clip_norm(float *x, size_t n, const double *ss, size_t nb, float clip, float *norm) {
+    float nm = nn_norm_of_blocks(ss, nb), f = nn_clip_factor(nm, clip);
+    *norm = nm;
+    if (f != 1.0f) kemu_scale(x, n, f);
 }
 
 /* --------------------------------------------------------------- embedding */

@@ -19,7 +19,8 @@
  *     in double by one 256-thread block (thread t: rows t, t + 256, ...; block tree) into acc.
  *   sum of squares: chunks of 8192 values, one 256-thread block each (thread t: values t,
  *     t + 256, ... of the chunk, in double), block tree -> part[chunk]; then one 256-thread block
- *     over the partials (thread t: partials t, t + 256, ...), block tree.
+ *     over the partials (thread t: partials t, t + 256, ...), block tree. Block sums of squares
+ *     (the gradient norm's): the chunks of the whole range, then one such finish per block.
  *   embedding backward: per channel, (token, row) pairs sorted stably by token (CUB radix sort);
  *     each run of one token adds its rows in row order into the table row: the CPU's bits.
  */
@@ -50,6 +51,11 @@ void kemu_xent_backward(float *probs, const uint16_t *targets, int tstride, int 
                         const double *acc);
 
 double kemu_sum_squares(const float *x, size_t n);
+// out[b] = the sum of squares of block b of x (n) (blocks of `block`, a multiple of KM_SS_CHUNK),
+// as the kernels compute all of them in one launch pair: each the bits of kemu_sum_squares on it
+void kemu_block_sum_squares(double *out, const float *x, size_t n, size_t block);
+// *norm = nn_norm_of_blocks(ss, nb); x (n) *= nn_clip_factor(*norm, clip) unless that is 1
+void kemu_clip_norm(float *x, size_t n, const double *ss, size_t nb, float clip, float *norm);
 
 void kemu_embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe, int B,
                             int T, int Ch, int C);

@@ -1,8 +1,10 @@
 // kernels_reduce.cu - deterministic sums: column sums (matmul dbias, and the second pass of every
 // column reduction) and the sum of squares in double. Two stages each, shapes fixed by the sizes
 // alone (never by the device), no atomics: the same bits on every run and every GPU, and those of
-// kernels_emu.c (kemu_colsum, kemu_sum_squares).
+// kernels_emu.c (kemu_colsum, kemu_sum_squares, kemu_block_sum_squares); and the gradient norm
+// from the block sums (kemu_clip_norm).
 #include "cuda/cuda_common.h"
+#include "nn/gradnorm.h"
 
 // part (chunks, C): grid (ceil(C / 32), chunks of 256 rows), block (32, 8), as the layernorm
 // parameter partials (kernels_layernorm.cu)
@@ -73,4 +75,49 @@ int cuda_sum_squares(double *out, const float *x, size_t n, void *scratch, cudaS
     sumsq_finish_kernel<<<1, KM_SS_THREADS, 0, stream>>>(out, part, nb);
     CUDA_LAUNCHED("sumsq_finish_kernel");
     return 0;
+}
+
+// The sums of squares of every block of `block` values (a multiple of KM_SS_CHUNK) at once. Stage 1
+// is sumsq_partials_kernel over the whole range: its chunks are those of each block on its own (a
+// block starts on a chunk boundary, and only the last block, holding the range's end, has a
+// shorter last chunk). Stage 2: block b of this kernel is sumsq_finish_kernel over block b's
+// chunks. So out[b] has the bits of cuda_sum_squares on that block alone.
+static __global__ void sumsq_blocks_finish_kernel(double *out, const double *part, size_t nchunks, size_t per) {
+    __shared__ double sh[KM_WARP];
+    size_t c0 = (size_t)blockIdx.x * per, nc = nchunks - c0 < per ? nchunks - c0 : per;
+    double s = cuda_block_sum(km_ss_finish_thread(part + c0, nc, threadIdx.x), sh);
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+size_t cuda_block_sum_squares_scratch(size_t n) { return cuda_sum_squares_scratch(n); }
+
+int cuda_block_sum_squares(double *out, const float *x, size_t n, size_t block, void *scratch, cudaStream_t stream) {
+    if (block == 0 || block % KM_SS_CHUNK)
+        return lssar_fail(LSSAR_E_ARG, "cuda block_sum_squares: blocks of %zu values; use a multiple of %d", block, KM_SS_CHUNK);
+    size_t nchunks = (n + KM_SS_CHUNK - 1) / KM_SS_CHUNK, nb = (n + block - 1) / block;
+    if (nchunks > 0x7fffffffu)
+        return lssar_fail(LSSAR_E_SIZE, "cuda block_sum_squares: %zu values is more than one launch covers", n);
+    if (!nb) return 0;
+    double *part = (double *)scratch;
+    sumsq_partials_kernel<<<(unsigned)nchunks, KM_SS_THREADS, 0, stream>>>(part, x, n);
+    CUDA_LAUNCHED("sumsq_partials_kernel");
+    sumsq_blocks_finish_kernel<<<(unsigned)nb, KM_SS_THREADS, 0, stream>>>(out, part, nchunks, block / KM_SS_CHUNK);
+    CUDA_LAUNCHED("sumsq_blocks_finish_kernel");
+    return 0;
+}
+
+// One thread: the norm of the block sums (nn/gradnorm.h, a serial sum in block order: a few
+// thousand additions) and the clip factor for cuda_scale_by
+static __global__ void clip_norm_kernel(float *norm, float *factor, const double *ss, size_t nb, float clip) {
+    if (threadIdx.x || blockIdx.x) return;
+    float nm = nn_norm_of_blocks(ss, nb);
+    *norm = nm;
+    *factor = nn_clip_factor(nm, clip);
+}
+
+int cuda_clip_norm(float *x, size_t n, const double *ss, size_t nb, float clip, float *norm, float *factor,
+                   cudaStream_t stream) {
+    clip_norm_kernel<<<1, KM_WARP, 0, stream>>>(norm, factor, ss, nb, clip);
+    CUDA_LAUNCHED("clip_norm_kernel");
+    return cuda_scale_by(x, n, factor, stream);
 }

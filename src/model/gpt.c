@@ -249,6 +249,8 @@ void gpt_free(gpt *m) {
         m->be->release(m->ctx, m->grads_mem);
         m->be->release(m->ctx, m->adam_m);
         m->be->release(m->ctx, m->adam_v);
+        m->be->release(m->ctx, m->norm_ss);
+        m->be->release(m->ctx, m->norm_dev);
         m->be->ctx_free(m->ctx);
     }
     free(m->t);
@@ -372,16 +374,22 @@ static size_t act_layout(const gpt *m, gpt_acts *a, float *base, size_t N, int t
         TAKE(a->dfch, N * 4 * C);
     }
     TAKE(a->losses, N * c->channels);
-    // the tokens and the loss accumulator share the block: three uint16 arrays of nt16 entries
-    // (whole 64-byte lines each), then two doubles
+    // the tokens and the loss accumulator share the block: five uint16 arrays of nt16 entries
+    // (whole 64-byte lines each: two sets of inputs and targets, argmax), then two doubles
     size_t nt16 = (N * c->channels + 31) & ~(size_t)31;
     float *tok = NULL, *acc = NULL;
-    TAKE(tok, 3 * nt16 / 2);
+    TAKE(tok, 5 * nt16 / 2);
     TAKE(acc, 4);
     if (base) {
-        a->inputs = (uint16_t *)tok;
-        a->targets = a->inputs + nt16;
-        a->argmax = a->targets + nt16;
+        for (int k = 0; k < 2; k++) {
+            a->tok_in[k] = (uint16_t *)tok + 2 * k * nt16;
+            a->tok_tg[k] = a->tok_in[k] + nt16;
+        }
+        a->tok_cur = 0;
+        a->inputs = a->tok_in[0];
+        a->targets = a->tok_tg[0];
+        a->argmax = a->tok_in[0] + 4 * nt16;
+        a->nt16 = nt16;
         a->loss_acc = (double *)acc;
     }
 #undef TAKE
@@ -407,7 +415,13 @@ int gpt_acts_alloc(gpt *m, int N, int T, int train, gpt_acts *a) {
     return 0;
 }
 
+static void stage_free(gpt *m) {
+    for (int k = 0; k < 2; k++) { m->be->host_free(m->ctx, m->stage[k]); m->stage[k] = NULL; }
+    m->pf_ready = 0;
+}
+
 void gpt_acts_free(gpt *m, gpt_acts *a) {
+    if (a == &m->acts) stage_free(m);   // sized for these activations (and a staged batch is in them)
     if (a->mem) m->be->release(m->ctx, a->mem);
     free(a->h);
     memset(a, 0, sizeof *a);
@@ -585,26 +599,73 @@ int gpt_trunk_forward(gpt *m, gpt_acts *a, int B, int T, const gpt_kvcache *kv) 
     return 0;
 }
 
-/* Validate and upload a batch, then run the trunk into m->acts. targets (may be NULL) are only
-   validated and uploaded for the output heads. */
-static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T) {
-    if (!m || !inputs) return lssar_fail(LSSAR_E_NULL, "gpt_forward: model or inputs is NULL");
+// A batch's shape against the reservation, and its tokens (host memory) against the vocabulary.
+static int check_batch(gpt *m, const char *fn, const uint16_t *inputs, const uint16_t *targets, int B, int T) {
     const gpt_config *c = &m->cfg;
-    if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "gpt_forward: B = %d, T = %d; both must be >= 1", B, T);
+    if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "%s: B = %d, T = %d; both must be >= 1", fn, B, T);
     if (c->pos == GPT_POS_LEARNED && T > c->max_seq)
-        return lssar_fail(LSSAR_E_SIZE, "gpt_forward: T = %d exceeds max_seq = %d of a model with learned "
-                          "positions; use T <= %d", T, c->max_seq, c->max_seq);
+        return lssar_fail(LSSAR_E_SIZE, "%s: T = %d exceeds max_seq = %d of a model with learned "
+                          "positions; use T <= %d", fn, T, c->max_seq, c->max_seq);
     gpt_acts *a = &m->acts;
     if (!a->mem || (long)B * T > a->N || T > a->T)
-        return lssar_fail(LSSAR_E_SIZE, "gpt_forward: batch %d x %d exceeds the reserved %d rows / T = %d; "
-                          "call gpt_reserve with the largest shape first", B, T, a->N, a->T);
+        return lssar_fail(LSSAR_E_SIZE, "%s: batch %d x %d exceeds the reserved %d rows / T = %d; "
+                          "call gpt_reserve with the largest shape first", fn, B, T, a->N, a->T);
     size_t ntok = (size_t)B * T * c->channels;
     int rc = gpt_check_tokens(m, inputs, ntok, 0, "input");
     if (!rc && targets) rc = gpt_check_tokens(m, targets, ntok, 1, "target");
+    return rc;
+}
+
+int gpt_prefetch(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T) {
+    if (!m || !inputs) return lssar_fail(LSSAR_E_NULL, "gpt_prefetch: model or inputs is NULL");
+    int rc = check_batch(m, "gpt_prefetch", inputs, targets, B, T);
     if (rc) return rc;
-    m->fvalid = m->fhidden = m->fbackward_ready = 0;   // until this forward completes
-    m->be->upload(m->ctx, a->inputs, inputs, ntok * sizeof(uint16_t));
-    if (targets) m->be->upload(m->ctx, a->targets, targets, ntok * sizeof(uint16_t));
+    gpt_acts *a = &m->acts;
+    const size_t nt16 = a->nt16, ntok = (size_t)B * T * m->cfg.channels;
+    for (int k = 0; k < 2; k++)
+        if (!m->stage[k] && !(m->stage[k] = m->be->host_alloc(m->ctx, 2 * nt16 * sizeof(uint16_t)))) {
+            stage_free(m);
+            return lssar_fail(LSSAR_E_NOMEM, "gpt_prefetch: out of host memory for the staged batches");
+        }
+    // stage[i] was last read by the upload before the previous one, which the previous
+    // upload_async saw complete (backend.h): it may be rewritten
+    uint16_t *st = m->stage[m->stage_i];
+    m->stage_i ^= 1;
+    memcpy(st, inputs, ntok * sizeof(uint16_t));
+    if (targets) memcpy(st + nt16, targets, ntok * sizeof(uint16_t));
+    // into the set the compute is not reading; it waits for the compute before the last switch of
+    // sets (the one that last read this set)
+    m->be->upload_async(m->ctx, a->tok_in[1 - a->tok_cur], st, ((targets ? nt16 : 0) + ntok) * sizeof(uint16_t));
+    m->pf_ready = 1; m->pf_B = B; m->pf_T = T; m->pf_targets = targets != NULL;
+    return 0;
+}
+
+/* Validate and upload a batch (inputs NULL: switch to the one gpt_prefetch staged), then run the
+   trunk into m->acts. targets (may be NULL) are only validated and uploaded for the output heads. */
+static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T) {
+    if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_forward: model is NULL");
+    gpt_acts *a = &m->acts;
+    int rc;
+    if (!inputs) {
+        if (!m->pf_ready)
+            return lssar_fail(LSSAR_E_NULL, "gpt_forward: inputs is NULL, and no batch was staged with gpt_prefetch");
+        if (B != m->pf_B || T != m->pf_T)
+            return lssar_fail(LSSAR_E_SIZE, "gpt_forward: batch %d x %d, but the staged one is %d x %d", B, T, m->pf_B, m->pf_T);
+        m->fvalid = m->fhidden = m->fbackward_ready = 0;
+        // the compute from here on reads the staged set; what was queued before is what the next
+        // gpt_prefetch waits for before it overwrites the other set
+        m->be->upload_wait(m->ctx);
+        a->tok_cur ^= 1;
+        a->inputs = a->tok_in[a->tok_cur];
+        a->targets = a->tok_tg[a->tok_cur];
+        m->pf_ready = 0;
+    } else {
+        if ((rc = check_batch(m, "gpt_forward", inputs, targets, B, T))) return rc;
+        size_t ntok = (size_t)B * T * m->cfg.channels;
+        m->fvalid = m->fhidden = m->fbackward_ready = 0;   // until this forward completes
+        m->be->upload(m->ctx, a->inputs, inputs, ntok * sizeof(uint16_t));
+        if (targets) m->be->upload(m->ctx, a->targets, targets, ntok * sizeof(uint16_t));
+    }
     if ((rc = gpt_trunk_forward(m, a, B, T, NULL))) return rc;
     m->fB = B; m->fT = T;
     m->fhidden = 1;
@@ -627,26 +688,29 @@ static void heads_forward(gpt *m, gpt_acts *a, int r0, int rr, int with_targets)
 }
 
 int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T, float *loss) {
+    const int with_targets = inputs ? targets != NULL : m && m->pf_targets;
     int rc = forward_trunk(m, inputs, targets, B, T);
     if (rc) return rc;
     gpt_acts *a = &m->acts;
     int N = B * T, R = a->logit_rows;
     m->be->zero(m->ctx, (float *)a->loss_acc, 4);
     for (int r0 = 0; r0 < N; r0 += R)   // the whole batch, R rows of logits at a time
-        heads_forward(m, a, r0, N - r0 < R ? N - r0 : R, targets != NULL);
+        heads_forward(m, a, r0, N - r0 < R ? N - r0 : R, with_targets);
     m->fvalid = 1;
-    m->ftargets = targets != NULL;
+    m->ftargets = with_targets;
     // the probabilities of every row are still there only if one chunk held all rows
-    m->fbackward_ready = a->train && targets && R >= N;
+    m->fbackward_ready = a->train && with_targets && R >= N;
     return loss ? gpt_get_loss(m, loss) : 0;
 }
+
+float gpt_loss_of(const double acc[2]) { return acc[1] > 0 ? (float)(acc[0] / acc[1]) : 0.0f; }
 
 int gpt_get_loss(const gpt *m, float *loss) {
     if (!m || !loss) return lssar_fail(LSSAR_E_NULL, "gpt_get_loss: NULL argument");
     if (!m->fvalid) return lssar_fail(LSSAR_E_ARG, "gpt_get_loss: no forward pass has run");
     double acc[2];
     m->be->download(m->ctx, acc, m->acts.loss_acc, sizeof acc);
-    *loss = acc[1] > 0 ? (float)(acc[0] / acc[1]) : 0.0f;
+    *loss = gpt_loss_of(acc);
     if (m->ftargets && !isfinite(*loss))
         return lssar_fail(LSSAR_E_NAN, "gpt_forward: the loss is %g; lower the learning rate or clip "
                           "gradients", (double)*loss);
@@ -771,19 +835,41 @@ int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale) {
     return backward_trunk(m);
 }
 
+int gpt_block_sums(gpt *m, const float *x, size_t n, size_t *nb) {
+    size_t k = (n + GPT_NORM_BLOCK - 1) / GPT_NORM_BLOCK;
+    if (!m->norm_dev && !(m->norm_dev = m->be->alloc(m->ctx, 64)))
+        return lssar_fail(LSSAR_E_NOMEM, "gpt: out of memory for the gradient norm");
+    if (k > m->norm_nb) {
+        double *p = m->be->alloc(m->ctx, k * sizeof(double));
+        if (!p) return lssar_fail(LSSAR_E_NOMEM, "gpt: out of memory for %zu block sums of the gradient norm", k);
+        m->be->release(m->ctx, m->norm_ss);
+        m->norm_ss = p;
+        m->norm_nb = k;
+    }
+    m->be->block_sum_squares(m->ctx, m->norm_ss, x, n, GPT_NORM_BLOCK);
+    *nb = k;
+    return 0;
+}
+
+// The blocks' sums in one backend call and one download (not one wait per block)
 double gpt_sum_squares(gpt *m, const float *x, size_t n) {
-    double s = 0;
-    for (size_t o = 0; o < n; o += GPT_NORM_BLOCK)
-        s += m->be->sum_squares(m->ctx, x + o, n - o < GPT_NORM_BLOCK ? n - o : GPT_NORM_BLOCK);
+    size_t nb = 0;
+    if (gpt_block_sums(m, x, n, &nb)) return NAN;
+    double *h = malloc((nb ? nb : 1) * sizeof(double)), s = 0;
+    if (!h) return NAN;
+    m->be->download(m->ctx, h, m->norm_ss, nb * sizeof(double));
+    for (size_t b = 0; b < nb; b++) s += h[b];
+    free(h);
     return s;
 }
 
 float gpt_clip_grad_norm(gpt *m, float max_norm) {
     if (!m || !m->grads_mem) return 0.0f;
-    double ss = gpt_sum_squares(m, m->grads_mem, m->nfloats);
-    if (!isfinite(ss)) return NAN;
-    float norm = (float)sqrt(ss);
-    if (max_norm > 0.0f && norm > max_norm) m->be->scale(m->ctx, m->grads_mem, m->nfloats, max_norm / norm);
+    size_t nb = 0;
+    if (gpt_block_sums(m, m->grads_mem, m->nfloats, &nb)) return NAN;
+    m->be->clip_norm(m->ctx, m->grads_mem, m->nfloats, m->norm_ss, nb, max_norm, m->norm_dev);
+    float norm;
+    m->be->download(m->ctx, &norm, m->norm_dev, sizeof norm);
     return norm;
 }
 

@@ -94,8 +94,16 @@ size_t gpt_activation_bytes(const gpt *m, int B, int T, int train);
 /* Forward pass of whole sequences. inputs, targets: (B, T, channels) uint16, host memory; targets
    may be NULL (then no loss) and may hold GPT_IGNORE. If loss is non-NULL, *loss is the mean over
    channels and counted positions of the cross-entropy (which waits for the backend; NULL leaves it
-   there for gpt_get_loss). Longer T than max_seq is an error with learned positions. */
+   there for gpt_get_loss). Longer T than max_seq is an error with learned positions. inputs and
+   targets NULL: the batch staged by gpt_prefetch. */
 int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T, float *loss);
+/* Stage the next batch (validated now; host memory, any) while the model computes: it is copied to
+   the backend beside the compute (CUDA: from page-locked memory on a copy stream, into a second
+   set of device token arrays) and used by the next gpt_forward / gpt_forward_hidden called with
+   inputs = targets = NULL and the same B, T. Nothing else changes: the same numbers as passing
+   the batch to gpt_forward. A gpt_forward with a batch of its own in between leaves the staged one
+   waiting; gpt_reserve with a larger shape drops it. */
+int gpt_prefetch(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T);
 /* The mean loss of the last forward (as *loss of gpt_forward; LSSAR_E_NAN if it is not finite).
    The loss stays with the backend until this is called (or gpt_forward is given a loss pointer). */
 int gpt_get_loss(const gpt *m, float *loss);
@@ -119,11 +127,13 @@ int gpt_zero_grad(gpt *m);
 int gpt_backward(gpt *m, float grad_scale);
 /* The sum of squares of n floats x (on the model's backend), as every gradient norm defines it: in
    double, the sum over consecutive blocks of GPT_NORM_BLOCK floats, in order, of each block's sum
-   of squares. Blocks make the norm the same for any number of ranks (src/model/gpt_dp.h). */
+   of squares. Blocks make the norm the same for any number of ranks (src/model/gpt_dp.h). The
+   backend computes every block's sum in one call (block_sum_squares), and this waits once. */
 #define GPT_NORM_BLOCK 65536
 double gpt_sum_squares(gpt *m, const float *x, size_t n);
 /* Global l2 norm of the gradients; if max_norm > 0 and the norm exceeds it, scale the gradients
-   down to max_norm. Returns the pre-clip norm (NaN if any gradient is not finite). */
+   down to max_norm. Returns the pre-clip norm (NaN if any gradient is not finite). The norm and
+   the clip are computed on the backend (clip_norm); only the returned norm waits for it. */
 float gpt_clip_grad_norm(gpt *m, float max_norm);
 /* One AdamW step (t = 1, 2, ...): decoupled weight decay on 2-D weight matrices only (not
    biases, LayerNorm, SSMax scales; embeddings count as 2-D). */

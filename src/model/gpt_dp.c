@@ -17,8 +17,18 @@ struct gpt_dp {
                                // memory); aliases grads_mem + off[rank] when accum == 1
     float *scratch;            // (ranks * cnt[rank]) the pieces being summed; NULL for one rank
     float *mom_m, *mom_v;      // zero 1: (cnt[rank]) AdamW moments of this rank's part
-    double *bss, *bss_all;     // (maxb), (ranks * maxb): block sums of squares
+    double *bss, *bss_all;     // (maxb), (ranks * maxb): block sums of squares, host (ranks > 1)
     size_t maxb;
+    double *bss_dev;           // (maxb) this rank's block sums of squares, backend memory
+    double *all_dev;           // (nblocks) every rank's, in block order, backend memory (ranks > 1)
+    float *norm_dev;           // a step's norm when nothing is recorded, backend memory
+    // gpt_dp_records: each step's values kept on the backend, `cap` steps, nrec of them so far.
+    // rec: (cap, accum, 2) doubles (each micro-batch's loss accumulator: sum, count), then (cap)
+    // floats (the norms); one download reads them all. Host: rec_host (rec's bytes), mine
+    // (cap * accum) micro-batch losses, all (ranks * cap * accum) every rank's.
+    int cap, nrec;
+    void *rec;
+    double *rec_host, *mine, *all;
     double comm_s;             // seconds spent in the collectives so far (waiting included)
     // the micro-batch being computed (its index in this rank's step), and the blocks of its
     // gradient summed already: [ready_block, nblocks), by the backward's grads_ready calls
@@ -49,6 +59,11 @@ void gpt_dp_free(gpt_dp *dp) {
     be->release(dp->m->ctx, dp->scratch);
     be->release(dp->m->ctx, dp->mom_m);
     be->release(dp->m->ctx, dp->mom_v);
+    be->release(dp->m->ctx, dp->bss_dev);
+    be->release(dp->m->ctx, dp->all_dev);
+    be->release(dp->m->ctx, dp->norm_dev);
+    be->release(dp->m->ctx, dp->rec);
+    free(dp->rec_host); free(dp->mine); free(dp->all);
     if (dp->m->grads_ready_user == dp) { dp->m->grads_ready = NULL; dp->m->grads_ready_user = NULL; }
     free(dp->off); free(dp->cnt); free(dp->b0); free(dp->bss); free(dp->bss_all); free(dp->boff); free(dp->bcnt);
     free(dp);
@@ -80,7 +95,11 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
     if (accum == 1) dp->total = m->grads_mem + dp->off[dp->rank];
     else dp->total = m->be->alloc(m->ctx, bytes);
     if (dp->ranks > 1) dp->scratch = m->be->alloc(m->ctx, bytes * dp->ranks);
-    int ok = dp->bss && dp->bss_all && dp->total && (dp->ranks == 1 || dp->scratch);
+    dp->bss_dev = m->be->alloc(m->ctx, (dp->maxb ? dp->maxb : 1) * sizeof(double));
+    if (dp->ranks > 1) dp->all_dev = m->be->alloc(m->ctx, (dp->nblocks ? dp->nblocks : 1) * sizeof(double));
+    dp->norm_dev = m->be->alloc(m->ctx, 64);
+    int ok = dp->bss && dp->bss_all && dp->total && (dp->ranks == 1 || (dp->scratch && dp->all_dev)) && dp->bss_dev &&
+             dp->norm_dev;
     if (ok && zero) {
         // this rank's part of the moments (loaded from a checkpoint, or zero); the whole ones go
         dp->mom_m = m->be->alloc(m->ctx, bytes);
@@ -128,10 +147,20 @@ static int grads_ready(void *user, size_t from) {
     return rc;
 }
 
+static double *rec_loss(gpt_dp *dp, int step, int a) { return (double *)dp->rec + ((size_t)step * dp->accum + a) * 2; }
+static float *rec_norm(gpt_dp *dp, int step) { return (float *)((double *)dp->rec + (size_t)dp->cap * dp->accum * 2) + step; }
+static int rec_full(const gpt_dp *dp) {
+    return lssar_fail(LSSAR_E_ARG, "gpt_dp: %d steps recorded, the most gpt_dp_records allows: call gpt_dp_flush first", dp->cap);
+}
+
 int gpt_dp_add_grads(gpt_dp *dp, int a) {
     gpt *m = dp->m;
     if (a != dp->micro)
         return lssar_fail(LSSAR_E_ARG, "gpt_dp_add_grads: micro-batch %d of the step, expected %d", a, dp->micro);
+    if (dp->cap) {   // the forward's loss, still in its device accumulator (the backward only reads it)
+        if (dp->nrec >= dp->cap) return rec_full(dp);
+        m->be->copy(m->ctx, rec_loss(dp, dp->nrec, a), m->acts.loss_acc, 2 * sizeof(double));
+    }
     int rc = dp->ready_block ? sum_bucket(dp, 0, dp->ready_block) : 0;   // what the backward left
     dp->ready_block = dp->nblocks;
     dp->micro = a + 1;
@@ -146,22 +175,31 @@ void gpt_dp_overlap(gpt_dp *dp, int on) {
     dp->m->grads_ready_user = on ? dp : NULL;
 }
 
-// The global norm: this rank's blocks' sums of squares, gathered, added in block order.
-static int grad_norm(gpt_dp *dp, double *ss) {
+// The global norm into *norm (backend memory) and the clip of this rank's part, on the backend:
+// the sums of squares of this rank's blocks (one call), and with several ranks every rank's,
+// gathered over the host (this rank's downloaded: the step's one wait) and uploaded again in
+// block order; then clip_norm adds them in that order (gpt_sum_squares's definition, gpt.h).
+static int clip_grads(gpt_dp *dp, float clip, float *norm) {
     gpt *m = dp->m;
-    const size_t nb = dp->b0[dp->rank + 1] - dp->b0[dp->rank];
-    memset(dp->bss, 0, dp->maxb * sizeof(double));
-    for (size_t b = 0; b < nb; b++) {
-        size_t o = b * GPT_NORM_BLOCK, n = dp->cnt[dp->rank] - o;
-        if (n > GPT_NORM_BLOCK) n = GPT_NORM_BLOCK;
-        dp->bss[b] = gpt_sum_squares(m, dp->total + o, n);   // one block
+    const nn_backend *be = m->be;
+    const size_t nb = dp->b0[dp->rank + 1] - dp->b0[dp->rank], n = dp->cnt[dp->rank];
+    be->block_sum_squares(m->ctx, dp->bss_dev, dp->total, n, GPT_NORM_BLOCK);
+    const double *ss = dp->bss_dev;
+    size_t nall = nb;
+    if (dp->ranks > 1) {
+        memset(dp->bss, 0, dp->maxb * sizeof(double));
+        be->download(m->ctx, dp->bss, dp->bss_dev, nb * sizeof(double));
+        double t0 = lssar_now();
+        int rc = lssar_dist_allgather_f64(dp->bss, dp->maxb, dp->bss_all);
+        dp->comm_s += lssar_now() - t0;
+        if (rc) return rc;
+        nall = 0;   // compacted in place: rank r's blocks follow rank r - 1's
+        for (int r = 0; r < dp->ranks; r++)
+            for (size_t b = 0; b < dp->b0[r + 1] - dp->b0[r]; b++) dp->bss_all[nall++] = dp->bss_all[(size_t)r * dp->maxb + b];
+        be->upload(m->ctx, dp->all_dev, dp->bss_all, nall * sizeof(double));
+        ss = dp->all_dev;
     }
-    int rc = lssar_dist_allgather_f64(dp->bss, dp->maxb, dp->bss_all);
-    if (rc) return rc;
-    double s = 0;
-    for (int r = 0; r < dp->ranks; r++)
-        for (size_t b = 0; b < dp->b0[r + 1] - dp->b0[r]; b++) s += dp->bss_all[(size_t)r * dp->maxb + b];
-    *ss = s;
+    be->clip_norm(m->ctx, dp->total, n, ss, nall, clip, norm);
     return 0;
 }
 
@@ -170,13 +208,16 @@ int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta
     gpt *m = dp->m;
     const nn_backend *be = m->be;
     const size_t lo = dp->off[dp->rank], n = dp->cnt[dp->rank];
-    double ss;
     dp->micro = 0;
-    int rc = grad_norm(dp, &ss);
+    if (dp->cap && dp->nrec >= dp->cap) return rec_full(dp);
+    float *nd = dp->cap ? rec_norm(dp, dp->nrec) : dp->norm_dev;
+    int rc = clip_grads(dp, clip, nd);
     if (rc) return rc;
-    *norm = isfinite(ss) ? (float)sqrt(ss) : NAN;
-    if (!isfinite(ss)) return 0;   // every rank sees the same NaN: the caller stops them all
-    if (clip > 0.0f && *norm > clip) be->scale(m->ctx, dp->total, n, clip / *norm);
+    if (dp->cap) dp->nrec++;
+    if (norm) {   // the caller waits for the norm, and no update follows a non-finite one
+        be->download(m->ctx, norm, nd, sizeof *norm);
+        if (!isfinite(*norm)) return 0;   // every rank sees the same NaN: the caller stops them all
+    }
     if (!dp->zero) {   // plain data parallelism: the whole gradient everywhere, the whole update
         if (dp->total != m->grads_mem + lo) be->copy(m->ctx, m->grads_mem + lo, dp->total, n * sizeof(float));
         double t0 = lssar_now();
@@ -250,4 +291,52 @@ void gpt_dp_drop_moments(gpt_dp *dp) {
 
 size_t gpt_dp_moment_floats(const gpt_dp *dp) {
     return 2 * (dp->zero ? dp->cnt[dp->rank] : dp->m->nfloats);
+}
+
+int gpt_dp_records(gpt_dp *dp, int steps) {
+    gpt *m = dp->m;
+    if (steps < 0) return lssar_fail(LSSAR_E_ARG, "gpt_dp_records: %d steps", steps);
+    if (dp->nrec) return lssar_fail(LSSAR_E_ARG, "gpt_dp_records: %d steps recorded are not flushed yet", dp->nrec);
+    m->be->release(m->ctx, dp->rec);
+    free(dp->rec_host); free(dp->mine); free(dp->all);
+    dp->rec = NULL; dp->rec_host = dp->mine = dp->all = NULL;
+    dp->cap = 0;
+    if (!steps) return 0;
+    const size_t nl = (size_t)steps * dp->accum, bytes = nl * 2 * sizeof(double) + (size_t)steps * sizeof(float);
+    dp->rec = m->be->alloc(m->ctx, bytes);
+    dp->rec_host = malloc(bytes);
+    dp->mine = malloc(nl * sizeof(double));
+    dp->all = malloc(nl * dp->ranks * sizeof(double));
+    if (!dp->rec || !dp->rec_host || !dp->mine || !dp->all) {
+        gpt_dp_records(dp, 0);
+        return lssar_fail(LSSAR_E_NOMEM, "gpt_dp_records: out of memory for %d steps of records", steps);
+    }
+    dp->cap = steps;
+    return 0;
+}
+
+int gpt_dp_flush(gpt_dp *dp, int *nsteps, double *loss, float *norm) {
+    gpt *m = dp->m;
+    const int n = dp->nrec, G = dp->accum;
+    *nsteps = n;
+    if (!n) return 0;   // the same on every rank: they all record the same steps
+    const size_t nl = (size_t)dp->cap * G * 2;
+    m->be->download(m->ctx, dp->rec_host, dp->rec, nl * sizeof(double) + (size_t)n * sizeof(float));
+    dp->nrec = 0;
+    for (size_t i = 0; i < (size_t)n * G; i++) dp->mine[i] = gpt_loss_of(dp->rec_host + 2 * i);
+    const size_t per = (size_t)n * G;   // each rank's losses
+    double t0 = lssar_now();
+    int rc = lssar_dist_allgather_f64(dp->mine, per, dp->all);
+    dp->comm_s += lssar_now() - t0;
+    if (rc) return rc;
+    const float *nr = (const float *)(dp->rec_host + nl);
+    for (int i = 0; i < n; i++) {
+        // micro-batch a of rank k is the step's micro-batch a * ranks + k: one process's order
+        double s = 0;
+        for (int a = 0; a < G; a++)
+            for (int k = 0; k < dp->ranks; k++) s += dp->all[(size_t)k * per + (size_t)i * G + a];
+        loss[i] = s;
+        norm[i] = nr[i];
+    }
+    return 0;
 }

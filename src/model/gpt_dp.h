@@ -53,9 +53,23 @@ int gpt_dp_add_grads(gpt_dp *dp, int a);
 /* Collective, after the last gpt_dp_add_grads of a step: the norm of the summed gradient into
    *norm (NaN if any gradient is not finite: then nothing else is done); if clip > 0 and the norm
    exceeds it, the gradient is scaled to norm clip; then one AdamW step t at rate lr, and every
-   rank holds the new parameters. */
+   rank holds the new parameters. All of it on the backend: with norm NULL (the norm recorded,
+   gpt_dp_records) nothing waits for the device in a job of one rank; with several ranks, the
+   block sums of squares are gathered over the host (one wait per step). */
 int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta2, float eps, float wd,
                 float *norm);
+/* Per-step records, so a training step needs no host sync (the trainer's --log-every): with
+   steps > 0, gpt_dp_add_grads keeps its micro-batch's loss (the forward's accumulator, left on the
+   backend by gpt_forward with loss NULL) and gpt_dp_step the norm (its norm may then be NULL), for
+   up to `steps` steps, on the backend; gpt_dp_flush reads them in one download. 0 (the default):
+   nothing is recorded. Not while steps are recorded. */
+int gpt_dp_records(gpt_dp *dp, int steps);
+/* Collective: the steps recorded since the last flush (*nsteps, oldest first; room for the steps
+   of gpt_dp_records in loss and norm), then none. loss[i]: the sum over the step's micro-batches,
+   in one process's order (rank r's a-th is the step's a * ranks + r), of each one's mean loss as
+   gpt_get_loss gives it (a float), in double; norm[i]: the step's gradient norm (NaN: not finite;
+   the parameters are then NaN too, since a recorded step does not wait for its norm). */
+int gpt_dp_flush(gpt_dp *dp, int *nsteps, double *loss, float *norm);
 /* Collective: the model's AdamW moments whole on rank 0 (zero 1), for its checkpoint; then drop
    them (every rank). The other ranks send their parts and allocate nothing. */
 int gpt_dp_gather_moments(gpt_dp *dp);

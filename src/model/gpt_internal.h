@@ -82,7 +82,13 @@ typedef struct {
     int logit_rows;
     float *dres, *dln, *datt, *dq, *dk, *dv;   // (N, C) each, training only
     float *dfch;                        // (N, 4C), training only
-    uint16_t *inputs, *targets, *argmax;   // (N, Ch) each
+    uint16_t *inputs, *targets, *argmax;   // (N, Ch) each; inputs, targets: tok_in / tok_tg[tok_cur]
+    // two sets of token arrays: gpt_prefetch uploads the next batch into the set not in use while
+    // the compute reads the other; in each set the targets follow the inputs (tok_tg = tok_in +
+    // nt16), so one copy carries both
+    uint16_t *tok_in[2], *tok_tg[2];
+    int tok_cur;
+    size_t nt16;                        // entries of each token array (N * Ch, whole 64-byte lines)
     float *losses;                      // (N, Ch)
     double *loss_acc;                   // (2): sum of counted losses, their count
 } gpt_acts;
@@ -113,6 +119,16 @@ struct gpt {
     // start while the earlier layers' backward runs. A non-zero return ends the backward with it.
     int (*grads_ready)(void *user, size_t from);
     void *grads_ready_user;
+    // gpt_prefetch's: two host staging buffers (the backend's host_alloc, 2 * acts.nt16 tokens each:
+    // inputs then targets), used in turn; a staged batch of pf_B x pf_T (with targets if
+    // pf_targets) waits in acts.tok_in[1 - tok_cur] while pf_ready
+    uint16_t *stage[2];
+    int stage_i, pf_ready, pf_B, pf_T, pf_targets;
+    // the gradient norm's block sums of squares (norm_nb doubles) and the norm (one float), backend
+    // memory, made by the first gpt_block_sums
+    double *norm_ss;
+    size_t norm_nb;
+    float *norm_dev;
 };
 
 struct gpt_kvcache {
@@ -122,6 +138,11 @@ struct gpt_kvcache {
     gpt_acts acts;                      // evaluation activations for the positions fed per call
 };
 
+/* The sums of squares of x's (n floats, backend memory) blocks of GPT_NORM_BLOCK, into m->norm_ss
+   (grown as needed; backend memory, nothing waits); *nb of them. 0 or LSSAR_E_NOMEM. */
+int gpt_block_sums(gpt *m, const float *x, size_t n, size_t *nb);
+/* The mean loss of a loss accumulator (sum, count) downloaded from the device (gpt_get_loss's). */
+float gpt_loss_of(const double acc[2]);
 int gpt_acts_alloc(gpt *m, int N, int T, int train, gpt_acts *a);
 void gpt_acts_free(gpt *m, gpt_acts *a);
 int gpt_ensure_rope(gpt *m, int T);

@@ -143,8 +143,31 @@ typedef struct nn_backend {
                   int t, float lr, float beta1, float beta2, float eps, float wd);
     // Sum of squares of x (n), in double, fixed order; returned to the host (waits for the device)
     double (*sum_squares)(nn_ctx *ctx, const float *x, size_t n);
+    // The same for every block of x (n) at once, left in backend memory (no wait): out[b] (ceil(n /
+    // block) doubles) = sum_squares(x + b * block, the block's length) bit for bit, the last block
+    // shorter. block: a multiple of 65536 (gpt.h's GPT_NORM_BLOCK).
+    void (*block_sum_squares)(nn_ctx *ctx, double *out, const float *x, size_t n, size_t block);
+    // Gradient clipping without a host sync: *norm (one float, backend memory) =
+    // nn_norm_of_blocks(ss, nb) (nn/gradnorm.h: ss[0] + ss[1] + ... in double, in that order, its
+    // sqrt as float, NaN if not finite); then x (n) *= nn_clip_factor(norm, clip) where that is
+    // not 1 (clip > 0 and norm > clip: clip / norm), as scale does.
+    void (*clip_norm)(nn_ctx *ctx, float *x, size_t n, const double *ss, size_t nb, float clip, float *norm);
     // x (n) *= s
     void (*scale)(nn_ctx *ctx, float *x, size_t n, float s);
+
+    /* ---- staged uploads, so the next batch's copy overlaps the compute (the CUDA backend: pinned
+       host memory, a copy stream and events; the CPU backend: malloc and memcpy) */
+    // host memory for upload_async's sources (CUDA: page-locked); NULL when out of memory
+    void *(*host_alloc)(nn_ctx *ctx, size_t bytes);
+    void (*host_free)(nn_ctx *ctx, void *p);
+    // dst (device) = src (host_alloc memory), queued beside the compute: it starts once the
+    // compute queued before the last upload_wait (and the zeroing of memory allocated since) is
+    // done, so it may overwrite what that compute read; it has read src once the next
+    // upload_async returns (src may be rewritten then).
+    void (*upload_async)(nn_ctx *ctx, void *dst, const void *src, size_t bytes);
+    // The compute queued after this call sees every upload_async queued before it complete; the
+    // compute queued before it is what later upload_asyncs wait for.
+    void (*upload_wait)(nn_ctx *ctx);
 
     /* ---- data-parallel collectives over the job's ranks (src/core/dist.h), on backend memory:
        every rank calls them in the same order; off, cnt (size ranks, host memory) are the same on

@@ -7,6 +7,7 @@
 #include "core/util.h"
 #include "core/dist.h"
 #include "nn/backend.h"
+#include "nn/gradnorm.h"
 #include "nn/nn.h"
 
 struct nn_ctx { int unused; };
@@ -141,7 +142,24 @@ static void cpu_adamw(nn_ctx *ctx, float *params, const float *grads, float *m, 
     adamw_update(params, grads, m, v, n, t, lr, beta1, beta2, eps, wd);
 }
 static double cpu_sum_squares(nn_ctx *ctx, const float *x, size_t n) { (void)ctx; return sum_squares(x, n); }
+// The blocks in parallel; sum_squares inside each is then one thread's (its result does not depend
+// on the thread count, nn.h), so every block has the bits of a call of its own.
+static void cpu_block_sum_squares(nn_ctx *ctx, double *out, const float *x, size_t n, size_t block) {
+    (void)ctx;
+    size_t nb = (n + block - 1) / block;
+    #pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++) out[b] = sum_squares(x + b * block, n - b * block < block ? n - b * block : block);
+}
+static void cpu_clip_norm(nn_ctx *ctx, float *x, size_t n, const double *ss, size_t nb, float clip, float *norm) {
+    (void)ctx;
+    float nm = nn_norm_of_blocks(ss, nb), f = nn_clip_factor(nm, clip);
+    *norm = nm;
+    if (f != 1.0f) scale_inplace(x, n, f);
+}
 static void cpu_scale(nn_ctx *ctx, float *x, size_t n, float s) { (void)ctx; scale_inplace(x, n, s); }
+static void *cpu_host_alloc(nn_ctx *ctx, size_t bytes) { (void)ctx; return malloc(bytes ? bytes : 1); }
+static void cpu_host_free(nn_ctx *ctx, void *p) { (void)ctx; free(p); }
+static void cpu_upload_wait(nn_ctx *ctx) { (void)ctx; }   // every upload is complete when it returns
 static int cpu_dist_sum(nn_ctx *ctx, float *out, const float *x, const size_t *off, const size_t *cnt,
                         int accumulate, float *scratch) {
     (void)ctx;
@@ -184,7 +202,13 @@ const nn_backend nn_backend_cpu = {
     .xent_backward = cpu_xent_backward,
     .adamw = cpu_adamw,
     .sum_squares = cpu_sum_squares,
+    .block_sum_squares = cpu_block_sum_squares,
+    .clip_norm = cpu_clip_norm,
     .scale = cpu_scale,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
+    .upload_async = cpu_memcpy,
+    .upload_wait = cpu_upload_wait,
     .dist_sum = cpu_dist_sum,
     .dist_allgather = cpu_dist_allgather,
 };

@@ -31,7 +31,7 @@ void train_opts_default(train_opts *o) {
     o->lr = 6e-4f; o->min_lr_frac = 0.1f; o->wd = 0.1f; o->clip = 1.0f;
     o->beta1 = 0.9f; o->beta2 = 0.95f; o->eps = 1e-8f;
     o->warmup = -1; o->steps = 0; o->batch = 8; o->seq = 128; o->accum = 1;
-    o->seed = 1337; o->eval_batches = 4; o->align = 1;
+    o->seed = 1337; o->eval_batches = 4; o->align = 1; o->log_every = 1;
 }
 
 double train_lr_at(const train_schedule *sc, int64_t step) {
@@ -313,12 +313,32 @@ static int poison_grad(gpt *m) {
     return rc;
 }
 
+// One micro-batch of `ranks` x B windows: every rank draws the windows of all of them, in one
+// process's order, from rng, and keeps its own (rank's) in inputs, targets.
+static int draw_batch(const train_source *src, lssar_rng *rng, int rank, int ranks, int B, int T, uint16_t *inputs,
+                      uint16_t *targets) {
+    int rc = 0;
+    for (int k = 0; k < ranks && !rc; k++)
+        rc = src->next_batch(src->ctx, rng, B, T, k == rank ? inputs : NULL, k == rank ? targets : NULL);
+    return rc;
+}
+
+// The NaN guard's error for step `step`.
+static int not_finite(const train_opts *o, int64_t step, int loss_bad, int64_t saved_step) {
+    char where[4200];
+    if (saved_step >= 0) snprintf(where, sizeof where, "the last checkpoint in %s (step %lld) is intact", o->out, (long long)saved_step);
+    else snprintf(where, sizeof where, "no checkpoint was written");
+    return lssar_fail(LSSAR_E_NAN, "step %lld: the %s is %s; stopped without saving: %s. Lower --lr, raise --warmup, or check the data",
+                      (long long)step, loss_bad ? "loss" : "gradient norm", "not finite (NaN or Inf)", where);
+}
+
 static int check_opts(const train_opts *o) {
     if (!o->out || !*o->out) return lssar_fail(LSSAR_E_ARG, "--out is required: the run directory for checkpoints and the log");
     if (o->steps < 0) return lssar_fail(LSSAR_E_ARG, "--steps must be >= 1");
     if (o->stop_at < 0) return lssar_fail(LSSAR_E_ARG, "--stop-at must be >= 0 (0: run to --steps)");
     if (o->eval_every < 0 || o->save_every < 0) return lssar_fail(LSSAR_E_ARG, "--eval-every and --save-every must be >= 0 (0: only at the end)");
     if (o->eval_batches < 1) return lssar_fail(LSSAR_E_ARG, "--eval-batches must be >= 1");
+    if (o->log_every < 0) return lssar_fail(LSSAR_E_ARG, "--log-every must be >= 1 (1: read the loss back after every step)");
     if (o->resume) return 0;   // the rest comes from the checkpoint
     if (!o->data || !*o->data) return lssar_fail(LSSAR_E_ARG, "--data is required: one or more token shards (TRAIN.bin[,MORE.bin])");
     if (o->steps < 1) return lssar_fail(LSSAR_E_ARG, "--steps must be >= 1");
@@ -431,7 +451,9 @@ int train_run(const train_opts *o, train_result *r) {
 
     gpt *m = NULL;
     gpt_dp *dp = NULL;
-    double *losses = NULL;
+    double *iv_loss = NULL;   // (log interval) each step's summed micro-batch losses
+    float *iv_norm = NULL;    // (log interval) each step's gradient norm
+    const int log_every = o->log_every > 0 ? o->log_every : 1;
     const gpt_config *cfg = NULL;
     int B = 0, T = 0, C = 0, accum = 1;   // the run's batch, length, channels, micro-batches per rank
     train_state s;
@@ -553,73 +575,94 @@ setup_done:
     }
     double t0 = lssar_now(), last_print = 0;
     const double tokens_per_step = (double)B * T * s.accum;
-    losses = malloc(sizeof(double) * 2 * ranks);   // (ranks, 2): each rank's micro-batch loss, error
-    if (!losses) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto done; }
+    // The steps of a logging interval (--log-every) run without waiting for the device: each
+    // one's loss and gradient norm stay on the backend (gpt_dp_records) and are read back, and
+    // exchanged between the ranks, once at the interval's end; then the log gets one line per
+    // step and the NaN guard looks at each step in order (naming the first bad one). A
+    // checkpoint or a validation comes only after that, so an interval ends before each of them.
+    const int cap = first > end ? 0 : (int)(end - first + 1 < log_every ? end - first + 1 : log_every);
+    if ((rc = lssar_dist_agree(gpt_dp_records(dp, cap)))) goto done;
+    iv_loss = malloc(sizeof(double) * (cap ? cap : 1));
+    iv_norm = malloc(sizeof(float) * (cap ? cap : 1));
+    if (!iv_loss || !iv_norm) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto done; }
+    int64_t iv_first = first;   // the interval's first step
+    int pending = 0;            // its steps so far
+    double iv_t0 = 0, iv_comm0 = 0;
+    // The batches: each micro-batch is drawn and staged (gpt_prefetch) while the one before it
+    // computes. s.rng is the data stream after the batches consumed (what a checkpoint stores),
+    // ahead after the one staged.
+    lssar_rng ahead = s.rng;
+    if (first <= end) {
+        int lrc = draw_batch(&src, &ahead, rank, ranks, B, T, in, tg);
+        if (!lrc) lrc = gpt_prefetch(m, in, tg, B, T);
+        if ((rc = lssar_dist_agree(lrc))) goto done;
+    }
     for (int64_t step = first; step <= end; step++) {
-        double ts = lssar_now(), comm0 = gpt_dp_comm_seconds(dp);
+        if (!pending) { iv_first = step; iv_t0 = lssar_now(); iv_comm0 = gpt_dp_comm_seconds(dp); }
         maybe_kill(step);
         float lr = train_lr(&s, step);
-        double loss_sum = 0;
         for (int a = 0; a < accum; a++) {
-            // every rank draws the step's windows in one process's order and reads its own
-            int lrc = 0;
-            for (int k = 0; k < ranks && !lrc; k++)
-                lrc = src.next_batch(src.ctx, &s.rng, B, T, k == rank ? in : NULL, k == rank ? tg : NULL);
-            float loss = 0;
-            if (!lrc && !(lrc = gpt_zero_grad(m))) {
-                lrc = gpt_forward(m, in, tg, B, T, &loss);
-                if (lrc == LSSAR_E_NAN || (!lrc && !isfinite(loss))) { lrc = 0; loss = NAN; }
+            int lrc = gpt_zero_grad(m);
+            // the staged batch; its loss stays in the device accumulator (gpt_dp_add_grads keeps it)
+            if (!lrc) lrc = gpt_forward(m, NULL, NULL, B, T, NULL);
+            s.rng = ahead;
+            if (!lrc && (a + 1 < accum || step < end)) {   // the next one, while this one computes
+                lrc = draw_batch(&src, &ahead, rank, ranks, B, T, in, tg);
+                if (!lrc) lrc = gpt_prefetch(m, in, tg, B, T);
             }
-            // the micro-batches' losses, and whether any rank failed, in one exchange
-            double mine[2] = {loss, lrc};
-            if ((rc = lssar_dist_allgather_f64(mine, 2, losses))) goto done;
-            for (int k = 0; k < ranks; k++) if (losses[2 * k + 1] != 0) { rc = lssar_dist_agree(lrc); goto done; }
-            for (int k = 0; k < ranks; k++) loss_sum += losses[2 * k];
-            if (!isfinite(loss_sum)) break;
+            // a host error on any rank (a bad token, a short read) stops every rank
+            if ((rc = lssar_dist_agree(lrc))) goto done;
             if ((rc = lssar_dist_agree(gpt_backward(m, 1.0f / s.accum)))) goto done;
             if (a == 0 && step == nan_grad_at && (rc = lssar_dist_agree(poison_grad(m)))) goto done;
             if ((rc = gpt_dp_add_grads(dp, a))) goto done;
         }
-        if (step == nan_loss_at) loss_sum = NAN;
-        float gnorm = NAN;
-        if (isfinite(loss_sum)) {
-            if ((rc = gpt_dp_step(dp, s.clip, (int)step, lr, s.beta1, s.beta2, s.eps, s.wd, &gnorm))) goto done;
-        }
-        if (!isfinite(loss_sum) || !isfinite(gnorm)) {
-            char where[4200];
-            if (saved_step >= 0) snprintf(where, sizeof where, "the last checkpoint in %s (step %lld) is intact", o->out, (long long)saved_step);
-            else snprintf(where, sizeof where, "no checkpoint was written");
-            rc = lssar_fail(LSSAR_E_NAN, "step %lld: the %s is %s; stopped without saving: %s. Lower --lr, raise --warmup, or check the data",
-                            (long long)step, isfinite(loss_sum) ? "gradient norm" : "loss", "not finite (NaN or Inf)", where);
-            goto done;
-        }
-        s.step = step;
-        r->step = step;
-        r->train_loss = (float)(loss_sum / s.accum);
-        double now = lssar_now(), dt = now - ts;
-        if (lead) {
-            cJSON *j = cJSON_CreateObject();
-            cJSON_AddNumberToObject(j, "step", (double)step);
-            cJSON_AddNumberToObject(j, "loss", r->train_loss);
-            cJSON_AddNumberToObject(j, "lr", lr);
-            cJSON_AddNumberToObject(j, "grad_norm", gnorm);
-            cJSON_AddNumberToObject(j, "ms", dt * 1e3);
-            cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / dt);
-            if (ranks > 1) cJSON_AddNumberToObject(j, "comm_ms", (gpt_dp_comm_seconds(dp) - comm0) * 1e3);
-            rc = log_line(logf, lp, j);
-            if (rc) rc = write_failed(rc, o->out, saved_step);
+        // clip and AdamW on the device; a non-finite norm makes the parameters NaN, which the
+        // interval's end catches before anything is saved
+        if ((rc = gpt_dp_step(dp, s.clip, (int)step, lr, s.beta1, s.beta2, s.eps, s.wd, NULL))) goto done;
+        pending++;
+        int last = step == end;
+        int eval_now = have_val && (last || (o->eval_every > 0 && step % o->eval_every == 0));
+        int save_now = last || (o->save_every > 0 && step % o->save_every == 0);
+        if (pending < cap && !eval_now && !save_now) continue;
+        // ---- the interval's end: its one wait for the device
+        int got = 0;   // == pending
+        if ((rc = gpt_dp_flush(dp, &got, iv_loss, iv_norm))) goto done;
+        (void)got;
+        double now = lssar_now(), dt = (now - iv_t0) / pending;   // the interval's seconds per step
+        double comm = (gpt_dp_comm_seconds(dp) - iv_comm0) / pending;
+        for (int i = 0; i < pending && !rc; i++) {
+            int64_t st = iv_first + i;
+            double loss_sum = st == nan_loss_at ? NAN : iv_loss[i];
+            float gnorm = iv_norm[i];
+            // the same values on every rank (read back, exchanged): they all stop here together
+            if (!isfinite(loss_sum) || !isfinite(gnorm)) { rc = not_finite(o, st, !isfinite(loss_sum), saved_step); goto done; }
+            r->step = st;
+            r->train_loss = (float)(loss_sum / s.accum);
+            if (lead) {
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddNumberToObject(j, "step", (double)st);
+                cJSON_AddNumberToObject(j, "loss", r->train_loss);
+                cJSON_AddNumberToObject(j, "lr", train_lr(&s, st));
+                cJSON_AddNumberToObject(j, "grad_norm", gnorm);
+                cJSON_AddNumberToObject(j, "ms", dt * 1e3);
+                cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / dt);
+                if (ranks > 1) cJSON_AddNumberToObject(j, "comm_ms", comm * 1e3);
+                rc = log_line(logf, lp, j);
+                if (rc) rc = write_failed(rc, o->out, saved_step);
+            }
         }
         if ((rc = lssar_dist_agree(rc))) goto done;
-        if (!quiet && (now - last_print >= 1.0 || step == end || step == first)) {
+        s.step = step;
+        if (!quiet && (now - last_print >= 1.0 || last || iv_first == first)) {
             last_print = now;
             double rate = (now - t0) / (double)(step - first + 1);   // seconds per step so far
             char eta[32];
             fmt_eta(eta, sizeof eta, rate * (double)(end - step));
             fprintf(stderr, "step %lld/%d | loss %.4f | lr %.3e | gnorm %.3f | %.0f tok/s | %.1f ms/step | ETA %s\n",
-                    (long long)step, s.steps, r->train_loss, lr, gnorm, tokens_per_step / rate, rate * 1e3, eta);
+                    (long long)step, s.steps, r->train_loss, lr, iv_norm[pending - 1], tokens_per_step / rate, rate * 1e3, eta);
         }
-        int last = step == end;
-        if (have_val && (last || (o->eval_every > 0 && step % o->eval_every == 0))) {
+        pending = 0;
+        if (eval_now) {
             // every rank evaluates its share of the batches (the same numbers as one process);
             // rank 0 alone logs them
             eval_result er;
@@ -635,7 +678,7 @@ setup_done:
             }
             if ((rc = lssar_dist_agree(rc))) goto done;
         }
-        if (last || (o->save_every > 0 && step % o->save_every == 0)) {
+        if (save_now) {
             rc = gpt_dp_gather_moments(dp);
             if (!rc && lead && (rc = save_checkpoint(o->out, m, &s))) rc = write_failed(rc, o->out, saved_step);
             gpt_dp_drop_moments(dp);
@@ -653,7 +696,7 @@ done:
         int e = errno;
         rc = write_failed(lssar_fail(LSSAR_E_IO, "closing %s failed: %s (%s)", lp, strerror(e), lssar_io_hint(e)), o->out, saved_step);
     }
-    free(losses);
+    free(iv_loss); free(iv_norm);
     if (locked) train_dir_unlock(o->out);
     if (src.close) src.close(src.ctx);
     free(in); free(tg);

@@ -25,8 +25,19 @@
  * (a shared file system, or the same paths on every machine). An error on any rank stops every
  * rank with that rank's message.
  *
- * A NaN or infinite loss or gradient norm stops the run before the optimizer step with
- * LSSAR_E_NAN; nothing is saved then, so the last checkpoint in `out` stays the last good one.
+ * A NaN or infinite loss or gradient norm stops the run with LSSAR_E_NAN, naming the first step
+ * that had one; nothing is saved then, so the last checkpoint in `out` stays the last good one.
+ *
+ * The device and the host. A step waits for nothing on the device: the loss of each micro-batch
+ * stays in the backend's accumulator, the gradient norm and the clip are computed there
+ * (gpt_dp.h), and the next micro-batch's tokens are drawn and staged (gpt_prefetch: on CUDA a copy
+ * from page-locked memory on a second stream) while the current one computes. Every `log_every`
+ * steps the steps' losses and norms are read back in one download (and, with several ranks,
+ * exchanged), and only then logged (one line per step, its "ms" the interval's wall time / its
+ * steps) and checked for NaN, in step order. An interval also ends before every checkpoint and
+ * validation and at the end, so neither ever follows a bad step. The numbers are the same for any
+ * log_every, bit for bit: it only moves the points where the host looks. (With several ranks a
+ * step also downloads its gradient norm's block sums once, to gather them over the host.)
  *
  * Batches come from a train_source (below): the trainer opens the shards of `data` as the base
  * source and knows nothing else about the data. Anything that changes the batches (the passkey
@@ -137,6 +148,8 @@ typedef struct {
     int recompute;         // 1: recompute the blocks' activations in the backward (gpt_set_recompute):
                            // less activation memory, up to 4/3 the FLOPs, the same bits; fresh and
                            // resumed runs alike (not in the checkpoint)
+    int log_every;         // read the losses and norms back every this many steps (0 or 1: every
+                           // step); the log still has one line per step, the results are the same
 } train_opts;
 
 /* Defaults that match `lssar train --help`. */

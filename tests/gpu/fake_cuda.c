@@ -248,7 +248,19 @@ static void f_adamw(nn_ctx *c, float *p, const float *g, float *m, float *v, siz
     kemu_adamw(p, g, m, v, n, t, lr, b1, b2, eps, wd);
 }
 static double f_sumsq(nn_ctx *c, const float *x, size_t n) { (void)c; return kemu_sum_squares(x, n); }
+static void f_block_sumsq(nn_ctx *c, double *out, const float *x, size_t n, size_t block) {
+    (void)c;
+    kemu_block_sum_squares(out, x, n, block);
+}
+static void f_clip_norm(nn_ctx *c, float *x, size_t n, const double *ss, size_t nb, float clip, float *norm) {
+    (void)c;
+    kemu_clip_norm(x, n, ss, nb, clip, norm);
+}
 static void f_scale(nn_ctx *c, float *x, size_t n, float s) { (void)c; kemu_scale(x, n, s); }
+// staged uploads: host memory, and a copy that is complete when it returns (no streams here)
+static void *f_host_alloc(nn_ctx *c, size_t bytes) { (void)c; return malloc(bytes ? bytes : 1); }
+static void f_host_free(nn_ctx *c, void *p) { (void)c; free(p); }
+static void f_upload_wait(nn_ctx *c) { (void)c; }
 // one process, no NCCL: a job of one rank's sum (the only piece is our own), as the real backend's
 static int f_dist_sum(nn_ctx *c, float *out, const float *x, const size_t *off, const size_t *cnt, int accumulate,
                       float *scratch) {
@@ -278,7 +290,9 @@ const nn_backend fake_backend_cuda = {
     .rope_forward = f_rope_fwd, .rope_backward = f_rope_bwd,
     .attention_stats_floats = f_stats, .attention_forward = f_attn_fwd, .attention_backward = f_attn_bwd,
     .xent_forward = f_xent_fwd, .xent_backward = f_xent_bwd,
-    .adamw = f_adamw, .sum_squares = f_sumsq, .scale = f_scale,
+    .adamw = f_adamw, .sum_squares = f_sumsq, .block_sum_squares = f_block_sumsq, .clip_norm = f_clip_norm,
+    .scale = f_scale,
+    .host_alloc = f_host_alloc, .host_free = f_host_free, .upload_async = f_memcpy, .upload_wait = f_upload_wait,
     .dist_sum = f_dist_sum, .dist_allgather = f_dist_allgather,
 };
 

@@ -515,6 +515,43 @@ static void test_elementwise(void) {
             check_bits(&rg2, &rg, sizeof rg, sizeof rg, "sum_squares %s n=%zu deterministic", pn, ns[k]);
         }
         gsync("sum_squares");
+        /* block sums of squares (the gradient norm's, in one call): each block the bits of
+           sum_squares on that block alone, and the CPU backend's within 1e-5; then the clip from
+           the same block sums on both sides (the CPU's): its norm and scaled values bit for bit */
+        {
+            const size_t blk = 65536, bn = quick ? 3 * blk + 1001 : 20 * blk + 12345, nb = (bn + blk - 1) / blk;
+            float *s = hrandn(bn, 1.5);
+            double *cb = hd(nb), *gb = hd(nb), *one = hd(nb), *poison = hd(nb);
+            memset(poison, 0xFF, nb * sizeof(double));
+            CB->block_sum_squares(cctx, cb, s, bn, blk);
+            float *s_ = dput(s, bn);
+            double *gb_ = dputb(poison, nb * sizeof(double));
+            GB->block_sum_squares(G, gb_, s_, bn, blk);
+            GB->download(G, gb, gb_, nb * sizeof(double));
+            for (size_t b = 0; b < nb; b++) one[b] = GB->sum_squares(G, s_ + b * blk, bn - b * blk < blk ? bn - b * blk : blk);
+            check_bits(gb, one, nb * sizeof(double), sizeof(double), "block_sum_squares %s n=%zu: each of %zu blocks = sum_squares on it", pn, bn, nb);
+            cmpres c = {0, 0};
+            for (size_t b = 0; b < nb; b++) {
+                if (!isfinite(gb[b])) { c.bad++; continue; }
+                double e = fabs(gb[b] - cb[b]) / cb[b];
+                if (e > c.err) c.err = e;
+            }
+            if (c.bad) c.err = INFINITY;
+            check(c, 1e-5, "block_sum_squares %s n=%zu (max over blocks)", pn, bn);
+            double *ss_ = dputb(cb, nb * sizeof(double));
+            float nc0 = 0;
+            for (int k = 0; k < 2; k++) {
+                float clip = k ? 0.5f * nc0 : 0.0f, nc = NAN;   /* no clipping, then clipping */
+                float *x = hrandn(bn, 1.0), *xc = hcopy(x, bn);
+                CB->clip_norm(cctx, xc, bn, cb, nb, clip, &nc);
+                if (!k) nc0 = nc;
+                float *x_ = dput(x, bn), *nd_ = dnan(1);
+                GB->clip_norm(G, x_, bn, ss_, nb, clip, nd_);
+                check_bits(dget(nd_, 1), &nc, sizeof nc, sizeof nc, "clip_norm %s nb=%zu clip=%g: the norm", pn, nb, clip);
+                check_bits(dget(x_, bn), xc, bn * sizeof(float), 4, "clip_norm %s n=%zu clip=%g: the gradients", pn, bn, clip);
+            }
+        }
+        gsync("block_sum_squares");
         /* adamw */
         int ts[2] = {1, 1000};
         for (int k = 0; k < 2; k++) {
