@@ -41,7 +41,7 @@ static const char *ABOUT =
     "--attn sigmoid / relu have no row normalisation; --len-norm sets their length normalisation\n"
     "(docs/attention.md): train (default) uses the training length L = --seq, fixed in the model\n"
     "(sigmoid bias -ln L, relu divides by L); row uses each row's number of visible keys n instead.\n"
-    "Other kinds ignore it. The CUDA backend does not have sigmoid and relu yet (--device cpu).\n"
+    "Other kinds ignore it. Both backends have them (on --device cuda: the fused kernels, one pass).\n"
     "\n"
     "--vocab: ids per channel. Default: 50257 (GPT-2) if every id of the data fits, else give it;\n"
     "byte-tokenized data (lssar tokenize --tokenizer byte) wants --vocab 257.\n"
