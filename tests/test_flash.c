@@ -7,12 +7,17 @@
  * compare_flash) on every input family, D in {16, 32, 64, 128}, T from 1 to a few hundred (odd
  * T and the 64-row tile edges), T = 1024 and 4096; other lssar powers; the cached forward
  * (Tq < Tk) against the full one, bit for bit; central finite differences; T = 16384 lssar
- * p = 15 in both modes; thread-count independence in both modes.
+ * p = 15 in both modes; thread-count independence in both modes. sigmoid and relu (no row
+ * normalisation) run through the same grids with len_norm train (L = ATTN_REF_TRAIN_LEN = 64,
+ * below most T: rows past the training length) and row, alternately; their negative control:
+ * the emulation given the other len_norm than the reference fails (test_fp32_len_norm_control);
+ * T = 16384 with both settings (test_long_rows_unnormed).
  * BF16 mode: see the comment above U_BF16 (derived bounds, with negative controls).
  * Checked by breaking the emulation on purpose (then restored): no centring of D1, no
  * rejoining of the old argmax in the online softmax, the diagonal mask one key off, the Ec
  * centring term dropped, ssmax's plain row term, the lssar fallback without its tolerance,
- * attn_rows.c's sigmoid: each fails here. (Leaving P unrounded in BF16 mode passes: it is more
+ * attn_rows.c's sigmoid, sigmoid's derivative as s(-|x|) instead of s(x) s(-x) (dq, dk 1e-2..0.8
+ * off on the random grid): each fails here. (Leaving P unrounded in BF16 mode passes: it is more
  * accurate, not wrong.)
  */
 #include <math.h>
@@ -47,32 +52,43 @@ static int emu_impl(const lssar_attn_desc *a, int B, int T, int H, int D, const 
 // below the size of its terms; then no float32 algorithm resolves it to 1e-4 (e.g. random T = 127
 // D = 16: ds = 0.06 against ~30 typically; the CPU kernel misses 1e-4 there too, by 3e-4), which
 // is test_attention.c's FD criterion for ds.
-static errs compare_flash(int kind, float p, int family, uint64_t seed, int B, int T, int H, int D) {
-    return compare_impl(emu_impl, CMP_FAST_REF | CMP_DS_ROUNDING, kind, p, family, seed, B, T, H, D);
+// sigmoid / relu: len_norm train (L = ATTN_REF_TRAIN_LEN = 64, below most T: rows past the
+// training length are covered) or row; the other kinds ignore it.
+static errs compare_flash(int kind, int len_norm, float p, int family, uint64_t seed, int B, int T, int H, int D) {
+    return compare_impl_ln(emu_impl, CMP_FAST_REF | CMP_DS_ROUNDING, kind, p, family, seed, B, T, H, D, len_norm,
+                           ATTN_REF_TRAIN_LEN);
 }
 
-static double worst_seen[IN_COUNT][4];  // per family and kind, FP32 mode
+#define NKINDS 6  // softmax .. relu (lssar_attn_kind)
+static int is_unnormed(int kind) { return kind == LSSAR_ATTN_SIGMOID || kind == LSSAR_ATTN_RELU; }
 
-static void check_case(int kind, float p, int fam, uint64_t seed, int B, int T, int H, int D) {
-    errs e = compare_flash(kind, p, fam, seed, B, T, H, D);
+static double worst_seen[IN_COUNT][NKINDS];  // per family and kind, FP32 mode
+
+static void check_case_ln(int kind, int len_norm, float p, int fam, uint64_t seed, int B, int T, int H, int D) {
+    errs e = compare_flash(kind, len_norm, p, fam, seed, B, T, H, D);
     double w = worst(e);
     worst_seen[fam][kind] = fmax(worst_seen[fam][kind], w);
-    CHECK(w < 1e-4, "%s %s p=%g T=%d D=%d B=%d H=%d: rel err out %.2e dq %.2e dk %.2e dv %.2e ds %.2e",
-          input_name[fam], kind_name[kind], p, T, D, B, H, e.out, e.dq, e.dk, e.dv, e.ds);
+    CHECK(w < 1e-4, "%s %s%s p=%g T=%d D=%d B=%d H=%d: rel err out %.2e dq %.2e dk %.2e dv %.2e ds %.2e",
+          input_name[fam], kind_name[kind], is_unnormed(kind) ? (len_norm ? " (row)" : " (train)") : "", p, T, D, B, H,
+          e.out, e.dq, e.dk, e.dv, e.ds);
+}
+static void check_case(int kind, float p, int fam, uint64_t seed, int B, int T, int H, int D) {
+    check_case_ln(kind, LSSAR_LEN_NORM_TRAIN, p, fam, seed, B, T, H, D);
 }
 
 // Random inputs: every kind, T from 1 to 300 with the tile edges (63, 64, 65, 127, 128, 129) and
-// odd lengths, D in {16, 32, 64, 128}, several B and H.
+// odd lengths, D in {16, 32, 64, 128}, several B and H; sigmoid / relu with len_norm train and
+// row alternately.
 static void test_fp32_random(void) {
     static const int Ts[] = {1, 2, 3, 4, 17, 63, 64, 65, 127, 128, 129, 200, 300}, Ds[] = {16, 32, 64, 128};
     const int nT = (int)(sizeof Ts / sizeof Ts[0]);
-    for (int kind = 0; kind < 4; kind++)
+    for (int kind = 0; kind < NKINDS; kind++)
         for (int ti = 0; ti < nT; ti++)
             for (int di = 0; di < 4; di++) {
                 int T = Ts[ti], D = Ds[di];
                 int B = 1 + (ti + di) % 2, H = 1 + (ti + 2 * di + kind) % 3;
                 if (T >= 128 && D >= 64) B = 1, H = 1;
-                check_case(kind, 15.0f, IN_RANDOM, 100 + ti * 10 + di, B, T, H, D);
+                check_case_ln(kind, (ti + di) % 2, 15.0f, IN_RANDOM, 100 + ti * 10 + di, B, T, H, D);
             }
 }
 
@@ -81,12 +97,12 @@ static void test_fp32_random(void) {
 static void test_fp32_adversarial(void) {
     static const int Ts[] = {1, 4, 17, 64, 130, 300}, Ds[] = {16, 32, 64, 128};
     for (int fam = IN_PEAKED; fam < IN_COUNT; fam++)
-        for (int kind = 0; kind < 4; kind++)
+        for (int kind = 0; kind < NKINDS; kind++)
             for (int ti = 0; ti < 6; ti++)
                 for (int di = 0; di < 4; di++) {
                     int T = Ts[ti], D = Ds[di];
                     if (T == 300 && D > 32) continue;  // (time)
-                    check_case(kind, 15.0f, fam, 1000 + fam * 100 + ti * 10 + di, 1, T, 2, D);
+                    check_case_ln(kind, (ti + di) % 2, 15.0f, fam, 1000 + fam * 100 + ti * 10 + di, 1, T, 2, D);
                 }
 }
 
@@ -100,19 +116,41 @@ static void test_fp32_powers(void) {
 }
 
 // Long sequences: T = 1024 for every kind and family (D = 32), T = 4096 for every kind (D = 16).
+// (sigmoid / relu: len_norm train, row, train, row.)
 static void test_fp32_long(void) {
-    for (int kind = 0; kind < 4; kind++) {
-        check_case(kind, 15.0f, IN_RANDOM, 600 + kind, 1, 1024, 1, 32);
-        check_case(kind, 15.0f, IN_PEAKED, 610 + kind, 1, 1024, 1, 32);
-        check_case(kind, 15.0f, IN_REPEATED, 620 + kind, 1, 1024, 2, 16);
-        check_case(kind, 15.0f, IN_RANDOM, 630 + kind, 1, 4096, 1, 16);
+    for (int kind = 0; kind < NKINDS; kind++) {
+        check_case_ln(kind, 0, 15.0f, IN_RANDOM, 600 + kind, 1, 1024, 1, 32);
+        check_case_ln(kind, 1, 15.0f, IN_PEAKED, 610 + kind, 1, 1024, 1, 32);
+        check_case_ln(kind, 0, 15.0f, IN_REPEATED, 620 + kind, 1, 1024, 2, 16);
+        check_case_ln(kind, 1, 15.0f, IN_RANDOM, 630 + kind, 1, 4096, 1, 16);
     }
 }
 
 static void print_worst(void) {
     for (int fam = 0; fam < IN_COUNT; fam++)
-        printf("  FP32 %-13s worst relative error: softmax %.1e ssmax %.1e lssa %.1e lssar %.1e\n",
-               input_name[fam], worst_seen[fam][0], worst_seen[fam][1], worst_seen[fam][2], worst_seen[fam][3]);
+        printf("  FP32 %-13s worst relative error: softmax %.1e ssmax %.1e lssa %.1e lssar %.1e sigmoid %.1e relu "
+               "%.1e\n", input_name[fam], worst_seen[fam][0], worst_seen[fam][1], worst_seen[fam][2], worst_seen[fam][3],
+               worst_seen[fam][4], worst_seen[fam][5]);
+}
+
+// Negative control of the FP32 comparison for sigmoid / relu: the emulation given the other
+// length normalisation than the reference (as if it ignored len_norm or took the wrong L) must
+// fail the 1e-4 criterion, with both settings.
+static int emu_impl_other_len_norm(const lssar_attn_desc *a, int B, int T, int H, int D, const float *q,
+                                   const float *k, const float *v, const float *dy, float *out, float *dq, float *dk,
+                                   float *dv, float *ds) {
+    lssar_attn_desc b = *a;
+    b.len_norm = a->len_norm == LSSAR_LEN_NORM_ROW ? LSSAR_LEN_NORM_TRAIN : LSSAR_LEN_NORM_ROW;
+    return emu_impl(&b, B, T, H, D, q, k, v, dy, out, dq, dk, dv, ds);
+}
+static void test_fp32_len_norm_control(void) {
+    for (int kind = LSSAR_ATTN_SIGMOID; kind <= LSSAR_ATTN_RELU; kind++)
+        for (int ln = 0; ln < 2; ln++) {
+            errs e = compare_impl_ln(emu_impl_other_len_norm, CMP_FAST_REF, kind, 15.0f, IN_RANDOM, 77, 1, 130, 2, 32,
+                                     ln, ATTN_REF_TRAIN_LEN);
+            CHECK(e.out > 1e-2, "%s: the emulation with len_norm %s passes against the reference's %s (out %.2e)",
+                  kind_name[kind], len_norm_name[1 - ln], len_norm_name[ln], e.out);
+        }
 }
 
 // The reference's O(n) forms for long rows (ref_backward_ex fast = 1) against its default ones:
@@ -124,10 +162,10 @@ static void test_reference_fast(void) {
     float *x = malloc(4 * N * 4);
     double *g = malloc(6 * N * 8);
     for (int fam = 0; fam < IN_COUNT; fam++)
-        for (int kind = 0; kind < 4; kind++) {
+        for (int kind = 0; kind < NKINDS; kind++) {
             make_inputs(fam, 55 + fam, B, T, H, D, x, x + N, x + 2 * N, x + 3 * N, kind);
             double *in = to_double(x, 4 * N), sd[2] = {0.43, 0.63}, ds[2][2], de[2][2];
-            ref_desc rd = {.kind = kind, .p = 15.0, .s = sd};
+            ref_desc rd = {.kind = kind, .p = 15.0, .s = sd, .len_norm = fam % 2, .L = ATTN_REF_TRAIN_LEN};
             for (int f = 0; f < 2; f++)
                 ref_backward_ex(&rd, B, T, H, D, in, in + N, in + 2 * N, in + 3 * N, g + 3 * f * N, g + (3 * f + 1) * N,
                                 g + (3 * f + 2) * N, ds[f], de[f], f);
@@ -153,7 +191,7 @@ static void test_reference_fast(void) {
 // reading one would show.
 static void test_cached(void) {
     static const int cases[][3] = {{1, 300, 64}, {5, 130, 64}, {64, 129, 64}, {70, 70, 0}, {100, 257, 64}};
-    for (int kind = 0; kind < 4; kind++)
+    for (int kind = 0; kind < NKINDS; kind++)
         for (int ci = 0; ci < 5; ci++) {
             int Tq = cases[ci][0], Tk = cases[ci][1], kvs = Tk + cases[ci][2], B = 2, H = 2, D = 32;
             for (int mode = 0; mode < 2; mode++) {
@@ -169,7 +207,9 @@ static void test_cached(void) {
                     memcpy(vc + (size_t)b * kvs * HD, v + (size_t)b * Tk * HD, (size_t)Tk * HD * 4);
                     memcpy(qc + (size_t)b * Tq * HD, q + ((size_t)b * Tk + Tk - Tq) * HD, (size_t)Tq * HD * 4);
                 }
-                lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = s};
+                // (sigmoid / relu: len_norm row for odd ci; the row's n_i is its position, not r)
+                lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = s, .len_norm = (lssar_len_norm)(ci % 2),
+                                     .train_len = ATTN_REF_TRAIN_LEN};
                 size_t ns = flash_emu_stats_floats(&a, B, Tk, H, D), nsc = flash_emu_stats_floats(&a, B, Tq, H, D);
                 float *st = malloc(ns * 4), *stc = malloc(nsc * 4);
                 CHECK(flash_emu_forward(&a, mode, B, Tk, Tk, Tk, H, D, q, k, v, out, st) == 0, "full forward");
@@ -204,15 +244,18 @@ static void test_cached(void) {
 // error (|reference - FD|).
 static double fd_worst, fd_worst_ds;
 
-static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
+// sigmoid / relu: len_norm, with L = FD_TRAIN_LEN (below T: rows past L are covered).
+#define FD_TRAIN_LEN 5
+static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D, int len_norm) {
     size_t N = (size_t)B * T * H * D;
     float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *dy = malloc(N * 4);
     float *dq = malloc(N * 4), *dk = malloc(N * 4), *dv = malloc(N * 4);
     make_inputs(family, 177 + kind * 7 + family, B, T, H, D, q, k, v, dy, kind);
     float s[4] = {0.43f, 0.9f, 0.6f, 0.3f}, ds[4];
     double sd[4] = {0.43, 0.9, 0.6, 0.3}, dsr[4], dserr[4];
-    lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = s};
-    ref_desc rd = {.kind = kind, .p = p, .s = sd};
+    lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = s, .len_norm = (lssar_len_norm)len_norm,
+                         .train_len = FD_TRAIN_LEN};
+    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = FD_TRAIN_LEN};
     CHECK(flash_emu_backward(&a, FLASH_FP32, B, T, H, D, q, k, v, NULL, NULL, dy, dq, dk, dv, ds) == 0,
           "backward failed: %s", lssar_errmsg());
     double *qd = to_double(q, N), *kd = to_double(k, N), *vd = to_double(v, N), *dyd = to_double(dy, N);
@@ -239,8 +282,8 @@ static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
             xs[t][i] = x0;
             double fd = (lp - lm) / (2 * h), ek = fabs(kg[t][i] - fd) / fmax(gmax, 1e-3);
             fd_worst = fmax(fd_worst, ek);
-            CHECK(ek < 1e-4, "%s %s d%s[%zu]: emulation %.9g vs FD %.9g", kind_name[kind], input_name[family], nm[t],
-                  i, (double)kg[t][i], fd);
+            CHECK(ek < 1e-4, "%s%s %s d%s[%zu]: emulation %.9g vs FD %.9g", kind_name[kind],
+                  is_unnormed(kind) ? len_norm_name[len_norm] : "", input_name[family], nm[t], i, (double)kg[t][i], fd);
         }
     if (kind == LSSAR_ATTN_SSMAX)
         for (int h = 0; h < H; h++) {
@@ -259,8 +302,13 @@ static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
     free(qd); free(kd); free(vd); free(dyd); free(rdq); free(rdk); free(rdv); free(tmp);
 }
 
+static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
+    fd_case_ln(kind, p, family, B, T, H, D, LSSAR_LEN_NORM_TRAIN);
+    if (is_unnormed(kind)) fd_case_ln(kind, p, family, B, T, H, D, LSSAR_LEN_NORM_ROW);
+}
+
 static void test_finite_differences(void) {
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < NKINDS; kind++) {
         fd_case(kind, 15.0f, IN_RANDOM, 2, 9, 2, 16);
         fd_case(kind, 15.0f, IN_RANDOM, 1, 70, 1, 8);  // two tiles
         fd_case(kind, 15.0f, IN_PEAKED, 1, 7, 2, 8);
@@ -363,6 +411,68 @@ static void test_long_rows(void) {
     free(x);
 }
 
+// T = 16384 for sigmoid and relu (no normalisation: the output is a sum of up to T terms that
+// nothing divides), H = 1, D = 16, the long-row input, len_norm train (L = 1024, so most rows lie
+// far beyond it) and row: FP32 forward and backward finite, sampled rows against the float64
+// reference to 1e-4 with the floor of the fp32 sum's rounding bound (P V in k-steps of 16:
+// gamma_{n/16 + 40} sum_j a_j |v_j|, as test_long_rows); BF16: finite.
+static void test_long_rows_unnormed(void) {
+    int B = 1, T = 16384, H = 1, D = 16, L = 1024;
+    size_t N = (size_t)B * T * H * D;
+    float *x = malloc(8 * N * 4);
+    float *q = x, *k = q + N, *v = k + N, *dy = v + N, *out = dy + N, *dq = out + N, *dk = dq + N, *dv = dk + N;
+    long_rows_inputs(T, D, 4343, q, k, v, dy);
+    double *qd = to_double(q, N), *kd = to_double(k, N), *vd = to_double(v, N);
+    ref_row *R = ref_row_new(T, D);
+    for (int kind = LSSAR_ATTN_SIGMOID; kind <= LSSAR_ATTN_RELU; kind++)
+        for (int ln = 0; ln < 2; ln++)
+            for (int mode = 0; mode < 2; mode++) {
+                if (mode == 1 && ln == 1) continue;  // (time)
+                lssar_attn_desc a = {.kind = kind, .len_norm = (lssar_len_norm)ln, .train_len = L};
+                float *st = malloc(flash_emu_stats_floats(&a, B, T, H, D) * 4);
+                double t0 = lssar_now();
+                CHECK(flash_emu_forward(&a, mode, B, T, T, T, H, D, q, k, v, out, st) == 0, "forward: %s", lssar_errmsg());
+                CHECK(flash_emu_backward(&a, mode, B, T, H, D, q, k, v, out, st, dy, dq, dk, dv, NULL) == 0,
+                      "backward: %s", lssar_errmsg());
+                double t1 = lssar_now();
+                size_t bad = 0;
+                for (size_t i = 0; i < 4 * N; i++) bad += !isfinite(out[i]);
+                CHECK(bad == 0, "%s (len-norm %s) %s: %zu non-finite outputs or gradients at T=%d", kind_name[kind],
+                      len_norm_name[ln], mode ? "bf16" : "fp32", bad, T);
+                double rel = 0;
+                if (mode == 0) {
+                    ref_desc rd = {.kind = kind, .len_norm = ln, .L = L};
+                    static const int rows[] = {16383, 16000, 9001, 4097, 1023, 1024, 700, 12345, 10, 3, 0};
+                    double num = 0, den = 0, flo = 0;
+                    for (int ri = 0; ri < (int)(sizeof rows / sizeof rows[0]); ri++) {
+                        int i = rows[ri];
+                        ref_row_forward(&rd, B, T, H, D, qd, kd, 0, 0, i, R);
+                        for (int d = 0; d < D; d++) {
+                            double y = 0, yabs = 0;
+                            for (int j = 0; j <= i; j++) {
+                                y += R->w[j] * vd[(size_t)j * D + d];
+                                yabs += R->w[j] * fabs(vd[(size_t)j * D + d]);
+                            }
+                            double e = out[(size_t)i * D + d] - y, g = gamma_f32(i / 16 + 40) * yabs;
+                            num += e * e; den += y * y; flo += g * g;
+                        }
+                    }
+                    rel = sqrt(num) / fmax(sqrt(den), 1e4 * sqrt(flo));
+                    CHECK(rel < 1e-4, "%s (len-norm %s) T=%d sampled rows: rel err %.2e", kind_name[kind],
+                          len_norm_name[ln], T, rel);
+                }
+                if (mode == 0)
+                    printf("  T=%d %s (len-norm %s) fp32: forward + backward %.1f s; sampled rows rel err %.1e\n", T,
+                           kind_name[kind], len_norm_name[ln], t1 - t0, rel);
+                else
+                    printf("  T=%d %s (len-norm %s) bf16: forward + backward %.1f s; finite\n", T, kind_name[kind],
+                           len_norm_name[ln], t1 - t0);
+                free(st);
+            }
+    ref_row_free(R);
+    free(qd); free(kd); free(vd); free(x);
+}
+
 // ------------------------------------------------------------------ BF16
 
 /* BF16 mode: two checks, both with bounds derived below (first order in the bf16 unit roundoff
@@ -407,7 +517,12 @@ static void test_long_rows(void) {
      dv_jd:  sum_i (e(beta_ij) (1 + u) + u beta_ij) |dy_id|.
    An exactly uniform lssar row (the fallback: zero query, identical keys) stays exactly uniform:
    identical operands round identically. For lssar the bound is informative only where lambda
-   u Sabs / |q| |k| is well below 1 / p (short rows, small D); test_bf16 reports its size. */
+   u Sabs / |q| |k| is well below 1 / p (short rows, small D); test_bf16 reports its size.
+   sigmoid / relu (no normalisation): (A) out_id <= u sum_j a_j |v~_jd| (P rounded), and dS_j =
+   a'(x_j) dw_j / sqrt(D) has no row term, so only its own rounding in dS K, dS^T Q (the u |dS_j|
+   above) and W's in W^T dY; (B) a_j's own interval [f(x_j - ex_j), f(x_j + ex_j)] (f increasing),
+   and out_id: sum_j e(a_j) |v_jd| + u sum_j (a_j + e(a_j)) |v_jd| (not centred on y: the errors
+   of unnormalised weights need not sum to 0). */
 #define U_BF16 0x1p-8
 
 typedef struct {
@@ -442,11 +557,11 @@ static void norm_err(const double *b, const double *lo, const double *hi, int n,
 /* The float64 model of the emulation (see above) with its bounds. qp, kp, vp, dyp: the product
    operands; qn, kn: the inputs the norms and the projection use. want_B: also the (B) bounds,
    for which the operands must be the original inputs. */
-static void model_ref(int kind, double p, const double *sh, int B, int T, int H, int D, const double *qp,
-                      const double *kp, const double *vp, const double *dyp, const double *qn, const double *kn,
-                      int want_B, model_res *M) {
+static void model_ref(int kind, int len_norm, int L, double p, const double *sh, int B, int T, int H, int D,
+                      const double *qp, const double *kp, const double *vp, const double *dyp, const double *qn,
+                      const double *kn, int want_B, model_res *M) {
     const double u = U_BF16, e2 = 2 * u + u * u;
-    const int normed = kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR;
+    const int normed = kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR, unnormed = is_unnormed(kind);
     size_t N = (size_t)B * T * H * D;
     memset(M->dk, 0, N * 8); memset(M->dv, 0, N * 8); memset(M->bdk, 0, N * 8); memset(M->bdv, 0, N * 8);
     memset(M->Bdv, 0, N * 8);
@@ -473,6 +588,9 @@ static void model_ref(int kind, double p, const double *sh, int B, int T, int H,
                 for (int d = 0; d < D; d++) qs += qn[IDX(b, i, h, d)] * qn[IDX(b, i, h, d)];
                 double rq = 1 / fmax(sqrt(qs), 1e-12), lam = log((double)D) * log((double)n);
                 double sc = kind == LSSAR_ATTN_SSMAX ? sh[h] * log((double)n) / sqrt((double)D) : 1 / sqrt((double)D);
+                // sigmoid / relu: the row's L (training length or n) and the sigmoid bias -ln L
+                double lenL = len_norm == LSSAR_LEN_NORM_ROW ? (double)n : (double)L;
+                double bias = kind == LSSAR_ATTN_SIGMOID ? -log(lenL) : 0;
                 for (int j = 0; j < n; j++) {
                     S[j] = Sa[j] = dw[j] = Wa[j] = 0;
                     for (int d = 0; d < D; d++) {
@@ -482,7 +600,7 @@ static void model_ref(int kind, double p, const double *sh, int B, int T, int H,
                         Wa[j] += fabs(dyp[IDX(b, i, h, d)] * vp[IDX(b, j, h, d)]);
                     }
                     double f = normed ? lam * rq * rk[j] : sc;
-                    x[j] = f * S[j];
+                    x[j] = f * S[j] + bias;
                     ex[j] = e2 * f * Sa[j];
                 }
                 int jm = 0, tie = 0;
@@ -493,7 +611,10 @@ static void model_ref(int kind, double p, const double *sh, int B, int T, int H,
                 double z = 0, o = i < 3 ? 0 : 1;
                 int fallback = 0;
                 // weights
-                if (!normed) {
+                if (unnormed) {
+                    for (int j = 0; j < n; j++)
+                        w[j] = kind == LSSAR_ATTN_SIGMOID ? sigmoid(x[j]) : fmax(x[j], 0) / lenL;
+                } else if (!normed) {
                     double sum = 0;
                     for (int j = 0; j < n; j++) { w[j] = exp(x[j] - x[jm]); sum += w[j]; }
                     for (int j = 0; j < n; j++) w[j] /= sum;
@@ -527,7 +648,13 @@ static void model_ref(int kind, double p, const double *sh, int B, int T, int H,
                 for (int j = 0; j < n; j++)
                     if (!centred || tie || j != jm) e1 += w[j] * Wa[j];
                 e1 *= u;
-                if (!normed) {
+                if (unnormed) {  // dS_j = sc a'(x_j) dw_j: no normalisation, no D1 (and no e1)
+                    for (int j = 0; j < n; j++) {
+                        double fd = kind == LSSAR_ATTN_SIGMOID ? sigmoid(x[j]) * sigmoid(-x[j]) : (x[j] > 0 ? 1 / lenL : 0);
+                        dS[j] = sc * fd * dw[j];
+                        edS[j] = 0;
+                    }
+                } else if (!normed) {
                     centred_all(w, dw, n, cw);
                     for (int j = 0; j < n; j++) {
                         double dx = w[j] * cw[j], t = log((double)n) * S[j] / sqrt((double)D);
@@ -587,7 +714,13 @@ static void model_ref(int kind, double p, const double *sh, int B, int T, int H,
                 }
                 // (B): the weights' intervals under the operand rounding
                 if (want_B) {
-                    if (kind == LSSAR_ATTN_LSSAR && fallback) {
+                    if (unnormed) {  // the weight's own interval (increasing in x): no normalisation
+                        for (int j = 0; j < n; j++) {
+                            double wl = kind == LSSAR_ATTN_SIGMOID ? sigmoid(x[j] - ex[j]) : fmax(x[j] - ex[j], 0) / lenL;
+                            double wh = kind == LSSAR_ATTN_SIGMOID ? sigmoid(x[j] + ex[j]) : fmax(x[j] + ex[j], 0) / lenL;
+                            eb[j] = fmax(wh - w[j], w[j] - wl);
+                        }
+                    } else if (kind == LSSAR_ATTN_LSSAR && fallback) {
                         for (int j = 0; j < n; j++) eb[j] = 0;  // stays exactly uniform (see above)
                     } else if (!normed) {
                         for (int j = 0; j < n; j++) {
@@ -631,7 +764,8 @@ static void model_ref(int kind, double p, const double *sh, int B, int T, int H,
                         double e = 0;
                         for (int j = 0; j < n; j++) {
                             double vv = vp[IDX(b, j, h, d)];
-                            e += eb[j] * fabs(vv - y[d]) + u * (w[j] + eb[j]) * fabs(vv);
+                            // (the weights' errors sum to 0 where they are normalised: centred on y)
+                            e += eb[j] * fabs(unnormed ? vv : vv - y[d]) + u * (w[j] + eb[j]) * fabs(vv);
                         }
                         M->Bout[IDX(b, i, h, d)] = e;
                     }
@@ -669,8 +803,8 @@ typedef struct { double A[5], B[2], Bsize[2]; } bf16_result;  // A: out dq dk dv
 // against the exact function at the original inputs, (B). p_emu, s_scale (ssmax s_h) and q_scale
 // (the emulation's q times |q_scale|; q_scale < 0 also shifts v by one key) perturb what the
 // emulation computes (the negative controls; 15, 1, 1 otherwise).
-static bf16_result bf16_case(int kind, int mode, float p_emu, float s_scale, float q_scale, int family, uint64_t seed,
-                             int B, int T, int H, int D) {
+static bf16_result bf16_case(int kind, int ln, int mode, float p_emu, float s_scale, float q_scale, int family,
+                             uint64_t seed, int B, int T, int H, int D) {
     size_t N = (size_t)B * T * H * D;
     float *x = malloc(8 * N * 4);
     float *q = x, *k = q + N, *v = k + N, *dy = v + N, *out = dy + N, *dq = out + N, *dk = dq + N, *dv = dk + N;
@@ -678,7 +812,8 @@ static bf16_result bf16_case(int kind, int mode, float p_emu, float s_scale, flo
     float s[16], ds[16];
     double sd[16];
     for (int h = 0; h < H; h++) { s[h] = (0.43f + 0.2f * h) * s_scale; sd[h] = 0.43f + 0.2f * h; }
-    lssar_attn_desc a = {.kind = kind, .p = p_emu, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? s : NULL};
+    lssar_attn_desc a = {.kind = kind, .p = p_emu, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? s : NULL,
+                         .len_norm = (lssar_len_norm)ln, .train_len = ATTN_REF_TRAIN_LEN};
     float *st = malloc(flash_emu_stats_floats(&a, B, T, H, D) * 4), *qe = malloc(N * 4), *ve = malloc(N * 4);
     size_t HD = (size_t)H * D;
     for (size_t i = 0; i < N; i++) {
@@ -695,8 +830,10 @@ static bf16_result bf16_case(int kind, int mode, float p_emu, float s_scale, flo
     model_res MA, MB;
     model_alloc(&MA, N);
     model_alloc(&MB, N);
-    model_ref(kind, 15.0, sd, B, T, H, D, rnd, rnd + N, rnd + 2 * N, rnd + 3 * N, orig, orig + N, 0, &MA);
-    model_ref(kind, 15.0, sd, B, T, H, D, orig, orig + N, orig + 2 * N, orig + 3 * N, orig, orig + N, 1, &MB);
+    model_ref(kind, ln, ATTN_REF_TRAIN_LEN, 15.0, sd, B, T, H, D, rnd, rnd + N, rnd + 2 * N, rnd + 3 * N, orig,
+              orig + N, 0, &MA);
+    model_ref(kind, ln, ATTN_REF_TRAIN_LEN, 15.0, sd, B, T, H, D, orig, orig + N, orig + 2 * N, orig + 3 * N, orig,
+              orig + N, 1, &MB);
     bf16_result r;
     double nq = norm2(orig, N), nk = norm2(orig + N, N);
     r.A[0] = bound_ratio(out, MA.out, MA.bout, N, 0);
@@ -729,15 +866,16 @@ static void test_model_reference(void) {
     float *x = malloc(4 * N * 4);
     double *g = malloc(4 * N * 8);
     for (int fam = 0; fam < IN_COUNT; fam++)
-        for (int kind = 0; kind < 4; kind++) {
+        for (int kind = 0; kind < NKINDS; kind++) {
             make_inputs(fam, 77 + fam, B, T, H, D, x, x + N, x + 2 * N, x + 3 * N, kind);
             double *in = to_double(x, 4 * N), sd[2] = {0.43, 0.63}, ds[2];
-            ref_desc rd = {.kind = kind, .p = 15.0, .s = sd};
+            ref_desc rd = {.kind = kind, .p = 15.0, .s = sd, .len_norm = fam % 2, .L = ATTN_REF_TRAIN_LEN};
             ref_forward(&rd, B, T, H, D, in, in + N, in + 2 * N, g);
             ref_backward(&rd, B, T, H, D, in, in + N, in + 2 * N, in + 3 * N, g + N, g + 2 * N, g + 3 * N, ds, NULL);
             model_res M;
             model_alloc(&M, N);
-            model_ref(kind, 15.0, sd, B, T, H, D, in, in + N, in + 2 * N, in + 3 * N, in, in + N, 1, &M);
+            model_ref(kind, fam % 2, ATTN_REF_TRAIN_LEN, 15.0, sd, B, T, H, D, in, in + N, in + 2 * N, in + 3 * N, in,
+                      in + N, 1, &M);
             const double *mv[4] = {M.out, M.dq, M.dk, M.dv};
             for (int t = 0; t < 4; t++) {
                 double e = 0, n = 0;
@@ -755,7 +893,7 @@ static void test_model_reference(void) {
     free(g);
 }
 
-static double bf16_worstA[IN_COUNT][4], bf16_worstB[IN_COUNT][4], bf16_Bsize[IN_COUNT][4];
+static double bf16_worstA[IN_COUNT][NKINDS], bf16_worstB[IN_COUNT][NKINDS], bf16_Bsize[IN_COUNT][NKINDS];
 
 // Every kind and family, T in {1, 17, 64, 130, 300}, D in {16, 64}: (A) for out, dq, dk, dv, ds
 // and (B) for out and dv, each measured error below its bound.
@@ -763,12 +901,12 @@ static void test_bf16(void) {
     static const int Ts[] = {1, 17, 64, 130, 300}, Ds[] = {16, 64};
     static const char *tn[] = {"out", "dq", "dk", "dv", "ds"};
     for (int fam = 0; fam < IN_COUNT; fam++)
-        for (int kind = 0; kind < 4; kind++)
+        for (int kind = 0; kind < NKINDS; kind++)
             for (int ti = 0; ti < 5; ti++)
                 for (int di = 0; di < 2; di++) {
                     int T = Ts[ti], D = Ds[di];
                     if (T == 300 && D == 64) continue;  // (time)
-                    bf16_result r = bf16_case(kind, FLASH_BF16, 15.0f, 1.0f, 1.0f, fam, 3000 + fam * 100 + ti * 10 + di, 1,
+                    bf16_result r = bf16_case(kind, (ti + di) % 2, FLASH_BF16, 15.0f, 1.0f, 1.0f, fam, 3000 + fam * 100 + ti * 10 + di, 1,
                                               T, 2, D);
                     for (int t = 0; t < 5; t++) {
                         bf16_worstA[fam][kind] = fmax(bf16_worstA[fam][kind], r.A[t]);
@@ -788,6 +926,10 @@ static void test_bf16(void) {
                bf16_worstA[fam][0], bf16_worstB[fam][0], bf16_Bsize[fam][0], bf16_worstA[fam][1], bf16_worstB[fam][1],
                bf16_Bsize[fam][1], bf16_worstA[fam][2], bf16_worstB[fam][2], bf16_Bsize[fam][2], bf16_worstA[fam][3],
                bf16_worstB[fam][3], bf16_Bsize[fam][3]);
+    for (int fam = 0; fam < IN_COUNT; fam++)
+        printf("  BF16 %-13s error / bound (A) | (B) | (B) bound / |ref|: sigmoid %.2f|%.2f|%.1e relu %.2f|%.2f|%.1e\n",
+               input_name[fam], bf16_worstA[fam][4], bf16_worstB[fam][4], bf16_Bsize[fam][4], bf16_worstA[fam][5],
+               bf16_worstB[fam][5], bf16_Bsize[fam][5]);
 }
 
 // The bounds are not vacuous: results of a wrong computation fail them. (A): lssar with p = 14
@@ -795,20 +937,21 @@ static void test_bf16(void) {
 // amplifies the operand rounding far beyond the P rounding that (A) allows; for the other kinds
 // the two are of the same size, so that is no control there). (B), a worst-case bound (about
 // 0.3 |ref| on random inputs), resolves gross mistakes: an off-by-one key index (each key with
-// the previous key's value), every kind; softmax / ssmax logits twice too large (a wrong scale).
+// the previous key's value), every kind; softmax / ssmax / sigmoid / relu logits twice too large
+// (a wrong scale).
 static void test_bf16_controls(void) {
-    bf16_result r = bf16_case(LSSAR_ATTN_LSSAR, FLASH_BF16, 14.0f, 1.0f, 1.0f, IN_RANDOM, 12, 1, 64, 2, 32);
+    bf16_result r = bf16_case(LSSAR_ATTN_LSSAR, 0, FLASH_BF16, 14.0f, 1.0f, 1.0f, IN_RANDOM, 12, 1, 64, 2, 32);
     CHECK(r.A[0] > 1 && r.A[1] > 1, "lssar p = 14 passes (A) (out %.2f, dq %.2f)", r.A[0], r.A[1]);
-    r = bf16_case(LSSAR_ATTN_SSMAX, FLASH_BF16, 15.0f, 1.01f, 1.0f, IN_RANDOM, 13, 1, 64, 2, 32);
+    r = bf16_case(LSSAR_ATTN_SSMAX, 0, FLASH_BF16, 15.0f, 1.01f, 1.0f, IN_RANDOM, 13, 1, 64, 2, 32);
     CHECK(r.A[0] > 1 && r.A[4] > 1, "ssmax s_h + 1%% passes (A) (out %.2f, ds %.2f)", r.A[0], r.A[4]);
-    r = bf16_case(LSSAR_ATTN_LSSAR, FLASH_FP32, 15.0f, 1.0f, 1.0f, IN_RANDOM, 11, 1, 64, 2, 32);
+    r = bf16_case(LSSAR_ATTN_LSSAR, 0, FLASH_FP32, 15.0f, 1.0f, 1.0f, IN_RANDOM, 11, 1, 64, 2, 32);
     CHECK(r.A[0] > 1, "lssar from unrounded operands passes (A) (out %.2f)", r.A[0]);
-    for (int kind = 0; kind < 4; kind++) {
-        r = bf16_case(kind, FLASH_BF16, 15.0f, 1.0f, -1.0f, IN_RANDOM, 14, 1, 64, 2, 32);
+    for (int kind = 0; kind < NKINDS; kind++) {
+        r = bf16_case(kind, kind % 2, FLASH_BF16, 15.0f, 1.0f, -1.0f, IN_RANDOM, 14, 1, 64, 2, 32);
         CHECK(r.B[0] > 1 && r.A[0] > 1, "%s with an off-by-one key index passes (B) (out %.2f; (A) %.2f)",
               kind_name[kind], r.B[0], r.A[0]);
-        if (kind > LSSAR_ATTN_SSMAX) continue;
-        r = bf16_case(kind, FLASH_BF16, 15.0f, 1.0f, 2.0f, IN_RANDOM, 15, 1, 64, 2, 32);
+        if (kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR) continue;
+        r = bf16_case(kind, kind % 2, FLASH_BF16, 15.0f, 1.0f, 2.0f, IN_RANDOM, 15, 1, 64, 2, 32);
         CHECK(r.B[0] > 1, "%s with logits x 2 passes (B) (out %.2f)", kind_name[kind], r.B[0]);
     }
 }
@@ -826,9 +969,9 @@ static void test_thread_determinism(void) {
     for (size_t i = 0; i < 4 * N; i++) x[i] = (float)lssar_rng_normal(&r);
     float s[3] = {0.4f, 0.5f, 0.6f};
     int saved = omp_get_max_threads();
-    for (int kind = 0; kind < 4; kind++)
+    for (int kind = 0; kind < NKINDS; kind++)
         for (int mode = 0; mode < 2; mode++) {
-            lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = s};
+            lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = s, .train_len = ATTN_REF_TRAIN_LEN};
             float ds[2][3];
             float *res[2];
             for (int nt = 1; nt <= 2; nt++) {
@@ -861,12 +1004,20 @@ static void test_invalid_arguments(void) {
     bad.kind = LSSAR_ATTN_SSMAX;
     CHECK(flash_emu_backward(&bad, FLASH_FP32, 1, 2, 2, 4, buf, buf, buf, NULL, NULL, buf, buf, buf, buf, NULL) ==
           LSSAR_E_SSMAX, "ssmax without s");
-    // sigmoid / relu are CPU-only for now: refused, saying so (not as an unknown kind)
+    // sigmoid / relu: a valid call runs; a bad length normalisation is refused, saying what is wrong
     for (int kind = LSSAR_ATTN_SIGMOID; kind <= LSSAR_ATTN_RELU; kind++) {
         lssar_attn_desc u = {.kind = kind, .train_len = 8};
-        CHECK(flash_emu_forward(&u, FLASH_FP32, 1, 2, 2, 2, 2, 4, buf, buf, buf, buf, NULL) == LSSAR_E_UNSUPPORTED &&
-              strstr(lssar_errmsg(), "not on the cuda backend yet: use --device cpu"), "%s: %s", kind_name[kind],
-              lssar_errmsg());
+        CHECK(flash_emu_forward(&u, FLASH_FP32, 1, 2, 2, 2, 2, 4, buf, buf, buf, buf, NULL) == 0, "%s: %s",
+              kind_name[kind], lssar_errmsg());
+        u.train_len = 0;
+        CHECK(flash_emu_forward(&u, FLASH_FP32, 1, 2, 2, 2, 2, 4, buf, buf, buf, buf, NULL) == LSSAR_E_ARG &&
+              strstr(lssar_errmsg(), "train_len >= 1"), "%s train_len 0: %s", kind_name[kind], lssar_errmsg());
+        u.len_norm = LSSAR_LEN_NORM_ROW;  // row needs no L
+        CHECK(flash_emu_forward(&u, FLASH_FP32, 1, 2, 2, 2, 2, 4, buf, buf, buf, buf, NULL) == 0, "%s row: %s",
+              kind_name[kind], lssar_errmsg());
+        u.len_norm = (lssar_len_norm)2;
+        CHECK(flash_emu_forward(&u, FLASH_FP32, 1, 2, 2, 2, 2, 4, buf, buf, buf, buf, NULL) == LSSAR_E_ARG &&
+              strstr(lssar_errmsg(), "len_norm = 2"), "%s len_norm 2: %s", kind_name[kind], lssar_errmsg());
     }
     bad = ok;
     bad.kind = (lssar_attn_kind)6;
@@ -882,6 +1033,7 @@ int main(void) {
     RUN(test_fp32_powers);
     RUN(test_fp32_long);
     print_worst();
+    RUN(test_fp32_len_norm_control);
     RUN(test_cached);
     RUN(test_model_reference);
     RUN(test_bf16);
@@ -889,6 +1041,7 @@ int main(void) {
     RUN(test_finite_differences);
     RUN(test_thread_determinism);
     RUN(test_long_rows);
+    RUN(test_long_rows_unnormed);
     printf("  total %.1f s\n", lssar_now() - t0);
     return test_summary("test_flash");
 }

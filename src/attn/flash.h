@@ -68,6 +68,11 @@
  *     y = (acc' + w_jm v_jm) / W, yc = (acc' - W' v_jm) / W, S = (S' + 1 / u_max) / W,
  *     Ec = (E' - S' v_jm) / W = sum_k (beta_k / u_k) (v_k - v_jm). Saves Z, jm, u_max, W
  *     (W = -1 on a fallback row), S, yc and Ec.
+ *   sigmoid / relu: one pass, no row statistic, no max and no normalisation: x = S / sqrt(D) + b
+ *     (relu: b = 0; flash_logit), a = sigmoid(x) or max(x, 0) / L (flash_unnormed_a, L and b per
+ *     row from the length normalisation), acc += a v (P V with P = a); y = acc. One kernel instance
+ *     serves both (the row's relu flag; as softmax / ssmax share one). The per-row slots stay (all
+ *     0) so that every kind has the same layout.
  *   Stats: (B, H, Tq, FLASH_NSTAT) floats (slots FLASH_ST_*), then the centred rows yc
  *     (B, Tq, H, D) for softmax / ssmax / lssar, then Ec (B, Tq, H, D) for lssar:
  *     flash_stats_floats() in all, flash_stats_yc() and flash_stats_ec() give the offsets.
@@ -78,6 +83,9 @@
  *      fallback) D2 = p o (dy . Ec - D1 S) (= sum_k alpha_k dalpha_k, docs/attention.md "On a
  *      GPU", centred the same way); lssa: D1 = dy . y (not centred). Dots over d in order, fp32.
  *      Into a (B, H, T, FLASH_NBSTAT) buffer (slots FLASH_BS_*). Also rq, rk as in the forward.
+ *      sigmoid / relu: no pre-pass (there is no normalisation to differentiate: no D1 term);
+ *      per element dx_ij = a'(x_ij) (dy_i . v_j), dS_ij = dx_ij / sqrt(D) (flash_bwd_elem),
+ *      dV += A^T dY with the weights a themselves.
  *   1. dK, dV: a CTA per (b, h, key tile) walks the query tiles that see it (in order):
  *      recompute S, x and the weights (flash_bwd_elem from the saved stats), dW = dY V^T,
  *      dV += W^T dY, dS per element, dK += dS^T Q; at the end the l2-normalisation projection
@@ -125,10 +133,13 @@
 #define FLASH_SSMAX 1
 #define FLASH_LSSA 2
 #define FLASH_LSSAR 3
+#define FLASH_SIGMOID 4
+#define FLASH_RELU 5
 
 // Per-row statistics the forward saves: (B, H, Tq, FLASH_NSTAT) floats. Unused slots are 0.
 enum {
     FLASH_ST_M = 0,     // softmax / ssmax: LSE = m + ln l;  lssa / lssar: Z = sum_j a_j
+                        // (sigmoid / relu: no statistic; every slot 0)
     FLASH_ST_JMAX = 1,  // softmax / ssmax / lssar: jm, the first argmax of x (a float; exact < 2^24)
     FLASH_ST_UMAX = 2,  // lssar: u_max = n softplus(xmax) / Z - o
     FLASH_ST_W = 3,     // lssar: W = sum_j w_j; -1 flags a fallback row (beta = alpha)
@@ -145,9 +156,9 @@ enum {
 };
 
 // Rows of D floats per (b, position, h) after the per-row slots: yc (softmax, ssmax, lssar) and
-// Ec (lssar).
+// Ec (lssar); none for lssa, sigmoid and relu.
 FM_FN int flash_stats_drows(int kind) {
-    return kind == FLASH_LSSAR ? 2 : kind == FLASH_LSSA ? 0 : 1;
+    return kind == FLASH_LSSAR ? 2 : kind == FLASH_SOFTMAX || kind == FLASH_SSMAX ? 1 : 0;
 }
 // Total stats floats for a forward of Tq query rows: linear in B * Tq.
 FM_FN size_t flash_stats_floats(int kind, int B, int Tq, int H, int D) {
@@ -173,6 +184,11 @@ typedef struct {
     float inv_sqrt_d;   // 1 / sqrt(D) (softmax, ssmax)
     float ln_d;         // ln D (lssa, lssar)
     float uniform_eps;  // 8 sqrt(D) FLT_EPSILON: the lssar fallback tolerance per unit of lambda
+    // sigmoid / relu length normalisation (flash_params_len): len_row = 1 uses n_i of each row;
+    // otherwise the training length L: sigmoid bias -ln L, relu factor 1 / L
+    int len_row;
+    float len_bias;
+    float inv_len;
 } flash_params;
 
 FM_FN void flash_params_init(flash_params *fp, int kind, float p, int D) {
@@ -186,9 +202,23 @@ FM_FN void flash_params_init(flash_params *fp, int kind, float p, int D) {
     fp->inv_sqrt_d = 1.0f / sd;
     fp->ln_d = fm_log(fd);
     fp->uniform_eps = 8.0f * sd * FLT_EPSILON;
+    fp->len_row = 0;
+    fp->len_bias = 0.0f;
+    fp->inv_len = 1.0f;
+}
+
+// sigmoid / relu: the length normalisation, len_row (1: n_i per row) or the training length
+// train_len (>= 1, checked by the caller). Ignored by the other kinds.
+FM_FN void flash_params_len(flash_params *fp, int len_row, int train_len) {
+    float L = !len_row && train_len >= 1 ? (float)train_len : 1.0f;
+    fp->len_row = len_row;
+    fp->len_bias = -fm_log(L);
+    fp->inv_len = 1.0f / L;
 }
 
 FM_FN int flash_is_normed(int kind) { return kind == FLASH_LSSA || kind == FLASH_LSSAR; }
+// sigmoid / relu: no row normalisation, hence no row statistic and one pass
+FM_FN int flash_is_unnormed(int kind) { return kind == FLASH_SIGMOID || kind == FLASH_RELU; }
 
 // bf16 rounding (round to nearest, ties to even), returned as the float it represents; NaN stays
 // NaN. The same value as __float2bfloat16_rn.
@@ -224,7 +254,10 @@ typedef struct {
     float n;        // n_i = i + 1
     float o;        // lssar offset: 0 for i < 3, else 1
     float lam0;     // lssa / lssar: lambda_i = ln D ln n
-    float scale;    // logit factor: softmax 1/sqrt(D), ssmax s_h ln(n)/sqrt(D), lssa/lssar lam0 rq
+    float scale;    // logit factor: softmax, sigmoid, relu 1/sqrt(D), ssmax s_h ln(n)/sqrt(D), lssa/lssar lam0 rq
+    float bias;     // sigmoid: the logit bias b = -ln L or -ln n_i (0 otherwise)
+    float ilen;     // relu: 1 / L or 1 / n_i (1 otherwise)
+    int relu;       // 1 for relu (sigmoid and relu share a kernel instance: the row tells them apart)
     float lse;      // softmax / ssmax: LSE (backward)
     float z, invz, nz;  // lssa / lssar: Z, 1/Z, n/Z
     float umax, invm;   // lssar: u_max, 1/u_max
@@ -245,6 +278,11 @@ FM_FN void flash_row_init(const flash_params *fp, int i, float s_h, float rq, fl
         rw->lam0 = fp->ln_d * ln_n;
         rw->scale = rw->lam0 * rq;
     }
+    rw->bias = 0.0f;
+    rw->ilen = 1.0f;
+    rw->relu = fp->kind == FLASH_RELU;
+    if (fp->kind == FLASH_SIGMOID) rw->bias = fp->len_row ? -ln_n : fp->len_bias;
+    if (fp->kind == FLASH_RELU) rw->ilen = fp->len_row ? 1.0f / n : fp->inv_len;
     rw->lse = 0.0f;
     rw->z = 1.0f; rw->invz = 1.0f; rw->nz = n;
     rw->umax = 1.0f; rw->invm = 1.0f; rw->invw = 1.0f;
@@ -252,8 +290,10 @@ FM_FN void flash_row_init(const flash_params *fp, int i, float s_h, float rq, fl
     rw->jm = 0;
 }
 
-// The logit of one score: S the raw dot product q_i . k_j, rk = 1/|k_j| (lssa/lssar).
+// The logit of one score: S the raw dot product q_i . k_j, rk = 1/|k_j| (lssa/lssar). sigmoid /
+// relu: S / sqrt(D) + b (relu: b = 0), as attn_rows.c.
 FM_FN float flash_logit(const flash_params *fp, const flash_row *rw, float S, float rk) {
+    if (flash_is_unnormed(fp->kind)) return rw->scale * S + rw->bias;
     return flash_is_normed(fp->kind) ? rw->scale * (S * rk) : rw->scale * S;
 }
 
@@ -281,6 +321,25 @@ FM_FN float flash_softplus_sigmoid(float x, float *sig) {
 
 // lssa (and lssar pass 1): a = softplus(x).
 FM_FN float flash_lssa_a(float x) { return fm_softplus(x); }
+
+// sigmoid / relu: the weight itself, a = sigmoid(x) or max(x, 0) / L (x > 0 exactly as
+// attn_rows.c). A masked element (x = -inf) gives 0 in both.
+FM_FN float flash_unnormed_a(const flash_row *rw, float x) {
+    return rw->relu ? (x > 0.0f ? x * rw->ilen : 0.0f) : fm_sigmoid(x);
+}
+// ... and its derivative da/dx, *a the weight: sigmoid e / (1 + e)^2 with e = exp(-|x|) (=
+// s(x) s(-x), no cancellation where s is near 1), a from the same e; relu 1 / L where x > 0, else
+// 0 (the kink included, as attn_rows.c). Both 0 at x = -inf.
+FM_FN float flash_unnormed_grad(const flash_row *rw, float x, float *a) {
+    float ax = x < 0.0f ? -x : x;
+    float e = fm_exp(-ax);
+    float inv = 1.0f / (1.0f + e);
+    float sa = x >= 0.0f ? inv : e * inv, sg = e * inv * inv;
+    int pos = x > 0.0f;
+    float ra = pos ? x * rw->ilen : 0.0f, rg = pos ? rw->ilen : 0.0f;
+    *a = rw->relu ? ra : sa;
+    return rw->relu ? rg : sg;
+}
 
 // lssar pass 1, one element of one lane, a = softplus(x) given: z += a (z: the lane's tile
 // partial), running max / first argmax / min of x.
@@ -358,6 +417,7 @@ FM_FN void flash_stats_store(const flash_params *fp, const flash_row *rw, float 
 FM_FN void flash_row_load(const flash_params *fp, int i, float s_h, float rq, const float *st,
                           flash_row *rw) {
     flash_row_init(fp, i, s_h, rq, rw);
+    if (flash_is_unnormed(fp->kind)) return;  // nothing saved
     rw->jm = (int)st[FLASH_ST_JMAX];
     if (fp->kind == FLASH_SOFTMAX || fp->kind == FLASH_SSMAX) {
         rw->lse = st[FLASH_ST_M];
@@ -382,6 +442,7 @@ FM_FN void flash_row_load(const flash_params *fp, int i, float s_h, float rq, co
 FM_FN void flash_bwd_row(const flash_params *fp, const flash_row *rw, float dyvjm, float dyyc,
                          float dyec, float s, float *bs) {
     for (int t = 0; t < FLASH_NBSTAT; t++) bs[t] = 0.0f;
+    if (flash_is_unnormed(fp->kind)) return;  // sigmoid / relu: no row term (the pre-pass is skipped)
     bs[FLASH_BS_C] = fp->kind == FLASH_LSSA ? 0.0f : dyvjm;
     bs[FLASH_BS_D1] = dyyc;
     if (fp->kind == FLASH_LSSAR && !rw->fallback)
@@ -395,6 +456,13 @@ FM_FN void flash_bwd_row(const flash_params *fp, const flash_row *rw, float dyvj
 FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const float *bs, float x,
                            int is_jm, float dw, float rk, float *w, float *dx) {
     // (Every value is computed, then selected: branch-free, so the CPU loops vectorise.)
+    if (flash_is_unnormed(fp->kind)) {  // sigmoid / relu: no normalisation, so no D1 term
+        float a, fd = flash_unnormed_grad(rw, x, &a);
+        float dxj = fd * dw;  // dx = a'(x) dy_i . v_j
+        *w = a;
+        *dx = dxj;
+        return rw->scale * dxj;  // dS = dx / sqrt(D)
+    }
     float c = bs[FLASH_BS_C], d1 = bs[FLASH_BS_D1];
     float dwc = dw - c;
     float g = (is_jm ? 0.0f : dwc) - d1;  // dbeta_j - D1, centred on c = dbeta_jm (jm: exactly -D1)

@@ -316,6 +316,19 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
 #pragma omp simd
                 for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
                 lane_sum(pr, L);
+            } else if (flash_is_unnormed(kind)) {
+                // sigmoid / relu: the weights themselves (0 at x = -inf), no row sum. The branch
+                // restates the relu flag as a constant so that the loop vectorises.
+#define UNNORMED(RELU)                                                                                 \
+                {                                                                                      \
+                    flash_row r2 = rw[r];                                                              \
+                    r2.relu = RELU;                                                                    \
+                    _Pragma("omp simd")                                                                \
+                    for (int j = 0; j < BC; j++) pr[j] = flash_unnormed_a(&r2, xr[j]);                 \
+                }
+                if (rw[r].relu) UNNORMED(1)
+                else UNNORMED(0)
+#undef UNNORMED
             } else {  // lssar pass 2
                 // flash_lssar_weight for every element; the branches only restate the fallback
                 // flag and the power's range as constants, so each loop is branch-free and
@@ -368,6 +381,8 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
             float z = quad(L), inv = 1.0f / z;
             for (int d = 0; d < D; d++) y[d] = ar[d] * inv;
             st0 = z;
+        } else if (flash_is_unnormed(kind)) {
+            memcpy(y, ar, (size_t)D * sizeof(float));  // y = sum_j a_j v_j: no normalisation
         } else {
             float w1 = quad(L), s1 = quad(L + 4);
             float wjm = flash_lssar_wjm(&rw[r], xmax[r]);
@@ -418,6 +433,7 @@ static void bwd_block(const emu_ctx *c, const flash_row *rw, const float *bs, in
             flash_params f2 = fpl;                                                                     \
             flash_row r2 = rr;                                                                         \
             f2.kind = KIND; r2.fallback = FALLBACK; f2.ip = IP;                                        \
+            r2.relu = KIND == FLASH_RELU;                                                              \
             _Pragma("omp simd")                                                                        \
             for (int j = 0; j < BC; j++) {                                                             \
                 float w, dx;                                                                           \
@@ -429,6 +445,8 @@ static void bwd_block(const emu_ctx *c, const flash_row *rw, const float *bs, in
         if (fpl.kind == FLASH_SOFTMAX) BWD_ELEMS(FLASH_SOFTMAX, 0, 0)
         else if (fpl.kind == FLASH_SSMAX) BWD_ELEMS(FLASH_SSMAX, 0, 0)
         else if (fpl.kind == FLASH_LSSA) BWD_ELEMS(FLASH_LSSA, 0, 0)
+        else if (fpl.kind == FLASH_SIGMOID) BWD_ELEMS(FLASH_SIGMOID, 0, 0)
+        else if (fpl.kind == FLASH_RELU) BWD_ELEMS(FLASH_RELU, 0, 0)
         else if (rr.fallback) BWD_ELEMS(FLASH_LSSAR, 1, fpl.ip)
         else if (fpl.ip >= 1 && fpl.ip < 16) BWD_ELEMS(FLASH_LSSAR, 0, fpl.ip)
         else if (fpl.ip >= 16) BWD_ELEMS(FLASH_LSSAR, 0, fpl.ip)
@@ -536,13 +554,17 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
 
 static int check_args(const lssar_attn_desc *a, int B, int Tq, int Tk, int kvs, int H, int D) {
     if (!a) return lssar_fail(LSSAR_E_NULL, "flash attention: the descriptor is NULL");
-    // sigmoid / relu: CPU only for now (the fused kernels, and this emulation of them, implement
-    // the first four kinds).
-    if (a->kind == LSSAR_ATTN_SIGMOID || a->kind == LSSAR_ATTN_RELU)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "attention kind %s is not on the cuda backend yet: use --device cpu",
-                          lssar_attn_name(a->kind));
-    if ((unsigned)a->kind > LSSAR_ATTN_LSSAR)
-        return lssar_fail(LSSAR_E_KIND, "flash attention: unknown kind %d", (int)a->kind);
+    if ((unsigned)a->kind > LSSAR_ATTN_RELU)
+        return lssar_fail(LSSAR_E_KIND, "flash attention: unknown kind %d; use softmax, ssmax, lssa, lssar, sigmoid "
+                          "or relu", (int)a->kind);
+    if (flash_is_unnormed((int)a->kind)) {  // as attention.c's check_common
+        if ((unsigned)a->len_norm > LSSAR_LEN_NORM_ROW)
+            return lssar_fail(LSSAR_E_ARG, "flash attention: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW",
+                              lssar_attn_name(a->kind), (int)a->len_norm);
+        if (a->len_norm == LSSAR_LEN_NORM_TRAIN && a->train_len < 1)
+            return lssar_fail(LSSAR_E_ARG, "flash attention: %s with len_norm train needs train_len >= 1 (the "
+                              "training length L), got %d", lssar_attn_name(a->kind), a->train_len);
+    }
     if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))
         return lssar_fail(LSSAR_E_P, "flash attention: LSSAR power p = %g; it must be finite and > 0", (double)a->p);
     if (a->kind == LSSAR_ATTN_SSMAX && !a->ssmax_s)
@@ -588,6 +610,7 @@ static void ctx_init(emu_ctx *c, const lssar_attn_desc *a, flash_mode mode, int 
                      int H, int D) {
     memset(c, 0, sizeof *c);
     flash_params_init(&c->fp, (int)a->kind, a->p, D);
+    flash_params_len(&c->fp, a->len_norm == LSSAR_LEN_NORM_ROW, a->train_len);
     c->bf16 = mode == FLASH_BF16;
     c->B = B; c->Tq = Tq; c->Tk = Tk; c->kvs = kvs; c->H = H; c->D = D; c->HD = H * D;
     c->q0 = Tk - Tq;
@@ -703,12 +726,14 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
             inv_norms(&c, q, T, T, c.rq);
             inv_norms(&c, k, T, T, c.rk);
         }
-        // ---- 0. rows: c = dy . v_jm, D1, D2 (flash_bwd_row); dots over d in order, fp32
+        // ---- 0. rows: c = dy . v_jm, D1, D2 (flash_bwd_row); dots over d in order, fp32.
+        // sigmoid / relu: none (no normalisation), the slots 0.
+        if (flash_is_unnormed(kind)) memset(bstat, 0, nrows * FLASH_NBSTAT * sizeof(float));
         const float *yc_all = kind == FLASH_LSSA ? out : stats + flash_stats_yc(B, T, H);
         const float *ec_all = kind == FLASH_LSSAR ? stats + flash_stats_ec(B, T, H, D) : NULL;
         const float s_h0 = 0.0f;
 #pragma omp parallel for schedule(static)
-        for (int64_t row = 0; row < (int64_t)nrows; row++) {
+        for (int64_t row = 0; row < (int64_t)(flash_is_unnormed(kind) ? 0 : nrows); row++) {
             int bh = (int)(row / T), i = (int)(row % T), b = bh / H, h = bh % H;
             const float *st = stats + (size_t)row * FLASH_NSTAT;
             flash_row rw;

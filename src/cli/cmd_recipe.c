@@ -298,7 +298,7 @@ int cmd_recipe(int argc, char **argv) {
     int smoke = 0, dry = 0, steps = 0, batch = 0, vocab = 0, threads = 0;
     float p = 0;
     arg_spec specs[] = {
-        {"attn", ARG_STR, &attn, "attention kind: softmax, ssmax, lssa, lssar (sigmoid, relu: CPU only for now)", 0, 0},
+        {"attn", ARG_STR, &attn, "attention kind: softmax, ssmax, lssa, lssar, sigmoid or relu", 0, 0},
         {"p", ARG_FLOAT, &p, "LSSAR power (0: the trainer's default, 15)", 0, 0},
         {"data", ARG_STR, &data, "gpt2-124m: training shards A.bin,B.bin,... (llm.c format)", 0, 0},
         {"val", ARG_STR, &val, "gpt2-124m: validation shard (eval and passkey lengths need 16 x 1024 + 1 tokens)", 0, 0},

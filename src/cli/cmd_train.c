@@ -45,7 +45,7 @@ static const char *ABOUT =
     "--attn sigmoid / relu have no row normalisation; --len-norm sets their length normalisation\n"
     "(docs/attention.md): train (default) uses the training length L = --seq, fixed in the model\n"
     "(sigmoid bias -ln L, relu divides by L); row uses each row's number of visible keys n instead.\n"
-    "Other kinds ignore it. The CUDA backend does not have sigmoid and relu yet (--device cpu).\n"
+    "Other kinds ignore it. Both backends have them (on --device cuda: the fused kernels, one pass).\n"
     "\n"
     "--recompute keeps, per block, only its output and runs the block forward again in the\n"
     "backward: one more forward of all blocks but the last per step (at most 4/3 of the step's FLOPs;\n"

@@ -28,13 +28,15 @@
  * the tile partial then added to the lane's running value, and the quad tree at the end.
  * Storage (float32 or bf16 tensors in global memory) is a run-time flag: the tile loaders
  * convert, so the kernels are templated on (kind, D, mode) only; softmax and ssmax share one
- * instance (kind_params).
+ * instance, and so do sigmoid and relu (kind_params).
  *
  * Kernels, per call (grid (B * H, tiles); 128 threads):
  *   norms_kernel     lssa / lssar: rq, rk = 1 / max(|x|, 1e-12), one thread per row (B, H, T)
  *   fwd_kernel       one CTA per (b, h, 64 query rows): softmax/ssmax online (centred), lssa one
- *                    pass, lssar two passes; writes out and (if asked) the statistics
+ *                    pass, lssar two passes, sigmoid/relu one pass (no row statistic); writes out
+ *                    and (if asked) the statistics
  *   bwd_rows_kernel  one thread per row: D1, D2, c (flash_bwd_row) into (B, H, T, FLASH_NBSTAT)
+ *                    (not for sigmoid / relu: no normalisation, nothing to compute)
  *   dkdv_kernel      one CTA per (b, h, 64 keys): walks the query tiles that see them
  *   dq_kernel        one CTA per (b, h, 64 query rows): walks its key tiles; ssmax row terms
  *   ds_kernel        ssmax: one CTA per head, a fixed-order double sum of the row terms
@@ -405,13 +407,15 @@ static __device__ __forceinline__ void stage16(typename Op<MMA>::T *Ps, int ldp,
 /* The per-element math gets the kind as a compile-time constant (fp: flash.h's branches on it
    fold). softmax and ssmax share one instance (KIND = FLASH_SOFTMAX): they differ only in the row
    constants (flash_row_init / flash_row_load with the true kind, fpr: the ssmax logit scale
-   s_h ln n / sqrt D) and in the ds terms, which the kernels test at run time. */
+   s_h ln n / sqrt D) and in the ds terms, which the kernels test at run time. sigmoid and relu
+   likewise (KIND = FLASH_SIGMOID): the row constants from fpr carry the bias, 1 / L and the relu
+   flag that flash_unnormed_a / flash_unnormed_grad select on. */
 template <int KIND>
 static __device__ __forceinline__ void kind_params(const flash_params &in, flash_params &fp, flash_params &fpr) {
     fp = in;
     fp.kind = KIND;
     fpr = fp;
-    if (KIND == FLASH_SOFTMAX) fpr.kind = in.kind;
+    if (KIND == FLASH_SOFTMAX || KIND == FLASH_SIGMOID) fpr.kind = in.kind;
 }
 
 typedef struct {
@@ -628,7 +632,8 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) mm_pv16<MMA, D>(acc, s[2 * kk], s[2 * kk + 1], Vs + 16 * kk * LD, Pw, lane);
         } else {
-            // lssa, lssar pass 2: no tile-wide statistic, so chunks of 16 keys (fewer live registers)
+            // lssa, lssar pass 2, sigmoid / relu: no tile-wide statistic, so chunks of 16 keys (fewer
+            // live registers)
             float lp[2] = {0.0f, 0.0f}, lp2[2] = {0.0f, 0.0f};  // the lane's tile partials
 #pragma unroll 1
             for (int kk = 0; kk < 4; kk++) {
@@ -645,6 +650,8 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                             float p = x == -INFINITY ? 0.0f : flash_lssa_a(x);
                             s[cc][2 * u + e] = p;
                             lp[u] += p;
+                        } else if constexpr (KIND == FLASH_SIGMOID) {
+                            s[cc][2 * u + e] = flash_unnormed_a(&rw[u], x);  // 0 at x = -inf; no row sum
                         } else {
                             // masked: w = g = 0 (what flash_lssar_weight gives at x = -inf on a valid
                             // row; rows past the end would give NaN there); jm stays out of the sums
@@ -669,7 +676,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
     }
 
     // ---- finish the rows: y, the centred rows, the statistics
-    float *yc_all = a.stats && KIND != FLASH_LSSA ? a.stats + flash_stats_yc(a.B, a.Tq, H) : NULL;
+    float *yc_all = a.stats && flash_stats_drows(KIND) ? a.stats + flash_stats_yc(a.B, a.Tq, H) : NULL;
     float *ec_all = a.stats && KIND == FLASH_LSSAR ? a.stats + flash_stats_ec(a.B, a.Tq, H, D) : NULL;
 #pragma unroll
     for (int u = 0; u < 2; u++) {
@@ -698,6 +705,10 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
             for (int nb = 0; nb < D / 8; nb++)
                 store2(a.out, orow + 8 * nb, a.io_bf16, acc[nb][2 * u] * inv, acc[nb][2 * u + 1] * inv);
             st0 = q1;
+        } else if constexpr (KIND == FLASH_SIGMOID) {
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb++)  // y = sum_j a_j v_j: no normalisation
+                store2(a.out, orow + 8 * nb, a.io_bf16, acc[nb][2 * u], acc[nb][2 * u + 1]);
         } else {
             float wjm = flash_lssar_wjm(&rw[u], xmax[u]);
             float W = q1 + wjm, inv = 1.0f / W;
@@ -778,7 +789,8 @@ static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const fl
             const size_t ri = flash_row_index(b, h, i, a.H, a.T);
             flash_row_load(&fpr, i, s_h, flash_is_normed(KIND) ? a.rq[ri] : 1.0f, a.stats + ri * FLASH_NSTAT, &rw[u]);
 #pragma unroll
-            for (int t = 0; t < FLASH_NBSTAT; t++) bs[u][t] = a.bstat[ri * FLASH_NBSTAT + t];
+            for (int t = 0; t < FLASH_NBSTAT; t++)  // sigmoid / relu: no pre-pass, the slots 0
+                bs[u][t] = KIND == FLASH_SIGMOID ? 0.0f : a.bstat[ri * FLASH_NBSTAT + t];
         } else {
             flash_row_init(&fpr, 0, s_h, 1.0f, &rw[u]);
 #pragma unroll
@@ -1122,6 +1134,8 @@ static int fwd_kind(int kind, int D, const fwd_args &a, dim3 grid, cudaStream_t 
     case FLASH_SOFTMAX: return fwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
     case FLASH_SSMAX: return fwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);  // one instance
     case FLASH_LSSA: return fwd_d<FLASH_LSSA, MMA>(D, a, grid, st);
+    case FLASH_SIGMOID: return fwd_d<FLASH_SIGMOID, MMA>(D, a, grid, st);
+    case FLASH_RELU: return fwd_d<FLASH_SIGMOID, MMA>(D, a, grid, st);  // one instance
     default: return fwd_d<FLASH_LSSAR, MMA>(D, a, grid, st);
     }
 }
@@ -1131,6 +1145,8 @@ static int bwd_kind(int kind, int D, const bwd_args &a, dim3 grid, cudaStream_t 
     case FLASH_SOFTMAX: return bwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
     case FLASH_SSMAX: return bwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
     case FLASH_LSSA: return bwd_d<FLASH_LSSA, MMA>(D, a, grid, st);
+    case FLASH_SIGMOID: return bwd_d<FLASH_SIGMOID, MMA>(D, a, grid, st);
+    case FLASH_RELU: return bwd_d<FLASH_SIGMOID, MMA>(D, a, grid, st);
     default: return bwd_d<FLASH_LSSAR, MMA>(D, a, grid, st);
     }
 }
@@ -1144,12 +1160,17 @@ static int norms(const void *x, float *out, int B, int n, int stride, int H, int
 // Argument checks shared by every entry point (the CPU path's, plus what the kernels need).
 static int check_desc(const lssar_attn_desc *d, const char *fn) {
     if (!d) return lssar_fail(LSSAR_E_NULL, "%s: the descriptor is NULL; pass a lssar_attn_desc", fn);
-    // sigmoid / relu: not in these kernels yet (docs/attention.md: one pass, no row statistic)
-    if (d->kind == LSSAR_ATTN_SIGMOID || d->kind == LSSAR_ATTN_RELU)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "attention kind %s is not on the cuda backend yet: use --device cpu",
-                          lssar_attn_name(d->kind));
-    if ((unsigned)d->kind > LSSAR_ATTN_LSSAR)
-        return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use softmax, ssmax, lssa or lssar", fn, (int)d->kind);
+    if ((unsigned)d->kind > LSSAR_ATTN_RELU)
+        return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use softmax, ssmax, lssa, lssar, sigmoid or relu", fn,
+                          (int)d->kind);
+    if (flash_is_unnormed((int)d->kind)) {  // as attention.c's check_common
+        if ((unsigned)d->len_norm > LSSAR_LEN_NORM_ROW)
+            return lssar_fail(LSSAR_E_ARG, "%s: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW", fn,
+                              lssar_attn_name(d->kind), (int)d->len_norm);
+        if (d->len_norm == LSSAR_LEN_NORM_TRAIN && d->train_len < 1)
+            return lssar_fail(LSSAR_E_ARG, "%s: %s with len_norm train needs train_len >= 1 (the training length L), "
+                              "got %d", fn, lssar_attn_name(d->kind), d->train_len);
+    }
     if (d->kind == LSSAR_ATTN_LSSAR && !(d->p > 0.0f && isfinite(d->p)))
         return lssar_fail(LSSAR_E_P, "%s: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)", fn,
                           (double)d->p);
@@ -1204,12 +1225,12 @@ static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H,
 }
 
 extern "C" size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T, int H, int D) {
-    if (!d || B <= 0 || T <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind > LSSAR_ATTN_LSSAR) return 0;
+    if (!d || B <= 0 || T <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind > LSSAR_ATTN_RELU) return 0;
     return flash_stats_floats((int)d->kind, B, T, H, D);
 }
 
 extern "C" size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D) {
-    if (!d || B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind > LSSAR_ATTN_LSSAR) return 0;
+    if (!d || B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind > LSSAR_ATTN_RELU) return 0;
     // the backward's layout includes the forward's (Tq = Tk there)
     return carve(d, B, Tq, Tk, H, NULL, 1).bytes;
 }
@@ -1232,6 +1253,7 @@ static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int i
     fwd_args a;
     memset(&a, 0, sizeof a);
     flash_params_init(&a.fp, kind, d->p, D);
+    flash_params_len(&a.fp, d->len_norm == LSSAR_LEN_NORM_ROW, d->train_len);
     a.q = q; a.k = k; a.v = v; a.out = out; a.stats = stats;
     a.rq = sm.rq; a.rk = sm.rk;
     a.ssmax_s = kind == FLASH_SSMAX ? d->ssmax_s : NULL;
@@ -1261,6 +1283,7 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     bwd_args a;
     memset(&a, 0, sizeof a);
     flash_params_init(&a.fp, kind, d->p, D);
+    flash_params_len(&a.fp, d->len_norm == LSSAR_LEN_NORM_ROW, d->train_len);
     a.q = q; a.k = k; a.v = v; a.out = out; a.dout = dout; a.dq = dq; a.dk = dk; a.dv = dv;
     a.stats = stats; a.bstat = sm.bstat; a.rowds = kind == FLASH_SSMAX && dscale ? sm.rowds : NULL;
     a.rq = sm.rq; a.rk = sm.rk;
@@ -1277,9 +1300,10 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     case FLASH_SOFTMAX:
     case FLASH_SSMAX: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_SOFTMAX>)(a, D); break;
     case FLASH_LSSA: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_LSSA>)(a, D); break;
-    default: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_LSSAR>)(a, D); break;
+    case FLASH_LSSAR: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_LSSAR>)(a, D); break;
+    default: break;  // sigmoid / relu: no row pre-pass (bwd_load_rows gives them zeros)
     }
-    if ((rc = launched("the launch of bwd_rows_kernel"))) return rc;
+    if (!flash_is_unnormed(kind) && (rc = launched("the launch of bwd_rows_kernel"))) return rc;
     dim3 grid((unsigned)(B * H), (unsigned)((T + 63) / 64));
     rc = mma ? bwd_kind<true>(kind, D, a, grid, stream) : bwd_kind<false>(kind, D, a, grid, stream);
     if (rc) return rc;

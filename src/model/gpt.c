@@ -60,11 +60,6 @@ int gpt_config_check(const gpt_config *c) {
                           (int)c->attn);
     if ((unsigned)c->len_norm > LSSAR_LEN_NORM_ROW)
         return lssar_fail(LSSAR_E_ARG, "gpt config: len_norm = %d; use train or row", (int)c->len_norm);
-    // The fused GPU kernels (src/cuda/flash_attn.cu) implement the first four kinds only; refuse
-    // here, at creation, rather than at the first forward pass.
-    if (c->device == LSSAR_DEVICE_CUDA && (c->attn == LSSAR_ATTN_SIGMOID || c->attn == LSSAR_ATTN_RELU))
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "attention kind %s is not on the cuda backend yet: use --device cpu",
-                          lssar_attn_name(c->attn));
     if (c->attn == LSSAR_ATTN_LSSAR && !(c->p > 0.0f && isfinite(c->p)))
         return lssar_fail(LSSAR_E_P, "gpt config: LSSAR power p = %g; use a finite p > 0 (15 in the paper)",
                           (double)c->p);

@@ -65,7 +65,8 @@ extern "C" {
 static int n_pass = 0, n_fail = 0;
 static bool full_mode = false;
 static const char *filter = NULL;
-static const char *KIND[] = {"softmax", "ssmax", "lssa", "lssar"};
+static const char *KIND[] = {"softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu"};
+#define NKINDS 6
 
 static void result(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void result(bool ok, const char *fmt, ...) {
@@ -271,6 +272,8 @@ static Model model(const lssar_attn_desc &d, int mma, int bf16_io, int B, int Tq
                 const double n = i + 1.0;
                 if (normed)  // rq_i |q_i| = rk_j |k_j| = 1: lambda_i
                     A = std::max(A, log((double)D) * log(n));
+                else if (flash_is_unnormed(kind))  // |x| <= |q| |k| / sqrt(D) + |b|, |b| <= ln max(L, n)
+                    A = std::max(A, sqrt(s) * kmax / sqrt((double)D) + log(std::max(n, (double)std::max(d.train_len, 1))));
                 else
                     A = std::max(A, (kind == FLASH_SSMAX ? d.ssmax_s[h] * log(n) : 1.0) / sqrt((double)D) * sqrt(s) * kmax);
             }
@@ -313,14 +316,15 @@ static void check_stats(const std::string &name, int kind, const float *got, con
     static const char *slot_name[FLASH_NSTAT] = {"st.M", "st.jmax", "st.umax", "st.W", "st.S", "st.5", "st.6", "st.7"};
     for (int s = 0; s < FLASH_NSTAT; s++) {
         for (size_t r = 0; r < rows; r++) { g[r] = got[r * FLASH_NSTAT + s]; e[r] = ref[r * FLASH_NSTAT + s]; }
-        bool used = s == FLASH_ST_M || (kind == FLASH_LSSAR && s >= FLASH_ST_UMAX && s <= FLASH_ST_S);
+        bool used = (s == FLASH_ST_M && !flash_is_unnormed(kind)) ||
+                    (kind == FLASH_LSSAR && s >= FLASH_ST_UMAX && s <= FLASH_ST_S);  // sigmoid / relu: every slot 0
         if (s == FLASH_ST_JMAX || !used) {
             // exact: an argmax (first index of the largest logit; a near tie within rounding would
             // show here, and then in yc) or a slot that must stay 0
             size_t nd = 0, first = rows;
             for (size_t r = 0; r < rows; r++)
                 if (memcmp(&g[r], &e[r], 4)) { nd++; first = std::min(first, r); }
-            if (s == FLASH_ST_JMAX || nd)
+            if (s == FLASH_ST_JMAX || nd || (s == FLASH_ST_M && flash_is_unnormed(kind)))
                 result(nd == 0, "%-44s %-10s exact: %zu of %zu rows differ%s", name.c_str(), slot_name[s], nd, rows,
                        nd ? " (an argmax near-tie, or a wrong index)" : "");
             if (nd && s == FLASH_ST_JMAX)
@@ -330,7 +334,7 @@ static void check_stats(const std::string &name, int kind, const float *got, con
         }
     }
     const size_t nd = rows * D;
-    if (kind != FLASH_LSSA)
+    if (flash_stats_drows(kind) >= 1)
         check(name, "st.yc", diff(got + flash_stats_yc(B, Tq, H), ref + flash_stats_yc(B, Tq, H), nd, D), t);
     if (kind == FLASH_LSSAR)
         check(name, "st.Ec", diff(got + flash_stats_ec(B, Tq, H, D), ref + flash_stats_ec(B, Tq, H, D), nd, D), t);
@@ -344,7 +348,9 @@ static std::string case_name(const char *tag, int kind, int mma, int B, int Tq, 
 }
 static bool selected(const std::string &name) { return !filter || name.find(filter) != std::string::npos; }
 
-static lssar_attn_desc make_desc(int kind, std::vector<float> &ssmax_s, int H) {
+// sigmoid / relu: len_norm (ln) train with L = 48 (below most T: rows past the training length),
+// or row.
+static lssar_attn_desc make_desc(int kind, std::vector<float> &ssmax_s, int H, int ln = 0) {
     ssmax_s.resize(H);
     for (int h = 0; h < H; h++) ssmax_s[h] = 0.43f + 0.1f * h;
     lssar_attn_desc d;
@@ -352,6 +358,8 @@ static lssar_attn_desc make_desc(int kind, std::vector<float> &ssmax_s, int H) {
     d.kind = (lssar_attn_kind)kind;
     d.p = 15.0f;
     d.ssmax_s = kind == FLASH_SSMAX ? ssmax_s.data() : NULL;
+    d.len_norm = (lssar_len_norm)ln;
+    d.train_len = 48;
     return d;
 }
 
@@ -422,7 +430,7 @@ static void run_case(int kind, int mma, int B, int T, int H, int D, uint64_t see
                     memcpy(&k[(((size_t)b * T + t) * H + h) * D], &k[((size_t)b * T * H + h) * D], D * sizeof(float));
         if (T > 5) memset(&q[((size_t)5 * H) * D], 0, D * sizeof(float));
     }
-    lssar_attn_desc d = make_desc(kind, ss, H);
+    lssar_attn_desc d = make_desc(kind, ss, H, (int)(seed & 1));
     const flash_mode mode = mma ? FLASH_BF16 : FLASH_FP32;
 
     // the emulation
@@ -521,7 +529,7 @@ static void run_decode(int kind, int mma, int B, int Tq, int Tk, int kvs, int H,
     fill(v, rng, 1.0f);
     for (int b = 0; b < B; b++)  // the cache rows past Tk are not the sequence's: NaN must not leak
         for (size_t e = (size_t)Tk * H * D; e < (size_t)kvs * H * D; e++) k[b * (size_t)kvs * H * D + e] = v[b * (size_t)kvs * H * D + e] = NAN;
-    lssar_attn_desc d = make_desc(kind, ss, H);
+    lssar_attn_desc d = make_desc(kind, ss, H, (int)(seed & 1));
     const size_t ns = flash_emu_stats_floats(&d, B, Tq, H, D);
     std::vector<float> eo(nq), es(ns);
     if (flash_emu_forward(&d, mma ? FLASH_BF16 : FLASH_FP32, B, Tq, Tk, kvs, H, D, q.data(), k.data(), v.data(), eo.data(),
@@ -559,7 +567,7 @@ static void run_api(int kind, int B, int T, int H, int D, uint64_t seed) {
         fill(*x, rng, 1.0f);
         for (auto &e : *x) e = bf16_round(e);
     }
-    lssar_attn_desc d = make_desc(kind, ss, H);
+    lssar_attn_desc d = make_desc(kind, ss, H, (int)(seed & 1));
     const size_t ns = flash_emu_stats_floats(&d, B, T, H, D);
     std::vector<float> eo(n), es(ns), edq(n), edk(n), edv(n), eds(H, 0.0f), eob(n);
     flash_emu_forward(&d, FLASH_BF16, B, T, T, T, H, D, q.data(), k.data(), v.data(), eo.data(), es.data());
@@ -768,7 +776,7 @@ int main(int argc, char **argv) {
     static const int Ts[] = {1, 63, 64, 65, 130};
     static const int Ds[] = {16, 32, 64, 128};
     uint64_t seed = 1;
-    for (int kind = 0; kind < 4; kind++)
+    for (int kind = 0; kind < NKINDS; kind++)
         for (int mma = 0; mma < 2; mma++)
             for (int ti = 0; ti < 5; ti++)
                 for (int di = 0; di < 4; di++, seed++) {
@@ -782,18 +790,18 @@ int main(int argc, char **argv) {
                     const int B = T > 65 || (!full_mode && D == 128) ? 1 : 2;
                     run_case(kind, mma, B, T, 2, D, seed, PLAIN, T == 64);
                 }
-    for (int kind = 0; kind < 4; kind++)
+    for (int kind = 0; kind < NKINDS; kind++)
         for (int mma = 0; mma < 2; mma++)
             for (int di = 0; di < 4; di++)
                 if (full_mode || di == 1) run_case(kind, mma, 1, 130, 2, Ds[di], 6000 + 10 * kind + mma, EXACT, false);
-    for (int kind = 0; kind < 4; kind++)
+    for (int kind = 0; kind < NKINDS; kind++)
         for (int mma = 0; mma < 2; mma++) {
             run_case(kind, mma, 1, 97, 2, 32, 1000 + 10 * kind + mma, ADVERSARIAL, false);
             run_decode(kind, mma, 2, 1, 70, 100, 2, 32, 2000 + 10 * kind + mma);
             run_decode(kind, mma, 1, 5, 130, 130, 2, 16, 3000 + 10 * kind + mma);
             if (full_mode || mma) run_decode(kind, mma, 1, 66, 131, 140, 1, 64, 4000 + 10 * kind + mma);
         }
-    for (int kind = 0; kind < 4; kind++) run_api(kind, 1, 70, 2, 32, 5000 + kind);
+    for (int kind = 0; kind < NKINDS; kind++) run_api(kind, 1, 70, 2, 32, 5000 + kind);
 
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);

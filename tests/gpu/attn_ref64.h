@@ -1,5 +1,5 @@
 /*
- * attn_ref64.h - a float64 reference of the four causal attention kinds, written plainly from
+ * attn_ref64.h - a float64 reference of the six causal attention kinds, written plainly from
  * spec/attention.md (docs/attention.md), one query row at a time (O(T) memory, never a T x T
  * matrix), with first-order bounds on the error the GPU's bf16 tensor-core products add.
  *
@@ -28,7 +28,11 @@
  *   - dbeta_j = dy . v_j: fp32 dot of bf16 operands: gamma(D) sum |dy_d v_jd|.
  *   - dS (the gradient w.r.t. the raw q . k) then carries those errors through the exact
  *     per-element formulas (first order), and is itself rounded to bf16 for dQ = dS K and
- *     dK = dS^T Q: + (u + 4 U32) |dS| per element, plus gamma(n) for the fp32 sums.
+ *     dK = dS^T Q: + (2u + 4 U32) |dS| per element (and 2u in its probabilistic scale), plus
+ *     gamma(n) for the fp32 sums. 2u: REF_UB = 2^-9 is half of what round-to-nearest to bf16 can
+ *     move a value, |bf16(x) - x| <= 2^-8 |x| (the y and dV terms above carry 2u for that too).
+ *     With u alone a one-key row (T = 1, sigmoid / relu: dq_i = dS_ii k_i, one rounding) fails:
+ *     measured 2.25e-3 relative = 2^-8 / sqrt(3), the RMS of a uniform rounding error.
  *   - dV = beta^T dy: the weights rounded again: 2u sum_i beta_ij |dy_id| + gamma(T).
  *   - the l2-normalisation projection dq = G - q rq^2 (q . G) is linear: the worst case maps a
  *     bound on G to |dG_d| + |q_d| rq^2 sum_e |q_e| |dG_e|; the probabilistic scale carries each
@@ -51,6 +55,9 @@
  *     and independently across rows (dk, dv, ds). test_gpu.c passes a tensor when
  *     ||err|| <= 6 sqrt(sum_e sigma_e^2) + the fp32-level term: with L = 6 a false failure has
  *     probability <= 2 e^-18 per check even when one element dominates.
+ * sigmoid / relu (no row normalisation): every weight a_j = f(x_j) is rounded in P V (no
+ * argmax kept out), there is no D1 / D2 (dS_j = a'(x_j) dbeta_j / sqrt(D): only dbeta's fp32 error
+ * and dS's own rounding), and dV = A^T dy as above with beta = a.
  * Second-order terms (u^2 = 4e-6 relative) are left out; the fp32-level differences (summation
  * order, fp32 rounding of x amplified by p) are measured by the same inputs' fp32-context run and
  * added by the caller (test_gpu.c).
@@ -75,6 +82,7 @@ typedef struct {
     int B, Tq, Tk, kvs, H, D;         /* q (B, Tq, H, D); k, v: sequence b at row b * kvs */
     const float *q, *k, *v, *dy;      /* dy NULL: forward only; the backward needs Tq = Tk = kvs */
     int store_bf16;                   /* 1: outputs stored in bf16 (public API, LSSAR_BF16) */
+    int len_norm, L;                  /* sigmoid / relu: lssar_len_norm, the training length L */
 } ref_args;
 
 typedef struct {
@@ -88,20 +96,25 @@ typedef struct {
     double m, z, umax, W, D1, D2, d1b, d2b, rq, lam0, o;
     double s1, s2;  /* probabilistic scales of the errors of D1 and (lssar) of dy . E */
     double S;       /* lssar: sum_j beta_j / u_j */
+    double bias, ilen;  /* sigmoid: x = sc S + bias (-ln L or -ln n); relu: a = max(x, 0) ilen */
     int n, fb;
 } ref_row;
 
 static inline double ref_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
 static inline double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline int ref_normed(int kind) { return kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR; }
+static inline int ref_unnormed(int kind) { return kind == LSSAR_ATTN_SIGMOID || kind == LSSAR_ATTN_RELU; }
 
 static inline double ref_logit(const ref_args *A, const ref_row *r, double S, double rk) {
+    if (ref_unnormed(A->kind)) return r->sc * S + r->bias;
     return ref_normed(A->kind) ? r->sc * rk * S : r->sc * S;
 }
 
 /* beta of one pair; alpha and u (lssar's n alpha - o; 0 otherwise) on the side */
 static inline double ref_weight(const ref_args *A, const ref_row *r, double x, double *alpha, double *u) {
     *alpha = 0; *u = 0;
+    if (A->kind == LSSAR_ATTN_SIGMOID) return ref_sigmoid(x);
+    if (A->kind == LSSAR_ATTN_RELU) return fmax(x, 0.0) * r->ilen;
     if (!ref_normed(A->kind)) return exp(x - r->m) / r->z;
     double al = ref_softplus(x) / r->z;
     *alpha = al;
@@ -117,6 +130,15 @@ static inline void ref_pair_bwd(const ref_args *A, const ref_row *r, double x, d
                                 double rk, double dbeta, double dbe, double *dS, double *dSb, double *dx,
                                 double *a1, double *a2) {
     double e = r->d1b + dbe;   /* error bound of (dbeta - D1) */
+    if (ref_unnormed(A->kind)) {   /* dS = a'(x) dbeta sc: no row term */
+        double fd = A->kind == LSSAR_ATTN_SIGMOID ? ref_sigmoid(x) * ref_sigmoid(-x) : (x > 0 ? r->ilen : 0.0);
+        *dx = fd * dbeta;
+        *dS = *dx * r->sc;
+        *dSb = fd * dbe * r->sc;
+        *a1 = 0;
+        *a2 = 0;
+        return;
+    }
     if (!ref_normed(A->kind)) {
         double g = beta * (dbeta - r->D1);
         *dx = g;
@@ -204,6 +226,11 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
             r->lam0 = log((double)D) * log((double)n);
             if (normed) r->sc = r->lam0 * r->rq;
             else r->sc = (A->kind == LSSAR_ATTN_SSMAX ? A->s_h[h] * log((double)n) : 1.0) / sqrt((double)D);
+            {
+                double Lr = A->len_norm == LSSAR_LEN_NORM_ROW ? (double)n : (double)(A->L >= 1 ? A->L : 1);
+                r->bias = A->kind == LSSAR_ATTN_SIGMOID ? -log(Lr) : 0.0;
+                r->ilen = A->kind == LSSAR_ATTN_RELU ? 1.0 / Lr : 1.0;
+            }
             double xmax = -INFINITY, xmin = INFINITY, z = 0;
             int jm = 0;
             for (int j = 0; j < n; j++) {
@@ -212,7 +239,9 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                 if (x[j] > xmax) { xmax = x[j]; jm = j; }
                 xmin = fmin(xmin, x[j]);
             }
-            if (!normed) {
+            if (ref_unnormed(A->kind)) {
+                r->z = 1;   /* no normalisation */
+            } else if (!normed) {
                 r->m = xmax;
                 for (int j = 0; j < n; j++) z += exp(x[j] - xmax);
                 r->z = z;
@@ -239,7 +268,8 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                src/attn/flash.h), lssa rounds every weight. */
             double *y = acc, *ya = acc + D, *E = acc + 2 * D, *Ea = acc + 3 * D, *yv = acc + 4 * D, Ssum = 0;
             memset(acc, 0, sizeof(double) * 5 * D);
-            const int skip = A->kind == LSSAR_ATTN_LSSA ? -1 : jm;   /* the weight that is not rounded */
+            /* the weight that is not rounded (lssa, sigmoid, relu: none) */
+            const int skip = A->kind == LSSAR_ATTN_LSSA || ref_unnormed(A->kind) ? -1 : jm;
             int lssar_nf = A->kind == LSSAR_ATTN_LSSAR && !r->fb;
             for (int j = 0; j < n; j++) {
                 double al, u;
@@ -285,7 +315,10 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
             r->D1 = D1;
             r->d1b = d1b;
             r->s1 = ub * sqrt(v1);
-            if (lssar_nf) {
+            if (ref_unnormed(A->kind)) {   /* no D1, D2 */
+                r->D1 = r->d1b = r->s1 = 0;
+                r->D2 = r->d2b = r->s2 = 0;
+            } else if (lssar_nf) {
                 double D2 = 0, dEb = 0, dEa = 0, v2 = 0;
                 for (int j = 0; j < n; j++)
                     if (uu[j] > 0) {
@@ -310,7 +343,7 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
             for (int j = 0; j < n; j++) {
                 double dS, dSb, dx, a1, a2;
                 ref_pair_bwd(A, r, x[j], bet[j], uu[j], rkh[j], db[j], dbe[j], &dS, &dSb, &dx, &a1, &a2);
-                double tb = dSb + (ub + 4 * REF_U32 + ref_gam(n)) * fabs(dS);
+                double tb = dSb + (2 * ub + 4 * REF_U32 + ref_gam(n)) * fabs(dS);
                 const float *kj = KROW(j);
                 /* the scales go through the l2 projection exactly: an error along q_i is removed by
                    it, so each error term is carried as (P k_j) with P = 1 - q^ q^T (softmax: P = 1) */
@@ -331,7 +364,7 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                 }
             }
             rds[4 * idx] = dsr; rds[4 * idx + 1] = dsbr; rds[4 * idx + 2] = pow(r->s1 * (fabs(bS) + fabs(S[jm]) * lnn), 2); rds[4 * idx + 3] = dsa;
-            for (int d = 0; d < D; d++) Gs[d] = fabs(A1[d]) * r->s1 + fabs(A2[d]) * r->s2 + ub * sqrt(Q[d]);
+            for (int d = 0; d < D; d++) Gs[d] = fabs(A1[d]) * r->s1 + fabs(A2[d]) * r->s2 + 2 * ub * sqrt(Q[d]);
             if (normed) {
                 double qg = 0, qgb = 0, rq2 = r->rq * r->rq;
                 for (int d = 0; d < D; d++) { qg += qi[d] * G[d]; qgb += fabs(qi[d]) * Gb[d]; }
@@ -385,7 +418,7 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                     double dbeta = ref_dot(dyi, vj, D), dbe = ref_gam(D) * ref_absdot(dyi, vj, D);
                     double dS, dSb, dx, a1, a2;
                     ref_pair_bwd(A, r, x, bet, u, rkj, dbeta, dbe, &dS, &dSb, &dx, &a1, &a2);
-                    double tb = dSb + (ub + 4 * REF_U32 + ref_gam(T)) * fabs(dS);
+                    double tb = dSb + (2 * ub + 4 * REF_U32 + ref_gam(T)) * fabs(dS);
                     double coh = fabs(a1) * r->s1 + fabs(a2) * r->s2;
                     double pc = normed ? rkj * rkj * S : 0.0;   /* P = 1 - k^ k^T on the error terms */
                     for (int d = 0; d < D; d++) {
@@ -400,7 +433,7 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                     }
                 }
                 double eps_v = 2 * ub + 2 * ref_gam(T);
-                for (int d = 0; d < D; d++) Gs[d] = sqrt(C[d]) + ub * sqrt(Q[d]);
+                for (int d = 0; d < D; d++) Gs[d] = sqrt(C[d]) + 2 * ub * sqrt(Q[d]);
                 if (normed) {
                     double kg = 0, kgb = 0, rk2 = rkj * rkj;
                     for (int d = 0; d < D; d++) { kg += kj[d] * G[d]; kgb += fabs(kj[d]) * Gb[d]; }

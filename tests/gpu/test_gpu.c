@@ -896,7 +896,24 @@ static void test_xent(void) {
 }
 
 /* ================================================================== attention */
-static const char *KN[4] = {"softmax", "ssmax", "lssa", "lssar"};
+static const char *KN[6] = {"softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu"};
+
+/* sigmoid / relu: the length normalisation of the attention cases (the loops of test_attention,
+   test_decode and test_api set it; the other kinds ignore it) and the training length of
+   len_norm train, below most T so that rows past it are covered. */
+static lssar_len_norm attn_len_norm = LSSAR_LEN_NORM_TRAIN;
+#define ATTN_TRAIN_LEN 48
+static lssar_attn_desc attn_desc(int kind, const float *ssmax_s) {
+    lssar_attn_desc d = {(lssar_attn_kind)kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? ssmax_s : NULL, attn_len_norm,
+                         ATTN_TRAIN_LEN};
+    return d;
+}
+static int attn_n_len_norms(int kind) { return kind == LSSAR_ATTN_SIGMOID || kind == LSSAR_ATTN_RELU ? 2 : 1; }
+/* the kind's name in the check lines; sigmoid / relu with their length normalisation */
+static const char *attn_label(int kind) {
+    static const char *un[2][2] = {{"sigmoid(train)", "sigmoid(row)"}, {"relu(train)", "relu(row)"}};
+    return attn_n_len_norms(kind) == 2 ? un[kind - LSSAR_ATTN_SIGMOID][attn_len_norm != LSSAR_LEN_NORM_TRAIN] : KN[kind];
+}
 
 /* the inputs of one attention case: bf16-representable when grid (see the header) */
 typedef struct { float *q, *k, *v, *dy, *sh; } attn_in;
@@ -955,9 +972,9 @@ static double bound_bf16(const double *sig, const double *worst, const float *re
 static void attn_seam(int kind, int B, int T, int H, int D, int grid) {
     size_t n = (size_t)B * T * H * D;
     attn_in in = attn_inputs(B, T, H, D, T, grid, 0);
-    lssar_attn_desc dc = {kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? in.sh : NULL};
+    lssar_attn_desc dc = attn_desc(kind, in.sh);
     char shape[128];
-    snprintf(shape, sizeof shape, "%s B=%d T=%d H=%d D=%d%s", KN[kind], B, T, H, D, grid ? "" : " full-fp32-inputs");
+    snprintf(shape, sizeof shape, "%s B=%d T=%d H=%d D=%d%s", attn_label(kind), B, T, H, D, grid ? "" : " full-fp32-inputs");
     /* the CPU */
     float *oc = hf(n), *dqc = hf(n), *dkc = hf(n), *dvc = hf(n), *ds0 = hrandn(H, 0.25), *dsc = hcopy(ds0, H);
     int rc = CB->attention_forward(cctx, oc, NULL, in.q, in.k, in.v, &dc, B, T, T, T, H, D);
@@ -971,7 +988,7 @@ static void attn_seam(int kind, int B, int T, int H, int D, int grid) {
     int have_ref = 0;
     if (grid) {
         NEW_REF(R, n, H, 1);
-        ref_args A = {kind, 15.0, in.sh, B, T, T, T, H, D, in.q, in.k, in.v, in.dy, 0};
+        ref_args A = {kind, 15.0, in.sh, B, T, T, T, H, D, in.q, in.k, in.v, in.dy, 0, attn_len_norm, ATTN_TRAIN_LEN};
         have_ref = attn_ref64(&A, &R) == 0;
         if (!have_ref) infof("attention %s: the float64 reference ran out of memory; bf16 checks use 1e-2", shape);
         for (int h = 0; have_ref && h < H; h++) R.dsb[h] += 8 * U32 * R.dsabs[h];
@@ -981,7 +998,7 @@ static void attn_seam(int kind, int B, int T, int H, int D, int grid) {
         use_ctx(prec);
         const char *pn = PN[prec];
         float *sh_ = dput(in.sh, H);
-        lssar_attn_desc dg = {kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? sh_ : NULL};
+        lssar_attn_desc dg = attn_desc(kind, sh_);
         float *q_ = dput(in.q, n), *k_ = dput(in.k, n), *v_ = dput(in.v, n), *dy_ = dput(in.dy, n);
         size_t nst = GB->attention_stats_floats(&dg, B, T, H, D);
         float *st_ = nst ? dnan(nst) : NULL, *o_ = dnan(n);
@@ -1056,9 +1073,9 @@ static void attn_decode(int kind, int B, int Tq, int Tk, int kvs, int H, int D) 
                 in.k[((size_t)b * kvs + t) * H * D + e] = NAN;
                 in.v[((size_t)b * kvs + t) * H * D + e] = NAN;
             }
-    lssar_attn_desc dc = {kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? in.sh : NULL};
+    lssar_attn_desc dc = attn_desc(kind, in.sh);
     char shape[128];
-    snprintf(shape, sizeof shape, "%s B=%d Tq=%d Tk=%d kv_stride=%d H=%d D=%d", KN[kind], B, Tq, Tk, kvs, H, D);
+    snprintf(shape, sizeof shape, "%s B=%d Tq=%d Tk=%d kv_stride=%d H=%d D=%d", attn_label(kind), B, Tq, Tk, kvs, H, D);
     float *oc = hf(nq);
     if (CB->attention_forward(cctx, oc, NULL, in.q, in.k, in.v, &dc, B, Tq, Tk, kvs, H, D)) {
         check_true(0, lssar_errmsg(), "decode CPU reference %s", shape);
@@ -1066,13 +1083,13 @@ static void attn_decode(int kind, int B, int Tq, int Tk, int kvs, int H, int D) 
     }
     ref_out R = {0};
     NEW_REF(R, nq, H, 0);
-    ref_args A = {kind, 15.0, in.sh, B, Tq, Tk, kvs, H, D, in.q, in.k, in.v, NULL, 0};
+    ref_args A = {kind, 15.0, in.sh, B, Tq, Tk, kvs, H, D, in.q, in.k, in.v, NULL, 0, attn_len_norm, ATTN_TRAIN_LEN};
     int have_ref = attn_ref64(&A, &R) == 0;
     double e32 = 0;
     for (int prec = 0; prec < 2; prec++) {
         use_ctx(prec);
         float *sh_ = dput(in.sh, H);
-        lssar_attn_desc dg = {kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? sh_ : NULL};
+        lssar_attn_desc dg = attn_desc(kind, sh_);
         float *q_ = dput(in.q, nq), *k_ = dput(in.k, nk), *v_ = dput(in.v, nk), *o_ = dnan(nq);
         int rc = GB->attention_forward(G, o_, NULL, q_, k_, v_, &dg, B, Tq, Tk, kvs, H, D);
         if (check_true(rc == 0, rc ? lssar_errmsg() : NULL, "decode %s %s returns 0", PN[prec], shape)) {
@@ -1093,9 +1110,9 @@ static void attn_decode(int kind, int B, int Tq, int Tk, int kvs, int H, int D) 
 static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
     size_t n = (size_t)B * T * H * D;
     attn_in in = attn_inputs(B, T, H, D, T, 1, adversarial);
-    lssar_attn_desc dc = {kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? in.sh : NULL};
+    lssar_attn_desc dc = attn_desc(kind, in.sh);
     char shape[128];
-    snprintf(shape, sizeof shape, "%s B=%d T=%d H=%d D=%d%s", KN[kind], B, T, H, D, adversarial ? " adversarial (u_max ~ n/16)" : "");
+    snprintf(shape, sizeof shape, "%s B=%d T=%d H=%d D=%d%s", attn_label(kind), B, T, H, D, adversarial ? " adversarial (u_max ~ n/16)" : "");
     float *oc = hf(n), *dqc = hf(n), *dkc = hf(n), *dvc = hf(n), *dsc = hf(H);
     memset(dsc, 0, H * 4);
     int rc = lssar_attn_forward(&dc, B, T, H, D, in.q, in.k, in.v, oc);
@@ -1103,13 +1120,13 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
     if (rc) { check_true(0, lssar_errmsg(), "api CPU reference %s", shape); return; }
     ref_out R = {0};
     NEW_REF(R, n, H, 1);
-    ref_args A = {kind, 15.0, in.sh, B, T, T, T, H, D, in.q, in.k, in.v, in.dy, 1};
+    ref_args A = {kind, 15.0, in.sh, B, T, T, T, H, D, in.q, in.k, in.v, in.dy, 1, attn_len_norm, ATTN_TRAIN_LEN};
     int have_ref = attn_ref64(&A, &R) == 0;
     for (int h = 0; have_ref && h < H; h++) R.dsb[h] += 8 * U32 * R.dsabs[h];
     use_ctx(NN_FP32);
     float *sh_ = cmem(H * 4);
     CU(cudaMemcpy(sh_, in.sh, H * 4, cudaMemcpyHostToDevice));
-    lssar_attn_desc dg = {kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? sh_ : NULL};
+    lssar_attn_desc dg = attn_desc(kind, sh_);
     double e32[5] = {0};
     const char *tn[5] = {"out", "dq", "dk", "dv", "ds"};
     float *cpu[5] = {oc, dqc, dkc, dvc, dsc};
@@ -1199,7 +1216,9 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
 
 static void test_attention(void) {
     int Ts[] = {1, 63, 64, 65}, Ds[] = {16, 32, 64, 128};
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 6; kind++)
+      for (int ln = 0; ln < attn_n_len_norms(kind); ln++) {   /* sigmoid / relu: train, row */
+        attn_len_norm = (lssar_len_norm)ln;
         /* full-mantissa fp32 inputs (fp32 context only) */
         attn_seam(kind, 2, 65, 3, 64, 0);
         attn_seam(kind, 1, 64, 2, 128, 0);
@@ -1216,19 +1235,25 @@ static void test_attention(void) {
             attn_seam(kind, 1, 4096, 2, 64, 1);
         }
     }
+    attn_len_norm = LSSAR_LEN_NORM_TRAIN;
 }
 
 static void test_decode(void) {
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 6; kind++)
+      for (int ln = 0; ln < attn_n_len_norms(kind); ln++) {
+        attn_len_norm = (lssar_len_norm)ln;
         attn_decode(kind, 2, 1, quick ? 70 : 1000, quick ? 80 : 1024, 2, 64);
         attn_decode(kind, 2, 5, 130, 131, 2, 32);
         if (!quick) attn_decode(kind, 1, 70, 200, 256, 2, 128);
         attn_decode(kind, 1, 65, 65, 80, 2, 16);   /* a full forward through a strided cache */
     }
+    attn_len_norm = LSSAR_LEN_NORM_TRAIN;
 }
 
 static void test_api(void) {
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 6; kind++)
+      for (int ln = 0; ln < attn_n_len_norms(kind); ln++) {
+        attn_len_norm = (lssar_len_norm)ln;
         api_case(kind, 2, 1, 2, 64, 0);
         api_case(kind, 2, 65, 2, 64, 0);
         if (!quick) {
@@ -1236,6 +1261,7 @@ static void test_api(void) {
             api_case(kind, 2, 1000, 2, 64, 0);
         }
     }
+    attn_len_norm = LSSAR_LEN_NORM_TRAIN;
     if (!quick) {
         api_case(LSSAR_ATTN_SOFTMAX, 1, 4096, 2, 64, 0);
         api_case(LSSAR_ATTN_LSSAR, 1, 4096, 2, 64, 0);
@@ -1248,6 +1274,12 @@ static void test_long(void) {
     if (quick) { infof("long: skipped in quick mode"); return; }
     attn_seam(LSSAR_ATTN_LSSAR, 1, 16384, 1, 64, 1);
     api_case(LSSAR_ATTN_LSSAR, 1, 16384, 1, 64, 1);
+    /* sigmoid / relu: no normalisation, so a row's output is a sum of up to T terms (len_norm
+       train: far beyond L, the weights sum to ~n / L) */
+    attn_seam(LSSAR_ATTN_SIGMOID, 1, 16384, 1, 64, 1);
+    attn_len_norm = LSSAR_LEN_NORM_ROW;
+    attn_seam(LSSAR_ATTN_RELU, 1, 16384, 1, 64, 1);
+    attn_len_norm = LSSAR_LEN_NORM_TRAIN;
 }
 
 /* last: pointers off the 64-byte allocation start (a kernel that assumes 16-byte alignment may
