@@ -9,7 +9,7 @@
 #                          (GPU_SANITIZE=0 leaves them out). Without a GPU, or against a
 #                          liblssar without the CUDA backend: one "SKIP: ..." line, exit 0.
 #   make gpu-bench         build $(BUILD)/bench/gpu_attn (run: $(BUILD)/bench/gpu_attn --json F)
-#   make gpu-portable      $(BUILD)/gpu-portable/{test_gpu,gpu_attn}: OpenBLAS, PCRE2, nettle,
+#   make gpu-portable      $(BUILD)/gpu-portable/{test_gpu,gpu_attn,lssar}: OpenBLAS, PCRE2, nettle,
 #                          zlib and the CUDA runtime linked statically (cuBLASLt, libgomp and
 #                          libc stay shared), for carrying to a machine that lacks them
 #   make test-gpu-fake     tests/gpu/fake_selftest.sh: test_gpu and gpu_attn linked against
@@ -75,7 +75,15 @@ $(BUILD)/gpu-portable/%: $(GPU_TEST_DEPS) bench/gpu_attn.c tests/gpu/test_gpu.c 
 	  $(BUILD)/liblssar.a $(GPU_STATIC_LIBS)
 	@echo "$@ needs at run time:"; ldd $@ | sed 's/^/  /'
 
-gpu-portable: $(BUILD)/gpu-portable/test_gpu $(BUILD)/gpu-portable/gpu_attn
+# the CLI too (gpu-check's training and evaluation steps run it), linked the same way; an explicit
+# rule, so the pattern rule above does not take it
+$(BUILD)/gpu-portable/lssar: $(CLI_OBJ) $(BUILD)/liblssar.a $(BUILD)/gpu-portable/dist_nompi.o
+	@mkdir -p $(dir $@)
+	@[ "$(CUDA)" = 1 ] || { echo "gpu-portable: this is a CUDA=0 build; build with CUDA=1"; exit 1; }
+	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/gpu-portable/dist_nompi.o $(BUILD)/liblssar.a $(GPU_STATIC_LIBS)
+	@echo "$@ needs at run time:"; ldd $@ | sed 's/^/  /'
+
+gpu-portable: $(BUILD)/gpu-portable/test_gpu $(BUILD)/gpu-portable/gpu_attn $(BUILD)/gpu-portable/lssar
 
 # ---- the host self-test of the test program (a fake GPU; needs only the CUDA headers)
 GPU_FAKE_FLAGS = -DLSSAR_CUDA -DLSSAR_GPU_FAKE -I$(CUDA_HOME)/include

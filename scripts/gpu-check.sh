@@ -185,6 +185,13 @@ except Exception as e:
   fi
   if [ -z "$BIN_TEST" ] && [ "$MODE" != build ]; then
     note "looking for carried binaries in $PREBUILT/ (gpu-portable/ first)"
+    # carried compressed (the three portable binaries are ~90 MB, the carry 64 MiB): unpack them
+    for z in "$PREBUILT"/gpu-portable/*.xz; do
+      [ -f "$z" ] || continue
+      if command -v xz >/dev/null 2>&1; then xz -d -k -f "$z"
+      elif [ -n "$PY" ]; then "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$z"
+      fi && chmod +x "${z%.xz}" && note "  unpacked ${z%.xz}"
+    done
     local extra=""
     if [ -n "$PY" ]; then
       extra=$(timeout 60 "$PY" -c 'import os, importlib.util as u
@@ -305,10 +312,11 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
   # ------------------------------------------------------------------ 5. training throughput, long evaluation
   # GPT-2 124M (12 layers, 768, 12 heads, vocabulary 50304, learned positions: the model PyTorch's
   # side trains too), B = 16, T = 1024, bf16; goals: lssar >= 550k tokens/s, our softmax >= the
-  # torch.compile rate of the same call. The lssar CLI: built here, else carried ($PREBUILT/lssar,
-  # which needs the Debian libraries at run time).
+  # torch.compile rate of the same call. The lssar CLI: built here, else carried
+  # ($PREBUILT/gpu-portable/lssar from `make gpu-portable`, else $PREBUILT/lssar, which needs the
+  # Debian libraries at run time).
   local LS=""
-  for c in "$BUILD/lssar" "$PREBUILT/lssar"; do
+  for c in "$BUILD/lssar" "$PREBUILT/gpu-portable/lssar" "$PREBUILT/lssar"; do
     [ -x "$c" ] || continue
     if "$c" --version >/dev/null 2>&1; then LS=$c; break; fi
     note "  $c: does not run here: $(ldd "$c" 2>/dev/null | grep 'not found' | tr '\n' ' ')"

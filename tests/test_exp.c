@@ -75,6 +75,27 @@ static void test_passkey_layout(void) {
     CHECK(strstr(lssar_errmsg(), "longer") != NULL, "the error says to use a longer length: %s", lssar_errmsg());
     CHECK(passkey_build(&pp, 1 + nt + nn + nq + 6, 0.5, 12345, s, &ap, &al) == 0, "the exact minimum fits");
     CHECK(passkey_build(&pp, n, 0.5, 1234, s, &ap, &al) != 0, "a 4-digit key is refused");
+    // training windows reach every slot, the last one (right before the question, 100%) too: with
+    // 3 whole units there are 5 slots; a window's needle slot is where " The pass key is" starts
+    {
+        lssar_rng rs;
+        lssar_rng_seed(&rs, 11);
+        int seen[5] = {0}, other = 0;
+        const int draws = 400;
+        for (int i = 0; i < draws; i++) {
+            CHECK(passkey_window(&pp, n - 1, &rs, s) == 0, "window: %s", lssar_errmsg());
+            int at = -1;
+            for (int q = 1 + nt; q + 16 <= n && at < 0; q++) if (eq_bytes(s + q, " The pass key is")) at = q - (1 + nt);
+            if (at == 0 || at == nf || at == 2 * nf || at == 3 * nf) seen[at / nf]++;
+            else if (at == 3 * nf + 10) seen[4]++;
+            else other++;
+        }
+        // interior slots ~ 1/4 of the draws each, the two end slots ~ 1/8 (nearest-slot rounding);
+        // 400 draws put each well inside [1/16, 3/8] (binomial sd <= 2.2% of the draws)
+        for (int k = 0; k < 5; k++)
+            CHECK(seen[k] >= draws / 16 && seen[k] <= 3 * draws / 8, "training windows: slot %d drawn %d of %d times", k, seen[k], draws);
+        CHECK(other == 0, "every needle in one of the 5 slots (%d elsewhere)", other);
+    }
     // training windows: T + 1 tokens ending in a 5-digit answer
     lssar_rng r;
     lssar_rng_seed(&r, 3);

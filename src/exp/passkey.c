@@ -71,12 +71,16 @@ int passkey_build(const passkey_pieces *pp, int n, double depth, int key, uint16
         return lssar_fail(LSSAR_E_SIZE, "passkey: a sequence of %d tokens cannot hold the prompt (needs at least %d with this tokenizer): use a longer length",
                           n, passkey_min_len(pp));
     }
-    // the needle goes at the filler-unit boundary nearest depth x nf (whole units come first,
-    // the cut unit last, so every boundary but the last lies between two whole sentences)
-    int units = nf / pp->nfiller;
-    int at_unit = (int)floor(depth * units + 0.5);
-    int at = at_unit * pp->nfiller;
-    if (depth >= 1.0) at = nf;   // 100%: right before the question
+    // The needle goes in the slot nearest depth of units + 2 slots: before whole filler unit
+    // 0..units-1, after the last whole unit (before the cut one), and after the cut unit, right
+    // before the question (whole units come first, so every slot but the last lies between two
+    // whole sentences). Training draws depth uniformly from [0, 1) (passkey_window), which reaches
+    // every slot, the last one too: evaluation at 100% asks for a layout training has seen. (Until
+    // 0.6 only depth 1.0 itself reached the last slot, so no training window had it, and models
+    // that retrieved at every other depth failed at 100%.)
+    int units = nf / pp->nfiller, slots = units + 2;
+    int slot = (int)floor(depth * (slots - 1) + 0.5);
+    int at = slot <= units ? slot * pp->nfiller : nf;
     int p = 0;
     out[p++] = (uint16_t)pp->eot;
     for (int i = 0; i < pp->ntask; i++) out[p++] = (uint16_t)pp->task[i];

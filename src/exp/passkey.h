@@ -9,8 +9,10 @@
  *             memorize them. I will quiz you about the important information there."
  *   FILLER   " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back
  *             again." repeated; whole repeats, then a cut repeat to reach the exact length
- *   NEEDLE   " The pass key is K. Remember it. K is the pass key."  at a unit boundary nearest
- *             depth x (filler length): depth 0 = right after TASK, 1 = right before QUESTION
+ *   NEEDLE   " The pass key is K. Remember it. K is the pass key."  in the slot nearest depth
+ *             of the U + 2 slots (U whole filler units): before whole unit 0..U-1, after the
+ *             last whole unit, and after the cut unit; depth 0 = right after TASK, 1 = right
+ *             before QUESTION
  *   QUESTION " What is the pass key? The pass key is"
  *   ANSWER   " K"  (K a random 5-digit number 10000..99999)
  *
