@@ -57,7 +57,7 @@ gpu-bench: $(BUILD)/bench/gpu_attn
 GPU_MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
 GPU_BLAS_DIR    = $(or $(BLAS_DIR),/usr/lib/$(GPU_MULTIARCH)/openblas-openmp)
 GPU_STATIC_LIBS = -L$(GPU_BLAS_DIR) -Wl,-Bstatic -lopenblas -lpcre2-8 -lnettle -lz -Wl,-Bdynamic \
-                  -Wl,--as-needed -lcjson -Wl,--no-as-needed \
+                  -Wl,--as-needed -lcjson -Wl,--no-as-needed -Wl,-rpath,'$$ORIGIN/lib' \
                   -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lnccl -lcudart_static -lstdc++ \
                   -ldl -lrt -fopenmp -lmvec -lm -lpthread -static-libgcc
 
@@ -83,7 +83,13 @@ $(BUILD)/gpu-portable/lssar: $(CLI_OBJ) $(BUILD)/liblssar.a $(BUILD)/gpu-portabl
 	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/gpu-portable/dist_nompi.o $(BUILD)/liblssar.a $(GPU_STATIC_LIBS)
 	@echo "$@ needs at run time:"; ldd $@ | sed 's/^/  /'
 
-gpu-portable: $(BUILD)/gpu-portable/test_gpu $(BUILD)/gpu-portable/gpu_attn $(BUILD)/gpu-portable/lssar
+# Debian ships cJSON only as a shared library: it travels beside the binaries (rpath $ORIGIN/lib)
+$(BUILD)/gpu-portable/lib/libcjson.so.1:
+	@mkdir -p $(dir $@)
+	cp -L $$($(CC) -print-file-name=libcjson.so.1) $@
+
+gpu-portable: $(BUILD)/gpu-portable/test_gpu $(BUILD)/gpu-portable/gpu_attn $(BUILD)/gpu-portable/lssar \
+              $(BUILD)/gpu-portable/lib/libcjson.so.1
 
 # ---- the host self-test of the test program (a fake GPU; needs only the CUDA headers)
 GPU_FAKE_FLAGS = -DLSSAR_CUDA -DLSSAR_GPU_FAKE -I$(CUDA_HOME)/include

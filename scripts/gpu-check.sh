@@ -196,7 +196,7 @@ except Exception as e:
     if [ -n "$PY" ]; then
       extra=$(timeout 60 "$PY" -c 'import os, importlib.util as u
 d = []
-for m in ("nvidia.cublas", "nvidia.cuda_runtime", "torch"):
+for m in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.nccl", "torch"):
     s = u.find_spec(m)
     if s and s.submodule_search_locations:
         for p in s.submodule_search_locations:
