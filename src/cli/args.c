@@ -170,6 +170,23 @@ void args_add(args_vec *a, const char *fmt, ...) {
     a->v[a->n] = NULL;
 }
 
+char *args_line(const args_vec *a, const char *prefix) {
+    size_t len = strlen(prefix) + 1;
+    for (int i = 0; i < a->n; i++) len += strlen(a->v[i]) + 3;
+    char *line = malloc(len);
+    if (!line) return NULL;
+    strcpy(line, prefix);
+    for (int i = 0; i < a->n; i++) {
+        if (line[0]) strcat(line, " ");
+        // quote what a shell would split or expand (shard lists are plain; a path may hold a space)
+        int q = !a->v[i][0] || strpbrk(a->v[i], " \t*?$'\"&;|<>()") != NULL;
+        if (q) strcat(line, "'");
+        strcat(line, a->v[i]);
+        if (q) strcat(line, "'");
+    }
+    return line;
+}
+
 void args_clear(args_vec *a) {
     for (int i = 0; i < a->n; i++) free(a->v[i]);
     a->n = 0;

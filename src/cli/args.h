@@ -62,5 +62,8 @@ int cli_alone_under_ranks(const char *cmd);
 typedef struct { int n; char *v[ARGS_VEC_MAX + 1]; } args_vec;
 void args_add(args_vec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void args_clear(args_vec *a);
+/* The command as one shell line: prefix (e.g. "lssar orbits"), then the arguments, each quoted
+   when a shell would split or expand it. Malloc'd (NULL when out of memory). */
+char *args_line(const args_vec *a, const char *prefix);
 
 #endif

@@ -11,10 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cJSON.h>
 #include "args.h"
 #include "cli/commands.h"
+#include "core/json.h"
 #include "core/util.h"
+#include "model/checkpoint.h"
 #include "exp/plot.h"
 #include "lssar.h"
 #include "model/gpt.h"
@@ -100,18 +103,31 @@ static int run_newton(stage_args *s) {
     return 1;
 }
 
+// Whether DATA/SPLIT.json (written last by the simulator) records this simulation: a rerun of the
+// pipeline does not simulate it again.
+static int simulated(const char *data, const char *split, int systems, int seed, int two_body) {
+    char path[4400], want[32];
+    snprintf(path, sizeof path, "%s/%s.json", data, split);
+    cJSON *j = lssar_read_json(path);
+    if (!j) return 0;
+    snprintf(want, sizeof want, "%d", seed);
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "systems"), *s = cJSON_GetObjectItemCaseSensitive(j, "seed"),
+                *t = cJSON_GetObjectItemCaseSensitive(j, "two_body");
+    int same = cJSON_IsNumber(n) && n->valuedouble == systems && cJSON_IsString(s) && !strcmp(s->valuestring, want) &&
+               cJSON_IsBool(t) && cJSON_IsTrue(t) == (two_body != 0);
+    cJSON_Delete(j);
+    return same;
+}
+
 // Print (and log) the command line of a stage, then run it unless this is a dry run.
 static int stage(const char *prefix, int (*fn)(stage_args *), stage_args *sa, args_vec *a) {
-    printf("\n$ lssar%s", prefix);
-    for (int i = 0; i < a->n; i++) printf(" %s", a->v[i]);
-    printf("\n");
+    char pre[32];
+    snprintf(pre, sizeof pre, "lssar%s", prefix);
+    char *line = args_line(a, pre);
+    printf("\n$ %s\n", line ? line : pre);
     fflush(stdout);
-    if (g_log) {
-        fprintf(g_log, "lssar%s", prefix);
-        for (int i = 0; i < a->n; i++) fprintf(g_log, " %s", a->v[i]);
-        fprintf(g_log, "\n");
-        fflush(g_log);
-    }
+    if (g_log && line) { fprintf(g_log, "%s\n", line); fflush(g_log); }
+    free(line);
     int rc = 0;
     if (!g_dry) {
         double t0 = lssar_now();
@@ -301,6 +317,11 @@ int cmd_orbits_run(int argc, char **argv) {
             sa.sim.state = sets[i].two_body;
             sa.sim.threads = threads;
             sa.sim.progress = 0;
+            if (!g_dry && simulated(data, sets[i].split, n, sets[i].seed, sets[i].two_body)) {
+                printf("\n(%s/%s.json: %s already simulated with these flags; not simulated again)\n", data, sets[i].split, sets[i].split);
+                args_clear(&a);
+                continue;
+            }
             if ((rc = stage(" orbits", run_simulate, &sa, &a))) goto fail;
         }
     }
@@ -340,6 +361,13 @@ int cmd_orbits_run(int argc, char **argv) {
         to->layers = sc->layers; to->heads = sc->heads; to->dim = sc->dim;
         to->seq = sc->seq; to->batch = sc->batch; to->steps = train_steps; to->lr = sc->lr;
         to->quiet = 1; to->threads = threads; to->device = device;
+        snprintf(path, sizeof path, "%s/" CKPT_MODEL_FILE, run);
+        if (!g_dry && !access(path, F_OK)) {   // an earlier run of this pipeline: continue it (or find it done)
+            args_clear(&a);
+            args_add(&a, "train"); args_add(&a, "--resume"); args_add(&a, "--out"); args_add(&a, "%s", run);
+            args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet"); THREADS();
+            to->resume = 1;
+        }
         if ((rc = stage("", run_train, &sa, &a))) goto fail;
         // 3. next-position accuracy
         args_add(&a, "eval"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--data"); args_add(&a, "%s", data); args_add(&a, "--split"); args_add(&a, "val");

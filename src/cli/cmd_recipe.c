@@ -66,20 +66,10 @@ typedef struct {
 // is a dry run or skip says it is done. Returns the command's exit status.
 static int stage(runner *r, const char *name, const char *prefix, int (*fn)(int, char **), args_vec *a,
                  const char *skip) {
-    size_t len = 0;
-    for (int i = 0; i < a->n; i++) len += strlen(a->v[i]) + 3;
-    char *line = malloc(len + 64);
+    char pre[64];
+    snprintf(pre, sizeof pre, "lssar%s", prefix);
+    char *line = args_line(a, pre);
     if (!line) { args_clear(a); return 1; }
-    strcpy(line, "lssar");
-    strcat(line, prefix);
-    for (int i = 0; i < a->n; i++) {
-        strcat(line, " ");
-        // quote what a shell would split (shard lists are plain; a path may hold a space)
-        int q = strpbrk(a->v[i], " \t*?$'\"") != NULL;
-        if (q) strcat(line, "'");
-        strcat(line, a->v[i]);
-        if (q) strcat(line, "'");
-    }
     printf("\n$ %s\n", line);
     fflush(stdout);
     if (r->log) { fprintf(r->log, "%s\n", line); fflush(r->log); }
@@ -115,15 +105,6 @@ static const char *done_reason(const char *json, const char *model_file) {
 }
 
 /* ---------------------------------------------------------------- the report */
-static cJSON *read_json(const char *path) {
-    size_t n = 0;
-    char *text = NULL;
-    if (lssar_read_file(path, &text, &n)) return NULL;
-    cJSON *j = cJSON_ParseWithLength(text, n);
-    free(text);
-    return j;
-}
-
 // train: the last step's loss and the last validation loss, from OUT/train/log.jsonl
 static cJSON *train_summary(const char *run) {
     char path[4400];
@@ -151,7 +132,7 @@ static cJSON *train_summary(const char *run) {
 
 // eval.json's results as [{seq, loss}]
 static cJSON *eval_summary(const char *path) {
-    cJSON *j = read_json(path);
+    cJSON *j = lssar_read_json(path);
     if (!j) return NULL;
     cJSON *out = cJSON_CreateArray(), *res;
     cJSON_ArrayForEach(res, cJSON_GetObjectItem(j, "results")) {
@@ -166,7 +147,7 @@ static cJSON *eval_summary(const char *path) {
 
 // passkey.json's cells summed over the depths: per length the accuracy with its Wilson interval
 static cJSON *passkey_summary(const char *path) {
-    cJSON *j = read_json(path);
+    cJSON *j = lssar_read_json(path);
     if (!j) return NULL;
     enum { MAXL = 32 };
     int len[MAXL], k[MAXL] = {0}, n[MAXL] = {0}, nl = 0;

@@ -28,7 +28,8 @@
     X(attnstats, ALONE, "attention entropy, sink weight and top-1 weight per layer and length")     \
     X(passkey, ALONE, "passkey retrieval at several lengths and depths")                            \
     X(downstream, ALONE, "zero-shot HellaSwag, PIQA, ARC, SciQ, Winogrande, LAMBADA accuracy")      \
-    X(recipe, ALONE, "the paper's runs as one command: gpt2-124m, orbits-109m (GPU; --smoke on CPU)")
+    X(recipe, ALONE, "the paper's runs as one command: gpt2-124m, orbits-109m (GPU; --smoke on CPU)")  \
+    X(reproduce, ALONE, "the whole comparison on 2 CPU cores: extrapolation, attnstats, passkey, orbits")
 
 #define ORBITS_SUBCOMMANDS(X)                                                                  \
     X(simulate, SHARED, "sample systems and write 2-channel token shards, metadata, state, CSV")    \

@@ -19,3 +19,12 @@ int lssar_write_json(const char *path, const cJSON *root) {
     free(text);
     return rc;
 }
+
+cJSON *lssar_read_json(const char *path) {
+    size_t n = 0;
+    char *text = NULL;
+    if (lssar_read_file(path, &text, &n)) return NULL;
+    cJSON *j = cJSON_ParseWithLength(text, n);
+    free(text);
+    return j;
+}

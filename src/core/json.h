@@ -1,6 +1,6 @@
 /*
  * json.h - write a cJSON document to a file atomically (util.h's lssar_afile), pretty-printed
- * with a final newline: the one way every command writes its --json output.
+ * with a final newline: the one way every command writes its --json output; and read one back.
  */
 #ifndef LSSAR_JSON_H
 #define LSSAR_JSON_H
@@ -8,5 +8,7 @@
 #include <cJSON.h>
 
 int lssar_write_json(const char *path, const cJSON *root);
+/* The document in path, or NULL when it cannot be read or parsed (nothing printed). */
+cJSON *lssar_read_json(const char *path);
 
 #endif
