@@ -134,7 +134,7 @@ check "run --scale paper prints the published recipe" '[ $rc -eq 0 ] && grep -q 
 out=$("$LSSAR" orbits run --scale tiny --attn softmax,lssa --dry-run --out $tmp/dry 2>&1); rc=$?
 check "run --dry-run: one train per kind, oracle, newton x3, nothing written" '[ $rc -eq 0 ] && [ $(grep -c "^\$ lssar train" <<<"$out") -eq 2 ] && [ $(grep -c "orbits newton" <<<"$out") -eq 3 ] && [ ! -e $tmp/dry ]' "$out"
 expect "run: unknown kind" fail "unknown kind 'bogus'" $LSSAR orbits run --attn softmax,bogus --dry-run
-expect "run: unknown scale" fail "--scale must be smoke, tiny, small or paper" $LSSAR orbits run --scale huge
+expect "run: unknown scale" fail "--scale must be smoke, tiny, laptop, small or paper" $LSSAR orbits run --scale huge
 
 # bad inputs
 expect "eval: missing model" fail "model.safetensors" $LSSAR orbits eval --model $tmp/nope --data $D

@@ -43,6 +43,10 @@ static const scale SCALES[] = {
      40, 10, 40, 1, 2, 16, 999, 1, 10, 1e-3f, 4, 3, 1, 50, 1e-3f, 1, 50, 10, 1},
     {"tiny", "2 CPU cores, < 20 minutes: a smoke test of every stage, not a result",
      200, 20, 200, 2, 2, 32, 999, 2, 60, 1e-3f, 10, 100, 2, 1000, 1e-3f, 3, 300, 20, 1},
+    // laptop: short windows (the first 255 rows of a system, --align keeps them at its dt row) give
+    // many systems per token; width 64 keeps the two 7003-way heads, which dominate the cost, cheap
+    {"laptop", "one CPU core per model, ~18 min for softmax (training 16 min): a NULL result so far: the model does not beat the previous-position baseline (accuracy 0.0025 vs 0.27, error 14.9 vs 0.38 AU; loss 7.43)",
+     50000, 200, 2000, 4, 4, 64, 255, 8, 3000, 3e-3f, 200, 200, 4, 5000, 1e-3f, 5, 1000, 40, 1},
     {"small", "one GPU (--device cuda), ~10 minutes; on the CPU it runs for hours",
      100000, 200, 10000, 6, 6, 384, 999, 32, 5000, 6e-4f, 200, 1000, 16, 5000, 1e-4f, 5, 1000, 100, 3},
     // paper: 25 epochs of 10M sequences at 64 sequences per step (e.g. 8 GPUs x 8) = 3.9M steps
@@ -186,9 +190,9 @@ static void write_results(const char *out, const scale *sc, int steps, char name
             sc->train_sys, sc->val_sys, sc->force_sys, sc->layers, sc->heads, sc->dim, sc->seq, sc->batch, steps,
             (double)sc->lr, sc->probe_steps, sc->probe_batch, (double)sc->probe_lr, sc->keep, sc->galaxies, sc->rows,
             sc->iterations, sc->restarts);
-    fprintf(f, "## Next-position prediction (validation, rows with a previous step)\n\n"
+    fprintf(f, "## Next-position prediction (validation: rows 1..%d of %d systems, those with a previous step)\n\n"
                "| model | loss | accuracy | error (AU) | previous-position accuracy | previous-position error (AU) |\n"
-               "|---|---|---|---|---|---|\n");
+               "|---|---|---|---|---|---|\n", sc->seq, sc->eval_sys);
     for (int i = 0; i < nk; i++) {
         if (!strcmp(names[i], "oracle") || !res[i].have_eval) continue;
         const orb_eval_result *e = &res[i].eval;
@@ -230,7 +234,7 @@ int cmd_orbits_run(int argc, char **argv) {
     const char *scale_name = "tiny", *attn = "softmax,lssar", *out = NULL, *pos = "rope", *device_name = "cpu";
     int threads = 0, dry = 0, skip_sim = 0, steps = 0;
     arg_spec specs[] = {
-        {"scale", ARG_STR, &scale_name, "smoke, tiny, small or paper (paper runs only with --device cuda)", 0, 0},
+        {"scale", ARG_STR, &scale_name, "smoke, tiny, laptop, small or paper (paper runs only with --device cuda)", 0, 0},
         {"attn", ARG_STR, &attn, "comma list of attention kinds, one model each", 0, 0},
         {"pos", ARG_STR, &pos, "positions of the models: rope, learned or none", 0, 0},
         {"out", ARG_STR, &out, "output directory [default runs/orbits-SCALE]", 0, 0},
@@ -245,7 +249,7 @@ int cmd_orbits_run(int argc, char **argv) {
                         "  simulate (train, val, two-body force set) -> lssar train -> orbits eval -> orbits probe ->\n"
                         "  orbits newton, plus the k-NN oracle control (orbits oracle -> newton).\n"
                         "Scales: smoke (seconds; 10 steps of a 1-layer model: checks the stages, says nothing), tiny (2 CPU\n"
-                        "cores, < 20 min), small (one GPU in ~10 min with --device cuda; hours on the CPU), paper (the\n"
+                        "cores, < 20 min), laptop (one CPU core per model, ~18 min; does not learn yet: a null result), small (one GPU in ~10 min with --device cuda; hours on the CPU), paper (the\n"
                         "published 109M models, 2 channels, T = 999, on 10M systems: runs with --device cuda, one GPU takes\n"
                         "days; on the CPU it is printed, not run). `lssar recipe orbits-109m` is the paper scale.\n"
                         "Writes OUT/commands.sh, OUT/RESULTS.md, OUT/forces.png.",
@@ -253,7 +257,7 @@ int cmd_orbits_run(int argc, char **argv) {
     if (rc >= 0) return rc;
     const scale *sc = NULL;
     for (int i = 0; i < NSCALES; i++) if (!strcmp(scale_name, SCALES[i].name)) sc = &SCALES[i];
-    if (!sc) return args_error("orbits run", "--scale must be smoke, tiny, small or paper, got '%s'", scale_name);
+    if (!sc) return args_error("orbits run", "--scale must be smoke, tiny, laptop, small or paper, got '%s'", scale_name);
     if (threads < 0) return args_error("orbits run", "--threads must be >= 0, got %d", threads);
     if (steps < 0) return args_error("orbits run", "--steps must be >= 0 (0: the scale's), got %d", steps);
     lssar_device device;
@@ -371,11 +375,12 @@ int cmd_orbits_run(int argc, char **argv) {
         if ((rc = stage("", run_train, &sa, &a))) goto fail;
         // 3. next-position accuracy
         args_add(&a, "eval"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--data"); args_add(&a, "%s", data); args_add(&a, "--split"); args_add(&a, "val");
-        args_add(&a, "--systems"); args_add(&a, "%d", sc->eval_sys); args_add(&a, "--json"); args_add(&a, "%s/eval.json", run); args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet");
+        args_add(&a, "--systems"); args_add(&a, "%d", sc->eval_sys); args_add(&a, "--seq"); args_add(&a, "%d", sc->seq); args_add(&a, "--json"); args_add(&a, "%s/eval.json", run); args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet");
         char ejson[4400];
         snprintf(ejson, sizeof ejson, "%s/eval.json", run);
         orb_eval_defaults(&sa.eval);
         sa.eval.model = run; sa.eval.data = data; sa.eval.split = "val"; sa.eval.systems = sc->eval_sys;
+        sa.eval.seq = sc->seq;   // the rows the model was trained on: rope past them is extrapolation
         sa.eval.json = ejson; sa.eval.progress = 0; sa.eval.report = stdout; sa.eval.device = device;
         sa.eval_r = &res[k].eval;
         if ((rc = stage(" orbits", run_eval, &sa, &a))) goto fail;
