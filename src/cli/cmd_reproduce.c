@@ -48,7 +48,7 @@ static const repro_scale SCALES[] = {
                "extrapolation, passkey models that first learn the task at 1x, and the orbits laptop scale",
      4, 4, 64, 128, 16, 2000, 50, 32, 3, 3e-3f, "1,2,4,8,16", 4, 64,
      2, 4, 64, 320, 16, 4000, 100, 5, 10, 1, 3e-3f, 0.75f,
-     "laptop", 40, 420, 120, 800, 150, 5400},
+     "laptop", 40, 150, 120, 800, 150, 2400},
 };
 #define NSCALES (int)(sizeof SCALES / sizeof SCALES[0])
 
