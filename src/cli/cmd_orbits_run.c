@@ -367,9 +367,7 @@ int cmd_orbits_run(int argc, char **argv) {
         to->quiet = 1; to->threads = threads; to->device = device;
         snprintf(path, sizeof path, "%s/" CKPT_MODEL_FILE, run);
         if (!g_dry && !access(path, F_OK)) {   // an earlier run of this pipeline: continue it (or find it done)
-            args_clear(&a);
-            args_add(&a, "train"); args_add(&a, "--resume"); args_add(&a, "--out"); args_add(&a, "%s", run);
-            args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet"); THREADS();
+            args_add(&a, "--resume");          // the same flags, so the printed command is the one that runs
             to->resume = 1;
         }
         if ((rc = stage("", run_train, &sa, &a))) goto fail;

@@ -58,6 +58,10 @@ static const struct { const char *attn; int p; const char *run; } KINDS[] = {
     {"lssa", 15, "lssa"}, {"lssar", 3, "lssar-p3"}, {"lssar", 15, "lssar-p15"},
 };
 #define NKINDS (int)(sizeof KINDS / sizeof KINDS[0])
+#define LSSA 4   // KINDS[LSSA]: the lssa runs, also scored with LSSAR re-weighting at evaluation only
+
+// The name of that evaluation-only run, as extrapolate names it ("lssa+lssar-p15").
+static void zeroshot_label(char *buf, size_t cap) { snprintf(buf, cap, "lssa+lssar-p%d", KINDS[LSSA].p); }
 
 static const char *ABOUT =
     "The paper's comparison at laptop scale as one command (issue 17). The plan, every job an ordinary\n"
@@ -155,7 +159,7 @@ static int build_plan(planner *pl) {
     for (int k = 0; k < NKINDS; k++) {
         extrapolate_args(pl, &a, "extrapolate", k, 0);
         snprintf(name, sizeof name, "extrapolate/%s", KINDS[k].run);
-        xk[k] = jobs_add(p, name, sc->c_extrap * sc->seeds * (KINDS[k].p && !strcmp(KINDS[k].attn, "lssa") ? 1.2 : 1), &data, nd, &a);
+        xk[k] = jobs_add(p, name, sc->c_extrap * sc->seeds * (k == LSSA ? 1.2 : 1), &data, nd, &a);
     }
     extrapolate_args(pl, &a, "extrapolate", -1, 0);
     int xall = jobs_add(p, "extrapolate/all", 10, xk, NKINDS, &a);
@@ -192,13 +196,14 @@ static int build_plan(planner *pl) {
     for (int k = 0; k <= NKINDS; k++) {
         // the last: the lssa models scored with LSSAR re-weighting switched on (the fine-tuning-free claim)
         const int zs = k == NKINDS;
-        const int src = zs ? 4 : k;
-        char models[4096];
+        const int src = zs ? LSSA : k;
+        char models[4096], zsl[32];
         seed_list(models, sizeof models, pl->out, "passkey", KINDS[src].run, sc->p_seeds);
-        const char *label = zs ? "lssa+lssar-p15" : KINDS[k].run;
+        zeroshot_label(zsl, sizeof zsl);
+        const char *label = zs ? zsl : KINDS[k].run;
         args_add(&a, "passkey"); args_add(&a, "--model"); args_add(&a, "%s", models); args_add(&a, "--lengths"); args_add(&a, "%s", lengths);
         args_add(&a, "--depths"); args_add(&a, "%d", sc->p_depths); args_add(&a, "--trials"); args_add(&a, "%d", sc->p_trials);
-        if (zs) { args_add(&a, "--attn"); args_add(&a, "lssar"); args_add(&a, "--p"); args_add(&a, "15"); }
+        if (zs) { args_add(&a, "--attn"); args_add(&a, "lssar"); args_add(&a, "--p"); args_add(&a, "%d", KINDS[LSSA].p); }
         args_add(&a, "--json"); args_add(&a, "%s/passkey/passkey-%s.json", pl->out, label);
         args_add(&a, "--plot"); args_add(&a, "%s/passkey/passkey-%s.png", pl->out, label);
         args_add(&a, "--threads"); args_add(&a, "1");
@@ -293,7 +298,9 @@ static void passkey_table(FILE *f, const char *out, const repro_scale *sc, cJSON
     for (int i = 0; i < nf; i++) fprintf(f, "---|");
     fprintf(f, "\n");
     for (int k = 0; k <= NKINDS; k++) {
-        const char *label = k == NKINDS ? "lssa+lssar-p15" : KINDS[k].run;
+        char zsl[32];
+        zeroshot_label(zsl, sizeof zsl);
+        const char *label = k == NKINDS ? zsl : KINDS[k].run;
         char path[4400];
         snprintf(path, sizeof path, "%s/passkey/passkey-%s.json", out, label);
         cJSON *j = lssar_read_json(path);
@@ -315,8 +322,8 @@ static void passkey_table(FILE *f, const char *out, const repro_scale *sc, cJSON
             cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(j, "results")) {
                 const cJSON *L = cJSON_GetObjectItemCaseSensitive(r, "length");
                 if (!cJSON_IsNumber(L) || L->valueint != f_[i] * sc->p_seq) continue;
-                ok += cJSON_GetObjectItemCaseSensitive(r, "successes") ? cJSON_GetObjectItemCaseSensitive(r, "successes")->valueint : 0;
-                n += cJSON_GetObjectItemCaseSensitive(r, "trials") ? cJSON_GetObjectItemCaseSensitive(r, "trials")->valueint : 0;
+                const cJSON *succ = cJSON_GetObjectItemCaseSensitive(r, "successes"), *tr = cJSON_GetObjectItemCaseSensitive(r, "trials");
+                if (cJSON_IsNumber(succ) && cJSON_IsNumber(tr)) { ok += succ->valueint; n += tr->valueint; }
             }
             if (!n) { fprintf(f, " - |"); continue; }
             double wl, wh;
