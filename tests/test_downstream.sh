@@ -232,6 +232,31 @@ assert r[0]['task'] == 'mini' and r[0]['docs'] == 4 and 0 <= r[0]['acc'] <= 1 an
 assert 'mini (chance' in open('$tmp/ex/results.md').read()
 "; then ok "extrapolate results.json and results.md hold the downstream accuracies"; else bad "extrapolate downstream results"; fi
 expect "extrapolate --downstream is cached" 0 "downstream results cached" $LSSAR extrapolate $EX --downstream "mini=$FIX/mini.jsonl,lambada=$FIX/mini_lambada.jsonl" --downstream-limit 4
+# --seeds 2: the pooled table, recomputed here from the per-run scores (mean, t interval, paired difference)
+expect "extrapolate --downstream --seeds 2" 0 "Pooled over the 2 seeds" $LSSAR extrapolate $EX --out $tmp/ex2 --attn softmax,lssar --seeds 2 --downstream "mini=$FIX/mini.jsonl,lambada=$FIX/mini_lambada.jsonl" --downstream-limit 4
+if $PY -c "
+import json, math
+d = json.load(open('$tmp/ex2/results.json'))
+runs = {r['name']: r for r in d['runs']}
+t975 = 12.706204736  # Student t, 1 degree of freedom
+sm = d['groups'][0]
+assert sm['attn'] == 'softmax'
+def score(run, t):
+    x = run['downstream'][t]
+    return x['acc'] if x['kind'] == 'last_word' else x['acc_norm']
+for g in d['groups']:
+    for t, x in enumerate(g['downstream']):
+        v = [score(runs[n], t) for n in g['runs']]
+        m = sum(v) / 2; h = t975 * abs(v[0] - v[1]) / 2
+        assert x['metric'] == ('acc' if t == 1 else 'acc_norm') and x['per_seed'] == v, (x, v)
+        assert abs(x['mean'] - m) < 1e-12 and abs(x['ci95'][0] - (m - h)) < 1e-12 and abs(x['ci95'][1] - (m + h)) < 1e-12, (x, m, h)
+        dv = [a - score(runs[n], t) for a, n in zip(v, sm['runs'])]
+        dm = sum(dv) / 2; dh = t975 * abs(dv[0] - dv[1]) / 2
+        dd = x['diff_vs_softmax']
+        assert abs(dd['mean'] - dm) < 1e-12 and abs(dd['ci95'][1] - (dm + dh)) < 1e-12, (dd, dm, dh)
+        assert dd['excludes_zero'] == (dm - dh > 0 or dm + dh < 0)
+assert sm['downstream'][0]['diff_vs_softmax']['mean'] == 0
+"; then ok "extrapolate --seeds 2 --downstream pools each group's scores over the seeds"; else bad "extrapolate downstream seed pooling"; fi
 expect "extrapolate --downstream unknown task" 2 "unknown task" $LSSAR extrapolate $EX --downstream nosuch
 
 echo "test_downstream: $pass passed, $fail failed"

@@ -70,6 +70,9 @@ static const char *ABOUT =
     "`lssar downstream` tasks (e.g. hellaswag,piqa or all; the first --downstream-limit documents of\n"
     "each, 0: all) and put acc / acc_norm with 95% Wilson intervals and chance into results.json\n"
     "(each run's \"downstream\") and a second table of results.md; cached in RUN/downstream*.json.\n"
+    "With --seeds N >= 2 a third table pools the seeds: per group and task the mean acc_norm (LAMBADA:\n"
+    "acc) with its 95% t interval and the paired difference to softmax (each group's \"downstream\":\n"
+    "[{\"task\", \"metric\", \"mean\", \"ci95\", \"per_seed\", \"diff_vs_softmax\"}]).\n"
     "\n"
     "Under mpirun -np N the runs (of every seed) are spread over the ranks (run i of the list on\n"
     "rank i mod N; rank 0 prints which): each rank trains and evaluates its runs as one process\n"
@@ -364,6 +367,25 @@ static void group_stats(const run_t *runs, int nb, int seeds, int nf, int mqar, 
     free(v);
 }
 
+// The score a pooled downstream table reports: acc_norm for a multiple-choice task (the
+// length-normalised accuracy, the usual headline), acc for LAMBADA's last word.
+static double ds_score(const ds_result *d) { return d->lambada ? d->acc : d->acc_norm; }
+
+// Group b on downstream task t over the seeds (seeds >= 2): the mean of the per-seed scores with
+// the half-width of its 95% t interval, and the same for the per-seed differences to the softmax
+// group (paired by seed index, over the same documents). v, dv: seeds values each, filled here.
+typedef struct { double mean, half, dmean, dhalf; } dsstat;
+static dsstat ds_group_stats(const run_t *runs, int nb, int seeds, int b, int sg, int t, double *v, double *dv) {
+    dsstat s = {NAN, NAN, NAN, NAN};
+    for (int k = 0; k < seeds; k++) {
+        v[k] = ds_score(&runs[k * nb + b].ds[t]);
+        if (sg >= 0) dv[k] = v[k] - ds_score(&runs[k * nb + sg].ds[t]);
+    }
+    exp_mean_ci95(v, seeds, &s.mean, &s.half);
+    if (sg >= 0) exp_mean_ci95(dv, seeds, &s.dmean, &s.dhalf);
+    return s;
+}
+
 static cJSON *pair_or_null(double lo, double hi) {
     if (!isfinite(lo) || !isfinite(hi)) return cJSON_CreateNull();
     cJSON *a = cJSON_CreateArray();
@@ -409,8 +431,9 @@ static int write_results(const results_ctx *c) {
     double **win = calloc((size_t)nr * nf, sizeof *win);
     run_t *cr = calloc((size_t)nr, sizeof *cr);
     gstat *gs = calloc((size_t)nb * nf, sizeof *gs);
-    double *dseed = calloc((size_t)nb * nf * seeds, sizeof *dseed);
+    double *dseed = calloc((size_t)nb * nf * seeds + 2 * (size_t)seeds, sizeof *dseed);
     if (!win || !cr || !gs || !dseed) { free(win); free(cr); free(gs); free(dseed); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    double *dsv = dseed + (size_t)nb * nf * seeds, *dsdv = dsv + seeds;   // ds_group_stats' scratch
     int rc = 0;
     for (int i = 0; i < nr && !rc; i++) {
         char cp[4400];
@@ -486,6 +509,26 @@ static int write_results(const results_ctx *c) {
                 for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(dp, num_or_null(g->dseed[k]));
             }
             cJSON_AddItemToArray(res, x);
+        }
+        if (nds && seeds >= 2) {
+            cJSON *da = cJSON_AddArrayToObject(e, "downstream");
+            for (int t = 0; t < nds; t++) {
+                const dsstat st = ds_group_stats(runs, nb, seeds, b, sg, t, dsv, dsdv);
+                cJSON *x = cJSON_CreateObject();
+                cJSON_AddStringToObject(x, "task", ds_names[t]);
+                cJSON_AddStringToObject(x, "metric", runs[b].ds[t].lambada ? "acc" : "acc_norm");
+                cJSON_AddItemToObject(x, "mean", num_or_null(st.mean));
+                cJSON_AddItemToObject(x, "ci95", pair_or_null(st.mean - st.half, st.mean + st.half));
+                cJSON *ps = cJSON_AddArrayToObject(x, "per_seed");
+                for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(ps, num_or_null(dsv[k]));
+                if (sg >= 0) {
+                    cJSON *d = cJSON_AddObjectToObject(x, "diff_vs_softmax");
+                    cJSON_AddItemToObject(d, "mean", num_or_null(st.dmean));
+                    cJSON_AddItemToObject(d, "ci95", pair_or_null(st.dmean - st.dhalf, st.dmean + st.dhalf));
+                    cJSON_AddBoolToObject(d, "excludes_zero", st.dmean - st.dhalf > 0 || st.dmean + st.dhalf < 0);
+                }
+                cJSON_AddItemToArray(da, x);
+            }
         }
         cJSON_AddItemToArray(ga, e);
     }
@@ -610,6 +653,26 @@ static int write_results(const results_ctx *c) {
                 else k += snprintf(md + k, cap - k, " %.3f / %.3f [%.3f, %.3f] |", d->acc, d->acc_norm, d->norm_lo, d->norm_hi);
             }
             k += snprintf(md + k, cap - k, "\n");
+        }
+        if (seeds >= 2) {
+            k += snprintf(md + k, cap - k, "\nPooled over the %d seeds: mean acc_norm (LAMBADA: acc) +- the half-width of its 95%% t interval; in brackets the difference to softmax, paired by seed over the same documents, mean [95%% t interval]; **bold**: that interval excludes 0.\n\n| run |", seeds);
+            for (int t = 0; t < nds; t++) k += snprintf(md + k, cap - k, " %s |", ds_names[t]);
+            k += snprintf(md + k, cap - k, "\n|---|");
+            for (int t = 0; t < nds; t++) k += snprintf(md + k, cap - k, "---|");
+            k += snprintf(md + k, cap - k, "\n");
+            for (int b = 0; b < nb && k < (int)cap - 512; b++) {
+                k += snprintf(md + k, cap - k, "| %s%s |", runs[b].name, runs[b].eval_only ? " (eval only)" : "");
+                for (int t = 0; t < nds; t++) {
+                    const dsstat st = ds_group_stats(runs, nb, seeds, b, sg, t, dsv, dsdv);
+                    k += snprintf(md + k, cap - k, " %.3f +- %.3f", st.mean, st.half);
+                    if (sg >= 0 && b != sg) {
+                        const char *mk = st.dmean - st.dhalf > 0 || st.dmean + st.dhalf < 0 ? "**" : "";
+                        k += snprintf(md + k, cap - k, " (%s%+.3f [%+.3f, %+.3f]%s)", mk, st.dmean, st.dmean - st.dhalf, st.dmean + st.dhalf, mk);
+                    }
+                    k += snprintf(md + k, cap - k, " |");
+                }
+                k += snprintf(md + k, cap - k, "\n");
+            }
         }
     }
     k += snprintf(md + k, cap - k, "\nTraining wall time:");
