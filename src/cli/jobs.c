@@ -205,7 +205,12 @@ int jobs_run(job_plan *p, int dry) {
     }
     if (reused) fprintf(stderr, "reproduce: %d of %d jobs finished in an earlier run (OUT/jobs); not run again\n", reused, p->n);
     const double t0 = lssar_now();
-    double last_status = t0, est_done = 0, real_done = 0;
+    // The ETA scales the estimates by how long the finished jobs really took against their
+    // estimates. Both sums start with a tenth of the plan's estimate, so that one short job that
+    // found its work already done (a data set that exists) does not shrink every estimate at once.
+    double prior = 0;
+    for (int i = 0; i < p->n; i++) if (p->jobs[i].state == JOB_WAITING) prior += 0.1 * p->jobs[i].cost;
+    double last_status = t0, est_done = prior, real_done = prior;
     int running = 0, failed = 0;
     for (;;) {
         // start the ready jobs, the longest path to the end first
