@@ -133,6 +133,35 @@ out=$("$LSSAR" orbits run --scale paper --out $tmp/paper 2>&1); rc=$?
 check "run --scale paper prints the published recipe" '[ $rc -eq 0 ] && grep -q -- "--layers 12 --heads 12 --dim 768" <<<"$out" && grep -q "orbits newton" <<<"$out" && [ ! -e $tmp/paper ]' "$out"
 out=$("$LSSAR" orbits run --scale tiny --attn softmax,lssa --dry-run --out $tmp/dry 2>&1); rc=$?
 check "run --dry-run: one train per kind, oracle, newton x3, nothing written" '[ $rc -eq 0 ] && [ $(grep -c "^\$ lssar train" <<<"$out") -eq 2 ] && [ $(grep -c "orbits newton" <<<"$out") -eq 3 ] && [ ! -e $tmp/dry ]' "$out"
+# --seeds 2: two models per kind (KIND, KIND-s1, trained with seeds 1337 and 1338) and a pooled
+# table; every mean and interval recomputed here from the models' eval.json and probe.json
+expect "run --scale smoke --seeds 2" 0 "orbits run (smoke): done" $LSSAR orbits run --scale smoke --attn softmax,lssar --seeds 2 --out $tmp/seeds $T1
+out=$($PY - "$tmp/seeds" <<'EOF2' 2>&1
+import json, re, sys
+d = sys.argv[1]
+t975 = 12.706  # Student t(0.975, 1) as src/exp/stats.c tabulates it (3 decimals)
+def ci(a, b): return (a + b) / 2, t975 * abs(a - b) / 2
+cmds = open(d + "/commands.sh").read()
+assert re.search(r"train .*--out \S+/lssar-s1 .*--seed 1338 ", cmds) and not re.search(r"--out \S+/lssar .*--seed", cmds), cmds
+md = open(d + "/RESULTS.md").read()
+for kind in ("softmax", "lssar"):
+    e = [json.load(open(f"{d}/{n}/eval.json"))["compared"] for n in (kind, kind + "-s1")]
+    p = [json.load(open(f"{d}/{n}/probe.json"))["mean_abs_log10_error"] for n in (kind, kind + "-s1")]
+    cols = [ci(e[0]["model"]["accuracy"], e[1]["model"]["accuracy"]),
+            ci(*[x["model"]["accuracy"] - x["previous_position"]["accuracy"] for x in e]),
+            ci(e[0]["model"]["error_au"], e[1]["model"]["error_au"]),
+            ci(*[x["model"]["error_au"] - x["previous_position"]["error_au"] for x in e]),
+            ci(*p)]
+    row = re.search(r"^\| %s \|(.*)$" % kind, md.split("## Pooled over the 2 seeds")[1], re.M).group(1)
+    got = re.findall(r"([-+]?[0-9.]+) \+- ([0-9.]+)", row)
+    assert len(got) == 5, row
+    for (m, h), (gm, gh) in zip(cols, got):
+        assert abs(m - float(gm)) <= 6e-5 and abs(h - float(gh)) <= 6e-5, (kind, m, h, gm, gh)
+print("pooled ok")
+EOF2
+); rc=$?
+check "run --seeds 2: models per seed, the pooled table recomputed from their eval.json and probe.json" '[ $rc -eq 0 ]' "$out"
+expect "run: --seeds too many" fail "more than 16 models" $LSSAR orbits run --attn softmax,lssar --seeds 9 --dry-run
 expect "run: unknown kind" fail "unknown kind 'bogus'" $LSSAR orbits run --attn softmax,bogus --dry-run
 expect "run: unknown scale" fail "--scale must be smoke, tiny, laptop, small or paper" $LSSAR orbits run --scale huge
 

@@ -19,6 +19,7 @@
 #include "core/util.h"
 #include "model/checkpoint.h"
 #include "exp/plot.h"
+#include "exp/stats.h"
 #include "lssar.h"
 #include "model/gpt.h"
 #include "orbits/sample.h"
@@ -55,9 +56,10 @@ static const scale SCALES[] = {
 };
 #define NSCALES (int)(sizeof SCALES / sizeof SCALES[0])
 
+#define MAXM 16        // models: kinds x --seeds
 static FILE *g_log;   // OUT/commands.sh
 static int g_dry;
-static struct { char what[64]; double seconds; } g_times[64];   // wall time per stage, for RESULTS.md
+static struct { char what[64]; double seconds; } g_times[96];   // wall time per stage, for RESULTS.md
 static int g_ntimes;
 
 /* The stages: the library call behind each subcommand, with the errors printed as the
@@ -138,12 +140,12 @@ static int stage(const char *prefix, int (*fn)(stage_args *), stage_args *sa, ar
         rc = fn(sa);
         double dt = lssar_now() - t0;
         printf("  (%.1f s)\n", dt);
-        if (g_ntimes < 64) {
+        if (g_ntimes < 96) {
             // "train softmax", "newton tiny/lssar/forces.csv", ...: the stage and its first path-like argument
             const char *arg = a->n > 2 ? a->v[2] : "";
             for (int i = 1; i + 1 < a->n; i++)
                 if (!strcmp(a->v[i], "--attn") || !strcmp(a->v[i], "--model") || !strcmp(a->v[i], "--forces") ||
-                    !strcmp(a->v[i], "--split")) { arg = a->v[i + 1]; break; }
+                    !strcmp(a->v[i], "--split") || (!strcmp(a->v[i], "--out") && !strcmp(a->v[0], "train"))) { arg = a->v[i + 1]; break; }
             snprintf(g_times[g_ntimes].what, sizeof g_times[0].what, "%s %s", a->v[0], arg);
             g_times[g_ntimes++].seconds = dt;
         }
@@ -176,7 +178,37 @@ static int plot_forces(const char *png, const char *out, char names[][32], int n
                            "true |F| (Msun AU / yr^2)", "predicted |F|", csv, titles, n, 5, 4);
 }
 
-static void write_results(const char *out, const scale *sc, int steps, char names[][32], const model_results *res, int nk) {
+// The models of one kind over the seeds (models k * seeds .. k * seeds + seeds - 1): per column the
+// mean and the half-width of its 95% t interval (exp/stats.h); the next-position columns also as the
+// difference to the previous-position baseline (on the same validation rows, so paired per model).
+static void pooled_table(FILE *f, char names[][32], const model_results *res, int nk, int seeds, int galaxies) {
+    fprintf(f, "## Pooled over the %d seeds (mean +- the half-width of its 95%% t interval)\n\n"
+               "| kind | accuracy | accuracy - previous position | error (AU) | error - previous position (AU) | probe mean abs log10 error | laws with m2 | laws = G m1 m2/r^2 (1%%) |\n"
+               "|---|---|---|---|---|---|---|---|\n", seeds);
+    for (int k = 0; k < nk; k++) {
+        double v[6][MAXM];
+        int m2 = 0, newton = 0;
+        for (int s = 0; s < seeds; s++) {
+            const model_results *r = &res[k * seeds + s];
+            v[0][s] = fin(r->eval.cmp_acc_channel); v[1][s] = v[0][s] - fin(r->eval.base_acc_channel);
+            v[2][s] = fin(r->eval.cmp_err_au);      v[3][s] = v[2][s] - fin(r->eval.base_err_au);
+            v[4][s] = r->have_probe ? fin(r->probe.mean_abs_log10_error) : NAN;
+            if (r->have_newton) { m2 += r->newton.galaxies_depending_on_m2; newton += r->newton.galaxies_newton_within_1pct; }
+        }
+        fprintf(f, "| %s |", names[k * seeds]);
+        for (int c = 0; c < 5; c++) {
+            double mean, half;
+            exp_mean_ci95(v[c], seeds, &mean, &half);
+            fprintf(f, c == 1 || c == 3 ? " %+.4f +- %.4f |" : " %.4f +- %.4f |", mean, half);
+        }
+        fprintf(f, " %d of %d | %d of %d |\n", m2, seeds * galaxies, newton, seeds * galaxies);
+    }
+    fprintf(f, "\nThe differences are model minus the previous-position baseline on the same rows: "
+               "the model beats the baseline where the accuracy difference is positive and the error difference negative, "
+               "with intervals that exclude 0.\n\n");
+}
+
+static void write_results(const char *out, const scale *sc, int steps, char names[][32], const model_results *res, int nk, int seeds) {
     char path[4400];
     snprintf(path, sizeof path, "%s/RESULTS.md", out);
     lssar_afile af;
@@ -184,11 +216,11 @@ static void write_results(const char *out, const scale *sc, int steps, char name
     FILE *f = af.f;
     fprintf(f, "# Orbits pipeline, scale `%s`\n\n%s.\n\n", sc->name, sc->about);
     fprintf(f, "Data: %d training / %d validation systems (1000 rows each), force set %d two-body systems.\n"
-               "Model: %d layers, %d heads, width %d, seq %d, batch %d, %d steps, lr %g. Probe: %d steps, batch %d, lr %g, "
+               "Model: %d layers, %d heads, width %d, seq %d, batch %d, %d steps, lr %g, %d seed(s). Probe: %d steps, batch %d, lr %g, "
                "%d test rows kept. Newton: %d galaxies of %d rows, %d iterations, %d restarts (published: 5 x 1000, 100, 3).\n"
                "Commands: `commands.sh`.\n\n",
             sc->train_sys, sc->val_sys, sc->force_sys, sc->layers, sc->heads, sc->dim, sc->seq, sc->batch, steps,
-            (double)sc->lr, sc->probe_steps, sc->probe_batch, (double)sc->probe_lr, sc->keep, sc->galaxies, sc->rows,
+            (double)sc->lr, seeds, sc->probe_steps, sc->probe_batch, (double)sc->probe_lr, sc->keep, sc->galaxies, sc->rows,
             sc->iterations, sc->restarts);
     fprintf(f, "## Next-position prediction (validation: rows 1..%d of %d systems, those with a previous step)\n\n"
                "| model | loss | accuracy | error (AU) | previous-position accuracy | previous-position error (AU) |\n"
@@ -199,7 +231,9 @@ static void write_results(const char *out, const scale *sc, int steps, char name
         fprintf(f, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f |\n", names[i], fin(e->loss), fin(e->cmp_acc_channel),
                 fin(e->cmp_err_au), fin(e->base_acc_channel), fin(e->base_err_au));
     }
-    fprintf(f, "\n## Force probe and law audit\n\n"
+    fprintf(f, "\n");
+    if (seeds >= 2) pooled_table(f, names, res, (nk - 1) / seeds, seeds, sc->galaxies);
+    fprintf(f, "## Force probe and law audit\n\n"
                "| forces from | probe mean abs log10 error | c of c m1 m2/r^2 (c/G) | c of c m1/r^2 | better form | rank corr. of m2 with F r^2/m1 | laws with m2 | laws = G m1 m2/r^2 (1%%) |\n"
                "|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < nk; i++) {
@@ -232,7 +266,7 @@ static void write_results(const char *out, const scale *sc, int steps, char name
 
 int cmd_orbits_run(int argc, char **argv) {
     const char *scale_name = "tiny", *attn = "softmax,lssar", *out = NULL, *pos = "rope", *device_name = "cpu";
-    int threads = 0, dry = 0, skip_sim = 0, steps = 0;
+    int threads = 0, dry = 0, skip_sim = 0, steps = 0, seeds = 1;
     arg_spec specs[] = {
         {"scale", ARG_STR, &scale_name, "smoke, tiny, laptop, small or paper (paper runs only with --device cuda)", 0, 0},
         {"attn", ARG_STR, &attn, "comma list of attention kinds, one model each", 0, 0},
@@ -242,6 +276,7 @@ int cmd_orbits_run(int argc, char **argv) {
         {"dry-run", ARG_BOOL, &dry, "print the commands without running them", 0, 0},
         {"skip-simulate", ARG_BOOL, &skip_sim, "reuse OUT/data from an earlier run", 0, 0},
         {"steps", ARG_INT, &steps, "training steps of each model (0: the scale's)", 0, 0},
+        {"seeds", ARG_INT, &seeds, "train every kind this many times (seeds 1337, 1338, ...; models KIND, KIND-s1, ...); RESULTS.md pools them", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP "; training, eval and probe run there", 0, 0},
         {0}};
     int rc = args_parse("orbits run",
@@ -260,11 +295,12 @@ int cmd_orbits_run(int argc, char **argv) {
     if (!sc) return args_error("orbits run", "--scale must be smoke, tiny, laptop, small or paper, got '%s'", scale_name);
     if (threads < 0) return args_error("orbits run", "--threads must be >= 0, got %d", threads);
     if (steps < 0) return args_error("orbits run", "--steps must be >= 0 (0: the scale's), got %d", steps);
+    if (seeds < 1 || seeds > MAXM) return args_error("orbits run", "--seeds must be in 1..%d, got %d", MAXM, seeds);
     lssar_device device;
     if (args_device("orbits run", device_name, &device)) return 2;
     const int train_steps = steps ? steps : sc->steps;
     const char *dev = lssar_device_name(device);
-    char kinds[8][32], names[10][32];
+    char kinds[8][32], names[MAXM + 1][32];
     int nk = 0;
     {
         char buf[512];
@@ -276,6 +312,7 @@ int cmd_orbits_run(int argc, char **argv) {
             snprintf(kinds[nk++], 32, "%s", s);
         }
         if (!nk) return args_error("orbits run", "--attn is empty");
+        if (nk * seeds > MAXM) return args_error("orbits run", "%d kinds x --seeds %d is more than %d models", nk, seeds, MAXM);
     }
     if (strcmp(pos, "rope") && strcmp(pos, "learned") && strcmp(pos, "none"))
         return args_error("orbits run", "--pos must be rope, learned or none, got '%s'", pos);
@@ -297,7 +334,7 @@ int cmd_orbits_run(int argc, char **argv) {
     double t0 = lssar_now();
     args_vec a = {0};
     static stage_args sa;              // the options of the stage being run (large: not on the stack)
-    static model_results res[10];      // per model, then the oracle
+    static model_results res[MAXM + 1];   // per model (kind-major: kind k seed s is k * seeds + s), then the oracle
     memset(&sa, 0, sizeof sa);
     memset(res, 0, sizeof res);
     sa.data = data;
@@ -343,10 +380,15 @@ int cmd_orbits_run(int argc, char **argv) {
     }
     char valpath[4400];
     snprintf(valpath, sizeof valpath, "%s/val_000000.bin", data);
-    for (int k = 0; k < nk; k++) {
+    train_opts defaults;
+    train_opts_default(&defaults);
+    const int nm = nk * seeds;   // models
+    for (int m = 0; m < nm; m++) {
+        const int k = m / seeds, s = m % seeds;   // kind, seed index
+        if (s) snprintf(names[m], 32, "%s-s%d", kinds[k], s);
+        else snprintf(names[m], 32, "%s", kinds[k]);
         char run[4200];
-        snprintf(run, sizeof run, "%s/%s", out, kinds[k]);
-        memcpy(names[k], kinds[k], 32);
+        snprintf(run, sizeof run, "%s/%s", out, names[m]);
         // 2. train
         args_add(&a, "train"); args_add(&a, "--data"); args_add(&a, "%s", shards); args_add(&a, "--val"); args_add(&a, "%s/val_000000.bin", data);
         args_add(&a, "--out"); args_add(&a, "%s", run); args_add(&a, "--attn"); args_add(&a, "%s", kinds[k]); args_add(&a, "--pos"); args_add(&a, "%s", pos);
@@ -354,7 +396,9 @@ int cmd_orbits_run(int argc, char **argv) {
         args_add(&a, "--align"); args_add(&a, "%d", LSSAR_ORB_ROWS);   // every window starts at a system's dt row
         args_add(&a, "--layers"); args_add(&a, "%d", sc->layers); args_add(&a, "--heads"); args_add(&a, "%d", sc->heads); args_add(&a, "--dim"); args_add(&a, "%d", sc->dim);
         args_add(&a, "--seq"); args_add(&a, "%d", sc->seq); args_add(&a, "--batch"); args_add(&a, "%d", sc->batch); args_add(&a, "--steps"); args_add(&a, "%d", train_steps);
-        args_add(&a, "--lr"); args_add(&a, "%g", (double)sc->lr); args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet"); THREADS();
+        args_add(&a, "--lr"); args_add(&a, "%g", (double)sc->lr);
+        if (s) { args_add(&a, "--seed"); args_add(&a, "%llu", (unsigned long long)(defaults.seed + (uint64_t)s)); }
+        args_add(&a, "--device"); args_add(&a, "%s", dev); args_add(&a, "--quiet"); THREADS();
         // what `lssar train` makes of these flags (no passkey share: batches straight from the shards)
         train_opts *to = &sa.train;
         train_opts_default(to);
@@ -365,6 +409,7 @@ int cmd_orbits_run(int argc, char **argv) {
         to->layers = sc->layers; to->heads = sc->heads; to->dim = sc->dim;
         to->seq = sc->seq; to->batch = sc->batch; to->steps = train_steps; to->lr = sc->lr;
         to->quiet = 1; to->threads = threads; to->device = device;
+        to->seed = defaults.seed + (uint64_t)s;
         snprintf(path, sizeof path, "%s/" CKPT_MODEL_FILE, run);
         if (!g_dry && !access(path, F_OK)) {   // an earlier run of this pipeline: continue it (or find it done)
             args_add(&a, "--resume");          // the same flags, so the printed command is the one that runs
@@ -380,9 +425,9 @@ int cmd_orbits_run(int argc, char **argv) {
         sa.eval.model = run; sa.eval.data = data; sa.eval.split = "val"; sa.eval.systems = sc->eval_sys;
         sa.eval.seq = sc->seq;   // the rows the model was trained on: rope past them is extrapolation
         sa.eval.json = ejson; sa.eval.progress = 0; sa.eval.report = stdout; sa.eval.device = device;
-        sa.eval_r = &res[k].eval;
+        sa.eval_r = &res[m].eval;
         if ((rc = stage(" orbits", run_eval, &sa, &a))) goto fail;
-        res[k].have_eval = !g_dry;
+        res[m].have_eval = !g_dry;
         // 4. force probe
         args_add(&a, "probe"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--data"); args_add(&a, "%s", data); args_add(&a, "--out"); args_add(&a, "%s", run);
         args_add(&a, "--steps"); args_add(&a, "%d", sc->probe_steps); args_add(&a, "--batch"); args_add(&a, "%d", sc->probe_batch);
@@ -392,12 +437,12 @@ int cmd_orbits_run(int argc, char **argv) {
         sa.probe.probe.steps = sc->probe_steps; sa.probe.probe.batch = sc->probe_batch; sa.probe.probe.lr = sc->probe_lr;
         sa.probe.keep = (uint64_t)sc->keep; sa.probe.probe.progress = 0; sa.probe.threads = threads; sa.probe.device = device;
         sa.probe.report = stderr;
-        sa.probe_r = &res[k].probe;
+        sa.probe_r = &res[m].probe;
         if ((rc = stage(" orbits", run_probe, &sa, &a))) goto fail;
-        res[k].have_probe = !g_dry;
+        res[m].have_probe = !g_dry;
     }
     // 5. the oracle control
-    snprintf(names[nk], 32, "oracle");
+    snprintf(names[nm], 32, "oracle");
     args_add(&a, "oracle"); args_add(&a, "--data"); args_add(&a, "%s", data); args_add(&a, "--out"); args_add(&a, "%s/oracle", out);
     args_add(&a, "--keep"); args_add(&a, "%d", sc->keep); THREADS();
     char oracle_out[4400];
@@ -405,11 +450,11 @@ int cmd_orbits_run(int argc, char **argv) {
     orb_oracle_defaults(&sa.oracle);
     sa.oracle.data = data; sa.oracle.out = oracle_out; sa.oracle.keep = (uint64_t)sc->keep; sa.oracle.threads = threads;
     sa.oracle.report = stderr;
-    sa.probe_r = &res[nk].probe;
+    sa.probe_r = &res[nm].probe;
     if ((rc = stage(" orbits", run_oracle, &sa, &a))) goto fail;
-    res[nk].have_probe = !g_dry;
+    res[nm].have_probe = !g_dry;
     // 6. the law, per model and for the oracle
-    for (int k = 0; k <= nk; k++) {
+    for (int k = 0; k <= nm; k++) {
         args_add(&a, "newton"); args_add(&a, "--forces"); args_add(&a, "%s/%s/forces.csv", out, names[k]);
         args_add(&a, "--galaxies"); args_add(&a, "%d", sc->galaxies); args_add(&a, "--rows"); args_add(&a, "%d", sc->rows);
         args_add(&a, "--iterations"); args_add(&a, "%d", sc->iterations); args_add(&a, "--restarts"); args_add(&a, "%d", sc->restarts);
@@ -429,15 +474,21 @@ int cmd_orbits_run(int argc, char **argv) {
     }
     if (g_dry) return 0;
     snprintf(path, sizeof path, "%s/forces.png", out);
-    if (plot_forces(path, out, names, nk + 1)) fprintf(stderr, "lssar orbits run: no %s: %s\n", path, lssar_errmsg());
-    write_results(out, sc, train_steps, names, res, nk + 1);
-    for (int k = 0; k <= nk; k++) orb_newton_result_free(&res[k].newton);
+    {   // the first seed's model of each kind, and the oracle
+        char pn[9][32];
+        int np = 0;
+        for (int k = 0; k < nk; k++) memcpy(pn[np++], names[k * seeds], 32);
+        memcpy(pn[np++], names[nm], 32);
+        if (plot_forces(path, out, pn, np)) fprintf(stderr, "lssar orbits run: no %s: %s\n", path, lssar_errmsg());
+    }
+    write_results(out, sc, train_steps, names, res, nm + 1, seeds);
+    for (int k = 0; k <= nm; k++) orb_newton_result_free(&res[k].newton);
     if (g_log) fclose(g_log);
     printf("\norbits run (%s): done in %.1f s -> %s/RESULTS.md, %s/forces.png\n", sc->name, lssar_now() - t0, out, out);
     return 0;
 fail:
     args_clear(&a);
-    for (int k = 0; k < 10; k++) orb_newton_result_free(&res[k].newton);
+    for (int k = 0; k <= MAXM; k++) orb_newton_result_free(&res[k].newton);
     if (g_log) fclose(g_log);
     g_log = NULL;
     fprintf(stderr, "lssar orbits run: a stage failed (exit %d); its command is above\n", rc);
