@@ -10,14 +10,14 @@
 #   4. lssar passkey: passkey retrieval at 4x-16x T. These models were NOT trained on passkeys (a
 #      byte-level passkey sequence needs T + 1 >= ~260 tokens, more than the demo's T = 128), so
 #      expect ~0. To train models that are: `lssar extrapolate ... --seq 320 --passkey-mix 0.5`
-#      (docs/RESULTS.md, "Passkey retrieval with passkey training").
+#      (docs/EARLIER_RESULTS.md, "Passkey retrieval with passkey training").
 #
 # Results go to runs/demo/ (DEMO_OUT overrides); a finished model or evaluation is not redone, so
 # an interrupted demo continues where it stopped (delete runs/demo to start over).
 # Knobs: DEMO_STEPS (1500), DEMO_SEQ (128), DEMO_THREADS (1; 0 = all cores, which helps only on an
 # otherwise idle machine: beside other jobs 2 OpenMP threads ran 20x slower than 1, as threads wait
 # on each other at every barrier), LSSAR_BIN (build/lssar), LSSAR_DATA (./data).
-# Measured: 259 s end to end with 1 thread on a 2-core machine (2026-12-01; docs/RESULTS.md, B).
+# Measured: 259 s end to end with 1 thread on a 2-core machine (2026-12-01; docs/EARLIER_RESULTS.md, B).
 # Without network access to PyPI it falls back to the built-in synthetic "repeat" task.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +63,7 @@ if [ -f "$D/val_index.json" ]; then
   say "passkey retrieval (these models were trained without passkeys)"
   echo "note: the demo's models never saw a passkey (a byte passkey needs T + 1 >= ~260 > T = $SEQ), so"
   echo "      expect accuracy near 0; for a passkey-trained comparison add --seq 320 --passkey-mix 0.5"
-  echo "      to the extrapolate call (docs/RESULTS.md, \"Passkey retrieval with passkey training\")."
+  echo "      to the extrapolate call (docs/EARLIER_RESULTS.md, \"Passkey retrieval with passkey training\")."
   for m in softmax lssa lssar-p15; do
     $L passkey --model "$OUT/$m" --lengths $((4 * SEQ)),$((8 * SEQ)),$((16 * SEQ)) --depths 5 --trials 6 --threads $THREADS \
       --json "$OUT/passkey-$m.json" --plot "$OUT/passkey-$m.png" 2>/dev/null | grep -vE '^passkey [0-9]' || true

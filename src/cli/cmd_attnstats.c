@@ -66,7 +66,9 @@ static int pool_groups(int nm, char **names, const char keys[][64], double v[][M
     for (int g = 0; g < ng; g++) if (!strcmp(glabel[g], "softmax")) soft = g;
     printf("\npooled over the models of each kind (seeds): mean [95%% t interval]%s\n",
            soft >= 0 ? "; vs softmax: paired difference (model i - softmax model i), * = interval excludes 0" : "");
-    printf("%-16s %-6s %3s %26s %26s %26s%s\n", "kind", "T", "n", "ent/ln n", "sink", "top1", soft >= 0 ? "   d ent/ln n vs softmax" : "");
+    int w = 4;   // the kind column: as wide as the longest label ("sigmoid len-norm train")
+    for (int g = 0; g < ng; g++) if ((int)strlen(glabel[g]) > w) w = (int)strlen(glabel[g]);
+    printf("%-*s %-6s %3s %26s %26s %26s%s\n", w, "kind", "T", "n", "ent/ln n", "sink", "top1", soft >= 0 ? "   d ent/ln n vs softmax" : "");
     cJSON *ga = cJSON_AddArrayToObject(root, "groups");
     for (int g = 0; g < ng; g++) {
         int idx[MAXM], n = 0, sidx[MAXM], ns = 0;
@@ -110,7 +112,7 @@ static int pool_groups(int nm, char **names, const char keys[][64], double v[][M
             }
             if (dj) cJSON_AddItemToObject(tj, "diff_vs_softmax", dj);
             cJSON_AddItemToArray(rj, tj);
-            printf("%-16s %-6d %3d %26s %26s %26s%s\n", glabel[g], seqs[t], n, cell[1], cell[2], cell[3], dcell);
+            printf("%-*s %-6d %3d %26s %26s %26s%s\n", w, glabel[g], seqs[t], n, cell[1], cell[2], cell[3], dcell);
         }
     }
     return ng;
