@@ -46,7 +46,7 @@ static const scale SCALES[] = {
      200, 20, 200, 2, 2, 32, 999, 2, 60, 1e-3f, 10, 100, 2, 1000, 1e-3f, 3, 300, 20, 1},
     // laptop: short windows (the first 255 rows of a system, --align keeps them at its dt row) give
     // many systems per token; width 64 keeps the two 7003-way heads, which dominate the cost, cheap
-    {"laptop", "one CPU core per model, ~18 min for softmax (training 16 min): a NULL result so far: the model does not beat the previous-position baseline (accuracy 0.0025 vs 0.27, error 14.9 vs 0.38 AU; loss 7.43)",
+    {"laptop", "one CPU core per model, ~18 min for softmax (training 16 min) on an AVX-512 core, ~35 min (training 31 min) on an AVX2 EPYC: a NULL result so far: the model does not beat the previous-position baseline (accuracy 0.0021-0.0025 vs 0.27, error 14.9 vs 0.38 AU; loss 7.45)",
      50000, 200, 2000, 4, 4, 64, 255, 8, 3000, 3e-3f, 200, 200, 4, 5000, 1e-3f, 5, 1000, 40, 1},
     {"small", "one GPU (--device cuda), ~10 minutes; on the CPU it runs for hours",
      100000, 200, 10000, 6, 6, 384, 999, 32, 5000, 6e-4f, 200, 1000, 16, 5000, 1e-4f, 5, 1000, 100, 3},
