@@ -373,10 +373,11 @@ static double ds_score(const ds_result *d) { return d->lambada ? d->acc : d->acc
 
 // Group b on downstream task t over the seeds (seeds >= 2): the mean of the per-seed scores with
 // the half-width of its 95% t interval, and the same for the per-seed differences to the softmax
-// group (paired by seed index, over the same documents). v, dv: seeds values each, filled here.
+// group (paired by seed index, over the same documents).
 typedef struct { double mean, half, dmean, dhalf; } dsstat;
-static dsstat ds_group_stats(const run_t *runs, int nb, int seeds, int b, int sg, int t, double *v, double *dv) {
+static dsstat ds_group_stats(const run_t *runs, int nb, int seeds, int b, int sg, int t) {
     dsstat s = {NAN, NAN, NAN, NAN};
+    double v[MAXR], dv[MAXR];
     for (int k = 0; k < seeds; k++) {
         v[k] = ds_score(&runs[k * nb + b].ds[t]);
         if (sg >= 0) dv[k] = v[k] - ds_score(&runs[k * nb + sg].ds[t]);
@@ -431,9 +432,8 @@ static int write_results(const results_ctx *c) {
     double **win = calloc((size_t)nr * nf, sizeof *win);
     run_t *cr = calloc((size_t)nr, sizeof *cr);
     gstat *gs = calloc((size_t)nb * nf, sizeof *gs);
-    double *dseed = calloc((size_t)nb * nf * seeds + 2 * (size_t)seeds, sizeof *dseed);
+    double *dseed = calloc((size_t)nb * nf * seeds, sizeof *dseed);
     if (!win || !cr || !gs || !dseed) { free(win); free(cr); free(gs); free(dseed); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
-    double *dsv = dseed + (size_t)nb * nf * seeds, *dsdv = dsv + seeds;   // ds_group_stats' scratch
     int rc = 0;
     for (int i = 0; i < nr && !rc; i++) {
         char cp[4400];
@@ -446,6 +446,10 @@ static int write_results(const results_ctx *c) {
     for (int i = 0; i < nr * nf; i++) free(win[i]);
     free(win);
     if (rc) { free(cr); free(gs); free(dseed); return rc; }
+    dsstat dss[MAXB][MAXD];   // the downstream scores pooled over seeds (seeds >= 2), for JSON and table
+    if (seeds >= 2)
+        for (int b = 0; b < nb; b++)
+            for (int t = 0; t < nds; t++) dss[b][t] = ds_group_stats(runs, nb, seeds, b, sg, t);
     // results.json
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "task", task);
@@ -513,14 +517,14 @@ static int write_results(const results_ctx *c) {
         if (nds && seeds >= 2) {
             cJSON *da = cJSON_AddArrayToObject(e, "downstream");
             for (int t = 0; t < nds; t++) {
-                const dsstat st = ds_group_stats(runs, nb, seeds, b, sg, t, dsv, dsdv);
+                const dsstat st = dss[b][t];
                 cJSON *x = cJSON_CreateObject();
                 cJSON_AddStringToObject(x, "task", ds_names[t]);
                 cJSON_AddStringToObject(x, "metric", runs[b].ds[t].lambada ? "acc" : "acc_norm");
                 cJSON_AddItemToObject(x, "mean", num_or_null(st.mean));
                 cJSON_AddItemToObject(x, "ci95", pair_or_null(st.mean - st.half, st.mean + st.half));
                 cJSON *ps = cJSON_AddArrayToObject(x, "per_seed");
-                for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(ps, num_or_null(dsv[k]));
+                for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(ps, num_or_null(ds_score(&runs[k * nb + b].ds[t])));
                 if (sg >= 0) {
                     cJSON *d = cJSON_AddObjectToObject(x, "diff_vs_softmax");
                     cJSON_AddItemToObject(d, "mean", num_or_null(st.dmean));
@@ -663,7 +667,7 @@ static int write_results(const results_ctx *c) {
             for (int b = 0; b < nb && k < (int)cap - 512; b++) {
                 k += snprintf(md + k, cap - k, "| %s%s |", runs[b].name, runs[b].eval_only ? " (eval only)" : "");
                 for (int t = 0; t < nds; t++) {
-                    const dsstat st = ds_group_stats(runs, nb, seeds, b, sg, t, dsv, dsdv);
+                    const dsstat st = dss[b][t];
                     k += snprintf(md + k, cap - k, " %.3f +- %.3f", st.mean, st.half);
                     if (sg >= 0 && b != sg) {
                         const char *mk = st.dmean - st.dhalf > 0 || st.dmean + st.dhalf < 0 ? "**" : "";

@@ -59,7 +59,8 @@ static const scale SCALES[] = {
 #define MAXM 16        // models: kinds x --seeds
 static FILE *g_log;   // OUT/commands.sh
 static int g_dry;
-static struct { char what[64]; double seconds; } g_times[96];   // wall time per stage, for RESULTS.md
+// wall time per stage, for RESULTS.md: 3 simulations, train + eval + probe per model, the oracle, newton per model and the oracle
+static struct { char what[64]; double seconds; } g_times[3 + 3 * MAXM + 1 + MAXM + 1];
 static int g_ntimes;
 
 /* The stages: the library call behind each subcommand, with the errors printed as the
@@ -140,7 +141,7 @@ static int stage(const char *prefix, int (*fn)(stage_args *), stage_args *sa, ar
         rc = fn(sa);
         double dt = lssar_now() - t0;
         printf("  (%.1f s)\n", dt);
-        if (g_ntimes < 96) {
+        if (g_ntimes < (int)(sizeof g_times / sizeof g_times[0])) {
             // "train softmax", "newton tiny/lssar/forces.csv", ...: the stage and its first path-like argument
             const char *arg = a->n > 2 ? a->v[2] : "";
             for (int i = 1; i + 1 < a->n; i++)
@@ -186,7 +187,7 @@ static void pooled_table(FILE *f, char names[][32], const model_results *res, in
                "| kind | accuracy | accuracy - previous position | error (AU) | error - previous position (AU) | probe mean abs log10 error | laws with m2 | laws = G m1 m2/r^2 (1%%) |\n"
                "|---|---|---|---|---|---|---|---|\n", seeds);
     for (int k = 0; k < nk; k++) {
-        double v[6][MAXM];
+        double v[5][MAXM];
         int m2 = 0, newton = 0;
         for (int s = 0; s < seeds; s++) {
             const model_results *r = &res[k * seeds + s];
