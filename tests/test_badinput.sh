@@ -82,7 +82,7 @@ fixlog=$tmp/fixtures.log
   $LSSAR extrapolate --data $F/dx --attn softmax --seq 16 --factors 1,2 --layers 1 --heads 1 --dim 8 --batch 1 --steps 1 \
     --max-windows 2 --no-plot --no-zeroshot --quiet --out $F/ex $T1
   $LSSAR orbits simulate --out $F/orb --split val --systems 2 --seed 2 --quiet $T1
-  $LSSAR orbits simulate --out $F/orb --split force --two-body --systems 20 --seed 3 --quiet $T1
+  $LSSAR orbits simulate --out $F/orb --split force --two-body --state --systems 20 --seed 3 --quiet $T1
   $LSSAR train --data $F/orb/val_000000.bin --vocab 7003 --layers 1 --heads 2 --dim 16 --seq 64 --batch 2 --steps 2 --out $F/morb --quiet $T1
 } >"$fixlog" 2>&1
 if [ $? -ne 0 ]; then

@@ -3,6 +3,7 @@
 // reservation; error paths; evaluation chunks == training path; decoding == full forward;
 // activation recomputation == storing (bit for bit) and its memory;
 // overfitting a small batch.
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -22,6 +23,58 @@ static gpt_config tiny(lssar_attn_kind kind, gpt_pos pos, int tied, int channels
     gpt_config c = {.layers = 2, .heads = 2, .dim = 16, .vocab = 11, .channels = channels,
                     .max_seq = 8, .pos = pos, .attn = kind, .p = 15.0f, .tied = tied};
     return c;
+}
+
+// gpt_init_ordinal adds GPT_ORDINAL_AMP (cos, sin)(2 pi b / l_k) to rows b < bins of each channel in
+// its own dims, leaves every other number of the random init alone, gives nearby bins nearby
+// embeddings, and refuses what it cannot lay out.
+static void test_init_ordinal(void) {
+    gpt_config cfg = tiny(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 1, 2);
+    cfg.vocab = 1003; cfg.dim = 32;
+    const int bins = 1000, C = cfg.dim, V = cfg.vocab, share = C / 2, P = share / 2;
+    gpt *a = NULL, *b = NULL;
+    CHECK_OK(gpt_create(&cfg, 5, &a));
+    CHECK_OK(gpt_create(&cfg, 5, &b));
+    if (!a || !b) { gpt_free(a); gpt_free(b); return; }
+    CHECK_OK(gpt_init_ordinal(b, bins));
+    float *w0 = malloc((size_t)V * C * sizeof(float)), *w1 = malloc((size_t)V * C * sizeof(float));
+    size_t bad_other = 0, bad_feature = 0;
+    for (int ch = 0; ch < 2; ch++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "wte.%d", ch);
+        int ti = gpt_tensor_index(a, nm);
+        CHECK_OK(gpt_read_tensor(a, GPT_BUF_PARAM, ti, w0));
+        CHECK_OK(gpt_read_tensor(b, GPT_BUF_PARAM, ti, w1));
+        for (int r = 0; r < V; r++)
+            for (int d = 0; d < C; d++) {
+                size_t i = (size_t)r * C + d;
+                int mine = r < bins && d >= ch * share && d < (ch + 1) * share;
+                if (!mine) { bad_other += memcmp(&w0[i], &w1[i], sizeof(float)) != 0; continue; }
+                int k = (d - ch * share) / 2;
+                double ang = 2 * M_PI * r / (2 * pow(bins, (double)k / (P - 1)));
+                double f = GPT_ORDINAL_AMP * ((d - ch * share) % 2 ? sin(ang) : cos(ang));
+                // two float roundings (the feature, the sum) of numbers below |w0| + amp
+                bad_feature += fabs((double)w1[i] - ((double)w0[i] + f)) > 2 * FLT_EPSILON * (fabs(w0[i]) + GPT_ORDINAL_AMP);
+            }
+        // the features' kernel: bin 500 is nearer to 501 than to 900 (dot products of the added parts)
+        double near = 0, far = 0;
+        for (int d = ch * share; d < (ch + 1) * share; d++) {
+            double f500 = w1[500 * C + d] - w0[500 * C + d];
+            near += f500 * (w1[501 * C + d] - w0[501 * C + d]);
+            far += f500 * (w1[900 * C + d] - w0[900 * C + d]);
+        }
+        CHECK(near > far + 0.1 * P * GPT_ORDINAL_AMP * GPT_ORDINAL_AMP, "channel %d: bins 500, 501 dot %.4g, 500, 900 %.4g", ch, near, far);
+    }
+    CHECK(bad_other == 0, "%zu numbers outside the bins' own dims changed", bad_other);
+    CHECK(bad_feature == 0, "%zu numbers are not the init plus their sinusoid", bad_feature);
+    CHECK(gpt_init_ordinal(b, V + 1) == LSSAR_E_ARG && strstr(lssar_errmsg(), "vocabulary"), "bins past the vocabulary: %s", lssar_errmsg());
+    CHECK(gpt_init_ordinal(b, 1) == LSSAR_E_ARG, "one bin has no order");
+    free(w0); free(w1);
+    gpt_free(a); gpt_free(b);
+    cfg.dim = 30; cfg.heads = 3;   // two shares of 15: sin and cos come in pairs
+    CHECK_OK(gpt_create(&cfg, 5, &a));
+    if (a) CHECK(gpt_init_ordinal(a, bins) == LSSAR_E_ARG && strstr(lssar_errmsg(), "even shares"), "width 30 over 2 channels: %s", lssar_errmsg());
+    gpt_free(a);
 }
 
 static void random_tokens(uint16_t *x, size_t n, int V, uint64_t seed) {
@@ -1043,6 +1096,7 @@ static void test_table_and_init(void) {
 
 int main(void) {
     RUN(test_table_and_init);
+    RUN(test_init_ordinal);
     RUN(test_reserve_and_errors);
     RUN(test_ignore_and_accumulation);
     RUN(test_eval_equals_train);

@@ -29,7 +29,7 @@ D=$tmp/d
 # data: 40 training, 6 validation systems; a 500-system force set
 out=$("$LSSAR" orbits simulate --out $D --systems 40 --seed 1 --quiet 2>&1 &&
       "$LSSAR" orbits simulate --out $D --split val --systems 6 --seed 2 --quiet 2>&1 &&
-      "$LSSAR" orbits simulate --out $D --split force --two-body --systems 500 --seed 3 --quiet 2>&1); rc=$?
+      "$LSSAR" orbits simulate --out $D --split force --two-body --state --systems 500 --seed 3 --quiet 2>&1); rc=$?
 check "simulate the data" '[ $rc -eq 0 ] && [ -f $D/force_state.bin ]' "$out"
 
 # a tiny orbit model (rope; 2 channels, vocab 7003)
@@ -66,6 +66,25 @@ print("baseline ok", rows, acc / rows, err / rows)
 EOF
 ); rc=$?
 check "eval: baseline = same body's previous position, recomputed" '[ $rc -eq 0 ]' "$out"
+# model - baseline per system: on the force set every system has one planet, so the same number of
+# compared rows, and the mean over systems equals the difference of the row means
+expect "orbits eval on two-body systems" 0 "model - previous" $LSSAR orbits eval --model $tmp/m --data $D --split force --systems 30 --seq 999 --json $tmp/ef.json
+out=$($PY - "$tmp/ef.json" <<'EOF' 2>&1
+import json, sys
+c = json.load(open(sys.argv[1]))["compared"]
+d, m, b = c["model_minus_previous"], c["model"], c["previous_position"]
+assert abs(d["accuracy"] - (m["accuracy"] - b["accuracy"])) < 1e-9, (d, m, b)
+assert abs(d["error_au"] - (m["error_au"] - b["error_au"])) < 1e-9 * max(1, abs(d["error_au"])), (d, m, b)
+assert d["accuracy_ci95_half"] > 0 and d["error_au_ci95_half"] > 0, d
+print("difference ok", d)
+EOF
+); rc=$?
+check "eval: model - previous over systems = the difference of the means (equal rows per system)" '[ $rc -eq 0 ]' "$out"
+# --ordinal: the bins' embeddings start ordered (tests/test_model.c checks the numbers); past the vocabulary refused
+expect "train --ordinal 7000 (tied)" 0 "" $LSSAR train --data $D/train_000000.bin --out $tmp/mo --attn softmax --vocab 7003 --ordinal 7000 \
+  --layers 1 --heads 2 --dim 16 --seq 64 --batch 2 --steps 2 --quiet $T1
+expect "train --ordinal past the vocabulary" fail "--ordinal 7004: ordered bins 7004: need 2..7003" $LSSAR train --data $D/train_000000.bin --out $tmp/mo2 \
+  --attn softmax --vocab 7003 --ordinal 7004 --layers 1 --heads 2 --dim 16 --seq 64 --batch 2 --steps 1 --quiet $T1
 
 # the oracle control: k-NN (k = 2) forces; the audit's m1 m2 constant near G and the better form
 expect "orbits oracle" 0 "forces.csv" $LSSAR orbits oracle --data $D --out $tmp/or $T1
@@ -133,6 +152,11 @@ out=$("$LSSAR" orbits run --scale paper --out $tmp/paper 2>&1); rc=$?
 check "run --scale paper prints the published recipe" '[ $rc -eq 0 ] && grep -q -- "--layers 12 --heads 12 --dim 768" <<<"$out" && grep -q "orbits newton" <<<"$out" && [ ! -e $tmp/paper ]' "$out"
 out=$("$LSSAR" orbits run --scale tiny --attn softmax,lssa --dry-run --out $tmp/dry 2>&1); rc=$?
 check "run --dry-run: one train per kind, oracle, newton x3, nothing written" '[ $rc -eq 0 ] && [ $(grep -c "^\$ lssar train" <<<"$out") -eq 2 ] && [ $(grep -c "orbits newton" <<<"$out") -eq 3 ] && [ ! -e $tmp/dry ]' "$out"
+# laptop: two-body training and validation systems (no state file), tied heads with ordered bins
+out=$("$LSSAR" orbits run --scale laptop --dry-run 2>&1); rc=$?
+check "run --scale laptop: two-body data, --ordinal 7000, tied" '[ $rc -eq 0 ] && grep -q -- "--split train --systems [0-9]* --seed 1 --two-body --quiet" <<<"$out" && grep -q -- "--split val .*--two-body --quiet" <<<"$out" && grep -q -- "--split force .*--two-body --state" <<<"$out" && [ $(grep -c -- "--ordinal 7000" <<<"$out") -eq 2 ] && ! grep -q -- "--untied" <<<"$out"' "$out"
+out=$("$LSSAR" orbits run --scale tiny --dry-run 2>&1); rc=$?
+check "run --scale tiny: the published models (untied, multi-planet training)" '[ $rc -eq 0 ] && [ $(grep -c -- "--untied" <<<"$out") -eq 2 ] && ! grep -q -- "--ordinal" <<<"$out" && [ $(grep -c -- "--two-body" <<<"$out") -eq 1 ]' "$out"
 # --seeds 2: two models per kind (KIND, KIND-s1, trained with seeds 1337 and 1338) and a pooled
 # table; every mean and interval recomputed here from the models' eval.json and probe.json
 expect "run --scale smoke --seeds 2" 0 "orbits run (smoke): done" $LSSAR orbits run --scale smoke --attn softmax,lssar --seeds 2 --out $tmp/seeds $T1
@@ -161,6 +185,10 @@ print("pooled ok")
 EOF2
 ); rc=$?
 check "run --seeds 2: models per seed, the pooled table recomputed from their eval.json and probe.json" '[ $rc -eq 0 ]' "$out"
+# a rerun resumes the models it finds, but not one of other settings (an earlier version of the scale)
+cp $tmp/m/model.safetensors $tmp/seeds/softmax/model.safetensors
+expect "run: a model of other settings in OUT is not resumed" fail "holds a lssar model of 1 layers, 2 heads, width 16, tied heads from an earlier run" \
+  $LSSAR orbits run --scale smoke --attn softmax,lssar --seeds 2 --out $tmp/seeds --skip-simulate $T1
 expect "run: --seeds too many" fail "more than 16 models" $LSSAR orbits run --attn softmax,lssar --seeds 9 --dry-run
 expect "run: unknown kind" fail "unknown kind 'bogus'" $LSSAR orbits run --attn softmax,bogus --dry-run
 expect "run: unknown scale" fail "--scale must be smoke, tiny, laptop, small or paper" $LSSAR orbits run --scale huge

@@ -176,7 +176,6 @@ static double time_attn(lssar_attn_kind kind, int T, int H, int D, int repeats) 
     return 1e3 * median(t, reps);
 }
 
-static cJSON *num_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
 
 int cmd_bench(int argc, char **argv) {
     const char *json = NULL, *attn = "lssar", *device_name = "cpu", *pos_name = "rope";
@@ -297,10 +296,10 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "ms_per_step", ms);
             cJSON_AddNumberToObject(o, "gflops", gf);
             cJSON_AddNumberToObject(o, "tokens_per_s", tps);
-            cJSON_AddItemToObject(o, "peak_tflops", num_or_null(peak > 0 ? peak : NAN));
-            cJSON_AddItemToObject(o, "mfu", num_or_null(mfu));
-            cJSON_AddItemToObject(o, "sgemm_gflops", num_or_null(sg));
-            cJSON_AddItemToObject(o, "sgemm_ratio", num_or_null(gf / sg));
+            cJSON_AddItemToObject(o, "peak_tflops", lssar_json_number(peak > 0 ? peak : NAN));
+            cJSON_AddItemToObject(o, "mfu", lssar_json_number(mfu));
+            cJSON_AddItemToObject(o, "sgemm_gflops", lssar_json_number(sg));
+            cJSON_AddItemToObject(o, "sgemm_ratio", lssar_json_number(gf / sg));
             if (res.have_dev) {
                 cJSON_AddStringToObject(o, "device_name", res.dev_name);
                 cJSON_AddNumberToObject(o, "device_held_peak_bytes", (double)res.held_peak);

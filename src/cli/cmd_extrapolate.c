@@ -231,7 +231,6 @@ static int load_cache(const char *path, const char *key, run_t *r, int nf, int m
     return ok;
 }
 
-static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
 static cJSON *results_json(const run_t *r, const int *seqs, int nf, int mqar) {
     cJSON *a = cJSON_CreateArray();
@@ -239,13 +238,13 @@ static cJSON *results_json(const run_t *r, const int *seqs, int nf, int mqar) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "seq", seqs[i]);
         if (mqar) {
-            cJSON_AddItemToObject(e, "accuracy", num_or_null(r->loss[i]));
-            cJSON_AddItemToObject(e, "lo", num_or_null(r->lo[i]));
-            cJSON_AddItemToObject(e, "hi", num_or_null(r->hi[i]));
+            cJSON_AddItemToObject(e, "accuracy", lssar_json_number(r->loss[i]));
+            cJSON_AddItemToObject(e, "lo", lssar_json_number(r->lo[i]));
+            cJSON_AddItemToObject(e, "hi", lssar_json_number(r->hi[i]));
             cJSON_AddNumberToObject(e, "queries", r->windows[i]);
         } else {
-            cJSON_AddItemToObject(e, "loss", num_or_null(r->loss[i]));
-            cJSON_AddItemToObject(e, "stderr", num_or_null(r->se[i]));
+            cJSON_AddItemToObject(e, "loss", lssar_json_number(r->loss[i]));
+            cJSON_AddItemToObject(e, "stderr", lssar_json_number(r->se[i]));
             cJSON_AddNumberToObject(e, "windows", r->windows[i]);
         }
         cJSON_AddItemToArray(a, e);
@@ -262,10 +261,10 @@ static int save_cache(const char *path, const char *key, const run_t *r, const i
     cJSON *e;
     int i = 0;
     cJSON_ArrayForEach(e, a) {
-        if (mqar) { cJSON_AddItemToObject(e, "loss", num_or_null(r->loss[i])); cJSON_AddNumberToObject(e, "windows", r->windows[i]); }
+        if (mqar) { cJSON_AddItemToObject(e, "loss", lssar_json_number(r->loss[i])); cJSON_AddNumberToObject(e, "windows", r->windows[i]); }
         else {
             cJSON *wl = cJSON_AddArrayToObject(e, "window_losses");
-            for (int w = 0; w < r->windows[i]; w++) cJSON_AddItemToArray(wl, num_or_null(win[i][w]));
+            for (int w = 0; w < r->windows[i]; w++) cJSON_AddItemToArray(wl, lssar_json_number(win[i][w]));
         }
         i++;
     }
@@ -499,18 +498,18 @@ static int write_results(const results_ctx *c) {
             const gstat *g = &gs[b * nf + f];
             cJSON *x = cJSON_CreateObject();
             cJSON_AddNumberToObject(x, "seq", seqs[f]);
-            cJSON_AddItemToObject(x, "mean", num_or_null(g->mean));
+            cJSON_AddItemToObject(x, "mean", lssar_json_number(g->mean));
             cJSON_AddItemToObject(x, "ci95", pair_or_null(g->lo, g->hi));
             cJSON *ps = cJSON_AddArrayToObject(x, "per_seed");
-            for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(ps, num_or_null(cr[k * nb + b].loss[f]));
+            for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(ps, lssar_json_number(cr[k * nb + b].loss[f]));
             cJSON_AddNumberToObject(x, mqar ? "queries" : "windows", r->windows[f]);
             if (sg >= 0) {
                 cJSON *d = cJSON_AddObjectToObject(x, "diff_vs_softmax");
-                cJSON_AddItemToObject(d, "mean", num_or_null(g->dmean));
+                cJSON_AddItemToObject(d, "mean", lssar_json_number(g->dmean));
                 cJSON_AddItemToObject(d, "ci95", pair_or_null(g->dlo, g->dhi));
                 cJSON_AddBoolToObject(d, "excludes_zero", g->dlo > 0 || g->dhi < 0);
                 cJSON *dp = cJSON_AddArrayToObject(d, "per_seed");
-                for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(dp, num_or_null(g->dseed[k]));
+                for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(dp, lssar_json_number(g->dseed[k]));
             }
             cJSON_AddItemToArray(res, x);
         }
@@ -521,13 +520,13 @@ static int write_results(const results_ctx *c) {
                 cJSON *x = cJSON_CreateObject();
                 cJSON_AddStringToObject(x, "task", ds_names[t]);
                 cJSON_AddStringToObject(x, "metric", runs[b].ds[t].lambada ? "acc" : "acc_norm");
-                cJSON_AddItemToObject(x, "mean", num_or_null(st.mean));
+                cJSON_AddItemToObject(x, "mean", lssar_json_number(st.mean));
                 cJSON_AddItemToObject(x, "ci95", pair_or_null(st.mean - st.half, st.mean + st.half));
                 cJSON *ps = cJSON_AddArrayToObject(x, "per_seed");
-                for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(ps, num_or_null(ds_score(&runs[k * nb + b].ds[t])));
+                for (int k = 0; k < seeds; k++) cJSON_AddItemToArray(ps, lssar_json_number(ds_score(&runs[k * nb + b].ds[t])));
                 if (sg >= 0) {
                     cJSON *d = cJSON_AddObjectToObject(x, "diff_vs_softmax");
-                    cJSON_AddItemToObject(d, "mean", num_or_null(st.dmean));
+                    cJSON_AddItemToObject(d, "mean", lssar_json_number(st.dmean));
                     cJSON_AddItemToObject(d, "ci95", pair_or_null(st.dmean - st.dhalf, st.dmean + st.dhalf));
                     cJSON_AddBoolToObject(d, "excludes_zero", st.dmean - st.dhalf > 0 || st.dmean + st.dhalf < 0);
                 }
@@ -550,7 +549,7 @@ static int write_results(const results_ctx *c) {
         cJSON_AddNumberToObject(e, "seed", (double)(o.seed + (uint64_t)r->seed_ix));
         cJSON_AddNumberToObject(e, "train_seq", o.seq);
         cJSON_AddNumberToObject(e, "steps", (double)r->step);
-        cJSON_AddItemToObject(e, "train_seconds", num_or_null(r->train_s));
+        cJSON_AddItemToObject(e, "train_seconds", lssar_json_number(r->train_s));
         char md[4200];
         snprintf(md, sizeof md, "%s/%s", out, r->src);
         cJSON_AddNumberToObject(e, "passkey_mix", exp_passkey_mix(md));

@@ -60,11 +60,11 @@ int cmd_orbits_simulate(int argc, char **argv) {
     arg_spec specs[] = {
         {"systems", ARG_U64, &systems, "number of systems = sequences of 1000 rows", 0, 0},
         {"seed", ARG_U64, &o.seed, "random seed; system i uses stream (seed, i), so any --threads gives the same files", 0, 0},
-        {"two-body", ARG_BOOL, &two_body, "one planet per system (K = 1; the force set); implies --state", 0, 0},
+        {"two-body", ARG_BOOL, &two_body, "one planet per system (K = 1; with --state: a force set for the probe)", 0, 0},
         {"preset", ARG_STR, &preset, "distributions: code (the released code) or paper (the appendix)", 0, 0},
         {"out", ARG_STR, &out, "output directory (layout: src/orbits/format.h)", 1, 0},
         {"split", ARG_STR, &split, "file-name prefix: NAME_000000.bin, NAME_systems.bin, NAME.json (use its own --seed)", 0, 0},
-        {"state", ARG_BOOL, &state, "also write NAME_state.bin: per-row positions, velocities, r, masses, |F|", 0, 0},
+        {"state", ARG_BOOL, &state, "also write NAME_state.bin: per-row positions, velocities, r, masses, |F| (48 bytes a row: 48 kB a system)", 0, 0},
         {"csv", ARG_STR, &csv, "also write continuous values: system,body,step,t,x,y,vx,vy,mass,star_mass", 0, 0},
         {"shard-systems", ARG_U64, &shard_systems, "sequences per token shard", 0, 0},
         {"threads", ARG_INT, &threads, "worker threads (0: all cores / OMP_NUM_THREADS)", 0, 0},
@@ -89,7 +89,7 @@ int cmd_orbits_simulate(int argc, char **argv) {
     o.systems = (int64_t)systems;
     o.shard_systems = (int64_t)shard_systems;
     o.two_body = two_body;
-    o.state = state || two_body;
+    o.state = state;
     o.threads = threads;
     o.split = split;
     o.csv_path = csv;

@@ -15,7 +15,7 @@ int cmd_orbits_oracle(int argc, char **argv) {
     uint64_t systems = 0, keep = 5000, seed = 0;
     int k = 2, threads = 0;
     arg_spec specs[] = {
-        {"data", ARG_STR, &data, "directory holding the force set (simulate --two-body)", 1, 0},
+        {"data", ARG_STR, &data, "directory holding the force set (simulate --two-body --state)", 1, 0},
         {"split", ARG_STR, &split, "the force set's file prefix in --data", 0, 0},
         {"out", ARG_STR, &out, "output directory: OUT/forces.csv", 1, 0},
         {"systems", ARG_U64, &systems, "use the first N force-set systems (0: all; 90% fully labelled, 10% with 2 rows)", 0, 0},

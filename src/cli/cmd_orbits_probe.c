@@ -19,7 +19,7 @@ int cmd_orbits_probe(int argc, char **argv) {
     orb_probe_defaults(&po);
     arg_spec specs[] = {
         {"model", ARG_STR, &model, "trained orbit model: run directory or .safetensors file", 1, 0},
-        {"data", ARG_STR, &data, "directory holding the force set (simulate --two-body --split force)", 1, 0},
+        {"data", ARG_STR, &data, "directory holding the force set (simulate --two-body --state --split force)", 1, 0},
         {"split", ARG_STR, &split, "the force set's file prefix in --data", 0, 0},
         {"out", ARG_STR, &out, "output directory: OUT/forces.csv, OUT/probe.json", 1, 0},
         {"systems", ARG_U64, &systems, "use the first N force-set systems (0: all; 90% fully labelled, 10% with 2 rows)", 0, 0},

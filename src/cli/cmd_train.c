@@ -158,6 +158,7 @@ int cmd_train(int argc, char **argv) {
         {"dim", ARG_INT, &o.dim, "model width", 0, 0},
         {"vocab", ARG_INT, &o.vocab, "token ids per channel (0: 50257 if the data fits, see above)", 0, 0},
         {"untied", ARG_BOOL, &o.untied, "separate output head instead of the token embedding", 0, 0},
+        {"ordinal", ARG_INT, &o.ordinal, "token ids 0..N-1 are ordered bins (orbits: 7000): their embeddings start as sinusoids of the id, each channel in its own share of the width (fresh runs only)", 0, 0},
         {"seq", ARG_INT, &o.seq, "training sequence length T", 0, 0},
         {"batch", ARG_INT, &o.batch, "sequences per micro-batch", 0, 0},
         {"accum", ARG_INT, &o.accum, "micro-batches per optimizer step (gradient accumulation)", 0, 0},

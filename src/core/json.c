@@ -1,4 +1,5 @@
 // json.c - atomic JSON files; see json.h.
+#include <math.h>
 #include <stdlib.h>
 #include "core/json.h"
 #include "core/util.h"
@@ -28,3 +29,5 @@ cJSON *lssar_read_json(const char *path) {
     free(text);
     return j;
 }
+
+cJSON *lssar_json_number(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }

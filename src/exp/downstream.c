@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+#include "core/json.h"
 #include "core/util.h"
 #include "exp/downstream.h"
 #include "exp/passkey.h"
@@ -449,7 +450,6 @@ int ds_run_task(gpt *m, const lssar_tokenizer *tok, const char *name, const char
     return 0;
 }
 
-static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
 cJSON *ds_result_json(const ds_result *r) {
     cJSON *e = cJSON_CreateObject();
@@ -458,20 +458,20 @@ cJSON *ds_result_json(const ds_result *r) {
     cJSON_AddStringToObject(e, "kind", r->lambada ? "last_word" : "multiple_choice");
     cJSON_AddNumberToObject(e, "docs", r->docs);
     cJSON_AddNumberToObject(e, "requests", r->requests);
-    cJSON_AddItemToObject(e, "acc", num_or_null(r->acc));
-    cJSON_AddItemToObject(e, "acc_lo", num_or_null(r->acc_lo));
-    cJSON_AddItemToObject(e, "acc_hi", num_or_null(r->acc_hi));
+    cJSON_AddItemToObject(e, "acc", lssar_json_number(r->acc));
+    cJSON_AddItemToObject(e, "acc_lo", lssar_json_number(r->acc_lo));
+    cJSON_AddItemToObject(e, "acc_hi", lssar_json_number(r->acc_hi));
     cJSON_AddNumberToObject(e, "correct", r->correct);
     if (!r->lambada) {
-        cJSON_AddItemToObject(e, "acc_norm", num_or_null(r->acc_norm));
-        cJSON_AddItemToObject(e, "acc_norm_lo", num_or_null(r->norm_lo));
-        cJSON_AddItemToObject(e, "acc_norm_hi", num_or_null(r->norm_hi));
+        cJSON_AddItemToObject(e, "acc_norm", lssar_json_number(r->acc_norm));
+        cJSON_AddItemToObject(e, "acc_norm_lo", lssar_json_number(r->norm_lo));
+        cJSON_AddItemToObject(e, "acc_norm_hi", lssar_json_number(r->norm_hi));
         cJSON_AddNumberToObject(e, "correct_norm", r->correct_norm);
-        cJSON_AddItemToObject(e, "chance", num_or_null(r->chance));
+        cJSON_AddItemToObject(e, "chance", lssar_json_number(r->chance));
     } else {
-        cJSON_AddItemToObject(e, "perplexity", num_or_null(r->ppl));
+        cJSON_AddItemToObject(e, "perplexity", lssar_json_number(r->ppl));
     }
-    cJSON_AddItemToObject(e, "token_perplexity", num_or_null(r->token_ppl));
+    cJSON_AddItemToObject(e, "token_perplexity", lssar_json_number(r->token_ppl));
     cJSON_AddNumberToObject(e, "continuation_tokens", (double)r->tokens);
     cJSON_AddNumberToObject(e, "truncated_contexts", r->truncated);
     cJSON_AddNumberToObject(e, "truncated_continuations", r->cont_truncated);

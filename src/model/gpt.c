@@ -234,6 +234,37 @@ int gpt_create(const gpt_config *cfg, uint64_t seed, gpt **out) {
     return rc;
 }
 
+int gpt_init_ordinal(gpt *m, int bins) {
+    if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_init_ordinal: NULL model");
+    const gpt_config *c = &m->cfg;
+    int C = c->dim, V = c->vocab, share = C / c->channels, P = share / 2;
+    if (bins < 2 || bins > V)
+        return lssar_fail(LSSAR_E_ARG, "ordered bins %d: need 2..%d (the vocabulary)", bins, V);
+    if (share * c->channels != C || share % 2 || P < 2)
+        return lssar_fail(LSSAR_E_ARG, "ordered bins need a width that splits into %d even shares of at least 4 (one per "
+                          "channel), got %d", c->channels, C);
+    float *w = malloc((size_t)V * C * sizeof(float));   // (V, C) one channel's embedding
+    if (!w) return lssar_fail(LSSAR_E_NOMEM, "gpt_init_ordinal: out of memory");
+    int rc = 0;
+    for (int ch = 0; ch < c->channels && !rc; ch++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "wte.%d", ch);
+        int ti = gpt_tensor_index(m, nm);
+        if ((rc = gpt_read_tensor(m, GPT_BUF_PARAM, ti, w))) break;
+        for (int b = 0; b < bins; b++) {
+            float *row = w + (size_t)b * C + ch * share;   // (share) this channel's dims of row b
+            for (int k = 0; k < P; k++) {
+                double ang = 2.0 * M_PI * b / (2.0 * pow(bins, (double)k / (P - 1)));
+                row[2 * k] += GPT_ORDINAL_AMP * (float)cos(ang);
+                row[2 * k + 1] += GPT_ORDINAL_AMP * (float)sin(ang);
+            }
+        }
+        rc = gpt_write_tensor(m, GPT_BUF_PARAM, ti, w);
+    }
+    free(w);
+    return rc;
+}
+
 void gpt_free(gpt *m) {
     if (!m) return;
     if (m->ctx) {

@@ -57,6 +57,17 @@ int gpt_pos_parse(const char *name);   /* -1 if unknown */
 /* Create a model with parameters initialised GPT-2 style from `seed` (N(0, 0.02), residual
    projections scaled by 1/sqrt(2L), LayerNorm 1/0, SSMax scales 0.43). No activations yet. */
 int gpt_create(const gpt_config *cfg, uint64_t seed, gpt **out);
+/* Ordered tokens (orbit coordinates: ids 0..bins-1 are bins of one axis, in order). Adds to each
+   embedding row b < bins of channel ch, in that channel's own share of the width (dims
+   ch C/channels .. (ch+1) C/channels - 1), the sinusoids GPT_ORDINAL_AMP [cos(2 pi b / l_k),
+   sin(2 pi b / l_k)] at P = C / (2 channels) wavelengths l_k = 2 (bins)^(k / (P-1)), k = 0..P-1,
+   from 2 bins to 2 x bins. Nearby bins then start with nearby embeddings (their dot product is a
+   kernel of b - b' alone), so a model, tied ones at the output too, need not learn the order of
+   7000 bins from scratch; the random init underneath still tells every row apart. The sums of the
+   channels stay apart because each writes its own dims. Call it once, after gpt_create (a fresh
+   model); LSSAR_E_ARG unless 2 <= bins <= vocab and C / channels is even with P >= 2. */
+#define GPT_ORDINAL_AMP 0.05f
+int gpt_init_ordinal(gpt *m, int bins);
 /* The same with every parameter 0, for a checkpoint load that overwrites them all. */
 int gpt_create_empty(const gpt_config *cfg, gpt **out);
 void gpt_free(gpt *m);

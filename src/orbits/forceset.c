@@ -18,7 +18,7 @@ int orb_force_split_make(const orb_state *st, int64_t systems, int labelled, uin
     if (systems <= 0 || systems > st->n) systems = st->n;
     if (systems < 2)
         return lssar_fail(LSSAR_E_SIZE, "the force set has %lld systems; the 90%%/10%% split needs >= 2 "
-                          "(simulate more with `lssar orbits simulate --two-body --systems N`)", (long long)systems);
+                          "(simulate more with `lssar orbits simulate --two-body --state --systems N`)", (long long)systems);
     if (labelled < 0 || labelled >= ORB_PLANET_ROWS)
         return lssar_fail(LSSAR_E_ARG, "labelled rows per test system must be 0..%d, got %d", ORB_PLANET_ROWS - 1, labelled);
     // every planet row of a two-body system is odd: check the file really is a K = 1 set
@@ -26,7 +26,7 @@ int orb_force_split_make(const orb_state *st, int64_t systems, int labelled, uin
         const float *r = row_of(st, i * ORB_ROWS + 2);   // row 2 is the star's first row when K = 1
         if (r[ORB_S_R] != 0.0f || r[ORB_S_MASS] != r[ORB_S_STAR_MASS])
             return lssar_fail(LSSAR_E_FORMAT, "the force set must have one planet per system (system %lld does not); "
-                              "make it with `lssar orbits simulate --two-body`", (long long)i);
+                              "make it with `lssar orbits simulate --two-body --state`", (long long)i);
     }
     s->systems = systems;
     s->full = (int64_t)floor(0.9 * (double)systems);

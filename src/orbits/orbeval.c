@@ -12,6 +12,7 @@
 #include "core/util.h"
 #include "data/shard.h"
 #include "lssar.h"
+#include "exp/stats.h"
 #include "orbits/probe.h"
 
 // Distance (AU) between the decoded positions of two (x, y) token pairs; ids past the bins
@@ -47,8 +48,9 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
     size_t per = (size_t)B * T * 2;
     uint16_t *in = malloc(per * sizeof(uint16_t)), *tg = malloc(per * sizeof(uint16_t)), *am = malloc(per * sizeof(uint16_t));
     float *ls = malloc(per * sizeof(float));
+    double *dacc = malloc((size_t)nsys * sizeof(double)), *derr = malloc((size_t)nsys * sizeof(double));   // (nsys) per-system differences
     uint16_t *seq = malloc((size_t)B * LSSAR_ORB_ROWS * 2 * sizeof(uint16_t));
-    if (!in || !tg || !am || !ls || !seq) { rc = lssar_fail(LSSAR_E_NOMEM, "orbits eval: out of memory"); goto done; }
+    if (!in || !tg || !am || !ls || !seq || !dacc || !derr) { rc = lssar_fail(LSSAR_E_NOMEM, "orbits eval: out of memory"); goto done; }
     double loss = 0, accc = 0, accb = 0, err = 0, caccc = 0, caccb = 0, cerr = 0, baccc = 0, baccb = 0, berr = 0;
     int64_t rows = 0, crow = 0;
     shard sh = {0};
@@ -88,6 +90,8 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
             const orb_system *sys = &meta.sys[s0 + k];
             int K = sys->K;
             const uint16_t *q = seq + (size_t)k * LSSAR_ORB_ROWS * 2;
+            double sacc = 0, serr = 0;   // this system's model - baseline sums over its compared rows
+            int64_t srows = 0;
             for (int t = 0; t < T; t++) {
                 int row = t + 1, body, step;
                 size_t o = ((size_t)k * T + t) * 2;
@@ -100,10 +104,14 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
                 if (step < 1) continue;
                 const uint16_t *prev = q + (size_t)(row - (K + 1)) * 2;
                 int px = prev[0] == truth[0], py = prev[1] == truth[1];
+                double be = decoded_dist(prev, truth);
                 caccc += 0.5 * (cx + cy); caccb += cx && cy; cerr += e;
-                baccc += 0.5 * (px + py); baccb += px && py; berr += decoded_dist(prev, truth);
+                baccc += 0.5 * (px + py); baccb += px && py; berr += be;
+                sacc += 0.5 * (cx + cy) - 0.5 * (px + py); serr += e - be; srows++;
                 crow++;
             }
+            dacc[s0 + k] = srows ? sacc / srows : 0;
+            derr[s0 + k] = srows ? serr / srows : 0;
         }
         if (progress) lssar_progress_update(&pg, (double)(s0 + b), NULL);
     }
@@ -112,11 +120,13 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
     if (crow) {
         r->cmp_acc_channel = caccc / crow; r->cmp_acc_both = caccb / crow; r->cmp_err_au = cerr / crow;
         r->base_acc_channel = baccc / crow; r->base_acc_both = baccb / crow; r->base_err_au = berr / crow;
+        exp_mean_ci95(dacc, (int)nsys, &r->diff_acc, &r->diff_acc_half);
+        exp_mean_ci95(derr, (int)nsys, &r->diff_err, &r->diff_err_half);
     }
 done_shard:
     if (shard_i >= 0) shard_close(&sh);
 done:
-    free(in); free(tg); free(am); free(ls); free(seq);
+    free(in); free(tg); free(am); free(ls); free(seq); free(dacc); free(derr);
     orb_meta_close(&meta);
     return rc;
 }

@@ -24,6 +24,9 @@ typedef struct {
     int64_t cmp_rows;
     double cmp_acc_channel, cmp_acc_both, cmp_err_au;    // the model on those rows
     double base_acc_channel, base_acc_both, base_err_au; // "same body's previous position"
+    // model - baseline per system (its compared rows), then the mean over systems and the half-width
+    // of its 95% t interval: systems are the independent units (a system's rows share one orbit)
+    double diff_acc, diff_acc_half, diff_err, diff_err_half;
 } orb_eval_result;
 
 /* Evaluate on the first max_systems (0: all) sequences of split `split` in `dir`: window = rows

@@ -65,6 +65,8 @@ int orb_eval_run(const orb_eval_opts *o, orb_eval_result *r) {
         fprintf(f, "  rows with step >= 1 (%lld):\n", (long long)r->cmp_rows);
         fprintf(f, "    model             accuracy %.4f  both %.4f  error %.4f AU\n", r->cmp_acc_channel, r->cmp_acc_both, r->cmp_err_au);
         fprintf(f, "    previous position accuracy %.4f  both %.4f  error %.4f AU\n", r->base_acc_channel, r->base_acc_both, r->base_err_au);
+        fprintf(f, "    model - previous  accuracy %+.4f +- %.4f  error %+.4f +- %.4f AU (mean over systems, 95%% t interval)\n",
+                r->diff_acc, r->diff_acc_half, r->diff_err, r->diff_err_half);
     }
     if (o->json) {
         cJSON *j = cJSON_CreateObject(), *cmp = cJSON_CreateObject(), *mo = cJSON_CreateObject(), *bo = cJSON_CreateObject();
@@ -87,6 +89,12 @@ int orb_eval_run(const orb_eval_opts *o, orb_eval_result *r) {
         cJSON_AddNumberToObject(bo, "error_au", r->base_err_au);
         cJSON_AddItemToObject(cmp, "model", mo);
         cJSON_AddItemToObject(cmp, "previous_position", bo);
+        cJSON *dd = cJSON_CreateObject();   // per system, then over systems
+        cJSON_AddNumberToObject(dd, "accuracy", r->diff_acc);
+        cJSON_AddItemToObject(dd, "accuracy_ci95_half", lssar_json_number(r->diff_acc_half));
+        cJSON_AddNumberToObject(dd, "error_au", r->diff_err);
+        cJSON_AddItemToObject(dd, "error_au_ci95_half", lssar_json_number(r->diff_err_half));
+        cJSON_AddItemToObject(cmp, "model_minus_previous", dd);
         cJSON_AddItemToObject(j, "compared", cmp);
         rc = lssar_write_json(o->json, j);
         cJSON_Delete(j);
@@ -103,7 +111,7 @@ int orb_force_open(const char *data, const char *split, uint64_t systems, uint64
     if (rc) {
         char prev[1024];
         snprintf(prev, sizeof prev, "%s", lssar_errmsg());
-        return lssar_fail(rc, "%s\n  (the force set: `lssar orbits simulate --two-body --split %s --out %s`)", prev, split, data);
+        return lssar_fail(rc, "%s\n  (the force set: `lssar orbits simulate --two-body --state --split %s --out %s`)", prev, split, data);
     }
     if ((rc = orb_force_split_make(st, (int64_t)systems, 2, seed, fs))) {
         rc = refail(rc, path);

@@ -371,6 +371,12 @@ static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train
         .tied = !o->untied, .device = o->device, .len_norm = o->len_norm};
     if ((rc = gpt_config_check(&cfg))) return rc;
     if ((rc = gpt_create(&cfg, o->seed, m))) return rc;
+    if (o->ordinal > 0 && (rc = gpt_init_ordinal(*m, o->ordinal))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", lssar_errmsg());
+        gpt_free(*m); *m = NULL;
+        return lssar_fail(rc, "--ordinal %d: %s", o->ordinal, why);
+    }
     memset(s, 0, sizeof *s);
     s->lr = o->lr; s->min_lr_frac = o->min_lr_frac;
     s->warmup = o->warmup >= 0 ? o->warmup : o->steps / 10;

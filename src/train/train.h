@@ -123,6 +123,8 @@ typedef struct {
     int layers, heads, dim;
     int vocab;             // 0: 50257 (GPT-2) if every id fits, else an error asking for --vocab
     int untied;
+    int ordinal;           // > 0: ids 0..ordinal-1 are ordered bins, embeddings start as sinusoids
+                           // of the id (gpt_init_ordinal); fresh runs only, resume keeps the weights
     lssar_device device;   // where the model runs (fresh and resumed runs alike)
     int align;             // windows start at multiples of this (1: anywhere; orbits: 1000)
     float passkey_mix;     // share of training windows the source replaces by passkey sequences
