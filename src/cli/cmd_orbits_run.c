@@ -54,7 +54,7 @@ static const scale SCALES[] = {
     // systems (the probe's own kind; a 4-layer model on 1..10 planets learnt only the marginal
     // distribution in 3000 steps), and tied heads with ordered bins (--ordinal: the model need not
     // learn from scratch that bin 3001 is next to bin 3000)
-    {"laptop", "ABOUT",
+    {"laptop", "one CPU core per model, ~40 min on an AVX2 EPYC (training 36 min); trained on two-body systems, with tied heads, ordered bins and no weight decay (not the published recipe: what it took to beat the previous-position baseline at this size)",
      50000, 200, 2000, 2, 4, 64, 255, 8, 6000, 3e-3f, 200, 200, 4, 5000, 1e-3f, 5, 1000, 40, 1, 1, 1},
     {"small", "one GPU (--device cuda), ~10 minutes; on the CPU it runs for hours",
      100000, 200, 10000, 6, 6, 384, 999, 32, 5000, 6e-4f, 200, 1000, 16, 5000, 1e-4f, 5, 1000, 100, 3, 0, 0},
@@ -319,9 +319,10 @@ int cmd_orbits_run(int argc, char **argv) {
                         "  simulate (train, val, two-body force set) -> lssar train -> orbits eval -> orbits probe ->\n"
                         "  orbits newton, plus the k-NN oracle control (orbits oracle -> newton).\n"
                         "Scales: smoke (seconds; 10 steps of a 1-layer model: checks the stages, says nothing), tiny (2 CPU\n"
-                        "cores, < 20 min), laptop (one CPU core per model, ~18 min; does not learn yet: a null result), small (one GPU in ~10 min with --device cuda; hours on the CPU), paper (the\n"
-                        "published 109M models, 2 channels, T = 999, on 10M systems: runs with --device cuda, one GPU takes\n"
-                        "days; on the CPU it is printed, not run). `lssar recipe orbits-109m` is the paper scale.\n"
+                        "cores, < 20 min), laptop (one CPU core per model, ~40 min; two-body systems, tied heads with\n"
+                        "ordered bins, no weight decay: docs/ORBITS_RESULTS.md says why), small (one GPU in ~10 min with\n"
+                        "--device cuda; hours on the CPU), paper (the published 109M models, 2 channels, T = 999, on 10M\n"
+                        "systems: runs with --device cuda, one GPU takes days; on the CPU it is printed, not run). `lssar recipe orbits-109m` is the paper scale.\n"
                         "Writes OUT/commands.sh, OUT/RESULTS.md, OUT/forces.png.",
                         specs, argc, argv);
     if (rc >= 0) return rc;

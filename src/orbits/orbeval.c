@@ -52,7 +52,7 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
     uint16_t *seq = malloc((size_t)B * LSSAR_ORB_ROWS * 2 * sizeof(uint16_t));
     if (!in || !tg || !am || !ls || !seq || !dacc || !derr) { rc = lssar_fail(LSSAR_E_NOMEM, "orbits eval: out of memory"); goto done; }
     double loss = 0, accc = 0, accb = 0, err = 0, caccc = 0, caccb = 0, cerr = 0, baccc = 0, baccb = 0, berr = 0;
-    int64_t rows = 0, crow = 0;
+    int64_t rows = 0, crow = 0, nd = 0;   // nd: systems with compared rows (dacc, derr)
     shard sh = {0};
     int64_t shard_i = -1, shard_first = 0, shard_count = 0;
     lssar_progress pg;
@@ -110,8 +110,7 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
                 sacc += 0.5 * (cx + cy) - 0.5 * (px + py); serr += e - be; srows++;
                 crow++;
             }
-            dacc[s0 + k] = srows ? sacc / srows : 0;
-            derr[s0 + k] = srows ? serr / srows : 0;
+            if (srows) { dacc[nd] = sacc / srows; derr[nd++] = serr / srows; }
         }
         if (progress) lssar_progress_update(&pg, (double)(s0 + b), NULL);
     }
@@ -120,8 +119,8 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
     if (crow) {
         r->cmp_acc_channel = caccc / crow; r->cmp_acc_both = caccb / crow; r->cmp_err_au = cerr / crow;
         r->base_acc_channel = baccc / crow; r->base_acc_both = baccb / crow; r->base_err_au = berr / crow;
-        exp_mean_ci95(dacc, (int)nsys, &r->diff_acc, &r->diff_acc_half);
-        exp_mean_ci95(derr, (int)nsys, &r->diff_err, &r->diff_err_half);
+        exp_mean_ci95(dacc, (int)nd, &r->diff_acc, &r->diff_acc_half);
+        exp_mean_ci95(derr, (int)nd, &r->diff_err, &r->diff_err_half);
     }
 done_shard:
     if (shard_i >= 0) shard_close(&sh);
