@@ -45,6 +45,8 @@ tok = open(d + "/val_000000.bin", "rb").read()[1024:]
 meta = open(d + "/val_systems.bin", "rb").read()
 n = (len(meta) - 64) // 464
 acc = accb = err = 0.0; rows = 0
+edges = [0, 5, 10, 20, 30]; brows = [0] * 5; berr = [0.0] * 5   # by the target's distance from the origin
+unbin = lambda v: -50 + (v + 0.5) * 100 / 7000
 for s in range(n):
     K = struct.unpack_from("<i", meta, 64 + 464 * s)[0]
     t = struct.unpack_from("<2000H", tok, s * 4000)
@@ -56,7 +58,16 @@ for s in range(n):
         acc += 0.5 * ((tx == px) + (ty == py)); accb += (tx == px and ty == py)
         dx = (px - tx) * 100 / 7000; dy = (py - ty) * 100 / 7000
         err += (dx * dx + dy * dy) ** 0.5; rows += 1
+        k = max(i for i in range(5) if (unbin(tx) ** 2 + unbin(ty) ** 2) ** 0.5 >= edges[i])
+        brows[k] += 1; berr[k] += (dx * dx + dy * dy) ** 0.5
 b = ej["compared"]["previous_position"]
+bands = ej["compared"]["by_radius"]
+assert [x["from_au"] for x in bands] == edges and bands[-1]["to_au"] is None, bands
+assert [x["rows"] for x in bands] == brows and sum(brows) == rows, (bands, brows)
+for x, br, be in zip(bands, brows, berr):
+    assert (x["previous_error_au"] is None) if br == 0 else abs(x["previous_error_au"] - be / br) < 1e-6, (x, be, br)
+m = ej["compared"]["model"]   # the bands' model errors average back to the model's error
+assert abs(sum(x["rows"] * x["model_error_au"] for x in bands if x["rows"]) / rows - m["error_au"]) < 1e-6, (bands, m)
 assert ej["compared"]["rows"] == rows, (ej["compared"]["rows"], rows)
 assert abs(b["accuracy"] - acc / rows) < 1e-9, (b["accuracy"], acc / rows)
 assert abs(b["accuracy_both"] - accb / rows) < 1e-9
@@ -181,6 +192,14 @@ for kind in ("softmax", "lssar"):
     assert len(got) == 5, row
     for (m, h), (gm, gh) in zip(cols, got):
         assert abs(m - float(gm)) <= 6e-5 and abs(h - float(gh)) <= 6e-5, (kind, m, h, gm, gh)
+    # the by-distance table: model / previous error and rows per band, from the same eval.json
+    band = re.search(r"^\| %s \|(.* rows\) \|)$" % kind, md, re.M).group(1)
+    got = re.findall(r"([0-9.]+|nan) / ([0-9.]+|nan) \(([0-9]+) rows\)", band)
+    assert len(got) == 5, band
+    for (gm, gb, gr), x in zip(got, e[0]["by_radius"]):
+        assert int(gr) == x["rows"], (kind, band, x)
+        for g, v in ((gm, x["model_error_au"]), (gb, x["previous_error_au"])):
+            assert (g == "nan") if v is None else abs(float(g) - v) <= 6e-4, (kind, band, x)
 print("pooled ok")
 EOF2
 ); rc=$?

@@ -30,10 +30,13 @@ int cmd_orbits_eval(int argc, char **argv) {
                         "the dt row): cross-entropy, token accuracy (mean of the x and y channels; and both right) and the\n"
                         "mean distance in AU between the decoded predicted and true positions (bin midpoints).\n"
                         "Baseline: predict the same body's previous position (row r - (K + 1): the previous row is another\n"
-                        "body). Model and baseline are compared on the rows where that previous position exists (step >= 1).\n"
+                        "body). Model and baseline are compared on the rows where that previous position exists (step >= 1):\n"
+                        "model minus baseline per system with its 95% t interval over systems, and both errors by the\n"
+                        "target's distance from the origin (0-5, 5-10, 10-20, 20-30, >= 30 AU), where the error comes from.\n"
                         "JSON: {\"model\", \"data\", \"split\", \"systems\", \"rows\", \"loss\", \"accuracy\", \"accuracy_both\",\n"
                         "\"error_au\", \"compared\": {\"rows\", \"model\": {\"accuracy\", \"accuracy_both\", \"error_au\"},\n"
-                        "\"previous_position\": {...}}}.",
+                        "\"previous_position\": {...}, \"model_minus_previous\": {\"accuracy\", \"accuracy_ci95_half\", \"error_au\",\n"
+                        "\"error_au_ci95_half\"}, \"by_radius\": [{\"from_au\", \"to_au\", \"rows\", \"model_error_au\", \"previous_error_au\"}]}}.",
                         specs, argc, argv);
     if (rc >= 0) return rc;
     lssar_device device;

@@ -267,6 +267,23 @@ static void write_results(const char *out, const scale *sc, int steps, char name
     fprintf(f, "\nThe last two columns: model minus previous position per validation system, then the mean over the "
                "systems +- the half-width of its 95%% t interval; the model beats the baseline where the accuracy "
                "difference is positive and the error difference negative, with intervals that exclude 0.\n\n");
+    fprintf(f, "Where the error comes from: the same rows by the target's distance from the origin, mean error (AU) "
+               "of the model / of the previous position.\n\n| model |");
+    for (int b = 0; b < ORB_EVAL_BANDS; b++)
+        if (b + 1 < ORB_EVAL_BANDS) fprintf(f, " %g-%g AU |", ORB_EVAL_BAND_AU[b], ORB_EVAL_BAND_AU[b + 1]);
+        else fprintf(f, " >= %g AU |", ORB_EVAL_BAND_AU[b]);
+    fprintf(f, "\n|---|");
+    for (int b = 0; b < ORB_EVAL_BANDS; b++) fprintf(f, "---|");
+    fprintf(f, "\n");
+    for (int i = 0; i < nk; i++) {
+        if (!strcmp(names[i], "oracle") || !res[i].have_eval) continue;
+        const orb_eval_result *e = &res[i].eval;
+        fprintf(f, "| %s |", names[i]);
+        for (int b = 0; b < ORB_EVAL_BANDS; b++)
+            fprintf(f, " %.3f / %.3f (%lld rows) |", fin(e->band_err_au[b]), fin(e->band_base_err_au[b]), (long long)e->band_rows[b]);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
     if (seeds >= 2) pooled_table(f, names, res, (nk - 1) / seeds, seeds, sc->galaxies);
     fprintf(f, "## Force probe and law audit\n\n"
                "| forces from | probe mean abs log10 error | c of c m1 m2/r^2 (c/G) | c of c m1/r^2 | better form | rank corr. of m2 with F r^2/m1 | laws with m2 | laws = G m1 m2/r^2 (1%%) |\n"

@@ -15,6 +15,8 @@
 #include "exp/stats.h"
 #include "orbits/probe.h"
 
+const double ORB_EVAL_BAND_AU[ORB_EVAL_BANDS] = { 0, 5, 10, 20, 30 };
+
 // Distance (AU) between the decoded positions of two (x, y) token pairs; ids past the bins
 // (dt tokens, the spare) decode to the nearest edge bin, so a nonsense prediction still costs.
 static double decoded_dist(const uint16_t *a, const uint16_t *b) {
@@ -108,6 +110,10 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
                 caccc += 0.5 * (cx + cy); caccb += cx && cy; cerr += e;
                 baccc += 0.5 * (px + py); baccb += px && py; berr += be;
                 sacc += 0.5 * (cx + cy) - 0.5 * (px + py); serr += e - be; srows++;
+                double tr = hypot(lssar_orb_unbin(truth[0]), lssar_orb_unbin(truth[1]));   // truth: bins only
+                int band = ORB_EVAL_BANDS - 1;
+                while (band > 0 && tr < ORB_EVAL_BAND_AU[band]) band--;
+                r->band_rows[band]++; r->band_err_au[band] += e; r->band_base_err_au[band] += be;
                 crow++;
             }
             if (srows) { dacc[nd] = sacc / srows; derr[nd++] = serr / srows; }
@@ -122,6 +128,9 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
         exp_mean_ci95(dacc, (int)nd, &r->diff_acc, &r->diff_acc_half);
         exp_mean_ci95(derr, (int)nd, &r->diff_err, &r->diff_err_half);
     }
+    for (int i = 0; i < ORB_EVAL_BANDS; i++)   // sums -> means (NaN for an empty band)
+        if (r->band_rows[i]) { r->band_err_au[i] /= r->band_rows[i]; r->band_base_err_au[i] /= r->band_rows[i]; }
+        else r->band_err_au[i] = r->band_base_err_au[i] = NAN;
 done_shard:
     if (shard_i >= 0) shard_close(&sh);
 done:

@@ -14,6 +14,8 @@
 #include "orbits/format.h"
 
 /* ------------------------------------------------------------ evaluation */
+#define ORB_EVAL_BANDS 5
+extern const double ORB_EVAL_BAND_AU[ORB_EVAL_BANDS];   /* band lower edges: 0, 5, 10, 20, 30 AU */
 typedef struct {
     int64_t systems, rows;          // sequences evaluated; target rows counted (all)
     double loss;                    // mean cross-entropy over all targets and both channels
@@ -27,6 +29,10 @@ typedef struct {
     // model - baseline per system (its compared rows), then the mean over systems and the half-width
     // of its 95% t interval: systems are the independent units (a system's rows share one orbit)
     double diff_acc, diff_acc_half, diff_err, diff_err_half;
+    // the compared rows by the target's distance from the origin (AU), ORB_EVAL_BAND_AU[i] ..
+    // ORB_EVAL_BAND_AU[i + 1] (the last band open): where the error comes from
+    int64_t band_rows[ORB_EVAL_BANDS];
+    double band_err_au[ORB_EVAL_BANDS], band_base_err_au[ORB_EVAL_BANDS];
 } orb_eval_result;
 
 /* Evaluate on the first max_systems (0: all) sequences of split `split` in `dir`: window = rows

@@ -67,6 +67,14 @@ int orb_eval_run(const orb_eval_opts *o, orb_eval_result *r) {
         fprintf(f, "    previous position accuracy %.4f  both %.4f  error %.4f AU\n", r->base_acc_channel, r->base_acc_both, r->base_err_au);
         fprintf(f, "    model - previous  accuracy %+.4f +- %.4f  error %+.4f +- %.4f AU (mean over systems, 95%% t interval)\n",
                 r->diff_acc, r->diff_acc_half, r->diff_err, r->diff_err_half);
+        fprintf(f, "    by the target's distance from the origin:\n");
+        for (int i = 0; i < ORB_EVAL_BANDS; i++) {
+            char band[32];
+            if (i + 1 < ORB_EVAL_BANDS) snprintf(band, sizeof band, "%g-%g AU", ORB_EVAL_BAND_AU[i], ORB_EVAL_BAND_AU[i + 1]);
+            else snprintf(band, sizeof band, ">= %g AU", ORB_EVAL_BAND_AU[i]);
+            fprintf(f, "      %-10s %6lld rows  error: model %.4f  previous position %.4f AU\n", band,
+                    (long long)r->band_rows[i], r->band_err_au[i], r->band_base_err_au[i]);
+        }
     }
     if (o->json) {
         cJSON *j = cJSON_CreateObject(), *cmp = cJSON_CreateObject(), *mo = cJSON_CreateObject(), *bo = cJSON_CreateObject();
@@ -95,6 +103,16 @@ int orb_eval_run(const orb_eval_opts *o, orb_eval_result *r) {
         cJSON_AddNumberToObject(dd, "error_au", r->diff_err);
         cJSON_AddItemToObject(dd, "error_au_ci95_half", lssar_json_number(r->diff_err_half));
         cJSON_AddItemToObject(cmp, "model_minus_previous", dd);
+        cJSON *bands = cJSON_AddArrayToObject(cmp, "by_radius");   // the target's distance from the origin
+        for (int i = 0; i < ORB_EVAL_BANDS; i++) {
+            cJSON *bd = cJSON_CreateObject();
+            cJSON_AddNumberToObject(bd, "from_au", ORB_EVAL_BAND_AU[i]);
+            cJSON_AddItemToObject(bd, "to_au", i + 1 < ORB_EVAL_BANDS ? cJSON_CreateNumber(ORB_EVAL_BAND_AU[i + 1]) : cJSON_CreateNull());
+            cJSON_AddNumberToObject(bd, "rows", (double)r->band_rows[i]);
+            cJSON_AddItemToObject(bd, "model_error_au", lssar_json_number(r->band_err_au[i]));
+            cJSON_AddItemToObject(bd, "previous_error_au", lssar_json_number(r->band_base_err_au[i]));
+            cJSON_AddItemToArray(bands, bd);
+        }
         cJSON_AddItemToObject(j, "compared", cmp);
         rc = lssar_write_json(o->json, j);
         cJSON_Delete(j);
