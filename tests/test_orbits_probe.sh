@@ -165,7 +165,7 @@ out=$("$LSSAR" orbits run --scale tiny --attn softmax,lssa --dry-run --out $tmp/
 check "run --dry-run: one train per kind, oracle, newton x3, nothing written" '[ $rc -eq 0 ] && [ $(grep -c "^\$ lssar train" <<<"$out") -eq 2 ] && [ $(grep -c "orbits newton" <<<"$out") -eq 3 ] && [ ! -e $tmp/dry ]' "$out"
 # laptop: two-body training and validation systems (no state file), tied heads with ordered bins
 out=$("$LSSAR" orbits run --scale laptop --dry-run 2>&1); rc=$?
-check "run --scale laptop: two-body data, --ordinal 7000, tied" '[ $rc -eq 0 ] && grep -q -- "--split train --systems [0-9]* --seed 1 --two-body --quiet" <<<"$out" && grep -q -- "--split val .*--two-body --quiet" <<<"$out" && grep -q -- "--split force .*--two-body --state" <<<"$out" && [ $(grep -c -- "--ordinal 7000" <<<"$out") -eq 2 ] && ! grep -q -- "--untied" <<<"$out"' "$out"
+check "run --scale laptop: two-body data, --ordinal 7000, tied" '[ $rc -eq 0 ] && grep -q -- "--split train --systems [0-9]* --seed 1 --two-body --quiet" <<<"$out" && grep -q -- "--split val .*--two-body --quiet" <<<"$out" && grep -q -- "--split force .*--two-body --state" <<<"$out" && [ $(grep -c -- "--ordinal 7000 --wd 0 --eps 1e-05" <<<"$out") -eq 2 ] && ! grep -q -- "--untied" <<<"$out"' "$out"
 out=$("$LSSAR" orbits run --scale tiny --dry-run 2>&1); rc=$?
 check "run --scale tiny: the published models (untied, multi-planet training)" '[ $rc -eq 0 ] && [ $(grep -c -- "--untied" <<<"$out") -eq 2 ] && ! grep -q -- "--ordinal" <<<"$out" && [ $(grep -c -- "--two-body" <<<"$out") -eq 1 ]' "$out"
 # --seeds 2: two models per kind (KIND, KIND-s1, trained with seeds 1337 and 1338) and a pooled
@@ -208,6 +208,10 @@ check "run --seeds 2: models per seed, the pooled table recomputed from their ev
 cp $tmp/m/model.safetensors $tmp/seeds/softmax/model.safetensors
 expect "run: a model of other settings in OUT is not resumed" fail "holds a lssar model of 1 layers, 2 heads, width 16, tied heads from an earlier run" \
   $LSSAR orbits run --scale smoke --attn softmax,lssar --seeds 2 --out $tmp/seeds --skip-simulate $T1
+# ... nor one trained with another optimizer (here: one more step with AdamW eps 1e-4)
+expect "train --resume --eps: one more step" 0 "" $LSSAR train --out $tmp/seeds/lssar --resume --steps 11 --eps 1e-4 --quiet $T1
+expect "run: a model trained with another eps is not resumed" fail "trained with AdamW eps 0.0001, weight decay 0.1 in an earlier run; this scale uses eps 1e-08" \
+  $LSSAR orbits run --scale smoke --attn lssar --out $tmp/seeds --skip-simulate $T1
 expect "run: --seeds too many" fail "more than 16 models" $LSSAR orbits run --attn softmax,lssar --seeds 9 --dry-run
 expect "run: unknown kind" fail "unknown kind 'bogus'" $LSSAR orbits run --attn softmax,bogus --dry-run
 expect "run: unknown scale" fail "--scale must be smoke, tiny, laptop, small or paper" $LSSAR orbits run --scale huge

@@ -338,7 +338,8 @@ static void passkey_table(FILE *f, const char *out, const repro_scale *sc, cJSON
     }
     fprintf(f, "\nEach cell: keys retrieved over every depth (and seed) / trials, the share and its 95%% Wilson interval; bold: at least 90%%. "
                "The validation loss is the same models' mean next-token loss on held-out documents at the training length "
-               "(mean over seeds, 95%% interval; `passkey/results.md`). Heatmaps: `passkey/passkey-MODEL.png`.\n\n");
+               "(%s; `passkey/results.md`). Heatmaps: `passkey/passkey-MODEL.png`.\n\n",
+            sc->p_seeds > 1 ? "mean over seeds, 95% t interval over seeds" : "one seed: 95% interval over the windows");
     cJSON_Delete(train);
 }
 
