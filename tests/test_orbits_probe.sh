@@ -163,6 +163,12 @@ out=$("$LSSAR" orbits run --scale paper --out $tmp/paper 2>&1); rc=$?
 check "run --scale paper prints the published recipe" '[ $rc -eq 0 ] && grep -q -- "--layers 12 --heads 12 --dim 768" <<<"$out" && grep -q "orbits newton" <<<"$out" && [ ! -e $tmp/paper ]' "$out"
 out=$("$LSSAR" orbits run --scale tiny --attn softmax,lssa --dry-run --out $tmp/dry 2>&1); rc=$?
 check "run --dry-run: one train per kind, oracle, newton x3, nothing written" '[ $rc -eq 0 ] && [ $(grep -c "^\$ lssar train" <<<"$out") -eq 2 ] && [ $(grep -c "orbits newton" <<<"$out") -eq 3 ] && [ ! -e $tmp/dry ]' "$out"
+# a printed command is one a shell runs as it was: a path with a quote and a space survives
+out=$("$LSSAR" orbits run --scale tiny --attn softmax --dry-run --out "$tmp/it's a \$dir" 2>&1); rc=$?
+got=$($PY -c 'import shlex, sys
+line = [l for l in sys.stdin.read().splitlines() if l.startswith("$ lssar train")][0]
+a = shlex.split(line[2:]); print(a[a.index("--out") + 1])' <<<"$out")
+check "run --dry-run: printed commands quote a path with ' and \$" '[ $rc -eq 0 ] && [ "$got" = "$tmp/it'"'"'s a \$dir/softmax" ]' "$out $got"
 # laptop: two-body training and validation systems (no state file), tied heads with ordered bins
 out=$("$LSSAR" orbits run --scale laptop --dry-run 2>&1); rc=$?
 check "run --scale laptop: two-body data, --ordinal 7000, tied" '[ $rc -eq 0 ] && grep -q -- "--split train --systems [0-9]* --seed 1 --two-body --quiet" <<<"$out" && grep -q -- "--split val .*--two-body --quiet" <<<"$out" && grep -q -- "--split force .*--two-body --state" <<<"$out" && [ $(grep -c -- "--ordinal 7000 --wd 0 --eps 1e-05" <<<"$out") -eq 2 ] && ! grep -q -- "--untied" <<<"$out"' "$out"

@@ -172,18 +172,23 @@ void args_add(args_vec *a, const char *fmt, ...) {
 
 char *args_line(const args_vec *a, const char *prefix) {
     size_t len = strlen(prefix) + 1;
-    for (int i = 0; i < a->n; i++) len += strlen(a->v[i]) + 3;
-    char *line = malloc(len);
+    for (int i = 0; i < a->n; i++) len += 4 * strlen(a->v[i]) + 3;   // worst case: every byte a quote
+    char *line = malloc(len), *w = line;
     if (!line) return NULL;
-    strcpy(line, prefix);
+    w += sprintf(w, "%s", prefix);
     for (int i = 0; i < a->n; i++) {
-        if (line[0]) strcat(line, " ");
-        // quote what a shell would split or expand (shard lists are plain; a path may hold a space)
-        int q = !a->v[i][0] || strpbrk(a->v[i], " \t*?$'\"&;|<>()") != NULL;
-        if (q) strcat(line, "'");
-        strcat(line, a->v[i]);
-        if (q) strcat(line, "'");
+        const char *v = a->v[i];
+        if (w > line) *w++ = ' ';
+        // quote what a shell would split or expand (shard lists are plain; a path may hold a space);
+        // inside single quotes only ' itself needs care: end the quote, an escaped ', reopen
+        int q = !v[0] || strpbrk(v, " \t\n*?[]{}~#!$`\\'\"&;|<>()") != NULL;
+        if (q) *w++ = '\'';
+        for (; *v; v++)
+            if (*v == '\'' && q) { memcpy(w, "'\\''", 4); w += 4; }
+            else *w++ = *v;
+        if (q) *w++ = '\'';
     }
+    *w = 0;
     return line;
 }
 

@@ -2,37 +2,39 @@
 # The plan of `lssar reproduce`, one job per line, each after the jobs it needs (the
 # runner runs 2 at a time; this file runs them one after another).
 set -e
-# extrapolate/softmax (~300 s)
+# data (~40 s)
+lssar data build --corpus sotu --tokenizer byte --out ./data/demo-sotu-byte --quiet
+# extrapolate/softmax (~300 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/extrapolate --attn softmax --no-plot --layers 2 --heads 4 --dim 64 --seq 128 --batch 16 --steps 1000 --warmup 50 --lr 0.003 --seed 1337 --threads 1 --factors 1,2,4,8,16 --seeds 3 --max-windows 32 --quiet
-# extrapolate/ssmax (~300 s)
+# extrapolate/ssmax (~300 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/extrapolate --attn ssmax --no-plot --layers 2 --heads 4 --dim 64 --seq 128 --batch 16 --steps 1000 --warmup 50 --lr 0.003 --seed 1337 --threads 1 --factors 1,2,4,8,16 --seeds 3 --max-windows 32 --quiet
-# extrapolate/sigmoid (~300 s)
+# extrapolate/sigmoid (~300 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/extrapolate --attn sigmoid --no-plot --layers 2 --heads 4 --dim 64 --seq 128 --batch 16 --steps 1000 --warmup 50 --lr 0.003 --seed 1337 --threads 1 --factors 1,2,4,8,16 --seeds 3 --max-windows 32 --quiet
-# extrapolate/relu (~300 s)
+# extrapolate/relu (~300 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/extrapolate --attn relu --no-plot --layers 2 --heads 4 --dim 64 --seq 128 --batch 16 --steps 1000 --warmup 50 --lr 0.003 --seed 1337 --threads 1 --factors 1,2,4,8,16 --seeds 3 --max-windows 32 --quiet
-# extrapolate/lssa (~360 s)
+# extrapolate/lssa (~360 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/extrapolate --attn lssa --lssar-p 15 --no-plot --layers 2 --heads 4 --dim 64 --seq 128 --batch 16 --steps 1000 --warmup 50 --lr 0.003 --seed 1337 --threads 1 --factors 1,2,4,8,16 --seeds 3 --max-windows 32 --quiet
-# extrapolate/lssar-p3 (~300 s)
+# extrapolate/lssar-p3 (~300 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/extrapolate --attn lssar --lssar-p 3 --no-plot --layers 2 --heads 4 --dim 64 --seq 128 --batch 16 --steps 1000 --warmup 50 --lr 0.003 --seed 1337 --threads 1 --factors 1,2,4,8,16 --seeds 3 --max-windows 32 --quiet
-# extrapolate/lssar-p15 (~300 s)
+# extrapolate/lssar-p15 (~300 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/extrapolate --attn lssar --lssar-p 15 --no-plot --layers 2 --heads 4 --dim 64 --seq 128 --batch 16 --steps 1000 --warmup 50 --lr 0.003 --seed 1337 --threads 1 --factors 1,2,4,8,16 --seeds 3 --max-windows 32 --quiet
 # extrapolate/all (~10 s), after extrapolate/softmax extrapolate/ssmax extrapolate/sigmoid extrapolate/relu extrapolate/lssa extrapolate/lssar-p3 extrapolate/lssar-p15
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/extrapolate --attn softmax,ssmax,sigmoid,relu,lssa,lssar --lssar-p 15,3 --layers 2 --heads 4 --dim 64 --seq 128 --batch 16 --steps 1000 --warmup 50 --lr 0.003 --seed 1337 --threads 1 --factors 1,2,4,8,16 --seeds 3 --max-windows 32 --quiet
 # attnstats (~150 s), after extrapolate/all
 lssar attnstats --model runs/reproduce/extrapolate/softmax,runs/reproduce/extrapolate/softmax-s1,runs/reproduce/extrapolate/softmax-s2,runs/reproduce/extrapolate/ssmax,runs/reproduce/extrapolate/ssmax-s1,runs/reproduce/extrapolate/ssmax-s2,runs/reproduce/extrapolate/sigmoid,runs/reproduce/extrapolate/sigmoid-s1,runs/reproduce/extrapolate/sigmoid-s2,runs/reproduce/extrapolate/relu,runs/reproduce/extrapolate/relu-s1,runs/reproduce/extrapolate/relu-s2,runs/reproduce/extrapolate/lssa,runs/reproduce/extrapolate/lssa-s1,runs/reproduce/extrapolate/lssa-s2,runs/reproduce/extrapolate/lssar-p3,runs/reproduce/extrapolate/lssar-p3-s1,runs/reproduce/extrapolate/lssar-p3-s2,runs/reproduce/extrapolate/lssar-p15,runs/reproduce/extrapolate/lssar-p15-s1,runs/reproduce/extrapolate/lssar-p15-s2 --data ./data/demo-sotu-byte/val.bin --seq 128,512,2048 --windows 4 --rows 64 --json runs/reproduce/attnstats.json --plot runs/reproduce/attnstats.png --threads 1
-# passkey-train/softmax (~890 s)
+# passkey-train/softmax (~890 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/passkey --attn softmax --no-plot --layers 2 --heads 4 --dim 64 --seq 320 --batch 16 --steps 4000 --warmup 100 --lr 0.003 --seed 1337 --threads 1 --passkey-mix 0.75 --factors 1 --seeds 1 --max-windows 32 --quiet
-# passkey-train/ssmax (~890 s)
+# passkey-train/ssmax (~890 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/passkey --attn ssmax --no-plot --layers 2 --heads 4 --dim 64 --seq 320 --batch 16 --steps 4000 --warmup 100 --lr 0.003 --seed 1337 --threads 1 --passkey-mix 0.75 --factors 1 --seeds 1 --max-windows 32 --quiet
-# passkey-train/sigmoid (~890 s)
+# passkey-train/sigmoid (~890 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/passkey --attn sigmoid --no-plot --layers 2 --heads 4 --dim 64 --seq 320 --batch 16 --steps 4000 --warmup 100 --lr 0.003 --seed 1337 --threads 1 --passkey-mix 0.75 --factors 1 --seeds 1 --max-windows 32 --quiet
-# passkey-train/relu (~890 s)
+# passkey-train/relu (~890 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/passkey --attn relu --no-plot --layers 2 --heads 4 --dim 64 --seq 320 --batch 16 --steps 4000 --warmup 100 --lr 0.003 --seed 1337 --threads 1 --passkey-mix 0.75 --factors 1 --seeds 1 --max-windows 32 --quiet
-# passkey-train/lssa (~890 s)
+# passkey-train/lssa (~890 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/passkey --attn lssa --lssar-p 15 --no-plot --layers 2 --heads 4 --dim 64 --seq 320 --batch 16 --steps 4000 --warmup 100 --lr 0.003 --seed 1337 --threads 1 --passkey-mix 0.75 --factors 1 --seeds 1 --max-windows 32 --quiet
-# passkey-train/lssar-p3 (~890 s)
+# passkey-train/lssar-p3 (~890 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/passkey --attn lssar --lssar-p 3 --no-plot --layers 2 --heads 4 --dim 64 --seq 320 --batch 16 --steps 4000 --warmup 100 --lr 0.003 --seed 1337 --threads 1 --passkey-mix 0.75 --factors 1 --seeds 1 --max-windows 32 --quiet
-# passkey-train/lssar-p15 (~890 s)
+# passkey-train/lssar-p15 (~890 s), after data
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/passkey --attn lssar --lssar-p 15 --no-plot --layers 2 --heads 4 --dim 64 --seq 320 --batch 16 --steps 4000 --warmup 100 --lr 0.003 --seed 1337 --threads 1 --passkey-mix 0.75 --factors 1 --seeds 1 --max-windows 32 --quiet
 # passkey-train/all (~10 s), after passkey-train/softmax passkey-train/ssmax passkey-train/sigmoid passkey-train/relu passkey-train/lssa passkey-train/lssar-p3 passkey-train/lssar-p15
 lssar extrapolate --data ./data/demo-sotu-byte --out runs/reproduce/passkey --attn softmax,ssmax,sigmoid,relu,lssa,lssar --lssar-p 15,3 --layers 2 --heads 4 --dim 64 --seq 320 --batch 16 --steps 4000 --warmup 100 --lr 0.003 --seed 1337 --threads 1 --passkey-mix 0.75 --factors 1 --seeds 1 --max-windows 32 --quiet
@@ -52,5 +54,5 @@ lssar passkey --model runs/reproduce/passkey/lssar-p3 --lengths 320,640,1280,256
 lssar passkey --model runs/reproduce/passkey/lssar-p15 --lengths 320,640,1280,2560,5120 --depths 5 --trials 10 --json runs/reproduce/passkey/passkey-lssar-p15.json --plot runs/reproduce/passkey/passkey-lssar-p15.png --threads 1
 # passkey/lssa+lssar-p15 (~150 s), after passkey-train/lssa
 lssar passkey --model runs/reproduce/passkey/lssa --lengths 320,640,1280,2560,5120 --depths 5 --trials 10 --attn lssar --p 15 --json runs/reproduce/passkey/passkey-lssa+lssar-p15.json --plot runs/reproduce/passkey/passkey-lssa+lssar-p15.png --threads 1
-# orbits (~4100 s)
+# orbits (~5000 s)
 lssar orbits run --scale laptop --attn softmax,lssar --out runs/reproduce/orbits --threads 1
