@@ -171,7 +171,7 @@ a = shlex.split(line[2:]); print(a[a.index("--out") + 1])' <<<"$out")
 check "run --dry-run: printed commands quote a path with ' and \$" '[ $rc -eq 0 ] && [ "$got" = "$tmp/it'"'"'s a \$dir/softmax" ]' "$out $got"
 # laptop: two-body training and validation systems (no state file), tied heads with ordered bins
 out=$("$LSSAR" orbits run --scale laptop --dry-run 2>&1); rc=$?
-check "run --scale laptop: two-body data, --ordinal 7000, tied" '[ $rc -eq 0 ] && grep -q -- "--split train --systems [0-9]* --seed 1 --two-body --quiet" <<<"$out" && grep -q -- "--split val .*--two-body --quiet" <<<"$out" && grep -q -- "--split force .*--two-body --state" <<<"$out" && [ $(grep -c -- "--ordinal 7000 --wd 0 --eps 1e-05" <<<"$out") -eq 2 ] && ! grep -q -- "--untied" <<<"$out"' "$out"
+check "run --scale laptop: two-body data, --ordinal 7000, tied" '[ $rc -eq 0 ] && grep -q -- "--split train --systems [0-9]* --seed 1 --two-body --quiet" <<<"$out" && grep -q -- "--split val .*--two-body --quiet" <<<"$out" && grep -q -- "--split force .*--two-body --state" <<<"$out" && [ $(grep -c -- "--ordinal 7000 --wd 0 --eps 0.0001" <<<"$out") -eq 2 ] && ! grep -q -- "--untied" <<<"$out"' "$out"
 out=$("$LSSAR" orbits run --scale tiny --dry-run 2>&1); rc=$?
 check "run --scale tiny: the published models (untied, multi-planet training)" '[ $rc -eq 0 ] && [ $(grep -c -- "--untied" <<<"$out") -eq 2 ] && ! grep -q -- "--ordinal" <<<"$out" && [ $(grep -c -- "--two-body" <<<"$out") -eq 1 ]' "$out"
 # --seeds 2: two models per kind (KIND, KIND-s1, trained with seeds 1337 and 1338) and a pooled
