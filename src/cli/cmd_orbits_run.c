@@ -43,6 +43,18 @@ typedef struct {
                      // training seldom visits) and AdamW eps ORDERED_EPS, instead of the published untied heads
 } scale;
 
+// AdamW eps of the ordered scales. With tied heads every bin's embedding gets a small gradient at
+// every step (the softmax's push away from the bins not chosen); eps 1e-8 scales that noise up to
+// full-size steps, which moves the seldom-seen far-out bins together and off their order. 1e-4 damps
+// it: on 1,000 fresh validation systems the laptop softmax model's mean error beyond 30 AU fell from
+// 7.04 (eps 1e-8) and 4.72 (1e-5) to 0.94 AU, and its error against the previous position from
+// +0.31 +- 0.17 and +0.16 +- 0.13 to -0.089 +- 0.038 AU (docs/ORBITS_RESULTS.md section 5).
+#define ORDERED_EPS_LIT 1e-4
+#define ORDERED_EPS ((float)ORDERED_EPS_LIT)
+#define ORDERED_EPS_TEXT STRINGIFY(ORDERED_EPS_LIT)   // "1e-4", for the texts below
+#define STRINGIFY(x) STRINGIFY_(x)
+#define STRINGIFY_(x) #x
+
 static const scale SCALES[] = {
     {"smoke", "every stage in seconds on one CPU core (10 training steps of a 1-layer model): the recipe's test, not a result",
      40, 10, 40, 1, 2, 16, 999, 1, 10, 1e-3f, 4, 3, 1, 50, 1e-3f, 1, 50, 10, 1, 0, 0},
@@ -54,7 +66,7 @@ static const scale SCALES[] = {
     // systems (the probe's own kind; a 4-layer model on 1..10 planets learnt only the marginal
     // distribution in 3000 steps), and tied heads with ordered bins (--ordinal: the model need not
     // learn from scratch that bin 3001 is next to bin 3000)
-    {"laptop", "one CPU core per model, ~40 min on an AVX2 EPYC (training 36 min); trained on two-body systems, with tied heads, ordered bins, no weight decay and AdamW eps 1e-4 (not the published recipe: what it took to beat the previous-position baseline at this size)",
+    {"laptop", "one CPU core per model, ~40 min on an AVX2 EPYC (training 36 min); trained on two-body systems, with tied heads, ordered bins, no weight decay and AdamW eps " ORDERED_EPS_TEXT " (not the published recipe: what it took to beat the previous-position baseline at this size)",
      50000, 1000, 2000, 2, 4, 64, 255, 8, 6000, 3e-3f, 1000, 200, 4, 5000, 1e-3f, 5, 1000, 40, 1, 1, 1},
     {"small", "one GPU (--device cuda), ~10 minutes; on the CPU it runs for hours",
      100000, 200, 10000, 6, 6, 384, 999, 32, 5000, 6e-4f, 200, 1000, 16, 5000, 1e-4f, 5, 1000, 100, 3, 0, 0},
@@ -64,13 +76,6 @@ static const scale SCALES[] = {
 };
 #define NSCALES (int)(sizeof SCALES / sizeof SCALES[0])
 
-// AdamW eps of the ordered scales. With tied heads every bin's embedding gets a small gradient at
-// every step (the softmax's push away from the bins not chosen); eps 1e-8 scales that noise up to
-// full-size steps, which moves the seldom-seen far-out bins together and off their order. 1e-4 damps
-// it: on 1,000 fresh validation systems the laptop softmax model's mean error beyond 30 AU fell from
-// 7.04 (eps 1e-8) and 4.72 (1e-5) to 0.94 AU, and its error against the previous position from
-// +0.31 +- 0.17 and +0.16 +- 0.13 to -0.089 +- 0.038 AU (docs/ORBITS_RESULTS.md section 5).
-#define ORDERED_EPS 1e-4f
 
 #define MAXM 16        // models: kinds x --seeds
 static FILE *g_log;   // OUT/commands.sh
@@ -266,7 +271,7 @@ static void write_results(const char *out, const scale *sc, int steps, char name
                "Commands: `commands.sh`.\n\n",
             sc->train_sys, sc->val_sys, sc->two_body ? "one planet each, as in the force set" : "1..10 planets, as published",
             sc->force_sys, sc->layers, sc->heads, sc->dim,
-            sc->ordered ? "tied heads, ordered bins (--ordinal 7000), no weight decay, AdamW eps 1e-4" : "untied heads, as published", sc->seq, sc->batch, steps,
+            sc->ordered ? "tied heads, ordered bins (--ordinal 7000), no weight decay, AdamW eps " ORDERED_EPS_TEXT : "untied heads, as published", sc->seq, sc->batch, steps,
             (double)sc->lr, seeds, sc->probe_steps, sc->probe_batch, (double)sc->probe_lr, sc->keep, sc->galaxies, sc->rows,
             sc->iterations, sc->restarts);
     fprintf(f, "## Next-position prediction (validation: rows 1..%d of %d systems, those with a previous step)\n\n"
@@ -352,7 +357,7 @@ int cmd_orbits_run(int argc, char **argv) {
                         "  orbits newton, plus the k-NN oracle control (orbits oracle -> newton).\n"
                         "Scales: smoke (seconds; 10 steps of a 1-layer model: checks the stages, says nothing), tiny (2 CPU\n"
                         "cores, < 20 min), laptop (one CPU core per model, ~40 min; two-body systems, tied heads with\n"
-                        "ordered bins, no weight decay, AdamW eps 1e-4: docs/ORBITS_RESULTS.md says why), small (one GPU in ~10 min with\n"
+                        "ordered bins, no weight decay, AdamW eps " ORDERED_EPS_TEXT ": docs/ORBITS_RESULTS.md says why), small (one GPU in ~10 min with\n"
                         "--device cuda; hours on the CPU), paper (the published 109M models, 2 channels, T = 999, on 10M\n"
                         "systems: runs with --device cuda, one GPU takes days; on the CPU it is printed, not run). `lssar recipe orbits-109m` is the paper scale.\n"
                         "Writes OUT/commands.sh, OUT/RESULTS.md, OUT/forces.png.",
