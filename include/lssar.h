@@ -44,10 +44,11 @@ extern "C" {
    new MAJOR breaks the ABI, a new MINOR only adds to it - except while MAJOR is 0, when a new
    MINOR may also change it (0.3.0 changed lssar_model_load and lssar_model_info; 0.5.0 added
    len_norm to lssar_model_config, lssar_model_info and lssar_attn_desc; 0.6.0 added recompute to
-   lssar_train_options). */
-#define LSSAR_VERSION "0.6.0"
+   lssar_train_options; 0.7.0 added rope_base and temp_d to lssar_model_config and
+   lssar_model_info, and temp_d to lssar_attn_desc). */
+#define LSSAR_VERSION "0.7.0"
 #define LSSAR_VERSION_MAJOR 0
-#define LSSAR_VERSION_MINOR 6
+#define LSSAR_VERSION_MINOR 7
 #define LSSAR_VERSION_PATCH 0
 
 /* liblssar is built with hidden visibility: only what this header declares is exported. */
@@ -117,6 +118,8 @@ typedef struct {
     const float *ssmax_s;   /* SSMax: H per-head scales; NULL for other kinds */
     lssar_len_norm len_norm; /* sigmoid / relu only (0 = LSSAR_LEN_NORM_TRAIN) */
     int train_len;          /* sigmoid / relu with LSSAR_LEN_NORM_TRAIN: L >= 1, the training length */
+    int temp_d;             /* lssa / lssar: the D of the ln(D) ln(n) temperature; 0 = the head size
+                               (the paper), else >= 2 (an experiment: the temperature apart from D) */
 } lssar_attn_desc;
 /* q, k, v, out, dout, dq, dk, dv: contiguous float32 (B, T, H, D); causal.
    Gradients are written, not accumulated; ds (H floats) only for SSMax and may be NULL.
@@ -178,6 +181,8 @@ typedef struct {
     int tied;                 /* 1: the output head shares the token embedding */
     lssar_device device;
     lssar_len_norm len_norm;  /* sigmoid / relu: L = max_seq (TRAIN, the default) or n_i (ROW) */
+    float rope_base;          /* RoPE's base theta (pair i turns at theta^(-2i/D)); 0 = 10000 */
+    int temp_d;               /* lssa / lssar: the D of ln(D) ln(n); 0 = the head size (lssar_attn_desc) */
 } lssar_model_config;
 /* A small default: 2 layers, 2 heads, dim 64, vocab 257 (bytes + end-of-text), 1 channel, max_seq
    256, rope, LSSAR with p = 15, tied, CPU. */
@@ -199,6 +204,8 @@ typedef struct {
     lssar_pos pos_kind;
     lssar_device device;
     lssar_len_norm len_norm;  /* sigmoid / relu length normalisation */
+    float rope_base;          /* RoPE's base theta */
+    int temp_d;               /* lssa / lssar temperature's D; 0 = the head size */
 } lssar_model_info;
 
 /* How lssar_model_load builds the model. A zeroed struct (or NULL) loads it as trained, on the CPU. */

@@ -227,7 +227,9 @@ def crosscheck(lib_path):
     import ctypes
 
     class Desc(ctypes.Structure):
-        _fields_ = [("kind", ctypes.c_int), ("p", ctypes.c_float), ("ssmax_s", ctypes.c_void_p)]
+        # lssar_attn_desc of include/lssar.h, every field in order
+        _fields_ = [("kind", ctypes.c_int), ("p", ctypes.c_float), ("ssmax_s", ctypes.c_void_p),
+                    ("len_norm", ctypes.c_int), ("train_len", ctypes.c_int), ("temp_d", ctypes.c_int)]
     try:
         lib = ctypes.CDLL(lib_path)
     except OSError as e:

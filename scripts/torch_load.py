@@ -70,7 +70,9 @@ def config_from_metadata(meta):
     ints = ("layers", "heads", "dim", "vocab", "channels", "max_seq", "tied", "step")
     cfg = {k: int(meta[k]) for k in ints}
     cfg.update(pos=meta["pos"], attn=meta["attn"], p=float(meta["p"]),
-               len_norm=meta.get("len_norm", "train"))   # files from before the field: train
+               len_norm=meta.get("len_norm", "train"),   # files from before the field: train
+               rope_base=float(meta.get("rope_base", 10000.0)),   # before these: base 10000,
+               temp_d=int(meta.get("temp_d", 0)))                 # ln of the head size
     return cfg
 
 
@@ -84,9 +86,10 @@ def read_shard(path):
     return tok[: n * c].reshape(n, c)
 
 
-def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train"):
+def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train", temp_d=0):
     """Causal attention, q k v (B, H, T, D) -> (B, H, T, D), exactly as spec/attention.md.
-    L, len_norm: sigmoid / relu (the training length max_seq; "train" or "row")."""
+    L, len_norm: sigmoid / relu (the training length max_seq; "train" or "row"). temp_d: lssa /
+    lssar, the D of the ln(D) ln(n) temperature (0: the head size)."""
     import torch
     T, D = q.shape[-2], q.shape[-1]
     mask = torch.ones(T, T, dtype=torch.bool).tril()
@@ -104,7 +107,7 @@ def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train"):
         return w @ v
     qh = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     kh = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    x = math.log(D) * torch.log(n) * (qh @ kh.transpose(-1, -2))
+    x = math.log(temp_d or D) * torch.log(n) * (qh @ kh.transpose(-1, -2))
     a = (x.clamp_min(0) + torch.log1p(torch.exp(-x.abs()))) * mask   # softplus, no overflow
     alpha = a / a.sum(-1, keepdim=True)
     if kind == "lssa":
@@ -162,9 +165,10 @@ def build_model(tensors, cfg, dtype=None):
                 qkv = F.linear(h, self.W(P + "attn.c_attn.weight"), self.W(P + "attn.c_attn.bias"))
                 q, k, v = (t.view(B, T, NH, HS).transpose(1, 2) for t in qkv.split(C, dim=-1))
                 if c["pos"] == "rope":
-                    q, k = rope(q), rope(k)
+                    q, k = rope(q, c["rope_base"]), rope(k, c["rope_base"])
                 s = self.W(P + "attn.ssmax_s") if c["attn"] == "ssmax" else None
-                y = attention(q, k, v, c["attn"], c["p"], s, c["max_seq"], c["len_norm"]).transpose(1, 2).reshape(B, T, C)
+                y = attention(q, k, v, c["attn"], c["p"], s, c["max_seq"], c["len_norm"], c["temp_d"])
+                y = y.transpose(1, 2).reshape(B, T, C)
                 x = x + F.linear(y, self.W(P + "attn.c_proj.weight"), self.W(P + "attn.c_proj.bias"))
                 h = F.layer_norm(x, (C,), self.W(P + "ln_2.weight"), self.W(P + "ln_2.bias"), eps=1e-5)
                 h = F.gelu(F.linear(h, self.W(P + "mlp.c_fc.weight"), self.W(P + "mlp.c_fc.bias")), approximate="tanh")

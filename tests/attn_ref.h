@@ -24,7 +24,8 @@
 // ------------------------------------------------------------------ float64 reference
 
 // len_norm, L: sigmoid / relu only (lssar_len_norm; L the training length for LSSAR_LEN_NORM_TRAIN).
-typedef struct { int kind; double p; const double *s; int len_norm; int L; } ref_desc;
+// temp_d: lssa / lssar, the D of the ln(D) ln(n) temperature (0: the head size).
+typedef struct { int kind; double p; const double *s; int len_norm; int L; int temp_d; } ref_desc;
 
 // The training length the comparisons give sigmoid / relu with len_norm train: below most of the
 // grid's T, so rows beyond L (the extrapolation regime) are tested too.
@@ -101,7 +102,7 @@ ATTN_REF_FN void ref_row_forward(const ref_desc *rd, int B, int T, int H, int D,
     for (int d = 0; d < D; d++) qn += q[IDX(b, i, h, d)] * q[IDX(b, i, h, d)];
     R->qn = fmax(sqrt(qn), 1e-12);
     for (int d = 0; d < D; d++) R->qh[d] = q[IDX(b, i, h, d)] / R->qn;
-    R->lam = log((double)D) * log((double)n);
+    R->lam = log((double)(rd->temp_d > 0 ? rd->temp_d : D)) * log((double)n);
     R->z = 0;
     for (int j = 0; j < n; j++) {
         double c = 0;
@@ -461,8 +462,10 @@ enum {
 // Run impl and the float64 reference on one configuration of an input family; return the
 // relative errors (whole tensors; dq and dk with the floors of the error measure above).
 // len_norm, L: sigmoid / relu (compare_impl: train with L = ATTN_REF_TRAIN_LEN).
-ATTN_REF_FN errs compare_impl_ln(attn_impl impl, int flags, int kind, float p, int family, uint64_t seed,
-                                 int B, int T, int H, int D, int len_norm, int L) {
+// temp_d: lssa / lssar temperature's D, given to the kernel (a->temp_d) and to the reference
+// (ref_temp_d: another value makes a negative control).
+ATTN_REF_FN errs compare_impl_x(attn_impl impl, int flags, int kind, float p, int family, uint64_t seed,
+                                int B, int T, int H, int D, int len_norm, int L, int temp_d, int ref_temp_d) {
     size_t N = (size_t)B * T * H * D;
     float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *dy = malloc(N * 4);
     float *out = malloc(N * 4), *dq = malloc(N * 4), *dk = malloc(N * 4), *dv = malloc(N * 4);
@@ -471,8 +474,8 @@ ATTN_REF_FN errs compare_impl_ln(attn_impl impl, int flags, int kind, float p, i
     make_inputs(family, seed, B, T, H, D, q, k, v, dy, kind);
     for (int h = 0; h < H; h++) { s[h] = 0.43f + 0.2f * h; sd[h] = s[h]; }
     lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? s : NULL,
-                         .len_norm = (lssar_len_norm)len_norm, .train_len = L};
-    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = L};
+                         .len_norm = (lssar_len_norm)len_norm, .train_len = L, .temp_d = temp_d};
+    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = L, .temp_d = ref_temp_d};
     errs e = {INFINITY, INFINITY, INFINITY, INFINITY, 0};
     int rc = impl(&a, B, T, H, D, q, k, v, dy, out, dq, dk, dv, ds);
     CHECK(rc == 0, "%s failed: %d %s", kind_name[kind], rc, lssar_errmsg());
@@ -491,6 +494,11 @@ ATTN_REF_FN errs compare_impl_ln(attn_impl impl, int flags, int kind, float p, i
     free(q); free(k); free(v); free(dy); free(out); free(dq); free(dk); free(dv);
     free(qd); free(kd); free(vd); free(dyd); free(ro); free(rdq); free(rdk); free(rdv);
     return e;
+}
+
+ATTN_REF_FN errs compare_impl_ln(attn_impl impl, int flags, int kind, float p, int family, uint64_t seed,
+                                 int B, int T, int H, int D, int len_norm, int L) {
+    return compare_impl_x(impl, flags, kind, p, family, seed, B, T, H, D, len_norm, L, 0, 0);
 }
 
 ATTN_REF_FN errs compare_impl(attn_impl impl, int flags, int kind, float p, int family, uint64_t seed,

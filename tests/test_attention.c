@@ -184,6 +184,35 @@ static void test_lssar_powers(void) {
         }
 }
 
+// lssa / lssar with the temperature of another head size (temp_d): the kernel matches the float64
+// reference of that temperature (forward and backward), and not the one of its own head size (a
+// kernel that ignored temp_d must fail this test).
+static void test_temp_d(void) {
+    static const int Ds[] = {16, 64}, temps[] = {2, 8, 64, 256};
+    for (int kind = LSSAR_ATTN_LSSA; kind <= LSSAR_ATTN_LSSAR; kind++)
+        for (int di = 0; di < 2; di++)
+            for (int ti = 0; ti < 4; ti++)
+                for (int fam = IN_RANDOM; fam <= IN_PEAKED; fam++) {
+                    int D = Ds[di], td = temps[ti];
+                    errs e = compare_impl_x(cpu_impl, 0, kind, kind == LSSAR_ATTN_LSSAR && ti % 2 ? 3.0f : 15.0f, fam,
+                                            6000 + 100 * di + 10 * ti + fam, 2, 70, 2, D, 0, 0, td, td);
+                    CHECK(worst(e) < 1e-4, "%s D=%d temp_d=%d %s: rel err out %.2e dq %.2e dk %.2e dv %.2e",
+                          kind_name[kind], D, td, input_name[fam], e.out, e.dq, e.dk, e.dv);
+                    if (td == D || fam != IN_RANDOM) continue;
+                    errs n = compare_impl_x(cpu_impl, 0, kind, 15.0f, fam, 6000 + 100 * di + 10 * ti + fam, 2, 70, 2, D,
+                                            0, 0, td, 0);
+                    CHECK(n.out > 1e-3, "%s D=%d temp_d=%d %s: the kernel matches the head size's temperature (%.2e)",
+                          kind_name[kind], D, td, input_name[fam], n.out);
+                }
+    // refused: 1 (ln 1 = 0) and negative values
+    float q[8] = {0}, o[8];
+    lssar_attn_desc bad = {.kind = LSSAR_ATTN_LSSA, .temp_d = 1};
+    CHECK(lssar_attn_forward(&bad, 1, 2, 1, 4, q, q, q, o) == LSSAR_E_ARG && strstr(lssar_errmsg(), "temp_d"),
+          "temp_d 1: %s", lssar_errmsg());
+    bad.temp_d = -3;
+    CHECK(lssar_attn_forward(&bad, 1, 2, 1, 4, q, q, q, o) == LSSAR_E_ARG, "temp_d -3 accepted");
+}
+
 // Central finite differences of the float64 reference: the reference backward is right, and the
 // float32 kernel's gradient matches them too. Loss = sum(dy * out).
 
@@ -193,7 +222,7 @@ static double fd_worst_ref_k[2][2], fd_worst_kern_k[2][2];  // the same for sigm
 
 // len_norm: sigmoid / relu, with L = FD_TRAIN_LEN (below T: rows past L are covered).
 #define FD_TRAIN_LEN 5
-static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D, int len_norm) {
+static void fd_case_x(int kind, float p, int family, int B, int T, int H, int D, int len_norm, int temp_d) {
     size_t N = (size_t)B * T * H * D;
     float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *dy = malloc(N * 4);
     float *dq = malloc(N * 4), *dk = malloc(N * 4), *dv = malloc(N * 4);
@@ -201,8 +230,8 @@ static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D
     float s[4] = {0.43f, 0.9f, 0.6f, 0.3f}, ds[4];
     double sd[4] = {0.43, 0.9, 0.6, 0.3}, dsr[4], dserr[4];
     lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = s, .len_norm = (lssar_len_norm)len_norm,
-                         .train_len = FD_TRAIN_LEN};
-    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = FD_TRAIN_LEN};
+                         .train_len = FD_TRAIN_LEN, .temp_d = temp_d};
+    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = FD_TRAIN_LEN, .temp_d = temp_d};
     CHECK(lssar_attn_backward(&a, B, T, H, D, q, k, v, dy, dq, dk, dv, ds) == 0, "backward failed");
     double *qd = to_double(q, N), *kd = to_double(k, N), *vd = to_double(v, N), *dyd = to_double(dy, N);
     double *rdq = malloc(N * 8), *rdk = malloc(N * 8), *rdv = malloc(N * 8), *tmp = malloc(N * 8);
@@ -272,6 +301,10 @@ static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D
     free(qd); free(kd); free(vd); free(dyd); free(rdq); free(rdk); free(rdv); free(tmp);
 }
 
+static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D, int len_norm) {
+    fd_case_x(kind, p, family, B, T, H, D, len_norm, 0);
+}
+
 static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
     fd_case_ln(kind, p, family, B, T, H, D, LSSAR_LEN_NORM_TRAIN);
 }
@@ -286,6 +319,11 @@ static void test_finite_differences(void) {
     fd_case(LSSAR_ATTN_LSSAR, 1.0f, IN_RANDOM, 1, 10, 2, 16);
     fd_case(LSSAR_ATTN_LSSAR, 3.0f, IN_RANDOM, 1, 10, 2, 16);
     fd_case(LSSAR_ATTN_LSSAR, 0.5f, IN_RANDOM, 1, 10, 2, 16);
+    // the temperature of another head size (temp_d): lssa and lssar, a smaller and a larger ln
+    for (int kind = LSSAR_ATTN_LSSA; kind <= LSSAR_ATTN_LSSAR; kind++) {
+        fd_case_x(kind, 15.0f, IN_RANDOM, 1, 10, 2, 16, 0, 64);
+        fd_case_x(kind, 3.0f, IN_RANDOM, 1, 10, 2, 16, 0, 2);
+    }
     printf("  finite differences: worst |grad - FD| / max|grad|: float64 reference %.1e, float32 kernel %.1e;"
            " ssmax |ds - FD| / tolerance %.1e\n", fd_worst_ref, fd_worst_kern, fd_worst_ds);
     printf("  finite differences (reference / kernel): sigmoid train %.1e / %.1e, row %.1e / %.1e;"
@@ -571,6 +609,7 @@ int main(void) {
     RUN(test_matches_reference_adversarial);
     RUN(test_odd_shapes);
     RUN(test_lssar_powers);
+    RUN(test_temp_d);
     RUN(test_finite_differences);
     RUN(test_thread_determinism);
     RUN(test_long_rows_backward);

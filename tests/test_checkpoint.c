@@ -368,6 +368,64 @@ static void test_len_norm_roundtrip(void) {
         }
 }
 
+// The RoPE base and the temperature's D survive the round trip (and reach the attention: the
+// loaded model scores as the saved one); a file from before them loads as base 10000 and the head
+// size's ln; a created model records the base it uses; bad values are refused.
+static void test_rope_temp_roundtrip(void) {
+    const char *p = tpath("rt.safetensors"), *q = tpath("rt-old.safetensors");
+    gpt_config c = {.layers = 1, .heads = 2, .dim = 16, .vocab = 11, .channels = 1, .max_seq = 8,
+                    .pos = GPT_POS_ROPE, .attn = LSSAR_ATTN_LSSAR, .p = 15.0f, .tied = 1, .rope_base = 38.0f, .temp_d = 64};
+    gpt *m = NULL, *l = NULL;
+    CHECK_OK(gpt_create(&c, 3, &m));
+    if (!m) return;
+    CHECK_OK(ckpt_save_model(m, p, 7));
+    st_file f;
+    CHECK_OK(st_open(&f, p));
+    CHECK(st_meta(&f, "rope_base") && atof(st_meta(&f, "rope_base")) == 38.0 && st_meta(&f, "temp_d") &&
+          atoi(st_meta(&f, "temp_d")) == 64, "metadata rope_base %s temp_d %s", st_meta(&f, "rope_base"), st_meta(&f, "temp_d"));
+    st_close(&f);
+    CHECK(ckpt_load_model(p, NULL, &l, NULL) == 0 && l, "load: %s", lssar_errmsg());
+    if (l) {
+        CHECK(gpt_get_config(l)->rope_base == 38.0f && gpt_get_config(l)->temp_d == 64, "read back as %g, %d",
+              (double)gpt_get_config(l)->rope_base, gpt_get_config(l)->temp_d);
+        gpt_free(l);
+        l = NULL;
+    }
+    rewrite_meta(p, q, "rope_base", NULL);   // a file from before the fields
+    rewrite_meta(q, q, "temp_d", NULL);
+    CHECK(ckpt_load_model(q, NULL, &l, NULL) == 0 && l && gpt_get_config(l)->rope_base == GPT_ROPE_BASE &&
+          gpt_get_config(l)->temp_d == 0, "a file without rope_base and temp_d: %s", lssar_errmsg());
+    if (l) gpt_free(l);
+    l = NULL;
+    rewrite_meta(p, q, "rope_base", "0.5");
+    CHECK(ckpt_load_model(q, NULL, &l, NULL) != 0 && !l && strstr(lssar_errmsg(), "rope_base"), "rope_base 0.5: %s", lssar_errmsg());
+    rewrite_meta(p, q, "temp_d", "1");
+    CHECK(ckpt_load_model(q, NULL, &l, NULL) != 0 && !l && strstr(lssar_errmsg(), "temp_d"), "temp_d 1: %s", lssar_errmsg());
+    gpt_free(m);
+    // the same weights score differently with another base or temperature (the fields reach the
+    // model's forward), and identically with base 0 and 10000 (0 means 10000, as the model records)
+    uint16_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, tg[8] = {2, 3, 4, 5, 6, 7, 8, 9};
+    float loss[4];
+    const float bases[4] = {38.0f, 0.0f, GPT_ROPE_BASE, GPT_ROPE_BASE};
+    const int temps[4] = {0, 0, 0, 64};
+    for (int i = 0; i < 4; i++) {
+        gpt_config d = c;
+        d.rope_base = bases[i];
+        d.temp_d = temps[i];
+        loss[i] = NAN;
+        CHECK_OK(gpt_create(&d, 3, &m));
+        if (!m) continue;
+        CHECK(gpt_get_config(m)->rope_base == (bases[i] ? bases[i] : GPT_ROPE_BASE), "base %g became %g", (double)bases[i],
+              (double)gpt_get_config(m)->rope_base);
+        CHECK_OK(gpt_reserve(m, 1, 8, 0));
+        CHECK_OK(gpt_forward(m, in, tg, 1, 8, &loss[i]));
+        gpt_free(m);
+    }
+    CHECK(loss[1] == loss[2], "base 0 and base 10000 differ: %.9g vs %.9g", loss[1], loss[2]);
+    CHECK(loss[0] != loss[2] && loss[3] != loss[2], "rope_base or temp_d does not reach the forward: %.9g %.9g %.9g",
+          loss[0], loss[2], loss[3]);
+}
+
 // Write `path` with the metadata of model a and the tensors of model b, changed by `mode`:
 // 0 as is, 1 drop one tensor, 2 one tensor as I32, 3 one extra tensor, 4 a NaN in one tensor.
 static void write_mixed(const char *path, const gpt *a, const gpt *b, int mode) {
@@ -498,6 +556,7 @@ int main(void) {
     RUN(test_model_damaged);
     RUN(test_trainer_roundtrip);
     RUN(test_len_norm_roundtrip);
+    RUN(test_rope_temp_roundtrip);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}

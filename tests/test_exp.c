@@ -260,7 +260,7 @@ static void test_eval_windows(void) {
     CHECK(shard_open(&s, path) == 0, "shard opens");
     size_t starts[3] = {0, 50, 120};
     double mean, se, win[3] = {NAN, NAN, NAN};
-    CHECK(exp_eval_windows(m, &s, starts, 3, 16, 2, &mean, &se, win) == 0, "eval: %s", lssar_errmsg());
+    CHECK(exp_eval_windows(m, &s, starts, 3, 16, 2, &mean, &se, win, NULL) == 0, "eval: %s", lssar_errmsg());
     // reference: each window alone
     double l[3];
     CHECK_OK(gpt_reserve(m, 1, 16, 0));

@@ -115,6 +115,28 @@ static void test_fp32_powers(void) {
             check_case(LSSAR_ATTN_LSSAR, ps[pi], fam, 5000 + pi * 10 + fam, 2, 70, 2, 32);
 }
 
+// lssa / lssar with another head size's temperature (temp_d): the emulation matches the float64
+// reference of that temperature, across tiles, and not the one of its own head size.
+static void test_fp32_temp_d(void) {
+    static const int Ds[] = {16, 64}, temps[] = {2, 8, 64, 256};
+    for (int kind = LSSAR_ATTN_LSSA; kind <= LSSAR_ATTN_LSSAR; kind++)
+        for (int di = 0; di < 2; di++)
+            for (int ti = 0; ti < 4; ti++)
+                for (int fam = IN_RANDOM; fam <= IN_PEAKED; fam++) {
+                    int D = Ds[di], td = temps[ti];
+                    float p = kind == LSSAR_ATTN_LSSAR && ti % 2 ? 3.0f : 15.0f;
+                    errs e = compare_impl_x(emu_impl, CMP_FAST_REF | CMP_DS_ROUNDING, kind, p, fam, 6100 + 100 * di + 10 * ti + fam,
+                                            2, 130, 2, D, 0, 0, td, td);
+                    CHECK(worst(e) < 1e-4, "%s D=%d temp_d=%d %s: rel err out %.2e dq %.2e dk %.2e dv %.2e",
+                          kind_name[kind], D, td, input_name[fam], e.out, e.dq, e.dk, e.dv);
+                    if (td == D || fam != IN_RANDOM) continue;
+                    errs n = compare_impl_x(emu_impl, CMP_FAST_REF | CMP_DS_ROUNDING, kind, p, fam, 6100 + 100 * di + 10 * ti + fam,
+                                            2, 130, 2, D, 0, 0, td, 0);
+                    CHECK(n.out > 1e-3, "%s D=%d temp_d=%d: the emulation matches the head size's temperature (%.2e)",
+                          kind_name[kind], D, td, n.out);
+                }
+}
+
 // Long sequences: T = 1024 for every kind and family (D = 32), T = 4096 for every kind (D = 16).
 // (sigmoid / relu: len_norm train, row, train, row.)
 static void test_fp32_long(void) {
@@ -246,7 +268,7 @@ static double fd_worst, fd_worst_ds;
 
 // sigmoid / relu: len_norm, with L = FD_TRAIN_LEN (below T: rows past L are covered).
 #define FD_TRAIN_LEN 5
-static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D, int len_norm) {
+static void fd_case_x(int kind, float p, int family, int B, int T, int H, int D, int len_norm, int temp_d) {
     size_t N = (size_t)B * T * H * D;
     float *q = malloc(N * 4), *k = malloc(N * 4), *v = malloc(N * 4), *dy = malloc(N * 4);
     float *dq = malloc(N * 4), *dk = malloc(N * 4), *dv = malloc(N * 4);
@@ -254,8 +276,8 @@ static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D
     float s[4] = {0.43f, 0.9f, 0.6f, 0.3f}, ds[4];
     double sd[4] = {0.43, 0.9, 0.6, 0.3}, dsr[4], dserr[4];
     lssar_attn_desc a = {.kind = kind, .p = p, .ssmax_s = s, .len_norm = (lssar_len_norm)len_norm,
-                         .train_len = FD_TRAIN_LEN};
-    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = FD_TRAIN_LEN};
+                         .train_len = FD_TRAIN_LEN, .temp_d = temp_d};
+    ref_desc rd = {.kind = kind, .p = p, .s = sd, .len_norm = len_norm, .L = FD_TRAIN_LEN, .temp_d = temp_d};
     CHECK(flash_emu_backward(&a, FLASH_FP32, B, T, H, D, q, k, v, NULL, NULL, dy, dq, dk, dv, ds) == 0,
           "backward failed: %s", lssar_errmsg());
     double *qd = to_double(q, N), *kd = to_double(k, N), *vd = to_double(v, N), *dyd = to_double(dy, N);
@@ -302,6 +324,10 @@ static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D
     free(qd); free(kd); free(vd); free(dyd); free(rdq); free(rdk); free(rdv); free(tmp);
 }
 
+static void fd_case_ln(int kind, float p, int family, int B, int T, int H, int D, int len_norm) {
+    fd_case_x(kind, p, family, B, T, H, D, len_norm, 0);
+}
+
 static void fd_case(int kind, float p, int family, int B, int T, int H, int D) {
     fd_case_ln(kind, p, family, B, T, H, D, LSSAR_LEN_NORM_TRAIN);
     if (is_unnormed(kind)) fd_case_ln(kind, p, family, B, T, H, D, LSSAR_LEN_NORM_ROW);
@@ -316,6 +342,10 @@ static void test_finite_differences(void) {
     }
     fd_case(LSSAR_ATTN_LSSAR, 1.0f, IN_RANDOM, 1, 10, 2, 16);
     fd_case(LSSAR_ATTN_LSSAR, 2.5f, IN_RANDOM, 1, 10, 2, 16);
+    for (int kind = LSSAR_ATTN_LSSA; kind <= LSSAR_ATTN_LSSAR; kind++) {   // another head size's temperature
+        fd_case_x(kind, 15.0f, IN_RANDOM, 1, 70, 1, 16, 0, 64);
+        fd_case_x(kind, 3.0f, IN_RANDOM, 1, 10, 2, 16, 0, 2);
+    }
     printf("  finite differences: worst |grad - FD| / max|grad| %.1e; ssmax |ds - FD| / tolerance %.1e\n", fd_worst,
            fd_worst_ds);
 }
@@ -1031,6 +1061,7 @@ int main(void) {
     RUN(test_fp32_random);
     RUN(test_fp32_adversarial);
     RUN(test_fp32_powers);
+    RUN(test_fp32_temp_d);
     RUN(test_fp32_long);
     print_worst();
     RUN(test_fp32_len_norm_control);

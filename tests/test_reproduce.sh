@@ -17,7 +17,9 @@ LSSAR=$(cd "$(dirname "$LSSAR")" && pwd)/$(basename "$LSSAR")
 tmp=$(mktemp -d /tmp/lssar_reproduce_XXXXXX)
 trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
-NJOBS=26   # 7 extrapolate kinds + gather + attnstats, 7 passkey trainings + gather, 8 passkey scores, orbits
+# 2 x (7 extrapolate kinds + gather + attnstats) (D = 64, D = 16), 2 head sizes + 5 cause experiments,
+# 7 passkey trainings + gather, 8 passkey scores, orbits
+NJOBS=42
 
 # the corpus: our own docs as byte tokens (held-out documents of >= 520 tokens for the 2x windows)
 if ! "$LSSAR" data build --corpus text --text docs --tokenizer byte --val-frac 0.3 --out "$tmp/d" --quiet >/dev/null 2>&1; then
@@ -44,9 +46,16 @@ out=$("$LSSAR" reproduce --scale smoke --data "$tmp/nodata" --out "$tmp/never" -
 if [ "$(grep '^lssar ' <<<"$out" | head -1 | cut -d' ' -f2-3)" = "data build" ] && grep -q '^# extrapolate/softmax .*after data' <<<"$out"; then
   ok "missing data: a first job builds it"; else bad "missing data" "$out"; fi
 out=$("$LSSAR" reproduce --scale laptop --dry-run 2>&1)
-if grep -q -- '--attn sigmoid ' <<<"$out" && grep -q -- '--seeds 3 ' <<<"$out" && grep -q -- '--factors 1,2,4,8,16 ' <<<"$out" \
-   && grep -q -- '--lengths 320,640,1280,2560,5120 ' <<<"$out" && grep -q -- '--passkey-mix 0.75 ' <<<"$out" && grep -q 'orbits run --scale laptop ' <<<"$out"; then
-  ok "laptop plan: 7 kinds x 3 seeds at 1x-16x, passkey 1x-16x, orbits laptop"; else bad "laptop plan" "$out"; fi
+if grep -q -- '--attn sigmoid .*--heads 2 --dim 128 .*--factors 1,2,4,8,16,32,64 --seeds 3 ' <<<"$out" \
+   && grep -q -- 'extrapolate-d16 --attn sigmoid .*--heads 4 --dim 64 .*--factors 1,2,4,8,16,32 --seeds 3 ' <<<"$out" \
+   && grep -q -- 'headsize/d16 --attn softmax,lssar --lssar-p 15 .*--heads 8 --dim 128 ' <<<"$out" \
+   && grep -q -- 'headsize/d128 .*--heads 1 --dim 128 ' <<<"$out" \
+   && grep -q -- 'causes/d64-rope38 .*--heads 2 --dim 128 .*--rope-base 38' <<<"$out" \
+   && grep -q -- 'causes/d16-temp64 .*--heads 8 --dim 128 .*--temp-d 64' <<<"$out" \
+   && grep -q -- '--lengths 512,1024,2048,4096,8192 ' <<<"$out" && grep -q -- '--passkey-mix 0.75 ' <<<"$out" \
+   && grep -q 'orbits run --scale laptop --attn softmax,lssar --heads 1 ' <<<"$out"; then
+  ok "laptop plan: 7 kinds x 3 seeds at D = 64 (1x-64x) and D = 16, head sizes, causes, passkey 1x-16x, orbits at D = 64"
+else bad "laptop plan" "$out"; fi
 
 # 3. the smoke run end to end, 2 jobs at a time
 out=$("$LSSAR" "${S[@]}" --out "$tmp/r" 2>&1); rc=$?
@@ -71,9 +80,25 @@ for f in ["train_000.bin", "val.bin", "val_index.json", "manifest.json"]:
     assert files[p]["sha256"] == hashlib.sha256(open(p, "rb").read()).hexdigest() and files[p]["bytes"] == os.path.getsize(p), p
 assert any(p.endswith("orbits/data/train_000000.bin") for p in files)
 md = open(d + "/REPORT.md").read()
-for h in ["## Data", "## 1. Length extrapolation", "## 2. Attention statistics", "## 3. Passkey retrieval", "## 4. Orbits", "## Jobs",
-          "| lssa+lssar-p15 |", "pooled over", "](extrapolate/loss_vs_length.png)", "](orbits/forces.png)", "### Next-position"]:
+for h in ["## Data", "## 1. Length extrapolation", "## 1b. The same at head size D = 16", "## 1c. Why head size matters",
+          "## 2. Attention statistics", "## 3. Passkey retrieval", "## 4. Orbits", "## Jobs", "| lssa+lssar-p15 |", "pooled over",
+          "](extrapolate/loss_vs_length.png)", "](extrapolate/loss_vs_position.png)", "](orbits/forces.png)", "### Next-position",
+          "Loss by position inside", "| d16-temp64 |", "| d64-rope38 | D = 64, RoPE base 38"]:
     assert h in md, h
+# the head-size rows (16, 32 from OUT/headsize, 64 from section 1) and the causes, with intervals over the 2 seeds
+hs = r["head_size"]
+assert [x["D"] for x in hs] == [16, 32, 64] and all(len(x[k]["rise"]["ci95"]) == 2 for x in hs for k in ["softmax", "lssar-p15"]), hs
+assert all("lssar_minus_softmax_rx" in x for x in hs) and r["head_size_rise_factor"] == 2
+c = r["causes"]
+assert set(c) == {"d64-rope38", "d16-temp64", "d64-temp16", "d16-temp8", "d64-temp256"}, c.keys()
+assert set(c["d64-rope38"]) == {"change", "softmax", "lssar-p15"} and "rise_minus_unchanged" in c["d16-temp8"]["lssar-p15"]
+assert r["extrapolate_d16"]["groups"] and r["attnstats_d16"]["groups"]
+pp = [g["per_position"] for g in r["extrapolate"]["groups"]]
+assert all(p["seq"] == 64 and len(p["loss"]) == len(p["start"]) == 64 for p in pp), pp[0]
+# the per-position curve of each run averages to its loss at the longest length (equal bins)
+for run in r["extrapolate"]["runs"]:
+    pl, last = run["per_position"], run["results"][-1]["loss"]
+    assert abs(sum(pl) / len(pl) - last) < 1e-9 * abs(last), (run["name"], sum(pl) / len(pl), last)
 assert md.count("| ") > 50
 EOF
 then ok "report: REPORT.md sections, report.json (every job, every kind, seeds, passkey, orbits), data SHA-256 = sha256sum"

@@ -33,9 +33,10 @@ def softplus(x):
     return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
 
 
-def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train"):
+def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train", temp_d=0):
     """q, k, v (B, T, H, D) -> y (B, T, H, D), causal, per docs/attention.md. L, len_norm: sigmoid
-    and relu (the training length; "train" or "row")."""
+    and relu (the training length; "train" or "row"). temp_d: lssa / lssar, the D of ln(D) ln(n)
+    (0: the head size)."""
     B, T, H, D = q.shape
     q, k, v = (z.transpose(1, 2) for z in (q, k, v))          # (B, H, T, D)
     n = torch.arange(1, T + 1, dtype=q.dtype)[:, None]        # (T, 1) visible keys per row
@@ -53,7 +54,7 @@ def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train"):
     else:
         qh = q / torch.clamp(q.norm(dim=-1, keepdim=True), min=1e-12)
         kh = k / torch.clamp(k.norm(dim=-1, keepdim=True), min=1e-12)
-        lam = math.log(D) * torch.log(n)
+        lam = math.log(temp_d or D) * torch.log(n)
         a = softplus(lam * (qh @ kh.transpose(-1, -2))) * mask
         alpha = a / a.sum(-1, keepdim=True)
         w = alpha
@@ -91,9 +92,9 @@ def forward(P, cfg, inputs, targets=None):
         qkv = h @ P[pre + "attn.c_attn.weight"].T + P[pre + "attn.c_attn.bias"]
         q, k, v = (z.reshape(B, T, H, D) for z in qkv.split(C, dim=-1))
         if cfg["pos"] == "rope":
-            q, k = rope(q), rope(k)
+            q, k = rope(q, float(cfg.get("rope_base", 10000.0))), rope(k, float(cfg.get("rope_base", 10000.0)))
         y = attention(q, k, v, cfg["attn"], cfg["p"], P.get(pre + "attn.ssmax_s"), cfg.get("max_seq"),
-                      cfg.get("len_norm", "train"))
+                      cfg.get("len_norm", "train"), int(cfg.get("temp_d", 0)))
         y = y.reshape(B, T, C) @ P[pre + "attn.c_proj.weight"].T + P[pre + "attn.c_proj.bias"]
         x = x + y
         h = F.layer_norm(x, (C,), P[pre + "ln_2.weight"], P[pre + "ln_2.bias"], eps=1e-5)

@@ -55,7 +55,7 @@ void attn_row_params_init(attn_row_params *pp, const lssar_attn_desc *a, int D, 
     pp->kind = a->kind;
     pp->p = a->p;
     pp->inv_sqrt_d = 1.0f / sqrtf((float)D);
-    pp->ln_d = logf((float)D);
+    pp->ln_d = logf((float)(a->temp_d > 0 ? a->temp_d : D));
     pp->uniform_eps = 8.0f * sqrtf((float)D) * FLT_EPSILON;
     pp->s_h = a->kind == LSSAR_ATTN_SSMAX && a->ssmax_s ? a->ssmax_s[h] : 0.0f;
     int unnormed = a->kind == LSSAR_ATTN_SIGMOID || a->kind == LSSAR_ATTN_RELU;

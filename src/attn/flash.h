@@ -207,6 +207,13 @@ FM_FN void flash_params_init(flash_params *fp, int kind, float p, int D) {
     fp->inv_len = 1.0f;
 }
 
+// lssa / lssar: the D of the ln(D) ln(n) temperature when it is not the head size (temp_d >= 2;
+// 0 keeps ln(head size)).
+FM_FN int flash_temp_d_ok(int temp_d) { return temp_d == 0 || temp_d >= 2; }  // ln(1) = 0 scores nothing
+FM_FN void flash_params_temp(flash_params *fp, int temp_d) {
+    if (temp_d > 0) fp->ln_d = fm_log((float)temp_d);
+}
+
 // sigmoid / relu: the length normalisation, len_row (1: n_i per row) or the training length
 // train_len (>= 1, checked by the caller). Ignored by the other kinds.
 FM_FN void flash_params_len(flash_params *fp, int len_row, int train_len) {

@@ -565,6 +565,8 @@ static int check_args(const lssar_attn_desc *a, int B, int Tq, int Tk, int kvs, 
             return lssar_fail(LSSAR_E_ARG, "flash attention: %s with len_norm train needs train_len >= 1 (the "
                               "training length L), got %d", lssar_attn_name(a->kind), a->train_len);
     }
+    if (!flash_temp_d_ok(a->temp_d))
+        return lssar_fail(LSSAR_E_ARG, "flash attention: temp_d = %d; use 0 (ln of the head size) or a D >= 2", a->temp_d);
     if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))
         return lssar_fail(LSSAR_E_P, "flash attention: LSSAR power p = %g; it must be finite and > 0", (double)a->p);
     if (a->kind == LSSAR_ATTN_SSMAX && !a->ssmax_s)
@@ -611,6 +613,7 @@ static void ctx_init(emu_ctx *c, const lssar_attn_desc *a, flash_mode mode, int 
     memset(c, 0, sizeof *c);
     flash_params_init(&c->fp, (int)a->kind, a->p, D);
     flash_params_len(&c->fp, a->len_norm == LSSAR_LEN_NORM_ROW, a->train_len);
+    flash_params_temp(&c->fp, a->temp_d);
     c->bf16 = mode == FLASH_BF16;
     c->B = B; c->Tq = Tq; c->Tk = Tk; c->kvs = kvs; c->H = H; c->D = D; c->HD = H * D;
     c->q0 = Tk - Tq;

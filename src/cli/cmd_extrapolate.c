@@ -85,6 +85,7 @@ static const char *ABOUT =
 #define MAXB 16    // runs per seed: the kinds, the lssar powers, the lssa->lssar evaluation
 #define MAXR 256   // runs in all: MAXB x --seeds at most
 #define MAXD 8
+#define NPB 64     // text: bins of the per-position loss over the longest windows
 
 typedef struct {
     char name[64];      // run directory / table label
@@ -98,8 +99,25 @@ typedef struct {
     double train_s;
     double loss[MAXF], se[MAXF], lo[MAXF], hi[MAXF];
     int windows[MAXF];
+    double pos_loss[NPB]; // text: mean loss per token in bins of pos_bin positions of the longest windows
+    int pos_bins;         // how many (0: no window of the longest length)
     ds_result ds[MAXD];   // --downstream results, one per task
 } run_t;
+
+// The per-position curve's bin width at the longest length T: NPB bins (1 position each below).
+static int pos_bin_width(int T) { return T >= NPB ? (T + NPB - 1) / NPB : 1; }
+
+// Mean the T per-position losses into bins of pos_bin_width(T) positions.
+static void bin_positions(run_t *r, const double *pp, int T) {
+    const int w = pos_bin_width(T);
+    r->pos_bins = (T + w - 1) / w;
+    for (int b = 0; b < r->pos_bins; b++) {
+        double s = 0;
+        int n = 0;
+        for (int t = b * w; t < T && t < (b + 1) * w; t++, n++) s += pp[t];
+        r->pos_loss[b] = s / n;
+    }
+}
 
 static int file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
 
@@ -207,6 +225,14 @@ static int load_cache(const char *path, const char *key, run_t *r, int nf, int m
     if (!j) return 0;
     cJSON *k = cJSON_GetObjectItem(j, "key"), *res = cJSON_GetObjectItem(j, "results");
     int ok = (!key || (cJSON_IsString(k) && !strcmp(k->valuestring, key))) && cJSON_IsArray(res) && cJSON_GetArraySize(res) == nf;
+    // the text task's per-position curve (absent in caches of older versions: recomputed)
+    cJSON *pp = cJSON_GetObjectItem(j, "per_position");
+    if (ok && !mqar) ok = cJSON_IsArray(pp) && cJSON_GetArraySize(pp) <= NPB;
+    r->pos_bins = 0;
+    if (ok && !mqar) {
+        cJSON *x;
+        cJSON_ArrayForEach(x, pp) r->pos_loss[r->pos_bins++] = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+    }
     for (int i = 0; ok && i < nf; i++) {
         cJSON *e = cJSON_GetArrayItem(res, i);
         cJSON *l = cJSON_GetObjectItem(e, "loss"), *se = cJSON_GetObjectItem(e, "stderr"), *w = cJSON_GetObjectItem(e, "windows");
@@ -269,6 +295,10 @@ static int save_cache(const char *path, const char *key, const run_t *r, const i
         i++;
     }
     cJSON_AddItemToObject(j, "results", a);
+    if (!mqar) {
+        cJSON *pp = cJSON_AddArrayToObject(j, "per_position");
+        for (int b = 0; b < r->pos_bins; b++) cJSON_AddItemToArray(pp, lssar_json_number(r->pos_loss[b]));
+    }
     int rc = lssar_write_json(path, j);
     cJSON_Delete(j);
     return rc;
@@ -445,6 +475,19 @@ static int write_results(const results_ctx *c) {
     for (int i = 0; i < nr * nf; i++) free(win[i]);
     free(win);
     if (rc) { free(cr); free(gs); free(dseed); return rc; }
+    // the per-position curve of each group: the mean over its seeds, bin by bin
+    const int Tmax = seqs[nf - 1], pbw = pos_bin_width(Tmax);
+    double gpos[MAXB][NPB];
+    int gbins[MAXB];
+    for (int b = 0; b < nb; b++) {
+        gbins[b] = mqar ? 0 : cr[b].pos_bins;
+        for (int k = 1; k < seeds; k++) if (cr[k * nb + b].pos_bins < gbins[b]) gbins[b] = cr[k * nb + b].pos_bins;
+        for (int i = 0; i < gbins[b]; i++) {
+            double s = 0;
+            for (int k = 0; k < seeds; k++) s += cr[k * nb + b].pos_loss[i];
+            gpos[b][i] = s / seeds;
+        }
+    }
     dsstat dss[MAXB][MAXD];   // the downstream scores pooled over seeds (seeds >= 2), for JSON and table
     if (seeds >= 2)
         for (int b = 0; b < nb; b++)
@@ -513,6 +556,16 @@ static int write_results(const results_ctx *c) {
             }
             cJSON_AddItemToArray(res, x);
         }
+        if (gbins[b] > 0) {
+            cJSON *pp = cJSON_AddObjectToObject(e, "per_position");
+            cJSON_AddNumberToObject(pp, "seq", Tmax);
+            cJSON_AddNumberToObject(pp, "bin", pbw);
+            cJSON *ps = cJSON_AddArrayToObject(pp, "start"), *pl = cJSON_AddArrayToObject(pp, "loss");
+            for (int i = 0; i < gbins[b]; i++) {
+                cJSON_AddItemToArray(ps, cJSON_CreateNumber(i * pbw));
+                cJSON_AddItemToArray(pl, lssar_json_number(gpos[b][i]));
+            }
+        }
         if (nds && seeds >= 2) {
             cJSON *da = cJSON_AddArrayToObject(e, "downstream");
             for (int t = 0; t < nds; t++) {
@@ -554,6 +607,10 @@ static int write_results(const results_ctx *c) {
         snprintf(md, sizeof md, "%s/%s", out, r->src);
         cJSON_AddNumberToObject(e, "passkey_mix", exp_passkey_mix(md));
         cJSON_AddItemToObject(e, "results", results_json(r, seqs, nf, mqar));
+        if (!mqar && cr[i].pos_bins > 0) {
+            cJSON *pl = cJSON_AddArrayToObject(e, "per_position");
+            for (int b = 0; b < cr[i].pos_bins; b++) cJSON_AddItemToArray(pl, lssar_json_number(cr[i].pos_loss[b]));
+        }
         if (nds) {
             cJSON *da = cJSON_AddArrayToObject(e, "downstream");
             for (int t = 0; t < nds; t++) cJSON_AddItemToArray(da, ds_result_json(&r->ds[t]));
@@ -632,6 +689,26 @@ static int write_results(const results_ctx *c) {
         else
             k += snprintf(md + k, cap - k, "\nOne seed: interval over windows only (the per-window differences over identical windows, mean +- 1.96 standard errors).\n");
     }
+    if (!mqar && nf > 1 && gbins[0] > 0) {
+        // the longest windows by position range: [0, T), [T, 2T), [2T, 4T), ...
+        k += snprintf(md + k, cap - k, "\nLoss by position inside the T=%d windows (mean per token over the windows%s): where each kind breaks past its training length.\n\n| run |", Tmax, seeds >= 2 ? " and the seeds" : "");
+        for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " %d-%d |", f ? seqs[f - 1] : 0, seqs[f] - 1);
+        k += snprintf(md + k, cap - k, "\n|---|");
+        for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, "---|");
+        k += snprintf(md + k, cap - k, "\n");
+        for (int b = 0; b < nb; b++) {
+            k += snprintf(md + k, cap - k, "| %s%s |", runs[b].name, runs[b].eval_only ? " (eval only)" : "");
+            for (int f = 0; f < nf; f++) {
+                const int lo = f ? seqs[f - 1] : 0, hi = seqs[f];
+                double s = 0;
+                int n = 0;
+                for (int i = 0; i < gbins[b]; i++) if (i * pbw >= lo && i * pbw < hi) { s += gpos[b][i]; n++; }
+                if (n) k += snprintf(md + k, cap - k, " %.3f |", s / n);
+                else k += snprintf(md + k, cap - k, " - |");
+            }
+            k += snprintf(md + k, cap - k, "\n");
+        }
+    }
     if (!mqar) {
         k += snprintf(md + k, cap - k, "\nWindows per length:");
         for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " T=%d: %d;", seqs[f], runs[0].windows[f]);
@@ -706,6 +783,17 @@ static int write_results(const results_ctx *c) {
         if (plot_lines(path, title, "evaluation length T", mqar ? "accuracy" : "loss (nats/token)", 1, s, nb))
             fprintf(stderr, "extrapolate: note: no plot: %s\n", lssar_errmsg());
         else printf("plot: %s\n", path);
+        // the loss at each position of the longest windows (bin centres; the training length marked by the x axis)
+        static double px[MAXB][NPB];
+        int np = 0;
+        for (int b = 0; b < nb; b++) {
+            for (int i = 0; i < gbins[b]; i++) px[b][i] = i * pbw + 0.5 * (pbw - 1);
+            if (gbins[b] > 0) s[np++] = (plot_series){runs[b].name, gbins[b], px[b], gpos[b], NULL};
+        }
+        snprintf(path, sizeof path, "%s/loss_vs_position.png", out);
+        snprintf(title, sizeof title, "held-out loss by position in T=%d windows (trained at T=%d; bins of %d)", Tmax, o.seq, pbw);
+        if (np && !plot_lines(path, title, "position", "loss (nats/token)", 0, s, np)) printf("plot: %s\n", path);
+        else if (np) fprintf(stderr, "extrapolate: note: no plot: %s\n", lssar_errmsg());
     }
     printf("results: %s/results.json, %s/results.md\n", out, out);
     free(gs); free(dseed);
@@ -744,6 +832,8 @@ int cmd_extrapolate(int argc, char **argv) {
         {"mqar-eval", ARG_INT, &mqar_eval_n, "mqar: test sequences per length", 0, 0},
         {"mqar-train-seqs", ARG_INT, &mqar_train_seqs, "mqar: training sequences (0: steps x batch x accum x 2)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
+        {"rope-base", ARG_FLOAT, &o.rope_base, "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
+        {"temp-d", ARG_INT, &o.temp_d, "lssa/lssar: the D of the ln(D) ln(n) temperature (0: the head size, as the paper)", 0, 0},
         {"layers", ARG_INT, &o.layers, "transformer blocks", 0, 0},
         {"heads", ARG_INT, &o.heads, "attention heads", 0, 0},
         {"dim", ARG_INT, &o.dim, "model width", 0, 0},
@@ -963,6 +1053,7 @@ int cmd_extrapolate(int argc, char **argv) {
             continue;
         }
         double *win[MAXF] = {0};   // the per-window losses of each length, for the cache
+        r->pos_bins = 0;
         lssar_progress pg;
         lssar_progress_start(&pg, r->name, "lengths", nf);
         for (int f = 0; f < nf && !rc; f++) {
@@ -981,8 +1072,13 @@ int cmd_extrapolate(int argc, char **argv) {
                 if (rc) break;
                 r->windows[f] = nw;
                 if (nw > 0 && !(win[f] = malloc((size_t)nw * sizeof *win[f]))) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
-                if (nw > 0 && !rc) rc = exp_eval_windows(g, &val, st, nw, T, eval_batch, &r->loss[f], &r->se[f], win[f]);
-                else fprintf(stderr, "extrapolate: note: no held-out document has %d tokens; T = %d is left empty\n", T + 1, T);
+                // the longest windows also give the loss at each position
+                double *pp = NULL;
+                if (nw > 0 && !rc && f == nf - 1 && !(pp = malloc((size_t)T * sizeof *pp))) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+                if (nw > 0 && !rc) rc = exp_eval_windows(g, &val, st, nw, T, eval_batch, &r->loss[f], &r->se[f], win[f], pp);
+                if (pp && !rc) bin_positions(r, pp, T);
+                free(pp);
+                if (nw <= 0) fprintf(stderr, "extrapolate: note: no held-out document has %d tokens; T = %d is left empty\n", T + 1, T);
                 free(st);
             }
             char extra2[64];

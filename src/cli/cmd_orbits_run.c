@@ -338,7 +338,7 @@ static void write_results(const char *out, const scale *sc, int steps, char name
 
 int cmd_orbits_run(int argc, char **argv) {
     const char *scale_name = "tiny", *attn = "softmax,lssar", *out = NULL, *pos = "rope", *device_name = "cpu";
-    int threads = 0, dry = 0, skip_sim = 0, steps = 0, seeds = 1, said = 0;   // said: the error is printed already
+    int threads = 0, dry = 0, skip_sim = 0, steps = 0, seeds = 1, said = 0, heads = 0, dim = 0;   // said: the error is printed already
     arg_spec specs[] = {
         {"scale", ARG_STR, &scale_name, "smoke, tiny, laptop, small or paper (paper runs only with --device cuda)", 0, 0},
         {"attn", ARG_STR, &attn, "comma list of attention kinds, one model each", 0, 0},
@@ -348,6 +348,8 @@ int cmd_orbits_run(int argc, char **argv) {
         {"dry-run", ARG_BOOL, &dry, "print the commands without running them", 0, 0},
         {"skip-simulate", ARG_BOOL, &skip_sim, "reuse OUT/data from an earlier run", 0, 0},
         {"steps", ARG_INT, &steps, "training steps of each model (0: the scale's)", 0, 0},
+        {"heads", ARG_INT, &heads, "attention heads of each model (0: the scale's); the head size is --dim / --heads", 0, 0},
+        {"dim", ARG_INT, &dim, "width of each model (0: the scale's)", 0, 0},
         {"seeds", ARG_INT, &seeds, "train every kind this many times (seeds 1337, 1338, ...; models KIND, KIND-s1, ...); RESULTS.md pools them", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP "; training, eval and probe run there", 0, 0},
         {0}};
@@ -371,7 +373,14 @@ int cmd_orbits_run(int argc, char **argv) {
     if (seeds < 1 || seeds > MAXM) return args_error("orbits run", "--seeds must be in 1..%d, got %d", MAXM, seeds);
     lssar_device device;
     if (args_device("orbits run", device_name, &device)) return 2;
+    if (heads < 0 || dim < 0) return args_error("orbits run", "--heads and --dim must be >= 0 (0: the scale's), got %d and %d", heads, dim);
     const int train_steps = steps ? steps : sc->steps;
+    const int n_heads = heads ? heads : sc->heads, width = dim ? dim : sc->dim;
+    if (width % n_heads || (width / n_heads) % 2)
+        return args_error("orbits run", "the width %d must be a multiple of the heads %d with an even head size (RoPE)", width, n_heads);
+    scale sc_run = *sc;   // the scale as run: RESULTS.md reports these sizes
+    sc_run.heads = n_heads; sc_run.dim = width;
+    sc = &sc_run;
     const char *dev = lssar_device_name(device);
     char kinds[8][32], names[MAXM + 1][32];
     int nk = 0;
@@ -474,7 +483,7 @@ int cmd_orbits_run(int argc, char **argv) {
         }
         else args_add(&a, "--untied");   // the published models' separate heads
         args_add(&a, "--align"); args_add(&a, "%d", LSSAR_ORB_ROWS);   // every window starts at a system's dt row
-        args_add(&a, "--layers"); args_add(&a, "%d", sc->layers); args_add(&a, "--heads"); args_add(&a, "%d", sc->heads); args_add(&a, "--dim"); args_add(&a, "%d", sc->dim);
+        args_add(&a, "--layers"); args_add(&a, "%d", sc->layers); args_add(&a, "--heads"); args_add(&a, "%d", n_heads); args_add(&a, "--dim"); args_add(&a, "%d", width);
         args_add(&a, "--seq"); args_add(&a, "%d", sc->seq); args_add(&a, "--batch"); args_add(&a, "%d", sc->batch); args_add(&a, "--steps"); args_add(&a, "%d", train_steps);
         args_add(&a, "--lr"); args_add(&a, "%g", (double)sc->lr);
         if (s) { args_add(&a, "--seed"); args_add(&a, "%llu", (unsigned long long)(defaults.seed + (uint64_t)s)); }
@@ -488,7 +497,7 @@ int cmd_orbits_run(int argc, char **argv) {
         to->vocab = LSSAR_ORB_VOCAB; to->align = LSSAR_ORB_ROWS;
         to->untied = !sc->ordered; to->ordinal = sc->ordered ? LSSAR_ORB_BINS : 0;
         if (sc->ordered) { to->wd = 0; to->eps = ORDERED_EPS; }
-        to->layers = sc->layers; to->heads = sc->heads; to->dim = sc->dim;
+        to->layers = sc->layers; to->heads = n_heads; to->dim = width;
         to->seq = sc->seq; to->batch = sc->batch; to->steps = train_steps; to->lr = sc->lr;
         to->quiet = 1; to->threads = threads; to->device = device;
         to->seed = defaults.seed + (uint64_t)s;

@@ -110,6 +110,8 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     SAME("pos", gpt_pos_parse(pos) == (int)c.pos, "%s", gpt_pos_name(c.pos), pos);
     SAME("p", o->p == c.p, "%g", c.p, o->p);
     SAME("len-norm", o->len_norm == c.len_norm, "%s", lssar_len_norm_name(c.len_norm), len_norm);
+    SAME("rope-base", o->rope_base == c.rope_base, "%g", c.rope_base, o->rope_base);
+    SAME("temp-d", o->temp_d == c.temp_d, "%d", c.temp_d, o->temp_d);
     SAME("layers", o->layers == c.layers, "%d", c.layers, o->layers);
     SAME("heads", o->heads == c.heads, "%d", c.heads, o->heads);
     SAME("dim", o->dim == c.dim, "%d", c.dim, o->dim);
@@ -153,6 +155,8 @@ int cmd_train(int argc, char **argv) {
         {"p", ARG_FLOAT, &o.p, "LSSAR power p (lssar only)", 0, 0},
         {"len-norm", ARG_STR, &len_norm, "sigmoid/relu length normalisation: train (L = --seq) or row (L = n)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
+        {"rope-base", ARG_FLOAT, &o.rope_base, "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
+        {"temp-d", ARG_INT, &o.temp_d, "lssa/lssar: the D of the ln(D) ln(n) temperature (0: the head size, as the paper)", 0, 0},
         {"layers", ARG_INT, &o.layers, "transformer blocks", 0, 0},
         {"heads", ARG_INT, &o.heads, "attention heads (must divide --dim)", 0, 0},
         {"dim", ARG_INT, &o.dim, "model width", 0, 0},

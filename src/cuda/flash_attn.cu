@@ -1171,6 +1171,8 @@ static int check_desc(const lssar_attn_desc *d, const char *fn) {
             return lssar_fail(LSSAR_E_ARG, "%s: %s with len_norm train needs train_len >= 1 (the training length L), "
                               "got %d", fn, lssar_attn_name(d->kind), d->train_len);
     }
+    if (!flash_temp_d_ok(d->temp_d))
+        return lssar_fail(LSSAR_E_ARG, "%s: temp_d = %d; use 0 (ln of the head size) or a D >= 2", fn, d->temp_d);
     if (d->kind == LSSAR_ATTN_LSSAR && !(d->p > 0.0f && isfinite(d->p)))
         return lssar_fail(LSSAR_E_P, "%s: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)", fn,
                           (double)d->p);
@@ -1254,6 +1256,7 @@ static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int i
     memset(&a, 0, sizeof a);
     flash_params_init(&a.fp, kind, d->p, D);
     flash_params_len(&a.fp, d->len_norm == LSSAR_LEN_NORM_ROW, d->train_len);
+    flash_params_temp(&a.fp, d->temp_d);
     a.q = q; a.k = k; a.v = v; a.out = out; a.stats = stats;
     a.rq = sm.rq; a.rk = sm.rk;
     a.ssmax_s = kind == FLASH_SSMAX ? d->ssmax_s : NULL;
@@ -1284,6 +1287,7 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     memset(&a, 0, sizeof a);
     flash_params_init(&a.fp, kind, d->p, D);
     flash_params_len(&a.fp, d->len_norm == LSSAR_LEN_NORM_ROW, d->train_len);
+    flash_params_temp(&a.fp, d->temp_d);
     a.q = q; a.k = k; a.v = v; a.out = out; a.dout = dout; a.dq = dq; a.dk = dk; a.dv = dv;
     a.stats = stats; a.bstat = sm.bstat; a.rowds = kind == FLASH_SSMAX && dscale ? sm.rowds : NULL;
     a.rq = sm.rq; a.rk = sm.rk;

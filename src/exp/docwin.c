@@ -113,15 +113,17 @@ int exp_plain_windows(size_t npos, int T, int max_windows, size_t **starts, int 
 }
 
 int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B, double *mean, double *se,
-                     double *win_out) {
+                     double *win_out, double *per_pos) {
     *mean = NAN; *se = NAN;
     if (n < 1) return lssar_fail(LSSAR_E_SIZE, "no evaluation windows of length %d", T);
     double *win = malloc((size_t)n * sizeof *win);
     if (!win) return lssar_fail(LSSAR_E_NOMEM, "out of memory for evaluation");
     // the one evaluation loop (src/train/eval.h), here in this process alone
-    int rc = eval_windows(m, s, starts, n, T, B, 0, win, NULL);
-    const double per = (double)T * gpt_get_config(m)->channels;
+    int rc = eval_windows(m, s, starts, n, T, B, 0, win, per_pos);
+    const int ch = gpt_get_config(m)->channels;
+    const double per = (double)T * ch;
     for (int w = 0; !rc && w < n; w++) win[w] /= per;   // summed over positions -> mean per token
+    for (int t = 0; !rc && per_pos && t < T; t++) per_pos[t] /= (double)n * ch;  // summed over windows
     if (!rc) exp_mean_se(win, n, mean, se);
     if (!rc && win_out) memcpy(win_out, win, (size_t)n * sizeof *win);
     free(win);

@@ -35,8 +35,9 @@ int exp_plain_windows(size_t npos, int T, int max_windows, size_t **starts, int 
    the loop of eval_windows, src/train/eval.h, in this process alone: not a collective):
    *mean over windows of each window's mean loss, *se = sample std / sqrt(n) (0 for n = 1).
    win, unless NULL, receives the n per-window mean losses (paired comparisons of two models on
-   the same windows, src/exp/stats.h). */
+   the same windows, src/exp/stats.h). per_pos, unless NULL, receives T doubles: the mean loss per
+   token at each position of the windows (where a model breaks past its training length). */
 int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B,
-                     double *mean, double *se, double *win);
+                     double *mean, double *se, double *win, double *per_pos);
 
 #endif

@@ -44,6 +44,9 @@ static const meta_field MODEL_FIELDS[] = {
     // "train" or "row" (sigmoid / relu; written for every kind). Files from before it load as train,
     // the only behaviour there was.
     {"len_norm", MF_LEN_NORM, MM(c.len_norm), 0, 0, 0, META_OPTIONAL(LSSAR_LEN_NORM_TRAIN)},
+    // Files from before these load as what there was: base 10000, the head size's ln(D).
+    {"rope_base", MF_FLOAT, MM(c.rope_base), 0, 0, 0, META_OPTIONAL(GPT_ROPE_BASE)},
+    {"temp_d", MF_INT, MM(c.temp_d), 0, 0, 1 << 20, META_OPTIONAL(0)},
     {"step", MF_I64, MM(step), 0, 0, INT32_MAX, META_REQUIRED},
 };
 #define N_MODEL_FIELDS (int)(sizeof MODEL_FIELDS / sizeof MODEL_FIELDS[0])

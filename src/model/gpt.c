@@ -65,6 +65,11 @@ int gpt_config_check(const gpt_config *c) {
                           (double)c->p);
     if (c->tied != 0 && c->tied != 1)
         return lssar_fail(LSSAR_E_ARG, "gpt config: tied = %d; use 0 or 1", c->tied);
+    if (!(c->rope_base == 0.0f || (c->rope_base > 1.0f && isfinite(c->rope_base))))
+        return lssar_fail(LSSAR_E_ARG, "gpt config: rope_base = %g; use a finite base > 1 (10000 is GPT-NeoX's; "
+                          "0 means 10000)", (double)c->rope_base);
+    if (c->temp_d != 0 && c->temp_d < 2)
+        return lssar_fail(LSSAR_E_ARG, "gpt config: temp_d = %d; use 0 (ln of the head size) or a D >= 2", c->temp_d);
     return 0;
 }
 
@@ -208,6 +213,7 @@ int gpt_create_empty(const gpt_config *cfg, gpt **out) {
     gpt *m = calloc(1, sizeof *m);
     if (!m) return lssar_fail(LSSAR_E_NOMEM, "gpt_create: out of memory");
     m->cfg = *cfg;
+    if (m->cfg.rope_base == 0.0f) m->cfg.rope_base = GPT_ROPE_BASE;  // checkpoints then record the base used
     m->be = be;
     // A GPU computes its matmuls and attention with bf16 operands (fp32 accumulation, docs/CUDA.md)
     nn_precision prec = cfg->device == LSSAR_DEVICE_CUDA ? NN_BF16 : NN_FP32;
@@ -334,7 +340,7 @@ int gpt_ensure_rope(gpt *m, int T) {
         m->be->release(m->ctx, c); m->be->release(m->ctx, s);
         rc = lssar_fail(LSSAR_E_NOMEM, "gpt: cannot allocate the RoPE table");
     } else {
-        rope_table(hc, hs, T, HS, 10000.0);
+        rope_table(hc, hs, T, HS, (double)m->cfg.rope_base);
         m->be->upload(m->ctx, c, hc, n * sizeof(float));
         m->be->upload(m->ctx, s, hs, n * sizeof(float));
         m->be->release(m->ctx, m->rope_cos); m->be->release(m->ctx, m->rope_sin);
@@ -514,7 +520,7 @@ lssar_attn_desc gpt_attn_desc(const gpt *m, int l) {
     // sigmoid / relu with len_norm train: L is the training length max_seq, part of the config
     // (and of the checkpoint), so evaluation at longer T keeps the bias the model was trained with.
     lssar_attn_desc d = {.kind = m->cfg.attn, .p = m->cfg.p, .ssmax_s = m->hp[l].ssmax_s,
-                         .len_norm = m->cfg.len_norm, .train_len = m->cfg.max_seq};
+                         .len_norm = m->cfg.len_norm, .train_len = m->cfg.max_seq, .temp_d = m->cfg.temp_d};
     return d;
 }
 

@@ -45,7 +45,10 @@ typedef struct {
     int tied;            // 1: output head = wte (per channel)
     lssar_device device; // where tensors live and kernels run (not saved in checkpoints)
     lssar_len_norm len_norm; // sigmoid / relu: L = max_seq, fixed at creation (train) or n_i (row)
+    float rope_base;     // RoPE base theta; 0 = GPT_ROPE_BASE (gpt_create stores the value it uses)
+    int temp_d;          // lssa / lssar: the D of ln(D) ln(n); 0 = the head size
 } gpt_config;
+#define GPT_ROPE_BASE 10000.0f
 
 typedef struct gpt gpt;
 

@@ -49,6 +49,7 @@ void lssar_model_defaults(lssar_model_config *cfg) {
     cfg->tied = 1;
     cfg->device = LSSAR_DEVICE_CPU;
     cfg->len_norm = LSSAR_LEN_NORM_TRAIN;
+    cfg->rope_base = GPT_ROPE_BASE;
 }
 
 int lssar_model_create(const lssar_model_config *cfg, uint64_t seed, lssar_model **out) {
@@ -60,7 +61,8 @@ int lssar_model_create(const lssar_model_config *cfg, uint64_t seed, lssar_model
         return lssar_fail(LSSAR_E_ARG, "lssar_model_config.len_norm = %d is not an lssar_len_norm", (int)cfg->len_norm);
     gpt_config g = {.layers = cfg->layers, .heads = cfg->heads, .dim = cfg->dim, .vocab = cfg->vocab,
                     .channels = cfg->channels, .max_seq = cfg->max_seq, .attn = cfg->attn, .p = cfg->p,
-                    .tied = cfg->tied, .device = cfg->device, .len_norm = cfg->len_norm};
+                    .tied = cfg->tied, .device = cfg->device, .len_norm = cfg->len_norm,
+                    .rope_base = cfg->rope_base, .temp_d = cfg->temp_d};
     int rc = pos_to_gpt(cfg->pos, &g.pos);
     if (rc) return rc;
     gpt *m = NULL;
@@ -119,6 +121,7 @@ int lssar_model_describe(const lssar_model *m, lssar_model_info *info) {
     info->pos = gpt_pos_name(c->pos);
     info->pos_kind = pos_from_gpt(c->pos);
     info->attn = c->attn; info->p = c->p; info->tied = c->tied; info->len_norm = c->len_norm;
+    info->rope_base = c->rope_base; info->temp_d = c->temp_d;
     info->device = c->device;
     info->params = gpt_num_params(m->g);
     info->step = (long long)m->step;

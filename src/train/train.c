@@ -26,7 +26,7 @@
 
 void train_opts_default(train_opts *o) {
     memset(o, 0, sizeof *o);
-    o->attn = LSSAR_ATTN_LSSAR; o->p = 15.0f; o->pos = GPT_POS_ROPE;
+    o->attn = LSSAR_ATTN_LSSAR; o->p = 15.0f; o->pos = GPT_POS_ROPE; o->rope_base = GPT_ROPE_BASE;
     o->layers = 4; o->heads = 4; o->dim = 128;
     o->lr = 6e-4f; o->min_lr_frac = 0.1f; o->wd = 0.1f; o->clip = 1.0f;
     o->beta1 = 0.9f; o->beta2 = 0.95f; o->eps = 1e-8f;
@@ -368,7 +368,8 @@ static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train
     gpt_config cfg = {
         .layers = o->layers, .heads = o->heads, .dim = o->dim, .vocab = vocab,
         .channels = dl->channels, .max_seq = o->seq, .pos = o->pos, .attn = o->attn, .p = o->p,
-        .tied = !o->untied, .device = o->device, .len_norm = o->len_norm};
+        .tied = !o->untied, .device = o->device, .len_norm = o->len_norm,
+        .rope_base = o->rope_base, .temp_d = o->temp_d};
     if ((rc = gpt_config_check(&cfg))) return rc;
     if ((rc = gpt_create(&cfg, o->seed, m))) return rc;
     if (o->ordinal > 0 && (rc = gpt_init_ordinal(*m, o->ordinal))) {
@@ -564,10 +565,12 @@ setup_done:
     if (o->stop_at > 0 && o->stop_at < end) end = o->stop_at;
     const int64_t first = s.step + 1;
     if (!quiet && first <= end) {   // else only the nothing-to-do line below
-        char pdesc[32] = "", rdesc[64] = "";
+        char pdesc[64] = "", rdesc[64] = "";
         if (cfg->attn == LSSAR_ATTN_LSSAR) snprintf(pdesc, sizeof pdesc, " (p %g)", cfg->p);
         if (cfg->attn == LSSAR_ATTN_SIGMOID || cfg->attn == LSSAR_ATTN_RELU)
             snprintf(pdesc, sizeof pdesc, " (len-norm %s)", lssar_len_norm_name(cfg->len_norm));
+        if (cfg->temp_d > 0 && (cfg->attn == LSSAR_ATTN_LSSA || cfg->attn == LSSAR_ATTN_LSSAR))
+            snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (ln(%d) ln(n))", cfg->temp_d);
         if (ranks > 1) snprintf(rdesc, sizeof rdesc, " x %d ranks%s", ranks, o->zero ? " (ZeRO-1)" : "");
         char mdesc[128];
         snprintf(mdesc, sizeof mdesc, "AdamW state %.2f MiB per rank, activations %.2f MiB%s",
@@ -576,6 +579,8 @@ setup_done:
         fprintf(stderr, "lssar train: %s attention%s, %d layers, %d heads, width %d, vocab %d x %d channel%s, %s positions, %zu parameters\n",
                 lssar_attn_name(cfg->attn), pdesc, cfg->layers, cfg->heads, cfg->dim, cfg->vocab, C, C > 1 ? "s" : "",
                 gpt_pos_name(cfg->pos), gpt_num_params(m));
+        if (cfg->pos == GPT_POS_ROPE && cfg->rope_base != GPT_ROPE_BASE)
+            fprintf(stderr, "lssar train: RoPE base %g\n", (double)cfg->rope_base);
         fprintf(stderr, "lssar train: steps %lld..%lld of %d, batch %d x %d tokens x accum %d%s, lr %g (warmup %d, cosine to %g), %s, out %s\n",
                 (long long)first, (long long)end, s.steps, B, T, accum, rdesc, s.lr, s.warmup, s.lr * s.min_lr_frac, mdesc, o->out);
     }

@@ -120,6 +120,8 @@ typedef struct {
     float p;
     lssar_len_norm len_norm; // sigmoid / relu (0: train, L = seq)
     gpt_pos pos;
+    float rope_base;       // RoPE base theta (0: 10000)
+    int temp_d;            // lssa / lssar: the D of ln(D) ln(n) (0: the head size)
     int layers, heads, dim;
     int vocab;             // 0: 50257 (GPT-2) if every id fits, else an error asking for --vocab
     int untied;

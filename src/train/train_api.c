@@ -22,6 +22,8 @@ void lssar_train_defaults(lssar_train_options *o) {
     o->model.attn = t.attn;
     o->model.p = t.p;
     o->model.len_norm = t.len_norm;
+    o->model.rope_base = GPT_ROPE_BASE;
+    o->model.temp_d = t.temp_d;
     o->model.tied = !t.untied;
     o->model.device = LSSAR_DEVICE_CPU;
     o->align = t.align;
@@ -98,6 +100,8 @@ int lssar_train(const lssar_train_options *o, lssar_train_result *r) {
     t.attn = o->model.attn;
     t.p = o->model.p;
     t.len_norm = o->model.len_norm;
+    t.rope_base = o->model.rope_base;
+    t.temp_d = o->model.temp_d;
     t.pos = (gpt_pos)o->model.pos;
     t.layers = o->model.layers; t.heads = o->model.heads; t.dim = o->model.dim;
     t.vocab = o->model.vocab;

@@ -348,6 +348,9 @@ static std::string case_name(const char *tag, int kind, int mma, int B, int Tq, 
 }
 static bool selected(const std::string &name) { return !filter || name.find(filter) != std::string::npos; }
 
+// lssa / lssar: the temperature's D of the cases run while it is set (0: the head size).
+static int case_temp_d = 0;
+
 // sigmoid / relu: len_norm (ln) train with L = 48 (below most T: rows past the training length),
 // or row.
 static lssar_attn_desc make_desc(int kind, std::vector<float> &ssmax_s, int H, int ln = 0) {
@@ -360,6 +363,7 @@ static lssar_attn_desc make_desc(int kind, std::vector<float> &ssmax_s, int H, i
     d.ssmax_s = kind == FLASH_SSMAX ? ssmax_s.data() : NULL;
     d.len_norm = (lssar_len_norm)ln;
     d.train_len = 48;
+    d.temp_d = case_temp_d;
     return d;
 }
 
@@ -802,6 +806,13 @@ int main(int argc, char **argv) {
             if (full_mode || mma) run_decode(kind, mma, 1, 66, 131, 140, 1, 64, 4000 + 10 * kind + mma);
         }
     for (int kind = 0; kind < NKINDS; kind++) run_api(kind, 1, 70, 2, 32, 5000 + kind);
+    // another head size's temperature (temp_d): the kernels read it as the emulation does
+    for (int kind = FLASH_LSSA; kind <= FLASH_LSSAR; kind++)
+        for (int mma = 0; mma < 2; mma++) {
+            case_temp_d = 64;
+            run_case(kind, mma, 1, 130, 2, 16, 7000 + 10 * kind + mma, PLAIN, false);
+            case_temp_d = 0;
+        }
 
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
