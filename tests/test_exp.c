@@ -39,12 +39,34 @@ static lssar_tokenizer *byte_tok(void) {
     return t;
 }
 
+// The short prompt: no task sentence, so a byte window of T = 320 holds two whole filler units;
+// the rest of the layout is the full prompt's.
+static void test_passkey_short(void) {
+    lssar_tokenizer *tok = byte_tok();
+    if (!tok) return;
+    passkey_pieces pp;
+    CHECK_OK(passkey_pieces_init(&pp, tok, PASSKEY_SHORT));
+    int nf = strlen(FILLER), nq = strlen(QUESTION);
+    char needle[128];
+    snprintf(needle, sizeof needle, " The pass key is %d. Remember it. %d is the pass key.", 12345, 12345);
+    int nn = strlen(needle), n = 321, ap, al;
+    uint16_t s[321];
+    CHECK(passkey_build(&pp, n, 0.0, 12345, s, &ap, &al) == 0, "build: %s", lssar_errmsg());
+    CHECK(s[0] == LSSAR_BYTE_EOT && eq_bytes(s + 1, needle), "depth 0: the needle right after EOT");
+    CHECK(eq_bytes(s + 1 + nn, FILLER) && eq_bytes(s + 1 + nn + nf, FILLER), "two whole filler units at T = 320");
+    CHECK(eq_bytes(s + n - 6 - nq, QUESTION) && ap == n - 6 && al == 6, "question, then the answer");
+    CHECK(passkey_min_len(&pp) == 1 + nn + nq + 6 + 4, "minimum length %d", passkey_min_len(&pp));
+    passkey_pieces_free(&pp);
+    CHECK(passkey_pieces_init(&pp, tok, (passkey_prompt)2) == LSSAR_E_ARG, "prompt 2 accepted");
+    lssar_tokenizer_free(tok);
+}
+
 static void test_passkey_layout(void) {
     lssar_tokenizer *tok = byte_tok();
     CHECK(tok != NULL, "byte tokenizer");
     if (!tok) return;
     passkey_pieces pp;
-    CHECK(passkey_pieces_init(&pp, tok) == 0, "pieces: %s", lssar_errmsg());
+    CHECK(passkey_pieces_init(&pp, tok, PASSKEY_FULL) == 0, "pieces: %s", lssar_errmsg());
     int nt = strlen(TASK), nf = strlen(FILLER), nq = strlen(QUESTION);
     char needle[128];
     snprintf(needle, sizeof needle, " The pass key is %d. Remember it. %d is the pass key.", 12345, 12345);
@@ -114,7 +136,7 @@ static void test_passkey_mix(void) {
     lssar_tokenizer *tok = byte_tok();
     if (!tok) { CHECK(0, "byte tokenizer"); return; }
     passkey_pieces pp;
-    CHECK_OK(passkey_pieces_init(&pp, tok));
+    CHECK_OK(passkey_pieces_init(&pp, tok, PASSKEY_FULL));
     int B = 64, T = 300, rep = -1;
     uint16_t *in = calloc(B * T, 2), *tg = calloc(B * T, 2);
     lssar_rng r;
@@ -138,7 +160,7 @@ static void test_passkey_score(void) {
     lssar_tokenizer *tok = byte_tok();
     if (!tok) { CHECK(0, "byte tokenizer"); return; }
     passkey_pieces pp;
-    CHECK_OK(passkey_pieces_init(&pp, tok));
+    CHECK_OK(passkey_pieces_init(&pp, tok, PASSKEY_FULL));
     int n = 300, ap, al;
     uint16_t s[300], pred[300];
     CHECK(passkey_build(&pp, n, 0.3, 24680, s, &ap, &al) == 0, "build");
@@ -552,6 +574,7 @@ static void test_plot_csv_loglog(void) {
 int main(void) {
     RUN(test_plot_csv_loglog);
     RUN(test_passkey_layout);
+    RUN(test_passkey_short);
     RUN(test_passkey_mix);
     RUN(test_passkey_score);
     RUN(test_wilson);

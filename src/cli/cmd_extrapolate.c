@@ -61,7 +61,10 @@ static const char *ABOUT =
     "{\"mean\", \"ci95\", \"excludes_zero\", \"per_seed\"}}]}], \"runs\": [{\"name\", \"group\", \"seed\",\n"
     "\"attn\", \"p\", \"train_seq\", \"results\": [{\"seq\", \"loss\", \"stderr\", \"windows\"}]}]}),\n"
     "--out/results.md (tables) and --out/loss_vs_length.png (group means with their intervals;\n"
-    "gnuplot; skipped with a note if missing).\n"
+    "gnuplot; skipped with a note if missing). The text task also gives the loss at each position of\n"
+    "the longest windows, in 64 bins (where each kind breaks past its training length): each group's\n"
+    "\"per_position\": {\"seq\", \"bin\", \"start\", \"loss\"} (mean over seeds), each run's \"per_position\"\n"
+    "(the bins' losses), a table of results.md by position range and --out/loss_vs_position.png.\n"
     "Resumable: a run whose model reached --steps is not retrained; an interrupted one resumes from\n"
     "its checkpoint; evaluations, with their per-window losses, are cached in RUN/extrap*.json (a\n"
     "cache without them, from an older version, is recomputed).\n"
@@ -143,16 +146,19 @@ static int ensure_trained(const train_opts *base, const char *out, run_t *r, int
         const gpt_config *c = gpt_get_config(g);
         int same = c->layers == base->layers && c->heads == base->heads && c->dim == base->dim &&
                    (base->vocab == 0 || c->vocab == base->vocab) && (int)c->attn == r->attn &&
-                   (r->attn != LSSAR_ATTN_LSSAR || c->p == r->p) && c->pos == base->pos && c->max_seq == base->seq;
+                   (r->attn != LSSAR_ATTN_LSSAR || c->p == r->p) && c->pos == base->pos && c->max_seq == base->seq &&
+                   c->rope_base == (base->rope_base > 0 ? base->rope_base : GPT_ROPE_BASE) && c->temp_d == base->temp_d;
         gpt_free(g);
         if (!same)
-            return lssar_fail(LSSAR_E_ARG, "%s holds a model with another configuration (layers, heads, dim, vocab, attention, positions or seq differ): delete it or choose another --out", dir);
+            return lssar_fail(LSSAR_E_ARG, "%s holds a model with another configuration (layers, heads, dim, vocab, attention, positions, seq, RoPE base or temperature D differ): delete it or choose another --out", dir);
         // the data recipe too: window alignment (mqar) and the passkey share
         int align = (int)exp_trainer_meta(dir, "align", 1);
         double mix = exp_passkey_mix(dir);
-        if (align != base->align || fabs(mix - base->passkey_mix) > 1e-6)
-            return lssar_fail(LSSAR_E_ARG, "%s was trained with align %d and passkey mix %g, this call asks for align %d and passkey mix %g: delete it or choose another --out",
-                              dir, align, mix, base->align, (double)base->passkey_mix);
+        int prompt = exp_passkey_prompt(dir);
+        if (align != base->align || fabs(mix - base->passkey_mix) > 1e-6 || (mix > 0 && prompt != base->passkey_prompt))
+            return lssar_fail(LSSAR_E_ARG, "%s was trained with align %d and passkey mix %g (%s prompt), this call asks for align %d and passkey mix %g (%s prompt): delete it or choose another --out",
+                              dir, align, mix, passkey_prompt_name((passkey_prompt)prompt), base->align, (double)base->passkey_mix,
+                              passkey_prompt_name((passkey_prompt)base->passkey_prompt));
         // and the seed: run -sK is trained with --seed + K
         double sd = exp_trainer_meta(dir, "seed", NAN);
         if (isfinite(sd) && sd < 9007199254740992.0 && (uint64_t)sd != base->seed + (uint64_t)r->seed_ix)
@@ -829,6 +835,7 @@ int cmd_extrapolate(int argc, char **argv) {
         {"mqar-keys", ARG_INT, &mqar_keys, "mqar: key alphabet", 0, 0},
         {"mqar-values", ARG_INT, &mqar_values, "mqar: value alphabet", 0, 0},
         {"passkey-mix", ARG_FLOAT, &o.passkey_mix, "text: share of training windows replaced by passkey sequences (0-1)", 0, 0},
+        {"passkey-short", ARG_BOOL, &o.passkey_prompt, "text: passkey sequences without the task sentence (lssar passkey reads it from the run)", 0, 0},
         {"mqar-eval", ARG_INT, &mqar_eval_n, "mqar: test sequences per length", 0, 0},
         {"mqar-train-seqs", ARG_INT, &mqar_train_seqs, "mqar: training sequences (0: steps x batch x accum x 2)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},

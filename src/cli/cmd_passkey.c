@@ -46,6 +46,7 @@ typedef struct {
     int vocab, channels, max_seq;
     char kind[64];
     double mix;
+    int prompt;   // passkey_prompt the model was trained with
 } pk_info;
 
 static void kind_name(lssar_attn_kind a, float p, char *out, size_t n) {
@@ -71,6 +72,7 @@ static int pk_read_info(const char *model, const ckpt_load_opts *load, pk_info *
     in->max_seq = c.max_seq;
     kind_name(c.attn, c.p, in->kind, sizeof in->kind);
     in->mix = exp_passkey_mix(model);
+    in->prompt = exp_passkey_prompt(model);
     return 0;
 }
 
@@ -128,7 +130,7 @@ int cmd_passkey(int argc, char **argv) {
         if (b->vocab != a->vocab)
             return args_error("passkey", "%s has a vocabulary of %d ids but %s has %d: the models pooled by --model must share the tokenizer",
                               names[m], b->vocab, names[0], a->vocab);
-        if (strcmp(b->kind, a->kind) || b->max_seq != a->max_seq || fabs(b->mix - a->mix) > 1e-9)
+        if (strcmp(b->kind, a->kind) || b->max_seq != a->max_seq || fabs(b->mix - a->mix) > 1e-9 || b->prompt != a->prompt)
             return args_error("passkey", "%s (%s attention, trained at T=%d, passkey mix %g) differs from %s (%s, T=%d, mix %g): --model pools only the seeds of one configuration",
                               names[m], b->kind, b->max_seq, b->mix, names[0], a->kind, a->max_seq, a->mix);
     }
@@ -136,7 +138,8 @@ int cmd_passkey(int argc, char **argv) {
     lssar_tokenizer *tok = NULL;
     if ((rc = passkey_tokenizer_for_vocab(info[0].vocab, &tok))) return args_error("passkey", "%s", lssar_errmsg());
     passkey_pieces pp;
-    if ((rc = passkey_pieces_init(&pp, tok))) { lssar_tokenizer_free(tok); return args_error("passkey", "%s", lssar_errmsg()); }
+    // the prompt the models were trained with (a model trained without passkeys: the full one)
+    if ((rc = passkey_pieces_init(&pp, tok, (passkey_prompt)info[0].prompt))) { lssar_tokenizer_free(tok); return args_error("passkey", "%s", lssar_errmsg()); }
     int minlen = passkey_min_len(&pp) - 1;
     for (int i = 0; i < nl; i++)
         if (lens[i] < minlen) {
@@ -186,11 +189,11 @@ int cmd_passkey(int argc, char **argv) {
 
     // table: accuracy per length x depth, then per length overall with its Wilson interval
     if (nm == 1)
-        printf("passkey retrieval: %s (%s attention, trained at T=%d, passkey mix %g), %d trials per cell, %s tokens\n",
-               model, kind, train_T, mix, trials, tokname);
+        printf("passkey retrieval: %s (%s attention, trained at T=%d, passkey mix %g), %d trials per cell, %s tokens, %s prompt\n",
+               model, kind, train_T, mix, trials, tokname, passkey_prompt_name((passkey_prompt)info[0].prompt));
     else
-        printf("passkey retrieval: %d models pooled (%s attention, trained at T=%d, passkey mix %g), %d trials per cell (%d per model), %s tokens\n",
-               nm, kind, train_T, mix, ntr, trials, tokname);
+        printf("passkey retrieval: %d models pooled (%s attention, trained at T=%d, passkey mix %g), %d trials per cell (%d per model), %s tokens, %s prompt\n",
+               nm, kind, train_T, mix, ntr, trials, tokname, passkey_prompt_name((passkey_prompt)info[0].prompt));
     printf("%-8s", "length");
     for (int d = 0; d < depths; d++) printf(" %5.0f%%", 100 * dv[d]);
     printf(" | %-6s %-13s %s\n", "all", "95% CI", "digits");
@@ -218,6 +221,7 @@ int cmd_passkey(int argc, char **argv) {
         cJSON_AddNumberToObject(root, "train_seq", train_T);
         cJSON_AddStringToObject(root, "tokenizer", tokname);
         cJSON_AddNumberToObject(root, "passkey_mix", mix);
+        cJSON_AddStringToObject(root, "prompt", passkey_prompt_name((passkey_prompt)info[0].prompt));
         cJSON_AddNumberToObject(root, "trials", trials);
         cJSON *ma = cJSON_AddArrayToObject(root, "models");
         for (int m = 0; m < nm; m++) cJSON_AddItemToArray(ma, cJSON_CreateString(names[m]));

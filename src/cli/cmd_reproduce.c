@@ -43,6 +43,7 @@ typedef struct {
     // 3. passkey: models trained with a passkey share, then scored at p_factors x p_seq
     int p_layers, p_heads, p_dim, p_seq, p_batch, p_steps, p_warmup, p_depths, p_trials, p_seeds;
     float p_lr, p_mix;
+    int p_short;   // passkey sequences without the task sentence (extrapolate --passkey-short)
     const char *p_factors;
     // 4. orbits: `lssar orbits run --scale orbits --heads o_heads` (0: the orbit scale's heads)
     const char *orbits;
@@ -56,7 +57,7 @@ static const repro_scale SCALES[] = {
      .x_windows = 2, .x_lr = 3e-3f, .factors = "1,2", .s_heads = 4, .s_dim = 64, .s_factors = "1,2",
      .sweep = "16,32", .sweep_factors = "1,2", .a_windows = 1, .a_rows = 8,
      .p_layers = 1, .p_heads = 2, .p_dim = 16, .p_seq = 260, .p_batch = 2, .p_steps = 3, .p_warmup = 1, .p_depths = 2,
-     .p_trials = 2, .p_seeds = 1, .p_lr = 3e-3f, .p_mix = 0.75f, .p_factors = "1,2",
+     .p_trials = 2, .p_seeds = 1, .p_lr = 3e-3f, .p_mix = 0.75f, .p_short = 1, .p_factors = "1,2",
      .orbits = "smoke", .o_heads = 0, .c_data = 5, .c_extrap = 5, .c_small = 5, .c_attnstats = 5, .c_ptrain = 5, .c_peval = 5,
      .c_orbits = 20},
     // The extrapolation model is docs/EARLIER_RESULTS.md run A (2 layers, 1000 steps) at width 128
@@ -69,10 +70,10 @@ static const repro_scale SCALES[] = {
      .seeds = 3, .x_layers = 2, .x_heads = 2, .x_dim = 128, .x_seq = 128, .x_batch = 16, .x_steps = 1000, .x_warmup = 50,
      .x_windows = 32, .x_lr = 3e-3f, .factors = "1,2,4,8,16,32,64", .s_heads = 4, .s_dim = 64, .s_factors = "1,2,4,8,16,32",
      .sweep = "16,32,128", .sweep_factors = "1,2,4,8,16,32", .a_windows = 4, .a_rows = 64,
-     .p_layers = 2, .p_heads = 2, .p_dim = 128, .p_seq = 512, .p_batch = 8, .p_steps = 2000, .p_warmup = 100, .p_depths = 5,
-     .p_trials = 10, .p_seeds = 3, .p_lr = 3e-3f, .p_mix = 0.75f, .p_factors = "1,2,4,8,16",
-     .orbits = "laptop", .o_heads = 1, .c_data = 40, .c_extrap = 100, .c_small = 45, .c_attnstats = 150, .c_ptrain = 400,
-     .c_peval = 60, .c_orbits = 3200},
+     .p_layers = 2, .p_heads = 1, .p_dim = 64, .p_seq = 320, .p_batch = 16, .p_steps = 4000, .p_warmup = 100, .p_depths = 5,
+     .p_trials = 10, .p_seeds = 3, .p_lr = 3e-3f, .p_mix = 0.75f, .p_short = 1, .p_factors = "1,2,4,8,16",
+     .orbits = "laptop", .o_heads = 1, .c_data = 40, .c_extrap = 100, .c_small = 45, .c_attnstats = 150, .c_ptrain = 550,
+     .c_peval = 50, .c_orbits = 3200},
 };
 #define NSCALES (int)(sizeof SCALES / sizeof SCALES[0])
 
@@ -171,6 +172,7 @@ static void extrapolate_args(const planner *pl, args_vec *a, const char *dir, co
     if (passkey) {
         add_model_flags(a, sc->p_layers, sc->p_heads, sc->p_dim, sc->p_seq, sc->p_batch, sc->p_steps, sc->p_warmup, sc->p_lr);
         args_add(a, "--passkey-mix"); args_add(a, "%g", (double)sc->p_mix);
+        if (sc->p_short) args_add(a, "--passkey-short");
         args_add(a, "--factors"); args_add(a, "1"); args_add(a, "--seeds"); args_add(a, "%d", sc->p_seeds);
     } else {
         add_model_flags(a, sc->x_layers, heads, dim, sc->x_seq, sc->x_batch, sc->x_steps, sc->x_warmup, sc->x_lr);
@@ -618,8 +620,8 @@ static int write_report(const job_plan *p, const repro_scale *sc, const char *ou
     include_log(f, out, "attnstats_d16", "pooled over");
     fprintf(f, "Plots: `attnstats.png`, `attnstats_sink.png` (D = %d: `attnstats_d16*.png`); numbers: `attnstats*.json`.\n\n## 3. Passkey retrieval\n\n"
                "Models of %d layers, %d heads, width %d, trained at T = %d for %d steps with %.0f%% of the windows replaced by passkey "
-               "sequences, %d seed(s) per kind; %d depths x %d keys per length and model.\n\n",
-            sc->s_dim / sc->s_heads, sc->p_layers, sc->p_heads, sc->p_dim, sc->p_seq, sc->p_steps, 100.0 * sc->p_mix, sc->p_seeds, sc->p_depths, sc->p_trials);
+               "sequences (%s prompt), %d seed(s) per kind; %d depths x %d keys per length and model.\n\n",
+            sc->s_dim / sc->s_heads, sc->p_layers, sc->p_heads, sc->p_dim, sc->p_seq, sc->p_steps, 100.0 * sc->p_mix, sc->p_short ? "short: no task sentence" : "full", sc->p_seeds, sc->p_depths, sc->p_trials);
     passkey_table(f, out, sc, cJSON_AddObjectToObject(root, "passkey"));
     fprintf(f, "### The passkey models' validation loss at 1x\n\n");
     include_md(f, out, "passkey", "results.md");

@@ -124,6 +124,7 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     SAME("seed", o->seed == s.seed, "%llu", (unsigned long long)s.seed, (unsigned long long)o->seed);
     SAME("align", o->align == s.align, "%d", s.align, o->align);
     SAME("passkey-mix", o->passkey_mix == s.passkey_mix, "%g", s.passkey_mix, o->passkey_mix);
+    SAME("passkey-short", o->passkey_prompt == s.passkey_prompt, "%d", s.passkey_prompt, o->passkey_prompt);
 #undef SAME
     // Optimizer flags may change on resume (e.g. a lower --lr after a NaN); the ones not given
     // keep their stored values.
@@ -178,6 +179,7 @@ int cmd_train(int argc, char **argv) {
         {"seed", ARG_U64, &o.seed, "seed of the initialisation and the data order", 0, 0},
         {"align", ARG_INT, &o.align, "windows start at multiples of this (sequences of fixed length, e.g. 1000 for orbits)", 0, 0},
         {"passkey-mix", ARG_FLOAT, &o.passkey_mix, "replace this share of training windows by passkey sequences (lssar passkey; text models)", 0, 0},
+        {"passkey-short", ARG_BOOL, &o.passkey_prompt, "passkey sequences without the task sentence (byte models: whole filler units fit short windows)", 0, 0},
         {"eval-every", ARG_INT, &o.eval_every, "validation every N steps (0: only at the end)", 0, 0},
         {"eval-batches", ARG_INT, &o.eval_batches, "validation batches (of --batch windows)", 0, 0},
         {"save-every", ARG_INT, &o.save_every, "checkpoint every N steps (0: only at the end)", 0, 0},

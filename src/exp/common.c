@@ -90,3 +90,4 @@ double exp_trainer_meta(const char *model, const char *key, double dflt) {
 }
 
 double exp_passkey_mix(const char *model) { return exp_trainer_meta(model, "passkey_mix", 0); }
+int exp_passkey_prompt(const char *model) { return (int)exp_trainer_meta(model, "passkey_prompt", 0); }

@@ -21,6 +21,8 @@ int exp_manifest_vocab(const char *dir);
 /* The fraction of passkey windows a run was trained with: trainer.safetensors metadata
    "passkey_mix" (written by `lssar train --passkey-mix`), 0 when absent. */
 double exp_passkey_mix(const char *model);
+/* Its passkey prompt (0 full, 1 short; 0 for runs from before the field). */
+int exp_passkey_prompt(const char *model);
 /* A number from a run directory's trainer.safetensors metadata (e.g. "align"); dflt when the
    directory, the file or the key is absent. */
 double exp_trainer_meta(const char *model, const char *key, double dflt);

@@ -18,12 +18,15 @@ static int enc(const lssar_tokenizer *t, const char *s, int32_t **ids, int *n) {
     return 0;
 }
 
-int passkey_pieces_init(passkey_pieces *pp, const lssar_tokenizer *tok) {
+const char *passkey_prompt_name(passkey_prompt p) { return p == PASSKEY_SHORT ? "short" : "full"; }
+
+int passkey_pieces_init(passkey_pieces *pp, const lssar_tokenizer *tok, passkey_prompt prompt) {
     memset(pp, 0, sizeof *pp);
     if (!tok) return lssar_fail(LSSAR_E_NULL, "passkey: tokenizer is NULL");
+    if ((unsigned)prompt > PASSKEY_SHORT) return lssar_fail(LSSAR_E_ARG, "passkey: prompt %d is not full or short", (int)prompt);
     pp->tok = tok;
     pp->eot = lssar_tokenizer_eot(tok);
-    int rc = enc(tok, TASK, &pp->task, &pp->ntask);
+    int rc = prompt == PASSKEY_SHORT ? 0 : enc(tok, TASK, &pp->task, &pp->ntask);
     if (!rc) rc = enc(tok, FILLER, &pp->filler, &pp->nfiller);
     if (!rc) rc = enc(tok, QUESTION, &pp->question, &pp->nquestion);
     if (rc) passkey_pieces_free(pp);
@@ -172,7 +175,7 @@ int passkey_train_source(void *arg, const train_source_env *env, const train_sou
     p->mix = env->passkey_mix;
     int rc = passkey_tokenizer_for_vocab(env->model->vocab, &p->tok);
     if (rc) { free(p); return rc; }
-    if ((rc = passkey_pieces_init(&p->pk, p->tok))) { lssar_tokenizer_free(p->tok); free(p); return rc; }
+    if ((rc = passkey_pieces_init(&p->pk, p->tok, (passkey_prompt)env->passkey_prompt))) { lssar_tokenizer_free(p->tok); free(p); return rc; }
     if (T + 1 < passkey_min_len(&p->pk)) {
         rc = lssar_fail(LSSAR_E_ARG, "--passkey-mix: a passkey sequence needs at least %d tokens with the %s tokenizer; --seq is %d",
                         passkey_min_len(&p->pk), lssar_tokenizer_name(p->tok), T);

@@ -31,6 +31,12 @@
 
 #define PASSKEY_MAX_ANS 16
 
+/* The prompt: FULL is the layout above; SHORT leaves out TASK (about 150 bytes), so that short
+   byte-level windows hold whole filler units (at T = 320: two), and a longer window is the same
+   task with more filler. Stored with a run (trainer.safetensors passkey_prompt). */
+typedef enum { PASSKEY_FULL = 0, PASSKEY_SHORT = 1 } passkey_prompt;
+const char *passkey_prompt_name(passkey_prompt p);   /* "full", "short" */
+
 typedef struct {
     int32_t *task, *filler, *question;   // token ids of the fixed pieces
     int ntask, nfiller, nquestion;
@@ -38,8 +44,8 @@ typedef struct {
     const lssar_tokenizer *tok;
 } passkey_pieces;
 
-/* Encode the fixed pieces for a tokenizer. */
-int passkey_pieces_init(passkey_pieces *pp, const lssar_tokenizer *tok);
+/* Encode the fixed pieces of a prompt for a tokenizer. */
+int passkey_pieces_init(passkey_pieces *pp, const lssar_tokenizer *tok, passkey_prompt prompt);
 void passkey_pieces_free(passkey_pieces *pp);
 
 /* The smallest T + 1 that fits one sequence (no filler) for this tokenizer; about 80 GPT-2 tokens

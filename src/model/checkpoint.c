@@ -69,6 +69,7 @@ static const meta_field TRAINER_FIELDS[] = {
     {"beta2", MF_FLOAT, TS(beta2), 0, 0, 0, META_REQUIRED},
     {"eps", MF_FLOAT, TS(eps), 0, 0, 0, META_REQUIRED},
     {"passkey_mix", MF_FLOAT, TS(passkey_mix), 0, 0, 0, META_OPTIONAL(0)},
+    {"passkey_prompt", MF_INT, TS(passkey_prompt), 0, 0, 1, META_OPTIONAL(0)},
     {"align", MF_INT, TS(align), 0, 1, 1 << 30, META_OPTIONAL(1)},
     {"data", MF_STR, TS(data), sizeof(((train_state *)0)->data), 0, 0, META_OPTIONAL(0)},
     {"val", MF_STR, TS(val), sizeof(((train_state *)0)->val), 0, 0, META_OPTIONAL(0)},

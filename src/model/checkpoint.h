@@ -52,6 +52,7 @@ typedef struct {
     char data[2048], val[2048];   // shard lists used (informational; defaults on --resume)
     int align;               // windows start at multiples of this (dataloader.h)
     float passkey_mix;       // share of training windows replaced by passkey sequences (0: none)
+    int passkey_prompt;      // their prompt (0 full, 1 short; absent in older files: 0)
     int64_t step;            // optimizer steps done
     lssar_rng rng;           // data cursor
 } train_state;

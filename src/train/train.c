@@ -385,6 +385,7 @@ static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train
     s->seed = o->seed; s->wd = o->wd; s->clip = o->clip;
     s->beta1 = o->beta1; s->beta2 = o->beta2; s->eps = o->eps;
     s->passkey_mix = o->passkey_mix;
+    s->passkey_prompt = o->passkey_prompt;
     s->align = o->align;
     snprintf(s->data, sizeof s->data, "%s", o->data);
     snprintf(s->val, sizeof s->val, "%s", o->val ? o->val : "");
@@ -527,7 +528,7 @@ int train_run(const train_opts *o, train_result *r) {
     {
         train_source base = train_shard_source(&dl);
         if (o->source) {
-            train_source_env env = {cfg, B, T, s.passkey_mix, quiet};
+            train_source_env env = {cfg, B, T, s.passkey_mix, s.passkey_prompt, quiet};
             if ((rc = o->source(o->source_arg, &env, &base, &src))) { memset(&src, 0, sizeof src); goto setup_done; }
         } else if (s.passkey_mix > 0) {
             rc = lssar_fail(LSSAR_E_ARG, "this run mixes passkey windows into its batches (passkey_mix %g), which needs the passkey data source: continue it with `lssar train --resume` (in code: train_opts.source = passkey_train_source, src/exp/passkey.h)",

@@ -74,6 +74,7 @@ typedef struct {
     const gpt_config *model;   // vocab and channels of the model being trained
     int batch, seq;            // B and T of every batch
     float passkey_mix;         // the run's passkey share (fresh: train_opts; resumed: the checkpoint's)
+    int passkey_prompt;        // and its prompt (passkey_prompt of src/exp/passkey.h)
     int quiet;
 } train_source_env;
 
@@ -130,6 +131,7 @@ typedef struct {
     lssar_device device;   // where the model runs (fresh and resumed runs alike)
     int align;             // windows start at multiples of this (1: anywhere; orbits: 1000)
     float passkey_mix;     // share of training windows the source replaces by passkey sequences
+    int passkey_prompt;    // their prompt: 0 full, 1 short (src/exp/passkey.h)
                            // (recorded in the checkpoint; > 0 needs a source that does it)
     train_source_fn source;   // NULL: batches straight from the shards; else builds the run's source
     void *source_arg;      // passed to source
