@@ -118,6 +118,19 @@ assert all(j['reused'] for j in b['jobs']) and [j['seconds'] for j in a['jobs']]
 assert a['extrapolate']['groups'] == b['extrapolate']['groups'] and a['passkey'] == b['passkey']
 "; then ok "rerun: every job kept with its wall time, the same results"; else bad "rerun (exit $rc)" "$out"; fi
 
+# 4b. --report-only: the report of what OUT holds, nothing run
+out=$("$LSSAR" "${S[@]}" --out "$tmp/r" --report-only 2>&1); rc=$?
+if [ $rc -eq 0 ] && grep -q "$NJOBS of $NJOBS jobs recorded as done" <<<"$out" && ! grep -q "reproduce: start" <<<"$out" \
+   && python3 -c "
+import json
+a, b = json.load(open('$tmp/report1.json')), json.load(open('$tmp/r/report.json'))
+assert a['extrapolate'] == b['extrapolate'] and a['head_size'] == b['head_size'] and a['causes'] == b['causes'] and a['passkey'] == b['passkey']
+"; then ok "--report-only on a finished run: the same tables, nothing run"; else bad "--report-only (exit $rc)" "$out"; fi
+out=$("$LSSAR" "${S[@]}" --out "$tmp/empty" --report-only 2>&1); rc=$?
+if [ $rc -eq 0 ] && grep -q "0 of $NJOBS jobs recorded as done" <<<"$out" && grep -q "not run yet" "$tmp/empty/REPORT.md" \
+   && [ ! -e "$tmp/empty/logs" ]; then ok "--report-only on an empty folder: every job 'not run yet', nothing started"
+else bad "--report-only on an empty folder (exit $rc)" "$out"; fi
+
 # 5. the runner killed with -9 while jobs run: no job keeps running, and the rerun ends with the same numbers
 "$LSSAR" "${S[@]}" --out "$tmp/k" --jobs 1 > "$tmp/k.log" 2>&1 &
 pid=$!

@@ -632,7 +632,7 @@ static int write_report(const job_plan *p, const repro_scale *sc, const char *ou
     for (int i = 0; i < p->n; i++) {
         const job *j = &p->jobs[i];
         const char *what = j->state == JOB_DONE ? (j->reused ? "finished in an earlier call" : "")
-                         : j->state == JOB_FAILED ? "FAILED" : "not run (a job it needs failed)";
+                         : j->state == JOB_FAILED ? "FAILED" : j->state == JOB_WAITING ? "not run yet" : "not run (a job it needs failed)";
         fprintf(f, "| %s | %d | %.1f | %s |\n", j->name, j->exit, j->seconds, what);
         char *cmd = jobs_command(j);
         cJSON *o = cJSON_CreateObject();
@@ -677,13 +677,14 @@ static int write_report(const job_plan *p, const repro_scale *sc, const char *ou
 
 int cmd_reproduce(int argc, char **argv) {
     const char *scale_name = "laptop", *out = NULL, *data = "data/demo-sotu-byte";
-    int workers = 2, dry = 0;
+    int workers = 2, dry = 0, report_only = 0;
     arg_spec specs[] = {
         {"scale", ARG_STR, &scale_name, "smoke or laptop", 0, 0},
         {"out", ARG_STR, &out, "output folder [default runs/reproduce-SCALE]", 0, 0},
         {"data", ARG_STR, &data, "byte-level data folder (built by a first job when missing)", 0, 0},
         {"jobs", ARG_INT, &workers, "jobs at a time (one core each)", 0, 0},
         {"dry-run", ARG_BOOL, &dry, "print the plan's commands, run nothing", 0, 0},
+        {"report-only", ARG_BOOL, &report_only, "write REPORT.md and report.json from what OUT holds now, run nothing", 0, 0},
         {0}};
     int rc = args_parse("reproduce", ABOUT, specs, argc, argv);
     if (rc >= 0) return rc;
@@ -701,6 +702,15 @@ int cmd_reproduce(int argc, char **argv) {
     plan.workers = workers;
     planner pl = {&plan, sc, out, data};
     if ((rc = build_plan(&pl))) { fprintf(stderr, "lssar reproduce: %s\n", lssar_errmsg()); jobs_free(&plan); return 1; }
+    if (report_only) {   // where the plan stands: the tables of whatever has been written
+        int done = jobs_load(&plan);
+        rc = write_report(&plan, sc, out, data);
+        if (rc) fprintf(stderr, "lssar reproduce: %s\n", lssar_errmsg());
+        else printf("reproduce (%s): %d of %d jobs recorded as done; report -> %s/REPORT.md, %s/report.json\n", sc->name, done,
+                    plan.n, out, out);
+        jobs_free(&plan);
+        return rc ? 1 : 0;
+    }
     if (!dry) {
         double total = 0;
         for (int i = 0; i < plan.n; i++) total += plan.jobs[i].cost;

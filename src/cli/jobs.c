@@ -168,6 +168,16 @@ static void status_line(const job_plan *p, double t0, double scale) {
     fprintf(stderr, "reproduce  %d/%d jobs  elapsed %s  ETA %s  running: %s\n", done, total, el, et, running[0] ? running : "-");
 }
 
+int jobs_load(job_plan *p) {
+    int done = 0;
+    for (int i = 0; i < p->n; i++) {
+        job *j = &p->jobs[i];
+        j->state = JOB_WAITING;
+        if (read_record(p, j, &j->seconds)) { j->state = JOB_DONE; j->reused = 1; done++; }
+    }
+    return done;
+}
+
 int jobs_run(job_plan *p, int dry) {
     char path[4400];
     if (!dry) {
@@ -197,12 +207,7 @@ int jobs_run(job_plan *p, int dry) {
     double memo[JOBS_MAX];
     for (int i = 0; i < p->n; i++) memo[i] = -1;
     for (int i = 0; i < p->n; i++) path_cost(p, i, memo);
-    int reused = 0;
-    for (int i = 0; i < p->n; i++) {
-        job *j = &p->jobs[i];
-        j->state = JOB_WAITING;
-        if (read_record(p, j, &j->seconds)) { j->state = JOB_DONE; j->reused = 1; reused++; }
-    }
+    int reused = jobs_load(p);
     if (reused) fprintf(stderr, "reproduce: %d of %d jobs finished in an earlier run (OUT/jobs); not run again\n", reused, p->n);
     const double t0 = lssar_now();
     // The ETA scales the estimates by how long the finished jobs really took against their

@@ -53,6 +53,9 @@ int jobs_add(job_plan *p, const char *name, double cost, const int *deps, int nd
    to its end. Returns 0 when every job finished, 1 when one failed (each failure is printed with
    its log), -1 when OUT cannot be written (lssar_errmsg says why). */
 int jobs_run(job_plan *p, int dry);
+/* Without running anything: mark the jobs whose record (OUT/jobs) holds their command as done (as
+   jobs_run finds them), the others as waiting; the number done. For a report of where a plan stands. */
+int jobs_load(job_plan *p);
 /* The job's command as a shell line ("lssar train ..."); malloc'd. */
 char *jobs_command(const job *j);
 void jobs_free(job_plan *p);
