@@ -618,8 +618,8 @@ static void test_attention_cached(void) {
             if (r == 2)   // k_j = k_0 + 1e-6 |k_0| e_j, e_j random of norm ~1, per head
                 for (int t = 1; t < T; t++)
                     for (int c = 0; c < C; c++) k[t * C + c] = k[c] * (1.0f + 1e-6f * (float)lssar_rng_normal(&rng));
-            lssar_attn_desc a = {(lssar_attn_kind)kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? s : NULL,
-                                 (lssar_len_norm)ln, L};
+            lssar_attn_desc a = {.kind = (lssar_attn_kind)kind, .p = 15.0f, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? s : NULL,
+                                 .len_norm = (lssar_len_norm)ln, .train_len = L};
             // the cache: the T keys and values in a buffer of CAP positions (the rest never read)
             memcpy(kc, k, sizeof k); memcpy(vc, v, sizeof v);
             CHECK(lssar_attn_forward(&a, 1, T, NH, D, q, k, v, yfull) == 0, "attention: %s", lssar_errmsg());

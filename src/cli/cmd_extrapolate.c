@@ -697,7 +697,7 @@ static int write_results(const results_ctx *c) {
     }
     if (!mqar && nf > 1 && gbins[0] > 0) {
         // the longest windows by position range: [0, T), [T, 2T), [2T, 4T), ...
-        k += snprintf(md + k, cap - k, "\nLoss by position inside the T=%d windows (mean per token over the windows%s): where each kind breaks past its training length.\n\n| run |", Tmax, seeds >= 2 ? " and the seeds" : "");
+        k += snprintf(md + k, cap - k, "\nLoss by position inside the T=%d windows (mean per token over the windows%s): where each kind breaks past the length it was trained at.\n\n| run |", Tmax, seeds >= 2 ? " and the seeds" : "");
         for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, " %d-%d |", f ? seqs[f - 1] : 0, seqs[f] - 1);
         k += snprintf(md + k, cap - k, "\n|---|");
         for (int f = 0; f < nf; f++) k += snprintf(md + k, cap - k, "---|");

@@ -904,8 +904,8 @@ static const char *KN[6] = {"softmax", "ssmax", "lssa", "lssar", "sigmoid", "rel
 static lssar_len_norm attn_len_norm = LSSAR_LEN_NORM_TRAIN;
 #define ATTN_TRAIN_LEN 48
 static lssar_attn_desc attn_desc(int kind, const float *ssmax_s) {
-    lssar_attn_desc d = {(lssar_attn_kind)kind, 15.0f, kind == LSSAR_ATTN_SSMAX ? ssmax_s : NULL, attn_len_norm,
-                         ATTN_TRAIN_LEN};
+    lssar_attn_desc d = {.kind = (lssar_attn_kind)kind, .p = 15.0f, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? ssmax_s : NULL,
+                         .len_norm = attn_len_norm, .train_len = ATTN_TRAIN_LEN};
     return d;
 }
 static int attn_n_len_norms(int kind) { return kind == LSSAR_ATTN_SIGMOID || kind == LSSAR_ATTN_RELU ? 2 : 1; }
