@@ -506,6 +506,28 @@ ATTN_REF_FN errs compare_impl(attn_impl impl, int flags, int kind, float p, int 
     return compare_impl_ln(impl, flags, kind, p, family, seed, B, T, H, D, LSSAR_LEN_NORM_TRAIN, ATTN_REF_TRAIN_LEN);
 }
 
+// lssa / lssar with the temperature of another head size (temp_d), through impl at length T: it
+// matches the float64 reference of that temperature (forward and backward), and not the one of its
+// own head size (an implementation that ignored temp_d fails here).
+ATTN_REF_FN void check_temp_d(attn_impl impl, int flags, int T, uint64_t seed0) {
+    static const int Ds[] = {16, 64}, temps[] = {2, 8, 64, 256};
+    for (int kind = LSSAR_ATTN_LSSA; kind <= LSSAR_ATTN_LSSAR; kind++)
+        for (int di = 0; di < 2; di++)
+            for (int ti = 0; ti < 4; ti++)
+                for (int fam = IN_RANDOM; fam <= IN_PEAKED; fam++) {
+                    int D = Ds[di], td = temps[ti];
+                    float p = kind == LSSAR_ATTN_LSSAR && ti % 2 ? 3.0f : 15.0f;
+                    uint64_t seed = seed0 + 100 * di + 10 * ti + fam;
+                    errs e = compare_impl_x(impl, flags, kind, p, fam, seed, 2, T, 2, D, 0, 0, td, td);
+                    CHECK(worst(e) < 1e-4, "%s D=%d temp_d=%d %s: rel err out %.2e dq %.2e dk %.2e dv %.2e",
+                          kind_name[kind], D, td, input_name[fam], e.out, e.dq, e.dk, e.dv);
+                    if (td == D || fam != IN_RANDOM) continue;
+                    errs n = compare_impl_x(impl, flags, kind, p, fam, seed, 2, T, 2, D, 0, 0, td, 0);
+                    CHECK(n.out > 1e-3, "%s D=%d temp_d=%d: it matches the head size's temperature (%.2e)",
+                          kind_name[kind], D, td, n.out);
+                }
+}
+
 // Loss = sum(dy * out) of the float64 reference (for central finite differences).
 ATTN_REF_FN double ref_loss(const ref_desc *rd, int B, int T, int H, int D, const double *q, const double *k,
                        const double *v, const double *dy, double *tmp) {

@@ -184,26 +184,10 @@ static void test_lssar_powers(void) {
         }
 }
 
-// lssa / lssar with the temperature of another head size (temp_d): the kernel matches the float64
-// reference of that temperature (forward and backward), and not the one of its own head size (a
-// kernel that ignored temp_d must fail this test).
+// lssa / lssar with another head size's temperature (temp_d; attn_ref.h check_temp_d), and its
+// refusals.
 static void test_temp_d(void) {
-    static const int Ds[] = {16, 64}, temps[] = {2, 8, 64, 256};
-    for (int kind = LSSAR_ATTN_LSSA; kind <= LSSAR_ATTN_LSSAR; kind++)
-        for (int di = 0; di < 2; di++)
-            for (int ti = 0; ti < 4; ti++)
-                for (int fam = IN_RANDOM; fam <= IN_PEAKED; fam++) {
-                    int D = Ds[di], td = temps[ti];
-                    errs e = compare_impl_x(cpu_impl, 0, kind, kind == LSSAR_ATTN_LSSAR && ti % 2 ? 3.0f : 15.0f, fam,
-                                            6000 + 100 * di + 10 * ti + fam, 2, 70, 2, D, 0, 0, td, td);
-                    CHECK(worst(e) < 1e-4, "%s D=%d temp_d=%d %s: rel err out %.2e dq %.2e dk %.2e dv %.2e",
-                          kind_name[kind], D, td, input_name[fam], e.out, e.dq, e.dk, e.dv);
-                    if (td == D || fam != IN_RANDOM) continue;
-                    errs n = compare_impl_x(cpu_impl, 0, kind, 15.0f, fam, 6000 + 100 * di + 10 * ti + fam, 2, 70, 2, D,
-                                            0, 0, td, 0);
-                    CHECK(n.out > 1e-3, "%s D=%d temp_d=%d %s: the kernel matches the head size's temperature (%.2e)",
-                          kind_name[kind], D, td, input_name[fam], n.out);
-                }
+    check_temp_d(cpu_impl, 0, 70, 6000);
     // refused: 1 (ln 1 = 0) and negative values
     float q[8] = {0}, o[8];
     lssar_attn_desc bad = {.kind = LSSAR_ATTN_LSSA, .temp_d = 1};

@@ -115,27 +115,9 @@ static void test_fp32_powers(void) {
             check_case(LSSAR_ATTN_LSSAR, ps[pi], fam, 5000 + pi * 10 + fam, 2, 70, 2, 32);
 }
 
-// lssa / lssar with another head size's temperature (temp_d): the emulation matches the float64
-// reference of that temperature, across tiles, and not the one of its own head size.
-static void test_fp32_temp_d(void) {
-    static const int Ds[] = {16, 64}, temps[] = {2, 8, 64, 256};
-    for (int kind = LSSAR_ATTN_LSSA; kind <= LSSAR_ATTN_LSSAR; kind++)
-        for (int di = 0; di < 2; di++)
-            for (int ti = 0; ti < 4; ti++)
-                for (int fam = IN_RANDOM; fam <= IN_PEAKED; fam++) {
-                    int D = Ds[di], td = temps[ti];
-                    float p = kind == LSSAR_ATTN_LSSAR && ti % 2 ? 3.0f : 15.0f;
-                    errs e = compare_impl_x(emu_impl, CMP_FAST_REF | CMP_DS_ROUNDING, kind, p, fam, 6100 + 100 * di + 10 * ti + fam,
-                                            2, 130, 2, D, 0, 0, td, td);
-                    CHECK(worst(e) < 1e-4, "%s D=%d temp_d=%d %s: rel err out %.2e dq %.2e dk %.2e dv %.2e",
-                          kind_name[kind], D, td, input_name[fam], e.out, e.dq, e.dk, e.dv);
-                    if (td == D || fam != IN_RANDOM) continue;
-                    errs n = compare_impl_x(emu_impl, CMP_FAST_REF | CMP_DS_ROUNDING, kind, p, fam, 6100 + 100 * di + 10 * ti + fam,
-                                            2, 130, 2, D, 0, 0, td, 0);
-                    CHECK(n.out > 1e-3, "%s D=%d temp_d=%d: the emulation matches the head size's temperature (%.2e)",
-                          kind_name[kind], D, td, n.out);
-                }
-}
+// lssa / lssar with another head size's temperature (temp_d; attn_ref.h check_temp_d), across
+// three key tiles.
+static void test_fp32_temp_d(void) { check_temp_d(emu_impl, CMP_FAST_REF | CMP_DS_ROUNDING, 130, 6100); }
 
 // Long sequences: T = 1024 for every kind and family (D = 32), T = 4096 for every kind (D = 16).
 // (sigmoid / relu: len_norm train, row, train, row.)
