@@ -74,6 +74,12 @@ assert steps[-1]['loss'] < steps[0]['loss'] - 1, 'loss did not fall'
 # ---- sigmoid / relu (no row normalisation) with each length normalisation: they learn the
 # pattern too, eval names the setting stored in the checkpoint, a wrong --len-norm is a usage error
 expect "bad --len-norm" 2 "--len-norm" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --attn sigmoid --len-norm sideways
+expect "bad --temp-d" 2 "--temp-d must be 0" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --attn lssa --temp-d 1
+expect "bad --rope-base" 2 "--rope-base must be" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --rope-base 1
+# a run keeps its RoPE base and temperature: --resume with another one is a usage error
+expect "train --rope-base 38 --temp-d 64" 0 "" $LSSAR train --data "$tmp/train.bin" $MODEL --steps 4 --attn lssa --rope-base 38 --temp-d 64 --out "$tmp/rt" $T1
+expect "--resume with another --rope-base" 2 "--rope-base 100 differs from the checkpoint" $LSSAR train --resume --out "$tmp/rt" --steps 6 --rope-base 100
+expect "--resume with another --temp-d" 2 "--temp-d 16 differs from the checkpoint" $LSSAR train --resume --out "$tmp/rt" --steps 6 --temp-d 16
 for spec in sigmoid:train relu:row; do
   k=${spec%:*}; ln=${spec#*:}
   out=$($LSSAR train --data "$tmp/train.bin" $MODEL --steps 60 --attn "$k" --len-norm "$ln" --out "$tmp/run-$k" $T1 2>&1); rc=$?

@@ -172,6 +172,11 @@ check "run --dry-run: printed commands quote a path with ' and \$" '[ $rc -eq 0 
 # laptop: two-body training and validation systems (no state file), tied heads with ordered bins
 out=$("$LSSAR" orbits run --scale laptop --dry-run 2>&1); rc=$?
 check "run --scale laptop: two-body data, --ordinal 7000, tied" '[ $rc -eq 0 ] && grep -q -- "--split train --systems [0-9]* --seed 1 --two-body --quiet" <<<"$out" && grep -q -- "--split val .*--two-body --quiet" <<<"$out" && grep -q -- "--split force .*--two-body --state" <<<"$out" && [ $(grep -c -- "--ordinal 7000 --wd 0 --eps 0.0001" <<<"$out") -eq 2 ] && ! grep -q -- "--untied" <<<"$out"' "$out"
+# --heads / --dim: the head size of the models (the laptop plan's D = 64: one head of width 64)
+out=$("$LSSAR" orbits run --scale laptop --heads 1 --dry-run 2>&1); rc=$?
+check "run --heads 1: both models with 1 head of width 64" '[ $rc -eq 0 ] && [ $(grep -c -- "--layers 2 --heads 1 --dim 64 " <<<"$out") -eq 2 ]' "$out"
+expect "run: --heads that does not divide --dim" fail "must be a multiple of the heads 3" $LSSAR orbits run --scale laptop --heads 3 --dry-run
+expect "run: an odd head size" fail "even head size" $LSSAR orbits run --scale laptop --dim 72 --heads 8 --dry-run
 out=$("$LSSAR" orbits run --scale tiny --dry-run 2>&1); rc=$?
 check "run --scale tiny: the published models (untied, multi-planet training)" '[ $rc -eq 0 ] && [ $(grep -c -- "--untied" <<<"$out") -eq 2 ] && ! grep -q -- "--ordinal" <<<"$out" && [ $(grep -c -- "--two-body" <<<"$out") -eq 1 ]' "$out"
 # --seeds 2: two models per kind (KIND, KIND-s1, trained with seeds 1337 and 1338) and a pooled

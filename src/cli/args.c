@@ -148,6 +148,14 @@ int args_attn_kind(const char *name, lssar_attn_kind *out) {
     return name ? lssar_attn_parse(name, out) : LSSAR_E_KIND;
 }
 
+int args_rope_temp(const char *cmd, float rope_base, int temp_d) {
+    if (!(rope_base > 1.0f && isfinite(rope_base)))
+        return args_error(cmd, "--rope-base must be a finite base > 1 (GPT-NeoX and the paper use 10000), got %g", (double)rope_base);
+    if (temp_d != 0 && temp_d < 2)
+        return args_error(cmd, "--temp-d must be 0 (ln of the head size, the paper) or a head size >= 2, got %d", temp_d);
+    return 0;
+}
+
 int cli_alone_under_ranks(const char *cmd) {
     fprintf(stderr, "lssar %s: runs in one process; under mpirun only train, eval, extrapolate, symreg, orbits simulate and orbits newton share their work over the %d ranks (docs/DISTRIBUTED.md): run it without mpirun\n",
             cmd, lssar_dist_size());

@@ -51,6 +51,9 @@ int args_device(const char *cmd, const char *name, lssar_device *out);
 /* An attention kind name ("softmax", "ssmax", "lssa", "lssar") -> *out; 0, or LSSAR_E_KIND for an
    unknown name (nothing printed). The one place the CLI parses --attn. */
 int args_attn_kind(const char *name, lssar_attn_kind *out);
+/* --rope-base and --temp-d: 0 (printed as args_error, exit 2) when rope_base > 1 and temp_d is 0
+   or >= 2 (gpt_config_check's rules, said in the flags' words). */
+int args_rope_temp(const char *cmd, float rope_base, int temp_d);
 /* A command that runs in one process, started by mpirun with more than one rank: print which
    commands share their work over ranks, and return 2. */
 int cli_alone_under_ranks(const char *cmd);

@@ -877,6 +877,7 @@ int cmd_extrapolate(int argc, char **argv) {
     if (eval_batch < 1) return args_error("extrapolate", "--eval-batch must be >= 1");
     if (seeds < 1 || seeds > MAXR) return args_error("extrapolate", "--seeds must be in 1..%d (got %d)", MAXR, seeds);
     if (!(o.passkey_mix >= 0 && o.passkey_mix <= 1)) return args_error("extrapolate", "--passkey-mix must be in [0, 1] (got %g)", o.passkey_mix);
+    if (args_rope_temp("extrapolate", o.rope_base, o.temp_d)) return 2;
     if (mqar && o.passkey_mix > 0) return args_error("extrapolate", "--passkey-mix needs text data: drop it for --task mqar");
     o.steps = steps;
     // --downstream: resolve the tasks now, so a typo or an unfetched set fails before training

@@ -195,6 +195,7 @@ int cmd_train(int argc, char **argv) {
     if (rc >= 0) return rc;
     lssar_device device;
     if (args_device("train", device_name, &device)) return 2;
+    if (args_rope_temp("train", o.rope_base, o.temp_d)) return 2;
     o.device = device;
     int ps = gpt_pos_parse(pos);
     if (args_attn_kind(attn, &o.attn))
