@@ -798,7 +798,7 @@ static int write_results(const results_ctx *c) {
         }
         snprintf(path, sizeof path, "%s/loss_vs_position.png", out);
         snprintf(title, sizeof title, "held-out loss by position in T=%d windows (trained at T=%d; bins of %d)", Tmax, o.seq, pbw);
-        if (np && !plot_lines(path, title, "position", "loss (nats/token)", 0, s, np)) printf("plot: %s\n", path);
+        if (np && !plot_lines(path, title, "position (log scale)", "loss (nats/token)", 1, s, np)) printf("plot: %s\n", path);
         else if (np) fprintf(stderr, "extrapolate: note: no plot: %s\n", lssar_errmsg());
     }
     printf("results: %s/results.json, %s/results.md\n", out, out);
