@@ -52,7 +52,7 @@ if grep -q -- '--attn sigmoid .*--heads 2 --dim 128 .*--factors 1,2,4,8,16,32,64
    && grep -q -- 'headsize/d128 .*--heads 1 --dim 128 ' <<<"$out" \
    && grep -q -- 'causes/d64-rope38 .*--heads 2 --dim 128 .*--rope-base 38' <<<"$out" \
    && grep -q -- 'causes/d16-temp64 .*--heads 8 --dim 128 .*--temp-d 64' <<<"$out" \
-   && grep -q -- 'passkey --attn lssar .*--heads 1 --dim 64 --seq 320 .*--passkey-mix 0.75 --passkey-short --factors 1 --seeds 3 ' <<<"$out" \
+   && grep -q -- 'passkey --attn lssar .*--heads 2 --dim 128 --seq 320 .*--passkey-mix 0.75 --passkey-short --factors 1 --seeds 1 ' <<<"$out" \
    && grep -q -- '--lengths 320,640,1280,2560,5120 ' <<<"$out" \
    && grep -q 'orbits run --scale laptop --attn softmax,lssar --heads 1 ' <<<"$out"; then
   ok "laptop plan: 7 kinds x 3 seeds at D = 64 (1x-64x) and D = 16, head sizes, causes, passkey 1x-16x, orbits at D = 64"
