@@ -27,6 +27,7 @@
 #include "core/dispatch.h"
 #include "attn/attn.h"
 #include "attn/attn_rows.h"
+#include "attn/flash.h"
 
 #ifndef BQ
 #define BQ 64  // query rows per block
@@ -47,7 +48,7 @@ static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
             return lssar_fail(LSSAR_E_ARG, "attention: %s with len_norm train needs train_len >= 1 (the "
                               "training length L), got %d", lssar_attn_name(a->kind), a->train_len);
     }
-    if (a->temp_d != 0 && a->temp_d < 2)
+    if (!attn_temp_d_ok(a->temp_d))
         return lssar_fail(LSSAR_E_ARG, "attention: temp_d = %d; use 0 (ln of the head size) or a D >= 2", a->temp_d);
     if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))
         return lssar_fail(LSSAR_E_P, "attention: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)",

@@ -209,7 +209,8 @@ FM_FN void flash_params_init(flash_params *fp, int kind, float p, int D) {
 
 // lssa / lssar: the D of the ln(D) ln(n) temperature when it is not the head size (temp_d >= 2;
 // 0 keeps ln(head size)).
-FM_FN int flash_temp_d_ok(int temp_d) { return temp_d == 0 || temp_d >= 2; }  // ln(1) = 0 scores nothing
+// The one rule for temp_d (the attention backends, the model config, the CLI): 0 or >= 2 (ln 1 = 0 scores nothing).
+FM_FN int attn_temp_d_ok(int temp_d) { return temp_d == 0 || temp_d >= 2; }
 FM_FN void flash_params_temp(flash_params *fp, int temp_d) {
     if (temp_d > 0) fp->ln_d = fm_log((float)temp_d);
 }

@@ -565,7 +565,7 @@ static int check_args(const lssar_attn_desc *a, int B, int Tq, int Tk, int kvs, 
             return lssar_fail(LSSAR_E_ARG, "flash attention: %s with len_norm train needs train_len >= 1 (the "
                               "training length L), got %d", lssar_attn_name(a->kind), a->train_len);
     }
-    if (!flash_temp_d_ok(a->temp_d))
+    if (!attn_temp_d_ok(a->temp_d))
         return lssar_fail(LSSAR_E_ARG, "flash attention: temp_d = %d; use 0 (ln of the head size) or a D >= 2", a->temp_d);
     if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))
         return lssar_fail(LSSAR_E_P, "flash attention: LSSAR power p = %g; it must be finite and > 0", (double)a->p);

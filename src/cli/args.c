@@ -7,6 +7,8 @@
 #include <string.h>
 #include "args.h"
 #include "core/dist.h"
+#include "attn/flash.h"
+#include "model/gpt.h"
 
 int args_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
@@ -149,9 +151,9 @@ int args_attn_kind(const char *name, lssar_attn_kind *out) {
 }
 
 int args_rope_temp(const char *cmd, float rope_base, int temp_d) {
-    if (!(rope_base > 1.0f && isfinite(rope_base)))
+    if (!gpt_rope_base_ok(rope_base))
         return args_error(cmd, "--rope-base must be a finite base > 1 (GPT-NeoX and the paper use 10000), got %g", (double)rope_base);
-    if (temp_d != 0 && temp_d < 2)
+    if (!attn_temp_d_ok(temp_d))
         return args_error(cmd, "--temp-d must be 0 (ln of the head size, the paper) or a head size >= 2, got %d", temp_d);
     return 0;
 }

@@ -147,7 +147,7 @@ static int ensure_trained(const train_opts *base, const char *out, run_t *r, int
         int same = c->layers == base->layers && c->heads == base->heads && c->dim == base->dim &&
                    (base->vocab == 0 || c->vocab == base->vocab) && (int)c->attn == r->attn &&
                    (r->attn != LSSAR_ATTN_LSSAR || c->p == r->p) && c->pos == base->pos && c->max_seq == base->seq &&
-                   c->rope_base == (base->rope_base > 0 ? base->rope_base : GPT_ROPE_BASE) && c->temp_d == base->temp_d;
+                   c->rope_base == base->rope_base && c->temp_d == base->temp_d;
         gpt_free(g);
         if (!same)
             return lssar_fail(LSSAR_E_ARG, "%s holds a model with another configuration (layers, heads, dim, vocab, attention, positions, seq, RoPE base or temperature D differ): delete it or choose another --out", dir);

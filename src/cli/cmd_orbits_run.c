@@ -483,7 +483,7 @@ int cmd_orbits_run(int argc, char **argv) {
         }
         else args_add(&a, "--untied");   // the published models' separate heads
         args_add(&a, "--align"); args_add(&a, "%d", LSSAR_ORB_ROWS);   // every window starts at a system's dt row
-        args_add(&a, "--layers"); args_add(&a, "%d", sc->layers); args_add(&a, "--heads"); args_add(&a, "%d", n_heads); args_add(&a, "--dim"); args_add(&a, "%d", width);
+        args_add(&a, "--layers"); args_add(&a, "%d", sc->layers); args_add(&a, "--heads"); args_add(&a, "%d", sc->heads); args_add(&a, "--dim"); args_add(&a, "%d", sc->dim);
         args_add(&a, "--seq"); args_add(&a, "%d", sc->seq); args_add(&a, "--batch"); args_add(&a, "%d", sc->batch); args_add(&a, "--steps"); args_add(&a, "%d", train_steps);
         args_add(&a, "--lr"); args_add(&a, "%g", (double)sc->lr);
         if (s) { args_add(&a, "--seed"); args_add(&a, "%llu", (unsigned long long)(defaults.seed + (uint64_t)s)); }
@@ -497,7 +497,7 @@ int cmd_orbits_run(int argc, char **argv) {
         to->vocab = LSSAR_ORB_VOCAB; to->align = LSSAR_ORB_ROWS;
         to->untied = !sc->ordered; to->ordinal = sc->ordered ? LSSAR_ORB_BINS : 0;
         if (sc->ordered) { to->wd = 0; to->eps = ORDERED_EPS; }
-        to->layers = sc->layers; to->heads = n_heads; to->dim = width;
+        to->layers = sc->layers; to->heads = sc->heads; to->dim = sc->dim;
         to->seq = sc->seq; to->batch = sc->batch; to->steps = train_steps; to->lr = sc->lr;
         to->quiet = 1; to->threads = threads; to->device = device;
         to->seed = defaults.seed + (uint64_t)s;

@@ -1171,7 +1171,7 @@ static int check_desc(const lssar_attn_desc *d, const char *fn) {
             return lssar_fail(LSSAR_E_ARG, "%s: %s with len_norm train needs train_len >= 1 (the training length L), "
                               "got %d", fn, lssar_attn_name(d->kind), d->train_len);
     }
-    if (!flash_temp_d_ok(d->temp_d))
+    if (!attn_temp_d_ok(d->temp_d))
         return lssar_fail(LSSAR_E_ARG, "%s: temp_d = %d; use 0 (ln of the head size) or a D >= 2", fn, d->temp_d);
     if (d->kind == LSSAR_ATTN_LSSAR && !(d->p > 0.0f && isfinite(d->p)))
         return lssar_fail(LSSAR_E_P, "%s: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)", fn,

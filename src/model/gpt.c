@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include "attn/flash.h"
 #include "model/gpt_internal.h"
 
 /* ------------------------------------------------------------------ config */
@@ -65,10 +66,10 @@ int gpt_config_check(const gpt_config *c) {
                           (double)c->p);
     if (c->tied != 0 && c->tied != 1)
         return lssar_fail(LSSAR_E_ARG, "gpt config: tied = %d; use 0 or 1", c->tied);
-    if (!(c->rope_base == 0.0f || (c->rope_base > 1.0f && isfinite(c->rope_base))))
+    if (!(c->rope_base == 0.0f || gpt_rope_base_ok(c->rope_base)))
         return lssar_fail(LSSAR_E_ARG, "gpt config: rope_base = %g; use a finite base > 1 (10000 is GPT-NeoX's; "
                           "0 means 10000)", (double)c->rope_base);
-    if (c->temp_d != 0 && c->temp_d < 2)
+    if (!attn_temp_d_ok(c->temp_d))
         return lssar_fail(LSSAR_E_ARG, "gpt config: temp_d = %d; use 0 (ln of the head size) or a D >= 2", c->temp_d);
     return 0;
 }

@@ -25,6 +25,7 @@
 #ifndef LSSAR_GPT_H
 #define LSSAR_GPT_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "lssar.h"
@@ -49,6 +50,8 @@ typedef struct {
     int temp_d;          // lssa / lssar: the D of ln(D) ln(n); 0 = the head size
 } gpt_config;
 #define GPT_ROPE_BASE 10000.0f
+/* The rule for a given base (the config's 0 means GPT_ROPE_BASE): finite and > 1. */
+static inline int gpt_rope_base_ok(float b) { return b > 1.0f && isfinite(b); }
 
 typedef struct gpt gpt;
 
