@@ -528,6 +528,67 @@ ATTN_REF_FN void check_temp_d(attn_impl impl, int flags, int T, uint64_t seed0) 
                 }
 }
 
+/* Non-finite inputs: NaN, +inf or -inf in one element (head 0, channel 1, at position 1 or 70 of
+   T = 130: three 64-row tiles) of q, k or v, for every kind, through impl's forward and backward.
+   - The call succeeds. NaN in q (and +-inf in q for lssa / lssar, whose norm then makes every
+     logit NaN) leaves the row without an argmax, for which the fused kernels once read v at row
+     -1 or INT_MAX (a crash; sanitizer builds also see the read before the buffer).
+   - NaN: every output row that sees the element is NaN (all D values; for v, channel 1), since a
+     finite row would hide the fault from the loss (relu's x > 0 test and lssar's (u / u_max)^p >
+     FLT_MIN once dropped it); and the gradients hold a NaN.
+   - Rows that cannot see the element keep the bits of the clean run: for q every other row, for k
+     and v the rows before the element's 64-row tile (inside it the products multiply the masked
+     rows' zero weights by v, as a GEMM does). */
+ATTN_REF_FN void check_nonfinite(attn_impl impl) {
+    enum { B = 1, T = 130, H = 2, D = 16 };
+    static const int pos[2] = {1, 70};
+    static const char *tname[3] = {"q", "k", "v"};
+    const float vals[3] = {NAN, INFINITY, -INFINITY};
+    size_t N = (size_t)B * T * H * D;
+    float *clean[3], *in[3], *dy = malloc(N * 4), *out0 = malloc(N * 4), *out = malloc(N * 4);
+    float *g[3], s[H], ds[H];
+    for (int t = 0; t < 3; t++) { clean[t] = malloc(N * 4); in[t] = malloc(N * 4); g[t] = malloc(N * 4); }
+    for (int kind = 0; kind <= LSSAR_ATTN_RELU; kind++) {
+        make_inputs(IN_RANDOM, 8100 + kind, B, T, H, D, clean[0], clean[1], clean[2], dy, kind);
+        for (int h = 0; h < H; h++) s[h] = 0.43f + 0.2f * h;
+        lssar_attn_desc a = {.kind = kind, .p = 15.0f, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? s : NULL,
+                             .len_norm = LSSAR_LEN_NORM_TRAIN, .train_len = ATTN_REF_TRAIN_LEN};
+        int rc = impl(&a, B, T, H, D, clean[0], clean[1], clean[2], dy, out0, g[0], g[1], g[2], ds);
+        CHECK(rc == 0, "%s: the clean run failed: %s", kind_name[kind], lssar_errmsg());
+        for (int pi = 0; pi < 2; pi++)
+            for (int ti = 0; ti < 3; ti++)
+                for (int vi = 0; vi < 3; vi++) {
+                    int t0 = pos[pi];
+                    for (int t = 0; t < 3; t++) memcpy(in[t], clean[t], N * 4);
+                    in[ti][IDX(0, t0, 0, 1)] = vals[vi];
+                    rc = impl(&a, B, T, H, D, in[0], in[1], in[2], dy, out, g[0], g[1], g[2], ds);
+                    CHECK(rc == 0, "%s, %s[%d] = %g: failed: %s", kind_name[kind], tname[ti], t0, vals[vi], lssar_errmsg());
+                    int changed = 0, finite_seen = 0, grad_nan = 0;
+                    for (int t = 0; t < T; t++)
+                        for (int h = 0; h < H; h++) {
+                            const float *o = out + IDX(0, t, h, 0), *o0 = out0 + IDX(0, t, h, 0);
+                            int sees = h == 0 && (ti == 0 ? t == t0 : t >= t0);
+                            int apart = h != 0 || (ti == 0 ? t != t0 : t < t0 / 64 * 64);
+                            if (apart) changed += memcmp(o, o0, D * 4) != 0;
+                            if (sees && vi == 0)  // (v's channel 1 reaches only channel 1 of y)
+                                for (int d = 0; d < D; d++) finite_seen += (ti < 2 || d == 1) && !isnan(o[d]);
+                        }
+                    for (int t = 0; t < 3; t++)
+                        for (size_t i = 0; i < N; i++) grad_nan += isnan(g[t][i]);
+                    CHECK(changed == 0, "%s, %s[%d] = %g: %d rows that cannot see it changed", kind_name[kind],
+                          tname[ti], t0, vals[vi], changed);
+                    if (vi == 0) {
+                        CHECK(finite_seen == 0, "%s, %s[%d] = NaN: %d outputs of the rows that see it are not NaN",
+                              kind_name[kind], tname[ti], t0, finite_seen);
+                        CHECK(grad_nan > 0, "%s, %s[%d] = NaN: every gradient is a number", kind_name[kind],
+                              tname[ti], t0);
+                    }
+                }
+    }
+    for (int t = 0; t < 3; t++) { free(clean[t]); free(in[t]); free(g[t]); }
+    free(dy); free(out0); free(out);
+}
+
 // Loss = sum(dy * out) of the float64 reference (for central finite differences).
 ATTN_REF_FN double ref_loss(const ref_desc *rd, int B, int T, int H, int D, const double *q, const double *k,
                        const double *v, const double *dy, double *tmp) {

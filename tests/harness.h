@@ -8,7 +8,8 @@
  *
  * LSSAR_TEST_SKIP="test_a,test_b" skips those tests (they count as neither passed nor failed and
  * print "skip - NAME"); tests/test_cpus.sh uses it to leave the longest tests out of its runs
- * under CPU emulation, since the native run covers them.
+ * under CPU emulation, since the native run covers them. LSSAR_TEST_ONLY="test_a,..." runs only
+ * those (while working on one).
  */
 #ifndef LSSAR_TEST_HARNESS_H
 #define LSSAR_TEST_HARNESS_H
@@ -36,12 +37,16 @@ static const char *th_current = "";
     CHECK(fabs((double)(got) - (double)(want)) <= (tol) * fmax(1.0, fabs((double)(want))),       \
           "%s = %.9g, expected %.9g (tol %g)", #got, (double)(got), (double)(want), (double)(tol))
 
-static inline int th_skipped(const char *name) {
-    const char *list = getenv("LSSAR_TEST_SKIP");
+// name is an entry of the comma-separated list (NULL: none)
+static inline int th_listed(const char *list, const char *name) {
     size_t n = strlen(name);
     for (const char *p = list; p && (p = strstr(p, name)); p += n)
         if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
     return 0;
+}
+static inline int th_skipped(const char *name) {
+    const char *only = getenv("LSSAR_TEST_ONLY");
+    return th_listed(getenv("LSSAR_TEST_SKIP"), name) || (only && *only && !th_listed(only, name));
 }
 
 static inline void th_run(const char *name, void (*fn)(void)) {

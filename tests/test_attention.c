@@ -196,6 +196,8 @@ static void test_temp_d(void) {
     bad.temp_d = -3;
     CHECK(lssar_attn_forward(&bad, 1, 2, 1, 4, q, q, q, o) == LSSAR_E_ARG, "temp_d -3 accepted");
 }
+// NaN and inf in q, k, v for every kind (attn_ref.h): no out-of-range read, NaN rows, others untouched.
+static void test_nonfinite(void) { check_nonfinite(cpu_impl); }
 
 // Central finite differences of the float64 reference: the reference backward is right, and the
 // float32 kernel's gradient matches them too. Loss = sum(dy * out).
@@ -594,6 +596,7 @@ int main(void) {
     RUN(test_odd_shapes);
     RUN(test_lssar_powers);
     RUN(test_temp_d);
+    RUN(test_nonfinite);
     RUN(test_finite_differences);
     RUN(test_thread_determinism);
     RUN(test_long_rows_backward);

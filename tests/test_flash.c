@@ -118,6 +118,8 @@ static void test_fp32_powers(void) {
 // lssa / lssar with another head size's temperature (temp_d; attn_ref.h check_temp_d), across
 // three key tiles.
 static void test_fp32_temp_d(void) { check_temp_d(emu_impl, CMP_FAST_REF | CMP_DS_ROUNDING, 130, 6100); }
+// NaN and inf in q, k, v for every kind (attn_ref.h): no out-of-range read, NaN rows, others untouched.
+static void test_nonfinite(void) { check_nonfinite(emu_impl); }
 
 // Long sequences: T = 1024 for every kind and family (D = 32), T = 4096 for every kind (D = 16).
 // (sigmoid / relu: len_norm train, row, train, row.)
@@ -1044,6 +1046,7 @@ int main(void) {
     RUN(test_fp32_adversarial);
     RUN(test_fp32_powers);
     RUN(test_fp32_temp_d);
+    RUN(test_nonfinite);
     RUN(test_fp32_long);
     print_worst();
     RUN(test_fp32_len_norm_control);

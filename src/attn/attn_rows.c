@@ -92,7 +92,7 @@ static inline void unnormed_forward(const attn_row_params *pp, int i, const floa
 #pragma omp simd
         for (int j = 0; j < n; j++) {
             float x = sc * s[j];
-            w[j] = x > 0.0f ? x * il : 0.0f;
+            w[j] = !(x <= 0.0f) ? x * il : 0.0f;  // (not x > 0: a NaN x stays NaN)
         }
     }
 }
@@ -111,7 +111,7 @@ static inline void unnormed_backward(const attn_row_params *pp, int i, const flo
 #pragma omp simd
         for (int j = 0; j < n; j++) {
             float x = sc * s[j];
-            dw[j] = x > 0.0f ? dw[j] * g : 0.0f;
+            dw[j] = !(x <= 0.0f) ? (x == x ? dw[j] * g : x) : 0.0f;
         }
     }
 }
@@ -230,7 +230,7 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
         for (int j = 0; j < n; j++) {
             float r = (nz * al[j] - o) * invm;
             float b = fm_powi4(r, ip);
-            b = r > FLT_MIN ? b : 0.0f;
+            b = !(r <= FLT_MIN) ? b : 0.0f;  // a NaN r stays NaN
             w[j] = b;
             sb += b;
         }
@@ -239,7 +239,7 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
         for (int j = 0; j < n; j++) {
             float r = (nz * al[j] - o) * invm;
             float b = fm_powi6(r, ip);
-            b = r > FLT_MIN ? b : 0.0f;
+            b = !(r <= FLT_MIN) ? b : 0.0f;  // a NaN r stays NaN
             w[j] = b;
             sb += b;
         }
@@ -248,7 +248,7 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
         for (int j = 0; j < n; j++) {
             float r = (nz * al[j] - o) * invm;
             float b = fm_pow01(r, p);
-            b = r > FLT_MIN ? b : 0.0f;
+            b = !(r <= FLT_MIN) ? b : 0.0f;  // a NaN r stays NaN
             w[j] = b;
             sb += b;
         }

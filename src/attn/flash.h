@@ -250,6 +250,12 @@ FM_FN void flash_argmax_update(float *m, int *jm, float x, int j) {
     if (x > *m || (x == *m && j < *jm)) { *m = x; *jm = j; }
 }
 
+/* A row with no argmax: every logit NaN or -inf (a non-finite q or k), so the running argmax of
+   row i (position i, keys 0..i) was never set. Such a row reads v_0 where it would read v_jm (in
+   range for every row) and outputs NaN (flash_nan), so that the loss shows it. */
+FM_FN int flash_row_lost(int jm, int i) { return !(jm >= 0 && jm <= i); }
+FM_FN float flash_nan(void) { return fm_bits_to_float(0x7fc00000); }
+
 // 1 / max(sqrt(ss), 1e-12): ss the fp32 sum of squares of a row (over d in order).
 FM_FN float flash_inv_norm(float ss) {
     float nr = fm_sqrt(ss);
@@ -331,9 +337,9 @@ FM_FN float flash_softplus_sigmoid(float x, float *sig) {
 FM_FN float flash_lssa_a(float x) { return fm_softplus(x); }
 
 // sigmoid / relu: the weight itself, a = sigmoid(x) or max(x, 0) / L (x > 0 exactly as
-// attn_rows.c). A masked element (x = -inf) gives 0 in both.
+// attn_rows.c, and a NaN x stays NaN). A masked element (x = -inf) gives 0 in both.
 FM_FN float flash_unnormed_a(const flash_row *rw, float x) {
-    return rw->relu ? (x > 0.0f ? x * rw->ilen : 0.0f) : fm_sigmoid(x);
+    return rw->relu ? (!(x <= 0.0f) ? x * rw->ilen : 0.0f) : fm_sigmoid(x);
 }
 // ... and its derivative da/dx, *a the weight: sigmoid e / (1 + e)^2 with e = exp(-|x|) (=
 // s(x) s(-x), no cancellation where s is near 1), a from the same e; relu 1 / L where x > 0, else
@@ -343,8 +349,8 @@ FM_FN float flash_unnormed_grad(const flash_row *rw, float x, float *a) {
     float e = fm_exp(-ax);
     float inv = 1.0f / (1.0f + e);
     float sa = x >= 0.0f ? inv : e * inv, sg = e * inv * inv;
-    int pos = x > 0.0f;
-    float ra = pos ? x * rw->ilen : 0.0f, rg = pos ? rw->ilen : 0.0f;
+    int pos = !(x <= 0.0f);  // a NaN x keeps its NaN weight (and gradient)
+    float ra = pos ? x * rw->ilen : 0.0f, rg = pos ? (x == x ? rw->ilen : x) : 0.0f;
     *a = rw->relu ? ra : sa;
     return rw->relu ? rg : sg;
 }
@@ -391,7 +397,7 @@ FM_FN float flash_lssar_weight(const flash_params *fp, const flash_row *rw, floa
     float u = rw->nz * a - rw->o;
     float r = u * rw->invm;
     float pw = flash_pow(fp, r);  // (computed, then selected: branch-free)
-    float w = r > FLT_MIN ? pw : 0.0f;
+    float w = !(r <= FLT_MIN) ? pw : 0.0f;  // (not r > FLT_MIN: a NaN r stays NaN)
     w = is_jm ? 1.0f : w;
     int pos = u > 0.0f;
     float uu = pos ? u : 1.0f;
@@ -493,7 +499,7 @@ FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const fl
         float u = rw->nz * a - rw->o;
         float r = u * rw->invm;
         float pw = flash_pow(fp, r);
-        float wu = r > FLT_MIN ? pw : 0.0f;
+        float wu = !(r <= FLT_MIN) ? pw : 0.0f;
         wu = is_jm ? 1.0f : wu;
         float beta = wu * rw->invw;
         int pos = u > 0.0f;

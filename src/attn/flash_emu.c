@@ -368,14 +368,17 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
         float *yc = yc_all ? yc_all + orow : NULL, *ec = ec_all ? ec_all + orow : NULL;
         float *L = lane + r * 16;
         float st0 = 0.0f, wsum = 0.0f, ssum = 0.0f;
+        int lost = (kind == FLASH_SOFTMAX || kind == FLASH_SSMAX || kind == FLASH_LSSAR) &&
+                   flash_row_lost(jm[r], i0 + r);
+        if (lost) jm[r] = rw[r].jm = 0;
         if (kind == FLASH_SOFTMAX || kind == FLASH_SSMAX) {
-            float l1 = quad(L), l = 1.0f + l1, inv = 1.0f / l;
+            float l1 = quad(L), l = 1.0f + l1, inv = lost ? flash_nan() : 1.0f / l;
             const float *vj = c->v + krow(c, b, jm[r], h);
             for (int d = 0; d < D; d++) {
                 y[d] = (ar[d] + vj[d]) * inv;
                 if (yc) yc[d] = (ar[d] - l1 * vj[d]) * inv;
             }
-            st0 = m[r] + fm_log(l);
+            st0 = lost ? flash_nan() : m[r] + fm_log(l);
             rw[r].jm = jm[r];
         } else if (kind == FLASH_LSSA) {
             float z = quad(L), inv = 1.0f / z;
@@ -386,14 +389,14 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
         } else {
             float w1 = quad(L), s1 = quad(L + 4);
             float wjm = flash_lssar_wjm(&rw[r], xmax[r]);
-            float W = w1 + wjm, inv = 1.0f / W;
+            float W = w1 + wjm, inv = lost ? flash_nan() : 1.0f / W;
             const float *vj = c->v + krow(c, b, jm[r], h);
             for (int d = 0; d < D; d++) {
                 y[d] = (ar[d] + wjm * vj[d]) * inv;
                 if (yc) yc[d] = (ar[d] - w1 * vj[d]) * inv;
                 if (ec) ec[d] = (er[d] - s1 * vj[d]) * inv;
             }
-            st0 = rw[r].z;
+            st0 = lost ? flash_nan() : rw[r].z;
             wsum = W;
             ssum = (s1 + rw[r].invm) * inv;
         }

@@ -401,7 +401,8 @@ static void passkey_table(FILE *f, const char *out, const repro_scale *sc, cJSON
             if (cJSON_IsNumber(m)) val = m->valuedouble;
             if (cJSON_GetArraySize(ci) == 2) { lo = cJSON_GetArrayItem(ci, 0)->valuedouble; hi = cJSON_GetArrayItem(ci, 1)->valuedouble; }
         }
-        fprintf(f, "| %s | %.3f [%.3f, %.3f] |", label, val, lo, hi);
+        if (isnan(val)) fprintf(f, "| %s | - |", label);  // its training has not run
+        else fprintf(f, "| %s | %.3f [%.3f, %.3f] |", label, val, lo, hi);
         for (int i = 0; i < nf; i++) {
             int ok = 0, n = 0;
             const cJSON *r;

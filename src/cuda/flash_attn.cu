@@ -685,8 +685,10 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
         float q1 = quad_sum(l[u]), q2 = quad_sum(l2[u]);  // every lane: shuffles
         if (!valid[u]) continue;
         float st0 = 0.0f, wsum = 0.0f, ssum = 0.0f;
+        const bool lost = (SOFTMAX || KIND == FLASH_LSSAR) && flash_row_lost(jm[u], ipos[u]);
+        if (lost) jm[u] = rw[u].jm = 0;  // every logit NaN or -inf: v_0 (in range), a NaN row
         if constexpr (SOFTMAX) {
-            float ll = 1.0f + q1, inv = 1.0f / ll;
+            float ll = 1.0f + q1, inv = lost ? flash_nan() : 1.0f / ll;
             const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
 #pragma unroll
             for (int nb = 0; nb < D / 8; nb++) {
@@ -697,7 +699,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                     *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) =
                         make_float2((acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
             }
-            st0 = m[u] + fm_log(ll);
+            st0 = lost ? flash_nan() : m[u] + fm_log(ll);
             rw[u].jm = jm[u];
         } else if constexpr (KIND == FLASH_LSSA) {
             float inv = 1.0f / q1;
@@ -711,7 +713,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                 store2(a.out, orow + 8 * nb, a.io_bf16, acc[nb][2 * u], acc[nb][2 * u + 1]);
         } else {
             float wjm = flash_lssar_wjm(&rw[u], xmax[u]);
-            float W = q1 + wjm, inv = 1.0f / W;
+            float W = q1 + wjm, inv = lost ? flash_nan() : 1.0f / W;
             const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
 #pragma unroll
             for (int nb = 0; nb < D / 8; nb++) {
@@ -725,7 +727,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                         make_float2((acc2[nb][2 * u] - q2 * vj.x) * inv, (acc2[nb][2 * u + 1] - q2 * vj.y) * inv);
                 }
             }
-            st0 = rw[u].z;
+            st0 = lost ? flash_nan() : rw[u].z;
             wsum = W;
             ssum = (q2 + rw[u].invm) * inv;
         }

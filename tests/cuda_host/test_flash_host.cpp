@@ -18,6 +18,8 @@
  *            bit-identical to out with stats
  *   api      lssar_attn_*_cuda with bf16 storage against the emulation's BF16 mode on the same
  *            (bf16) inputs; with fp32 storage bit-identical to cuda_attn_* (SIMT)
+ *   nonfinite NaN or inf in one element of q, k or v: the emulation's NaN pattern, its values
+ *            elsewhere, the guard bytes untouched (a row without an argmax once read v out of range)
  *   rerun    a second forward and backward give the same bits (the shim's threads interleave
  *            differently on every run, so a race that changes results would show)
  *   host     argument errors and the shared-memory opt-in: the codes, and nothing launched
@@ -519,6 +521,81 @@ static void run_case(int kind, int mma, int B, int T, int H, int D, uint64_t see
     }
 }
 
+// ------------------------------------------------------------------ non-finite inputs
+
+// got against ref where NaN may occur: the NaN positions must be the same; the rest as diff().
+static Diff diff_nan(const float *got, const float *ref, size_t n, size_t len) {
+    std::vector<float> g(got, got + n), r(ref, ref + n);
+    size_t apart = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool gn = std::isnan(g[i]), rn = std::isnan(r[i]);
+        apart += gn != rn;
+        if (gn || rn) g[i] = r[i] = 0.0f;
+    }
+    Diff d = diff(g.data(), r.data(), n, len);
+    d.bad += apart;
+    return d;
+}
+
+/* One non-finite element (value val at position t0, head 0, channel 1 of q, k or v; tensor 0..2):
+   the kernels must give the emulation's NaN pattern and, elsewhere, its values within the
+   allowances of the clean inputs (tests/attn_ref.h check_nonfinite checks the emulation itself).
+   A row whose logits are all NaN has no argmax: the guard bytes (and ASan) see a read of v at row
+   -1, and row INT_MAX crashes. */
+static void run_nonfinite(int kind, int mma, int tensor, int t0, float val, uint64_t seed) {
+    const int B = 1, T = 130, H = 2, D = 16;
+    char tag[64];
+    snprintf(tag, sizeof tag, "nonfinite %c[%d]=%g", "qkv"[tensor], t0, val);
+    std::string name = case_name(tag, kind, mma, B, T, T, T, H, D);
+    if (!selected(name)) return;
+    case_t0 = now_s();
+    const size_t n = (size_t)B * T * H * D;
+    Rng rng(seed);
+    std::vector<float> q(n), k(n), v(n), dy(n), ss;
+    fill(q, rng, 1.0f);
+    fill(k, rng, 1.0f);
+    fill(v, rng, 1.0f);
+    fill(dy, rng, 1.0f);
+    lssar_attn_desc d = make_desc(kind, ss, H, 0);
+    const flash_mode mode = mma ? FLASH_BF16 : FLASH_FP32;
+    const size_t ns = flash_emu_stats_floats(&d, B, T, H, D);
+    std::vector<float> eo(n), es(ns), edq(n), edk(n), edv(n), eds(H, 0.0f);
+    // the allowances: from the clean inputs (the statistics of the emulation's clean forward)
+    if (flash_emu_forward(&d, mode, B, T, T, T, H, D, q.data(), k.data(), v.data(), eo.data(), es.data())) {
+        result(false, "%-44s emulation failed: %s", name.c_str(), lssar_errmsg());
+        return;
+    }
+    Model m = model(d, mma, 0, B, T, T, T, H, D, q.data(), k.data(), es.data());
+    std::vector<float> *x = tensor == 0 ? &q : tensor == 1 ? &k : &v;
+    (*x)[((size_t)t0 * H + 0) * D + 1] = val;
+    if (flash_emu_forward(&d, mode, B, T, T, T, H, D, q.data(), k.data(), v.data(), eo.data(), es.data()) ||
+        flash_emu_backward(&d, mode, B, T, H, D, q.data(), k.data(), v.data(), eo.data(), es.data(), dy.data(), edq.data(),
+                           edk.data(), edv.data(), kind == FLASH_SSMAX ? eds.data() : NULL)) {
+        result(false, "%-44s emulation failed: %s", name.c_str(), lssar_errmsg());
+        return;
+    }
+    DevBuf dq_, dk_, dv_, ddy, dsc((size_t)H * sizeof(float), 0), out(n * 4), st(ns * 4), gq(n * 4), gk(n * 4), gv(n * 4);
+    to_dev(dq_, q); to_dev(dk_, k); to_dev(dv_, v); to_dev(ddy, dy);
+    DevBuf scr(cuda_attn_scratch_bytes(&d, B, T, T, H, D));
+    DevBuf ssd((size_t)H * 4);
+    memcpy(ssd.p(), ss.data(), (size_t)H * 4);
+    lssar_attn_desc dd = d;
+    if (kind == FLASH_SSMAX) dd.ssmax_s = ssd.f();
+    int rc = cuda_attn_forward(&dd, mma, B, T, T, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), scr.p(), NULL);
+    if (!rc)
+        rc = cuda_attn_backward(&dd, mma, B, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), ddy.f(), gq.f(), gk.f(),
+                                gv.f(), kind == FLASH_SSMAX ? dsc.f() : NULL, scr.p(), NULL);
+    if (rc) {
+        result(false, "%-44s kernels failed: %s", name.c_str(), lssar_errmsg());
+        return;
+    }
+    check(name, "out", diff_nan(out.f(), eo.data(), n, D), m.fwd);
+    check(name, "dq", diff_nan(gq.f(), edq.data(), n, D), m.bwd);
+    check(name, "dk", diff_nan(gk.f(), edk.data(), n, D), m.bwd);
+    check(name, "dv", diff_nan(gv.f(), edv.data(), n, D), m.bwd);
+    check_guards(name, {&dq_, &dk_, &dv_, &ddy, &dsc, &out, &st, &gq, &gk, &gv, &scr, &ssd});
+}
+
 // ------------------------------------------------------------------ decode: Tq < Tk, a kv cache
 
 static void run_decode(int kind, int mma, int B, int Tq, int Tk, int kvs, int H, int D, uint64_t seed) {
@@ -806,6 +883,18 @@ int main(int argc, char **argv) {
             if (full_mode || mma) run_decode(kind, mma, 1, 66, 131, 140, 1, 64, 4000 + 10 * kind + mma);
         }
     for (int kind = 0; kind < NKINDS; kind++) run_api(kind, 1, 70, 2, 32, 5000 + kind);
+    // non-finite inputs: NaN in q (rows without an argmax), k (key 1: rows 1 and 2 have lssar's
+    // o = 0) and v; +inf in q (lssa / lssar: every logit NaN), -inf in k
+    // (quick: each case in one of the two modes, alternating)
+    for (int kind = 0; kind < NKINDS; kind++)
+        for (int mma = 0; mma < 2; mma++) {
+            uint64_t sd = 8000 + 10 * kind + mma;
+            if (full_mode || (kind + 0) % 2 == mma) run_nonfinite(kind, mma, 0, 70, NAN, sd);
+            if (full_mode || (kind + 1) % 2 == mma) run_nonfinite(kind, mma, 1, 1, NAN, sd);
+            if (full_mode || (kind + 0) % 2 == mma) run_nonfinite(kind, mma, 2, 70, NAN, sd);
+            if (full_mode || (kind + 1) % 2 == mma) run_nonfinite(kind, mma, 0, 70, INFINITY, sd);
+            if (full_mode || (kind + 0) % 2 == mma) run_nonfinite(kind, mma, 1, 70, -INFINITY, sd);
+        }
     // another head size's temperature (temp_d): the kernels read it as the emulation does
     for (int kind = FLASH_LSSA; kind <= FLASH_LSSAR; kind++)
         for (int mma = 0; mma < 2; mma++) {
