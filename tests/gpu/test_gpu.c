@@ -1250,6 +1250,69 @@ static void test_decode(void) {
     attn_len_norm = LSSAR_LEN_NORM_TRAIN;
 }
 
+/* NaN / inf in one element of q or k (head 0, channel 1), through the public API in both storage
+   dtypes: the calls return 0 without a CUDA error (a row whose logits are all NaN once read v at
+   row -1 or INT_MAX), and the output has the CPU rows' NaN pattern (tests/attn_ref.h
+   check_nonfinite checks that pattern against the inputs) */
+static void api_nonfinite(int kind) {
+    const int B = 1, T = 130, H = 2, D = 64;
+    size_t n = (size_t)B * T * H * D;
+    static const struct { int tensor, t; float val; const char *name; } cases[3] = {
+        {0, 70, NAN, "q[70] = NaN"}, {1, 1, NAN, "k[1] = NaN"}, {0, 70, INFINITY, "q[70] = inf"}};
+    for (int c = 0; c < 3; c++) {
+        attn_in in = attn_inputs(B, T, H, D, T, 1, 0);
+        (cases[c].tensor ? in.k : in.q)[((size_t)cases[c].t * H) * D + 1] = cases[c].val;
+        lssar_attn_desc dc = attn_desc(kind, in.sh);
+        float *oc = hf(n);
+        if (lssar_attn_forward(&dc, B, T, H, D, in.q, in.k, in.v, oc)) {
+            check_true(0, lssar_errmsg(), "api nonfinite CPU reference %s %s", attn_label(kind), cases[c].name);
+            continue;
+        }
+        use_ctx(NN_FP32);
+        float *sh_ = cmem(H * 4);
+        CU(cudaMemcpy(sh_, in.sh, H * 4, cudaMemcpyHostToDevice));
+        lssar_attn_desc dg = attn_desc(kind, sh_);
+        for (int dt = 0; dt < 2; dt++) {
+            lssar_dtype dtype = dt ? LSSAR_BF16 : LSSAR_F32;
+            size_t es = dt ? 2 : 4, ws = lssar_attn_cuda_workspace_size(&dg, dtype, B, T, H, D);
+            void *buf[8];
+            for (int t = 0; t < 8; t++) buf[t] = cmem(n * es);  /* q k v dy out dq dk dv */
+            void *ws_ = cmem(ws), *ds_ = cmem(H * 4);
+            const float *src[4] = {in.q, in.k, in.v, in.dy};
+            for (int t = 0; t < 4; t++) {
+                if (dt) {
+                    uint16_t *hb = hmem(n * 2);
+                    for (size_t i = 0; i < n; i++) hb[i] = f2bf(src[t][i]);
+                    CU(cudaMemcpy(buf[t], hb, n * 2, cudaMemcpyHostToDevice));
+                } else CU(cudaMemcpy(buf[t], src[t], n * 4, cudaMemcpyHostToDevice));
+            }
+            CU(cudaMemset(ds_, 0, H * 4));
+            int rc = lssar_attn_forward_cuda(&dg, dtype, B, T, H, D, buf[0], buf[1], buf[2], buf[4], ws_, NULL);
+            if (!rc)
+                rc = lssar_attn_backward_cuda(&dg, dtype, B, T, H, D, buf[0], buf[1], buf[2], buf[4], buf[3], buf[5],
+                                              buf[6], buf[7], kind == LSSAR_ATTN_SSMAX ? (float *)ds_ : NULL, ws_, NULL);
+            gsync("lssar_attn_*_cuda on non-finite inputs");
+            const char *dn = dt ? "bf16-storage" : "f32-storage";
+            if (!check_true(rc == 0, rc ? lssar_errmsg() : NULL, "api nonfinite %s %s %s returns 0", dn,
+                            attn_label(kind), cases[c].name))
+                continue;
+            void *raw = hmem(n * es);
+            CU(cudaMemcpy(raw, buf[4], n * es, cudaMemcpyDeviceToHost));
+            size_t apart = 0, nans = 0;
+            for (size_t i = 0; i < n; i++) {
+                float g = dt ? bf2f(((uint16_t *)raw)[i]) : ((float *)raw)[i];
+                apart += !isnan(g) != !isnan(oc[i]);
+                nans += isnan(oc[i]);
+            }
+            char note[96];
+            snprintf(note, sizeof note, "%zu of %zu outputs differ in NaN-ness (the CPU has %zu NaN)", apart, n, nans);
+            check_true(apart == 0 && (nans > 0 || !isnan(cases[c].val)), note, "api nonfinite %s %s %s: the CPU's NaN rows", dn, attn_label(kind),
+                       cases[c].name);
+        }
+    }
+    release_all();
+}
+
 static void test_api(void) {
     for (int kind = 0; kind < 6; kind++)
       for (int ln = 0; ln < attn_n_len_norms(kind); ln++) {
@@ -1267,6 +1330,7 @@ static void test_api(void) {
         api_case(LSSAR_ATTN_LSSAR, 1, 4096, 2, 64, 0);
     }
     api_case(LSSAR_ATTN_LSSAR, 1, quick ? 200 : 2000, 1, 64, 1);
+    for (int kind = 0; kind < 6; kind++) api_nonfinite(kind);
 }
 
 /* T = 16384: lssar through the seam (random inputs) and the public API (adversarial) */
