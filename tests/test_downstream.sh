@@ -88,7 +88,8 @@ docs = {}
 for x in mini: docs.setdefault(x["doc_id"], []).append(x)
 gold = [1, 0, 1, 2, 0]
 acc = sum(max(range(len(v)), key=lambda i: (v[i]["ll"], -i)) == gold[k] for k, v in enumerate(docs.values())) / 5
-accn = sum(max(range(len(v)), key=lambda i: (v[i]["ll"] / len(v[i]["continuation"].encode()), -i)) == gold[k] for k, v in enumerate(docs.values())) / 5
+def choice_chars(c): return max(1, len(c[1:] if c.startswith(" ") else c))   # lm-evaluation-harness's divisor
+accn = sum(max(range(len(v)), key=lambda i: (v[i]["ll"] / choice_chars(v[i]["continuation"]), -i)) == gold[k] for k, v in enumerate(docs.values())) / 5
 assert abs(acc - m["acc"]) < 1e-12 and abs(accn - m["acc_norm"]) < 1e-12, (acc, accn, m)
 EOF
 then ok "results JSON (docs, chance, truncation, gzip, acc from the log-likelihoods)"; else bad "results JSON"; fi

@@ -11,6 +11,7 @@
 #include "lssar.h"
 #include "exp/attnstats.h"
 #include "exp/docwin.h"
+#include "exp/downstream.h"
 #include "exp/mqar.h"
 #include "exp/passkey.h"
 #include "exp/plot.h"
@@ -571,12 +572,26 @@ static void test_plot_csv_loglog(void) {
     unlink(png); unlink(a); unlink(b); rmdir(dir);
 }
 
+// acc_norm's divisor is lm-evaluation-harness's: characters of the choice, without the delimiter
+// (the byte length of " " + choice picks another answer on a few percent of HellaSwag documents).
+static void test_downstream_norm_length(void) {
+    CHECK(ds_norm_length(" sea") == 3.0, "' sea': %g", ds_norm_length(" sea"));
+    CHECK(ds_norm_length("sea") == 3.0, "'sea': %g", ds_norm_length("sea"));
+    CHECK(ds_norm_length("  two") == 4.0, "only one delimiter goes: %g", ds_norm_length("  two"));
+    CHECK(ds_norm_length(" caf\xc3\xa9") == 4.0, "' cafe' with an acute e: %g", ds_norm_length(" caf\xc3\xa9"));
+    CHECK(ds_norm_length(" \xe6\x97\xa5\xe6\x9c\xac") == 2.0, "two CJK characters: %g",
+          ds_norm_length(" \xe6\x97\xa5\xe6\x9c\xac"));
+    CHECK(ds_norm_length(" \xf0\x9f\x98\x80!") == 2.0, "an emoji and '!': %g", ds_norm_length(" \xf0\x9f\x98\x80!"));
+    CHECK(ds_norm_length(" ") == 1.0 && ds_norm_length("") == 1.0, "empty choices divide by 1");
+}
+
 int main(void) {
     RUN(test_plot_csv_loglog);
     RUN(test_passkey_layout);
     RUN(test_passkey_short);
     RUN(test_passkey_mix);
     RUN(test_passkey_score);
+    RUN(test_downstream_norm_length);
     RUN(test_wilson);
     RUN(test_t_interval);
     RUN(test_docwin);

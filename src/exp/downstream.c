@@ -32,6 +32,13 @@ typedef struct {
     int line;
 } ds_doc;
 
+double ds_norm_length(const char *cont) {
+    const char *c = cont[0] == ' ' ? cont + 1 : cont;  // the harness's target delimiter
+    size_t n = 0;
+    for (; *c; c++) n += ((unsigned char)*c & 0xC0) != 0x80;  // code points: skip continuation bytes
+    return n ? (double)n : 1.0;
+}
+
 int ds_check_model(const gpt *m) {
     const gpt_config *c = gpt_get_config(m);
     if (c->channels != 1)
@@ -421,9 +428,9 @@ int ds_run_task(gpt *m, const lssar_tokenizer *tok, const char *name, const char
         const ds_req *r = &s.r[d->first];
         if (res->lambada) { res->correct += r->greedy; continue; }
         int best = 0, bestn = 0;
-        double bl = r[0].ll, bn = r[0].ll / (double)strlen(r[0].cont);
+        double bl = r[0].ll, bn = r[0].ll / ds_norm_length(r[0].cont);
         for (int k = 1; k < d->n; k++) {
-            double l = r[k].ll, ln = r[k].ll / (double)strlen(r[k].cont);
+            double l = r[k].ll, ln = r[k].ll / ds_norm_length(r[k].cont);
             if (l > bl) { bl = l; best = k; }
             if (ln > bn) { bn = ln; bestn = k; }
         }

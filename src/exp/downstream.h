@@ -14,8 +14,8 @@
  *     GPT-2 BPE and concatenated (an empty context becomes the end-of-text token); the score is the
  *     sum of the continuation tokens' log-probabilities; when context + continuation is longer
  *     than window + 1 tokens the oldest context tokens are dropped (left truncation);
- *   - acc: argmax of the log-likelihood; acc_norm: argmax of log-likelihood / UTF-8 byte length of
- *     the continuation (ties: the first choice); 95% Wilson intervals; chance = mean of 1/choices.
+ *   - acc: argmax of the log-likelihood; acc_norm: argmax of log-likelihood / the characters of the
+ *     choice (ds_norm_length; ties: the first choice); 95% Wilson intervals; chance = mean of 1/choices.
  */
 #ifndef LSSAR_EXP_DOWNSTREAM_H
 #define LSSAR_EXP_DOWNSTREAM_H
@@ -55,6 +55,10 @@ typedef struct {
 /* Names the tokens the model must understand: 0 if its vocabulary is GPT-2's (50257, or padded up
    to 50304), else LSSAR_E_UNSUPPORTED with the reason (a byte-level model, or another vocabulary). */
 int ds_check_model(const gpt *m);
+
+/* acc_norm's divisor, as lm-evaluation-harness: the characters (Unicode code points) of the
+   choice, which is the continuation without its leading target delimiter (one space); at least 1. */
+double ds_norm_length(const char *cont);
 
 /* A task spec: a known name (hellaswag, piqa, arc_easy, arc_challenge, sciq, winogrande, lambada;
    its file is EVALS/NAME/rc_0shot/requests.jsonl.gz, lambada's bpb_0shot), or NAME=FILE, or a
