@@ -29,7 +29,7 @@ out=$("$LSSAR" data build --text "$tmp/text" --tokenizer byte --val-frac 0.3 --o
 check "data build for the tests" '[ -f "$tmp/data/val_index.json" ]' "$out"
 
 FL="--layers 1 --heads 2 --dim 16 --seq 32 --batch 4 --steps 6 --lr 3e-3 --threads 1 --quiet"
-out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/ex" --attn softmax,lssa,lssar --factors 1,2,4 --max-windows 4 $FL 2>&1); rc=$?
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/ex" --attn softmax,lssa,lssar --lssar-p 15,3 --factors 1,2,4 --max-windows 4 $FL 2>&1); rc=$?
 check "extrapolate text runs" '[ $rc -eq 0 ] && [ -f "$tmp/ex/results.json" ] && [ -f "$tmp/ex/results.md" ]' "$out"
 check "extrapolate results.json shape" 'python3 - "$tmp/ex/results.json" <<EOF
 import json, sys, math
@@ -46,8 +46,10 @@ assert len(j["manifest_sha256"]) == 64
 EOF' "$(cat "$tmp/ex/results.json" 2>/dev/null | head -40)"
 check "results.md has the table" 'grep -q "| lssar-p3 |" "$tmp/ex/results.md" && grep -q "T=128 (x4)" "$tmp/ex/results.md"' "$(cat "$tmp/ex/results.md")"
 [ $have_plot -eq 1 ] && check "loss_vs_length.png written" '[ -s "$tmp/ex/loss_vs_length.png" ]'
-out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/ex" --attn softmax,lssa,lssar --factors 1,2,4 --max-windows 4 ${FL/--quiet/} 2>&1)
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/ex" --attn softmax,lssa,lssar --lssar-p 15,3 --factors 1,2,4 --max-windows 4 ${FL/--quiet/} 2>&1)
 check "extrapolate is resumable (nothing retrained or re-evaluated)" 'grep -q "softmax already trained" <<<"$out" && grep -q "evaluation cached" <<<"$out" && ! grep -q "training " <<<"$out"' "$out"
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/ex-default" --attn softmax,lssar --factors 1 --max-windows 2 ${FL/--steps 6/--steps 2} 2>&1); rc=$?
+check "--lssar-p defaults to 15 alone (no p = 3 run unless asked)" '[ $rc -eq 0 ] && [ -d "$tmp/ex-default/lssar-p15" ] && [ ! -e "$tmp/ex-default/lssar-p3" ]' "$out"
 check "one seed: the interval is over windows only (footnote), groups = runs" 'grep -q "One seed: interval over windows only" "$tmp/ex/results.md" && python3 -c "
 import json; j = json.load(open(\"$tmp/ex/results.json\"))
 assert j[\"seeds\"] == 1 and [g[\"name\"] for g in j[\"groups\"]] == [r[\"name\"] for r in j[\"runs\"]]

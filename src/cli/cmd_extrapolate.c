@@ -39,7 +39,7 @@ static const char *ABOUT =
     "sequences (train --passkey-mix; byte data needs --seq >= 257); test them with `lssar passkey`\n"
     "(with --seeds N, all seeds of a kind pooled: --model OUT/KIND,OUT/KIND-s1,...,OUT/KIND-s{N-1}).\n"
     "\n"
-    "Runs: every kind in --attn; lssar once per power in --lssar-p (default 15 and 3); and, when lssa\n"
+    "Runs: every kind in --attn; lssar once per power in --lssar-p (default 15; e.g. 15,3); and, when lssa\n"
     "is trained, the lssa model evaluated with LSSAR re-weighting switched on at evaluation only\n"
     "(p = the first --lssar-p): the paper's \"fine-tuning-free\" claim.\n"
     "\n"
@@ -811,7 +811,7 @@ int cmd_extrapolate(int argc, char **argv) {
     train_opts_default(&o);
     o.source = passkey_train_source;   // --passkey-mix mixes passkey windows into the shard batches
     const char *data = NULL, *out = NULL, *attn_list = "softmax,ssmax,lssa,lssar", *factors = "1,2,4,8,16";
-    const char *lssar_p = "15,3", *pos = "rope", *task = "text";
+    const char *lssar_p = "15", *pos = "rope", *task = "text";
     int steps = 200, max_windows = 64, eval_batch = 4, no_zeroshot = 0, no_plot = 0, seeds = 1;
     const char *downstream = NULL;
     int downstream_limit = 0;
