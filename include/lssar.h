@@ -229,8 +229,9 @@ int lssar_model_describe(const lssar_model *m, lssar_model_info *info);
 /* Mean next-token cross-entropy (nats per token, over positions and channels) of B windows of
    T + 1 positions: windows (B, T + 1, channels) uint16, inputs the first T, targets the next T. */
 int lssar_model_loss(lssar_model *m, const uint16_t *windows, int B, int T, double *loss);
-/* Mean loss on a token shard at context length T: its consecutive non-overlapping windows from
-   the start (window k at position k T), at most max_windows of them (0: all), B per batch.
+/* Mean loss on a token shard at context length T: windows of T + 1 tokens starting every T tokens
+   from the start (window k at position k T: T inputs, the next T targets; the inputs of
+   consecutive windows do not overlap), at most max_windows of them (0: all), B per batch.
    tokens (may be NULL) receives the number of targets; per_pos (T doubles, may be NULL) the mean
    loss at each position. T beyond the training length works with rope or none positions. */
 int lssar_model_eval_shard(lssar_model *m, const char *shard_path, int T, int B, int max_windows,

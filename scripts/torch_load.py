@@ -5,8 +5,9 @@
     python3 scripts/torch_load.py RUN_DIR --shard val.bin --seq 64 [--windows 8] [--json out.json]
 
 The second form evaluates the model in PyTorch (float64) on the same windows as
-`lssar eval --data val.bin --seq 64 --batches 1 --batch 8` (consecutive non-overlapping windows
-from the start of the shard) and prints the mean loss; --json also writes the per-position loss.
+`lssar eval --data val.bin --seq 64 --batches 1 --batch 8` (windows of T + 1 tokens starting every
+T tokens from the start of the shard) and prints the mean loss; --json also writes the per-position
+loss.
 
 As a library:
 
@@ -195,7 +196,8 @@ def load_model(path, dtype=None):
 
 
 def eval_windows(model, shard_path, T, windows):
-    """Mean loss and per-position loss on the first `windows` consecutive windows (lssar eval's)."""
+    """Mean loss and per-position loss on the first `windows` windows (lssar eval's: T + 1 tokens
+    starting every T tokens)."""
     import torch
     tok = read_shard(shard_path).astype(np.int64)
     nw = min(windows, (len(tok) - 1) // T)
