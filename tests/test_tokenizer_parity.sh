@@ -117,6 +117,8 @@ expect_error "empty input to a shard" "empty" "$BIN" tokenize --out "$tmp/empty.
 expect_error "unknown tokenizer" "gpt2 or byte" "$BIN" tokenize --tokenizer gpt3
 expect_error "missing GPT-2 files" "fetch-gpt2.sh" env LSSAR_DATA="$tmp/nowhere" "$BIN" tokenize --in "$tmp/binary"
 expect_error "bad --jsonl line" "line 2" sh -c "printf '\"a\"\n3\n' | '$BIN' tokenize --jsonl"
+expect_error "--jsonl object without text" "line 1" sh -c "printf '{\"txt\": \"a\"}\n' | '$BIN' tokenize --jsonl"
+[ "$(printf '{"text": "Hello world", "id": 7}\n"Hello world"\n' | "$BIN" tokenize --jsonl)" = "$(printf '15496 995\n15496 995')" ] && ok || bad "--jsonl: {\"text\": ...} objects encode as the bare strings do"
 out=$(printf '' | "$BIN" tokenize); rc=$?
 [ $rc -eq 0 ] && [ -z "$out" ] && ok || bad "empty input should print an empty line and exit 0 (exit $rc)"
 [ ! -e "$tmp/empty.bin" ] && ok || bad "a failed --out left a file behind"

@@ -22,7 +22,8 @@ static const char ABOUT[] =
     "\"<|endoftext|>\" in the text is ordinary text unless --allow-special makes it the EOT id\n"
     "(50256 for gpt2, 256 for byte). --decode reads ids separated by spaces, newlines or commas\n"
     "(or a token shard given with --in FILE.bin) and writes the bytes. --jsonl encodes many\n"
-    "documents: each input line is a JSON string, each output line that document's ids.\n"
+    "documents: each input line is a JSON string or an object with a \"text\" string, each output\n"
+    "line that document's ids.\n"
     "GPT-2 needs its files:\n"
     "scripts/fetch-gpt2.sh puts them in $LSSAR_DATA/gpt2 (default ./data/gpt2).";
 
@@ -129,7 +130,8 @@ static int print_ids(const int32_t *ids, size_t n) {
     return fflush(stdout) || ferror(stdout) ? lssar_fail(LSSAR_E_IO, "writing to standard output failed") : 0;
 }
 
-// --jsonl: every line of data is a JSON string, encoded on its own; one line of ids per line.
+// --jsonl: every line of data is a JSON string, or an object with a "text" string (the usual
+// JSON Lines corpus), encoded on its own; one line of ids per line.
 static int encode_jsonl(const lssar_tokenizer *t, char *data, size_t len, int allow_special) {
     char *p = data, *end = data + len;
     int line = 0, rc = 0;
@@ -138,13 +140,15 @@ static int encode_jsonl(const lssar_tokenizer *t, char *data, size_t len, int al
         char *eol = nl ? nl : end;
         line++;
         cJSON *j = cJSON_ParseWithLength(p, (size_t)(eol - p));
-        if (!cJSON_IsString(j)) {
+        const cJSON *s = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "text") : j;
+        if (!cJSON_IsString(s)) {
             cJSON_Delete(j);
-            return lssar_fail(LSSAR_E_FORMAT, "--jsonl: line %d is not a JSON string (\"...\"): %.*s", line,
+            return lssar_fail(LSSAR_E_FORMAT, "--jsonl: line %d is neither a JSON string (\"...\") nor an object "
+                              "with a \"text\" string ({\"text\": \"...\"}): %.*s", line,
                               (int)(eol - p > 40 ? 40 : eol - p), p);
         }
         // cJSON strings stop at a NUL: a document with \u0000 would be cut short, so refuse it.
-        const char *doc = cJSON_GetStringValue(j);
+        const char *doc = cJSON_GetStringValue(s);
         if (memmem(p, (size_t)(eol - p), "\\u0000", 6))
             rc = lssar_fail(LSSAR_E_FORMAT, "--jsonl: line %d contains \\u0000, which this reader cannot keep", line);
         int32_t *ids = NULL; size_t n = 0;
@@ -182,7 +186,7 @@ int cmd_tokenize(int argc, char **argv) {
         {"out", ARG_STR, &out, "write a 1-channel token shard here instead (with --decode: the text)", 0, 0},
         {"decode", ARG_BOOL, &decode, "ids -> text", 0, 0},
         {"allow-special", ARG_BOOL, &allow_special, "encode \"<|endoftext|>\" as the EOT id", 0, 0},
-        {"jsonl", ARG_BOOL, &jsonl, "input lines are JSON strings, each encoded alone; one line of ids each", 0, 0},
+        {"jsonl", ARG_BOOL, &jsonl, "input lines are JSON strings or {\"text\": ...} objects, each encoded alone; one line of ids each", 0, 0},
         {0}};
     int rc = args_parse(CMD, ABOUT, specs, argc, argv);
     if (rc >= 0) return rc;
