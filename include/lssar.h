@@ -287,7 +287,8 @@ typedef struct {
                                batch, seq, accum, the schedule, the optimizer and seed are then the
                                checkpoint's (the values here are ignored); steps still applies */
     /* the model of a fresh run; defaults: 4 layers, 4 heads, dim 128, LSSAR p = 15, rope, tied */
-    lssar_model_config model;  /* vocab 0 (the default): 50257 (GPT-2) if every id of the data fits;
+    lssar_model_config model;  /* vocab 0 (the default): the vocabulary the shards record (header
+                               slot 4), else 50257 (GPT-2) if every id of the data fits;
                                channels 0: the shards' (else it must match them); max_seq 0: seq
                                (else it must equal seq); device: where it trains
                                (also for a resumed run) */

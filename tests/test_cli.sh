@@ -47,6 +47,16 @@ shard "$tmp/magic.bin" 100 1 16 12345
 head -c 1500 "$tmp/train.bin" > "$tmp/trunc.bin"
 MODEL="--layers 2 --heads 2 --dim 32 --vocab 16 --seq 32 --batch 4 --lr 3e-3"
 
+# ---- the vocabulary a shard records (header[4]) is train's default --vocab
+$LSSAR data synth --tokens 4000 --alphabet 32 --out "$tmp/synth.bin" >/dev/null 2>&1
+out=$($LSSAR train --data "$tmp/synth.bin" --layers 1 --heads 2 --dim 16 --seq 32 --batch 2 --steps 2 --out "$tmp/synthrun" --quiet $T1 2>&1); rc=$?
+if [ $rc -eq 0 ] && python3 - "$tmp/synthrun/model.safetensors" <<'EOF'
+import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]; h = json.loads(f.read(n))
+assert h["wte.0"]["shape"][0] == 33 and h["__metadata__"]["vocab"] == "33", (h["wte.0"], h["__metadata__"])
+EOF
+then ok "train on a data synth shard takes its vocabulary (33), not GPT-2's"; else bad "train on a data synth shard: vocabulary (exit $rc)" "$out"; fi
+
 # ---- help and flag errors
 expect "train --help" 0 "--resume" $LSSAR train --help
 expect "eval --help" 0 "non-overlapping" $LSSAR eval --help

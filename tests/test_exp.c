@@ -274,7 +274,7 @@ static void test_eval_windows(void) {
     // a shard file of 200 tokens
     const char *path = "/tmp/lssar_test_exp_shard.bin";
     shard_writer w;
-    CHECK_OK(shard_writer_open(&w, path, 1));
+    CHECK_OK(shard_writer_open(&w, path, 1, 0));
     uint16_t tok[200];
     for (int i = 0; i < 200; i++) tok[i] = (uint16_t)((i * 7 + i / 5) % 20);
     CHECK_OK(shard_writer_append(&w, tok, 200));

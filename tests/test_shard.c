@@ -17,7 +17,7 @@ static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%
 static void test_round_trip_two_channels(void) {
     char p[256]; path_in(p, sizeof p, "two.bin");
     shard_writer w;
-    CHECK(shard_writer_open(&w, p, 2) == 0, "open: %s", lssar_errmsg());
+    CHECK(shard_writer_open(&w, p, 2, 0) == 0, "open: %s", lssar_errmsg());
     uint16_t toks[10];
     for (int i = 0; i < 10; i++) toks[i] = (uint16_t)(7000 + i);
     CHECK(shard_writer_append(&w, toks, 3) == 0, "append");
@@ -27,7 +27,16 @@ static void test_round_trip_two_channels(void) {
     CHECK(shard_open(&s, p) == 0, "open: %s", lssar_errmsg());
     CHECK(s.n == 5 && s.channels == 2, "n %zu channels %d", s.n, s.channels);
     CHECK(s.tokens[0] == 7000 && s.tokens[5] == 7005 && s.tokens[6] == 7006 && s.tokens[9] == 7009, "tokens");
+    CHECK(s.vocab == 0, "no vocabulary recorded: %d", s.vocab);
     shard_close(&s);
+    // the vocabulary the writer knows is in header[4] (what `lssar train` takes for --vocab)
+    CHECK_OK(shard_writer_open(&w, p, 1, 33));
+    CHECK_OK(shard_writer_append(&w, toks, 4));
+    CHECK_OK(shard_writer_close(&w));
+    CHECK_OK(shard_open(&s, p));
+    CHECK(s.vocab == 33, "vocabulary %d, want 33", s.vocab);
+    shard_close(&s);
+    CHECK(shard_writer_open(&w, p, 1, 65537) == LSSAR_E_ARG, "a vocabulary beyond uint16 ids is refused");
 }
 
 static void write_raw(const char *p, const int32_t *hdr, size_t ntok) {
@@ -42,8 +51,12 @@ static void test_llmc_header_and_damage(void) {
     int32_t h[256] = {20240520, 1, 10};  // llm.c writes 0 in header[3]
     write_raw(p, h, 10);
     shard s;
-    CHECK(shard_open(&s, p) == 0 && s.n == 10 && s.channels == 1, "llm.c shard: %s", lssar_errmsg());
+    CHECK(shard_open(&s, p) == 0 && s.n == 10 && s.channels == 1 && s.vocab == 0, "llm.c shard: %s", lssar_errmsg());
     shard_close(&s);
+    h[4] = -3;  // the vocabulary slot: 0..65536
+    write_raw(p, h, 10);
+    CHECK(shard_open(&s, p) == LSSAR_E_FORMAT && strstr(lssar_errmsg(), "vocabulary -3"), "bad vocabulary: %s", lssar_errmsg());
+    h[4] = 0;
     write_raw(p, h, 9);  // truncated
     CHECK(shard_open(&s, p) == LSSAR_E_FORMAT && strstr(lssar_errmsg(), "truncated"), "truncated: %s", lssar_errmsg());
     h[0] = 12345;
@@ -63,6 +76,7 @@ static void test_synth_repeat_structure(void) {
     CHECK(synth_write_repeat(p, &sp, 5000, 42) == 0, "write: %s", lssar_errmsg());
     shard s;
     CHECK(shard_open(&s, p) == 0 && s.n == 5000, "open");
+    CHECK(s.vocab == 17, "the synthetic shard records its vocabulary (alphabet + end-of-text): %d", s.vocab);
     // every complete document is s s EOT
     size_t start = 0, docs = 0;
     int bad = 0;

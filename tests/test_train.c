@@ -34,7 +34,7 @@ static void write_pattern(const char *path, size_t n, int period, int vocab, uin
     uint16_t pat[256];
     for (int i = 0; i < period; i++) pat[i] = (uint16_t)lssar_rng_below(&r, vocab);
     shard_writer w;
-    CHECK_OK(shard_writer_open(&w, path, channels));
+    CHECK_OK(shard_writer_open(&w, path, channels, 0));
     for (size_t i = 0; i < n; i++) {
         uint16_t t[4];
         for (int c = 0; c < channels; c++) t[c] = pat[(i + 5 * c) % period];
@@ -89,10 +89,10 @@ static void test_dataloader(void) {
     const char *a = tpath("dl_a.bin"), *b = tpath("dl_b.bin");
     // shard a: token = position % 1000 (so a window's content tells where it came from); b: 2000 + ...
     shard_writer w;
-    CHECK_OK(shard_writer_open(&w, a, 1));
+    CHECK_OK(shard_writer_open(&w, a, 1, 0));
     for (uint16_t i = 0; i < 100; i++) CHECK_OK(shard_writer_append(&w, &i, 1));
     CHECK_OK(shard_writer_close(&w));
-    CHECK_OK(shard_writer_open(&w, b, 1));
+    CHECK_OK(shard_writer_open(&w, b, 1, 0));
     for (uint16_t i = 0; i < 300; i++) { uint16_t t = 2000 + i; CHECK_OK(shard_writer_append(&w, &t, 1)); }
     CHECK_OK(shard_writer_close(&w));
     char both[600];

@@ -161,12 +161,12 @@ static int encode_jsonl(const lssar_tokenizer *t, char *data, size_t len, int al
     return rc;
 }
 
-static int write_shard(const char *path, const int32_t *ids, size_t n) {
+static int write_shard(const char *path, const int32_t *ids, size_t n, int vocab) {
     uint16_t *tok = malloc(sizeof(uint16_t) * (n ? n : 1));
     if (!tok) return lssar_fail(LSSAR_E_NOMEM, "out of memory writing %s", path);
     for (size_t i = 0; i < n; i++) tok[i] = (uint16_t)ids[i];  // ids < vocab <= 65536
     shard_writer w;
-    int rc = shard_writer_open(&w, path, 1);
+    int rc = shard_writer_open(&w, path, 1, vocab);
     if (!rc) {
         rc = shard_writer_append(&w, tok, n);
         if (rc) shard_writer_abort(&w);
@@ -221,7 +221,7 @@ int cmd_tokenize(int argc, char **argv) {
         if (!rc && out && n == 0) rc = lssar_fail(LSSAR_E_ARG, "the input%s%s is empty: nothing to write to %s", in ? " " : "", in ? in : "", out);
         if (!rc && out) {
             in_stage = 0;
-            rc = write_shard(out, ids, n);
+            rc = write_shard(out, ids, n, lssar_tokenizer_vocab_size(t));
             if (!rc) fprintf(stderr, "lssar tokenize: %zu bytes -> %zu %s tokens in %.2f s -> %s\n", len, n, name, lssar_now() - t0, out);
         } else if (!rc) rc = print_ids(ids, n);
     }

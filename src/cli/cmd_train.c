@@ -54,8 +54,9 @@ static const char *ABOUT =
     "the logits; the run's second line prints the size). The weights are bit for bit the same, so a\n"
     "--resume may turn it on or off.\n"
     "\n"
-    "--vocab: ids per channel. Default: 50257 (GPT-2) if every id of the data fits, else give it;\n"
-    "byte-tokenized data (lssar tokenize --tokenizer byte) wants --vocab 257.\n"
+    "--vocab: ids per channel. Default: the vocabulary the shards record (lssar data build, data\n"
+    "synth and tokenize --out write it), else 50257 (GPT-2) if every id of the data fits, else give\n"
+    "it; byte-tokenized shards from elsewhere want --vocab 257.\n"
     "\n"
     "Crash safety: a run may be killed at any moment (even inside a checkpoint write) and continued\n"
     "with --resume, bit-identical to an uninterrupted run: the two checkpoint files are written into\n"
@@ -161,7 +162,7 @@ int cmd_train(int argc, char **argv) {
         {"layers", ARG_INT, &o.layers, "transformer blocks", 0, 0},
         {"heads", ARG_INT, &o.heads, "attention heads (must divide --dim)", 0, 0},
         {"dim", ARG_INT, &o.dim, "model width", 0, 0},
-        {"vocab", ARG_INT, &o.vocab, "token ids per channel (0: 50257 if the data fits, see above)", 0, 0},
+        {"vocab", ARG_INT, &o.vocab, "token ids per channel (0: what the shards record, else 50257: see above)", 0, 0},
         {"untied", ARG_BOOL, &o.untied, "separate output head instead of the token embedding", 0, 0},
         {"ordinal", ARG_INT, &o.ordinal, "token ids 0..N-1 are ordered bins (orbits: 7000): their embeddings start as sinusoids of the id, each channel in its own share of the width (fresh runs only)", 0, 0},
         {"seq", ARG_INT, &o.seq, "training sequence length T", 0, 0},

@@ -31,8 +31,8 @@ int shard_open(shard *s, const char *path) {
         rc = lssar_fail(LSSAR_E_FORMAT, "%s: bad magic number %d (expected %d): not an llm.c/lssar token shard", path, h[0], SHARD_MAGIC);
     else if (h[1] != SHARD_VERSION)
         rc = lssar_fail(LSSAR_E_FORMAT, "%s: shard version %d is not supported (expected %d)", path, h[1], SHARD_VERSION);
-    else if (h[2] < 0 || h[3] < 0 || h[3] > 64)
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s: corrupt header (count %d, channels %d)", path, h[2], h[3]);
+    else if (h[2] < 0 || h[3] < 0 || h[3] > 64 || h[4] < 0 || h[4] > 65536)
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s: corrupt header (count %d, channels %d, vocabulary %d)", path, h[2], h[3], h[4]);
     else if (len != hdr + (size_t)h[2] * C * sizeof(uint16_t))
         rc = lssar_fail(LSSAR_E_FORMAT, "%s: header says %d positions x %d channels (%zu bytes) but the file is %zu bytes: truncated or damaged; rebuild it",
                         path, h[2], C, hdr + (size_t)h[2] * C * 2, len);
@@ -42,6 +42,7 @@ int shard_open(shard *s, const char *path) {
     s->tokens = (const uint16_t *)((const char *)map + hdr);
     s->n = (size_t)h[2];
     s->channels = C;
+    s->vocab = h[4];
     return 0;
 }
 
@@ -51,10 +52,12 @@ void shard_close(shard *s) {
     memset(s, 0, sizeof *s);
 }
 
-int shard_writer_open(shard_writer *w, const char *path, int channels) {
+int shard_writer_open(shard_writer *w, const char *path, int channels, int vocab) {
     memset(w, 0, sizeof *w);
     if (channels < 1 || channels > 64) return lssar_fail(LSSAR_E_ARG, "shard channels must be 1..64, got %d", channels);
+    if (vocab < 0 || vocab > 65536) return lssar_fail(LSSAR_E_ARG, "shard vocabulary must be 0..65536, got %d", vocab);
     w->channels = channels;
+    w->vocab = vocab;
     int rc = lssar_afile_open(&w->af, path);
     if (rc) return rc;
     int32_t h[SHARD_HEADER_INTS] = {0};  // completed on close
@@ -76,7 +79,7 @@ int shard_writer_append(shard_writer *w, const uint16_t *tokens, size_t n) {
 
 int shard_writer_close(shard_writer *w) {
     int32_t h[SHARD_HEADER_INTS] = {0};
-    h[0] = SHARD_MAGIC; h[1] = SHARD_VERSION; h[2] = (int32_t)w->n; h[3] = w->channels;
+    h[0] = SHARD_MAGIC; h[1] = SHARD_VERSION; h[2] = (int32_t)w->n; h[3] = w->channels; h[4] = w->vocab;
     if (fseek(w->af.f, 0, SEEK_SET) != 0 || fwrite(h, sizeof h, 1, w->af.f) != 1) {
         lssar_afile_abort(&w->af);
         return lssar_fail(LSSAR_E_IO, "finishing shard header failed");

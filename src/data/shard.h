@@ -3,7 +3,9 @@
  *
  * Layout: a header of 256 int32 (little-endian): [0] magic 20240520, [1] version 1, [2] number of
  * positions, [3] channels C (0 or 1 means one channel, so llm.c's FineWeb and TinyStories shards
- * read unchanged); then positions x C uint16 tokens, the C channels of a position interleaved.
+ * read unchanged), [4] the vocabulary size when the writer knows it (0: not recorded, as in
+ * llm.c's shards, which leave it 0); then positions x C uint16 tokens, the C channels of a
+ * position interleaved.
  */
 #ifndef LSSAR_SHARD_H
 #define LSSAR_SHARD_H
@@ -21,6 +23,7 @@ typedef struct {
     const uint16_t *tokens;  // (n, C), memory-mapped
     size_t n;                // positions
     int channels;            // C
+    int vocab;               // ids per channel as the writer recorded it; 0: not recorded
     void *map; size_t map_len;
 } shard;
 
@@ -33,9 +36,12 @@ void shard_close(shard *s);
 typedef struct {
     lssar_afile af;
     int channels;
+    int vocab;
     size_t n;
 } shard_writer;
-int shard_writer_open(shard_writer *w, const char *path, int channels);
+/* vocab: the ids per channel the shard's tokens come from (0: unknown); `lssar train` takes it
+   as its default --vocab. */
+int shard_writer_open(shard_writer *w, const char *path, int channels, int vocab);
 /* Append n positions (n x C uint16). */
 int shard_writer_append(shard_writer *w, const uint16_t *tokens, size_t n);
 int shard_writer_close(shard_writer *w);   /* commit */

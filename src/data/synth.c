@@ -8,7 +8,7 @@ int synth_write_repeat(const char *path, const synth_params *sp, size_t tokens, 
         return lssar_fail(LSSAR_E_ARG, "synthetic task: need alphabet in 2..65534 and 1 <= min_len <= max_len");
     if (tokens == 0) return lssar_fail(LSSAR_E_SIZE, "synthetic task: token count must be > 0");
     shard_writer w;
-    int rc = shard_writer_open(&w, path, 1);
+    int rc = shard_writer_open(&w, path, 1, sp->alphabet + 1);  // end-of-text is id alphabet
     if (rc) return rc;
     lssar_rng rng;
     lssar_rng_seed(&rng, seed);

@@ -42,7 +42,7 @@ int mqar_build(const mqar_params *p, int n, lssar_rng *rng, uint16_t *seq, int *
 
 int mqar_write_shard(const char *path, const mqar_params *p, int T, int nseq, uint64_t seed) {
     shard_writer w;
-    int rc = shard_writer_open(&w, path, 1);
+    int rc = shard_writer_open(&w, path, 1, mqar_vocab(p));
     if (rc) return rc;
     uint16_t *seq = malloc(sizeof(uint16_t) * (T + 1));
     int *qpos = malloc(sizeof(int) * p->pairs);

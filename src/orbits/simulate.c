@@ -77,7 +77,7 @@ static int write_batch(writer *w, const batch *b) {
     for (int64_t i = 0; i < b->count; i++) {
         if (!w->shard_open) {
             if ((rc = orb_path(path, sizeof path, w->dir, o->split, "shard", w->shard_index))) return rc;
-            if ((rc = shard_writer_open(&w->shard, path, 2))) return rc;
+            if ((rc = shard_writer_open(&w->shard, path, 2, ORB_VOCAB))) return rc;
             w->shard_open = 1;
             w->in_shard = 0;
         }

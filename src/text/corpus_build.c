@@ -329,7 +329,7 @@ int corpus_build(const corpus_build_opts *o) {
     // val.bin: held-out documents in corpus order, each preceded by EOT.
     shard_writer w;
     corpus_path(path, sizeof path, "%s/val.bin", o->out_dir);
-    if ((rc = shard_writer_open(&w, path, 1))) goto fail_write;
+    if ((rc = shard_writer_open(&w, path, 1, vocab))) goto fail_write;
     for (int i = 0; i < docs.n && !rc; i++) {
         if (!dt[i].val) continue;
         cJSON *e = cJSON_CreateObject();
@@ -376,7 +376,7 @@ int corpus_build(const corpus_build_opts *o) {
         if (i < 0) break;
         if (!open_shard) {
             corpus_path(path, sizeof path, "%s/train_%03d.bin", o->out_dir, nshards++);
-            if ((rc = shard_writer_open(&w, path, 1))) break;
+            if ((rc = shard_writer_open(&w, path, 1, vocab))) break;
             open_shard = 1;
         }
         rc = write_doc(&w, eot, &dt[i], tmp, TMPN);

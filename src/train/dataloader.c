@@ -62,6 +62,12 @@ int dl_max_token(const dataloader *d) {
     return mx;
 }
 
+int dl_vocab(const dataloader *d) {
+    int v = 0;
+    for (int i = 0; i < d->n; i++) if (d->shards[i].vocab > v) v = d->shards[i].vocab;
+    return v;
+}
+
 int dl_check_vocab(const dataloader *d, int vocab, const char *flag) {
     for (int i = 0; i < d->n; i++)
         if (d->max_token[i] >= vocab)

@@ -34,6 +34,8 @@ int dl_open(dataloader *d, const char *paths, int T, int align, const char *flag
 void dl_close(dataloader *d);
 /* Largest token id over all shards. */
 int dl_max_token(const dataloader *d);
+/* The vocabulary the shards' headers record (the largest; 0 when none records one). */
+int dl_vocab(const dataloader *d);
 /* Every token id must be < vocab; the error names the file, the id and the fix. */
 int dl_check_vocab(const dataloader *d, int vocab, const char *flag);
 /* B random windows: inputs, targets (B, T, C). inputs = targets = NULL only draws them (the rng

@@ -355,7 +355,7 @@ static int check_opts(const train_opts *o) {
 
 // Fresh run: choose the vocabulary, build the config and the model, seed the data stream.
 static int start_fresh(const train_opts *o, const dataloader *dl, gpt **m, train_state *s) {
-    int vocab = o->vocab, mx = dl_max_token(dl);
+    int vocab = o->vocab > 0 ? o->vocab : dl_vocab(dl), mx = dl_max_token(dl);  // else what the shards record
     if (vocab <= 0) {
         if (mx >= GPT2_VOCAB)
             return lssar_fail(LSSAR_E_ARG, "the training shards hold token ids up to %d: pass --vocab (at least %d)", mx, mx + 1);

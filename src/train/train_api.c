@@ -15,7 +15,7 @@ void lssar_train_defaults(lssar_train_options *o) {
     train_opts_default(&t);   // one set of defaults: the trainer's, which `lssar train --help` shows
     memset(o, 0, sizeof *o);
     o->model.layers = t.layers; o->model.heads = t.heads; o->model.dim = t.dim;
-    o->model.vocab = 0;       // the trainer's choice: 50257 if the data fits
+    o->model.vocab = 0;       // the trainer's choice: the shards' recorded vocabulary, else 50257 if the data fits
     o->model.channels = 0;    // the shards'
     o->model.max_seq = 0;     // = seq
     o->model.pos = (lssar_pos)t.pos;
