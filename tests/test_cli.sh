@@ -197,6 +197,19 @@ $LSSAR train --data "$tmp/orbit.bin" --layers 1 --heads 2 --dim 16 --vocab 16 --
 out=$($LSSAR sample --model "$tmp/orbit" --prompt-ids 1,2,3,4 --tokens 5 $T1 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ "$(wc -w <<<"$out")" -eq 10 ]; then ok "sample 2 channels"; else bad "sample 2 channels (exit $rc)" "$out"; fi
 expect "sample odd ids for 2 channels" 2 "channels" $LSSAR sample --model "$tmp/orbit" --prompt-ids 1,2,3 $T1
+# --prompt TEXT: the byte model (vocabulary 257) encodes it and prints the continuation as text,
+# the same bytes as --prompt-ids with those ids, decoded
+a=$($LSSAR sample --model "$tmp/pk_straight" --prompt "ab" --tokens 6 --temperature 0 $T1 2>&1); rc=$?
+ids=$($LSSAR sample --model "$tmp/pk_straight" --prompt-ids 97,98 --tokens 6 --temperature 0 $T1 2>&1)
+b=$(echo "$ids" | $LSSAR tokenize --decode --tokenizer byte 2>&1)
+if [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ]; then ok "sample --prompt text: the continuation as text"; else bad "sample --prompt (exit $rc)" "text '$a' ids '$ids' decoded '$b'"; fi
+out=$($LSSAR sample --model "$tmp/pk_straight" --prompt "" --tokens 3 --temperature 0 $T1 2>&1); rc=$?
+[ $rc -eq 0 ] && ok "sample --prompt '': starts from end-of-text" || bad "sample --prompt '' (exit $rc)" "$out"
+expect "sample: --prompt and --prompt-ids" 2 "one of the two" $LSSAR sample --model "$tmp/run" --prompt a --prompt-ids 1 $T1
+expect "sample: no prompt" 2 "one of the two" $LSSAR sample --model "$tmp/run" $T1
+expect "sample --prompt, vocabulary 16" 2 "--tokenizer" $LSSAR sample --model "$tmp/run" --prompt a $T1
+expect "sample --tokenizer without --prompt" 2 "--tokenizer" $LSSAR sample --model "$tmp/run" --prompt-ids 1 --tokenizer byte $T1
+expect "sample --prompt on 2 channels" 2 "channels" $LSSAR sample --model "$tmp/orbit" --prompt a --tokenizer byte $T1
 
 # ---- bad data
 expect "missing data file" fail "nope.bin" $LSSAR train --data "$tmp/nope.bin" $MODEL --steps 2 --out "$tmp/x1" $T1
