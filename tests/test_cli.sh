@@ -73,6 +73,11 @@ expect "heads must divide dim" 2 "--heads" $LSSAR train --data "$tmp/train.bin" 
 out=$($LSSAR train --data "$tmp/train.bin" --val "$tmp/val.bin" $MODEL --steps 60 --eval-every 20 --out "$tmp/run" $T1 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ -f "$tmp/run/model.safetensors" ] && [ -f "$tmp/run/trainer.safetensors" ] && grep -q "val loss" <<<"$out" \
    && grep -q "tok/s" <<<"$out" && grep -q "ETA" <<<"$out"; then ok "train"; else bad "train (exit $rc)" "$out"; fi
+if command -v gnuplot >/dev/null 2>&1; then
+  [ -s "$tmp/run/loss.png" ] && ok "train draws OUT/loss.png" || bad "train: no loss.png" "$(ls "$tmp/run")"
+  $LSSAR train --data "$tmp/train.bin" $MODEL --steps 2 --out "$tmp/noplot" --no-plot --quiet $T1 2>/dev/null
+  [ -f "$tmp/noplot/model.safetensors" ] && [ ! -e "$tmp/noplot/loss.png" ] && ok "train --no-plot" || bad "train --no-plot" "$(ls "$tmp/noplot")"
+fi
 if python3 -c "
 import json, sys
 lines = [json.loads(l) for l in open('$tmp/run/log.jsonl')]

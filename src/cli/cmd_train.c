@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include "args.h"
 #include "lssar.h"
+#include "exp/common.h"
 #include "exp/passkey.h"
 #include "model/checkpoint.h"
 #include "core/dist.h"
@@ -146,7 +147,7 @@ int cmd_train(int argc, char **argv) {
     train_opts o;
     train_opts_default(&o);
     const char *attn = "lssar", *pos = "rope", *len_norm = "train";
-    int steps = 100;
+    int steps = 100, no_plot = 0;
     const char *device_name = "cpu";
     arg_spec sp[] = {
         {"data", ARG_STR, &o.data, "training shards TRAIN.bin[,MORE.bin] (required unless --resume)", 0, 0},
@@ -188,6 +189,7 @@ int cmd_train(int argc, char **argv) {
         {"stop-at", ARG_INT, &o.stop_at, "stop and save after this step, keeping the --steps schedule (0: off)", 0, 0},
         {"threads", ARG_INT, &o.threads, "CPU threads for OpenMP and OpenBLAS (0: all cores)", 0, 0},
         {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
+        {"no-plot", ARG_BOOL, &no_plot, "do not draw OUT/loss.png", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {"recompute", ARG_BOOL, &o.recompute, "recompute activations in the backward: less memory, up to 4/3 the FLOPs, same weights (see above)", 0, 0},
         {"zero", ARG_INT, &o.zero, "under mpirun: 1 shards the AdamW state over the ranks (ZeRO-1), 0 keeps it whole on each", 0, 0},
@@ -255,5 +257,8 @@ int cmd_train(int argc, char **argv) {
         if (isnan(r.val_loss)) fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, %.1f s\n", (long long)r.step, r.train_loss, r.seconds);
         else fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, val loss %.4f, %.1f s\n", (long long)r.step, r.train_loss, r.val_loss, r.seconds);
     }
+    // the loss curve: a missing gnuplot or plot error is a note; the run itself succeeded
+    if (!no_plot && lssar_dist_rank() == 0 && exp_plot_train_log(o.out) && !o.quiet)
+        fprintf(stderr, "lssar train: no loss.png: %s\n", lssar_errmsg());
     return 0;
 }

@@ -6,6 +6,7 @@
 #include "core/sha256.h"
 #include "core/util.h"
 #include "exp/common.h"
+#include "exp/plot.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 
@@ -91,3 +92,39 @@ double exp_trainer_meta(const char *model, const char *key, double dflt) {
 
 double exp_passkey_mix(const char *model) { return exp_trainer_meta(model, "passkey_mix", 0); }
 int exp_passkey_prompt(const char *model) { return (int)exp_trainer_meta(model, "passkey_prompt", 0); }
+
+int exp_plot_train_log(const char *dir) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/log.jsonl", dir);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = lssar_read_file(p, &text, &len);
+    if (rc) return rc;
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+    // (step, loss) and (step, val_loss), in the order the run logged them: at most one per line
+    double *ts = malloc(lines * sizeof(double)), *tl = malloc(lines * sizeof(double));
+    double *vs = malloc(lines * sizeof(double)), *vl = malloc(lines * sizeof(double));
+    int nt = 0, nv = 0;
+    for (char *line = text; ts && tl && vs && vl && line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "step"), *l = cJSON_GetObjectItemCaseSensitive(j, "loss"),
+                    *v = cJSON_GetObjectItemCaseSensitive(j, "val_loss");
+        if (cJSON_IsNumber(st) && cJSON_IsNumber(l)) { ts[nt] = st->valuedouble; tl[nt++] = l->valuedouble; }
+        if (cJSON_IsNumber(st) && cJSON_IsNumber(v)) { vs[nv] = st->valuedouble; vl[nv++] = v->valuedouble; }
+        cJSON_Delete(j);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    if (!ts || !tl || !vs || !vl) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", p);
+    else if (!nt) rc = lssar_fail(LSSAR_E_FORMAT, "%s holds no training loss to plot", p);
+    else {
+        plot_series s[2] = {{"train", nt, ts, tl, NULL}, {"validation", nv, vs, vl, NULL}};
+        snprintf(p, sizeof p, "%s/loss.png", dir);
+        rc = plot_lines(p, dir, "step", "loss (nats/token)", 0, s, nv ? 2 : 1);
+    }
+    free(ts); free(tl); free(vs); free(vl);
+    return rc;
+}

@@ -26,6 +26,9 @@ int exp_passkey_prompt(const char *model);
 /* A number from a run directory's trainer.safetensors metadata (e.g. "align"); dflt when the
    directory, the file or the key is absent. */
 double exp_trainer_meta(const char *model, const char *key, double dflt);
+/* DIR/loss.png from DIR/log.jsonl: the training loss at every logged step and the validation
+   loss at each evaluation, against the step. LSSAR_E_UNSUPPORTED without gnuplot. */
+int exp_plot_train_log(const char *dir);
 /* Parse "a,b,c" of positive numbers into out (max entries); returns the count or -1. */
 int exp_parse_doubles(const char *s, double *out, int max);
 
