@@ -100,7 +100,7 @@ a, b = rows(sys.argv[1]), rows(sys.argv[2])
 sys.exit(0 if a == b else 1)
 EOF
 then logs=yes; fi
-left=$(ls -A "$run" 2>/dev/null | grep -v -E '^(model\.safetensors|trainer\.safetensors|log\.jsonl|\.lock)$' | tr '\n' ' ')
+left=$(ls -A "$run" 2>/dev/null | grep -v -E '^(model\.safetensors|trainer\.safetensors|log\.jsonl|loss\.png|\.lock)$' | tr '\n' ' ')
 [ $keep = 1 ] && echo "crash-test: work directory $work"
 echo "crash-test: scale $scale, seed $seed, one uninterrupted run ${ref_ms} ms; $lives runs, $errors errors, $((SECONDS - start)) s"
 echo "crash-test: leftover files in the run directory: ${left:-none}"
