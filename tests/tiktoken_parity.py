@@ -8,8 +8,8 @@ built offline from data/gpt2's encoder.json and vocab.bpe (nothing is downloaded
 Two encodings share the same ranks and specials:
   gpt2   GPT-2's pattern exactly as OpenAI wrote it; tiktoken's (Rust) regex reads its \\s as
          Unicode White_Space, which includes U+0085 and not U+FEFF.
-  gpt2js the same pattern with \\s spelled out as JavaScript's \\s (no U+0085, but U+FEFF), the
-         convention lssar's pre-tokeniser follows (src/text/pretok.h, as js-tiktoken did).
+  gpt2js the same pattern with \\s spelled out as JavaScript's \\s (no U+0085, but U+FEFF), as
+         js-tiktoken read it (and lssar until 2026-12-05; now informational).
 The two can only differ on documents holding U+0085 or U+FEFF.
 
 Writes to OUT_DIR: ordinary.jsonl (a JSON string per line: a document), ordinary.ref (gpt2js ids,
@@ -75,6 +75,7 @@ FIXED = [
     'Digits: ٠١٢٣ ४५६ ²³ ½ ¾ Ⅻ ⅷ ① ⑳ 𝟙𝟚𝟛',
     'Spaces:\u00a0nbsp\u3000ideographic\u2002en\u2003em\u2009thin\u200bzwsp\u202fnnbsp\u205fmmsp\u1680ogham\u2028ls\u2029ps\ufeffbom\u180emvs\u0085nel\x1cfs\x1fus\x0bvt\x0cff',
     '\u00a0\u00a0x \u3000 y\u2003\u2003\u2003z \u00a0 ', '\ufeff\ufeffstart and end\ufeff',
+    'x \ufeffy', 'a \u0085b', 'a  \u0085\u0085 b\ufeff \ufeff',
     'Punctuation!!! ??? ... --- *** ___ ~~~ ((())) [[x]] {{y}} <<z>> «»„“”‘’ — – …',
     "Quotes: 'single' \"double\" `back` ‘curly’ “curly” it’s don’t",
     'URLs: https://example.com/path?q=1&r=2#frag mail@example.org C:\\Windows\\System32',

@@ -3,11 +3,11 @@
  *
  * The pieces are the successive matches of GPT-2's pattern
  *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- * compiled with PCRE2 (UTF, UCP, JIT). \s is spelled out as JavaScript's \s (what js-tiktoken,
- * the former reference, used): tab, LF, VT, FF, CR, space, U+00A0, U+1680, U+2000-U+200A, U+2028,
- * U+2029, U+202F, U+205F, U+3000, U+FEFF. (PCRE2's own \s lacks U+FEFF.) PyPI tiktoken, the
- * reference now (tests/test_tokenizer_parity.sh), reads \s as Unicode White_Space, which has
- * U+0085 and not U+FEFF: the two differ only on text holding one of those two characters.
+ * compiled with PCRE2 (UTF, UCP, JIT). \s is spelled out as Unicode White_Space, as PyPI tiktoken
+ * (the reference, tests/test_tokenizer_parity.sh) reads it: tab, LF, VT, FF, CR, space, U+0085,
+ * U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000. (JavaScript's \s, which
+ * lssar followed until 2026-12-05 as js-tiktoken did, has U+FEFF instead of U+0085: ids differed
+ * on text holding one of those two characters.)
  *
  * Invalid UTF-8 is allowed (PCRE2_MATCH_INVALID_UTF): no match can contain an invalid sequence,
  * and every valid character starts a match, so the gaps between matches are exactly the runs of
