@@ -168,15 +168,18 @@ static void test_passkey_score(void) {
     // a perfect teacher-forced model predicts s[t + 1] at t
     for (int t = 0; t < n - 1; t++) pred[t] = s[t + 1];
     double da = -1;
-    CHECK(passkey_score(&pp, s, pred, ap, al, &da) == 1 && da == 1.0, "perfect: success, digits 1 (%g)", da);
+    int place[PASSKEY_DIGITS] = {0};
+    CHECK(passkey_score(&pp, s, pred, ap, al, &da, place) == 1 && da == 1.0, "perfect: success, digits 1 (%g)", da);
     pred[ap + 2 - 1] = '9';   // the second digit '4' -> '9'
-    CHECK(passkey_score(&pp, s, pred, ap, al, &da) == 0, "one wrong digit fails the trial");
+    CHECK(passkey_score(&pp, s, pred, ap, al, &da, place) == 0, "one wrong digit fails the trial");
     CHECK_CLOSE(da, 0.8, 1e-12);
+    CHECK(place[0] == 2 && place[1] == 1 && place[2] == 2 && place[3] == 2 && place[4] == 2,
+          "right digits by place over the two calls: %d %d %d %d %d", place[0], place[1], place[2], place[3], place[4]);
     pred[ap - 1] = 'x';        // the space before the key: not a digit, digits still 4/5
-    passkey_score(&pp, s, pred, ap, al, &da);
+    passkey_score(&pp, s, pred, ap, al, &da, NULL);
     CHECK_CLOSE(da, 0.8, 1e-12);
     for (int i = 0; i < al; i++) pred[ap + i - 1] = '0';
-    passkey_score(&pp, s, pred, ap, al, &da);
+    passkey_score(&pp, s, pred, ap, al, &da, NULL);
     CHECK_CLOSE(da, 0.2, 1e-12);   // 24680 vs 00000: only the last digit is right
     passkey_pieces_free(&pp);
     lssar_tokenizer_free(tok);

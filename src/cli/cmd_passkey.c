@@ -31,7 +31,8 @@ static const char *ABOUT =
     "pooled: per cell the successes and trials summed over the models, the Wilson interval of the\n"
     "pooled proportion, and each model's overall accuracy under the table. The seeds of an\n"
     "`lssar extrapolate --seeds 3` run: --model out/lssar-p15,out/lssar-p15-s1,out/lssar-p15-s2.\n"
-    "--json FILE: {\"results\": [{\"length\", \"depth\", \"accuracy\", \"digit_accuracy\", \"trials\", \"lo\",\n"
+    "--json FILE: {\"results\": [{\"length\", \"depth\", \"accuracy\", \"digit_accuracy\", \"place_accuracy\" (the\n"
+    "5 digits of the key, each right how often), \"trials\", \"lo\",\n"
     "\"hi\", \"successes\", \"per_model\": [{\"model\", \"accuracy\", \"digit_accuracy\"}]}], \"passkey_mix\": F,\n"
     "\"trials\": keys per cell and model, \"models\": [...]} (a cell's \"trials\" and \"successes\" are\n"
     "pooled over the models). --plot FILE.png: heatmap of the (pooled) accuracy, length x depth.";
@@ -149,8 +150,9 @@ int cmd_passkey(int argc, char **argv) {
     const int nc = nl * depths;
     // per model m and cell k: mok[m * nc + k] successes of `trials`, mds the summed digit accuracies
     int *mok = calloc((size_t)nm * nc, sizeof(int));
+    int *mpl = calloc((size_t)nm * nc * PASSKEY_DIGITS, sizeof(int));   // right digits by place
     double *mds = calloc((size_t)nm * nc, sizeof(double));
-    if (!mok || !mds) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    if (!mok || !mds || !mpl) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
     lssar_progress pg;
     lssar_progress_start(&pg, "passkey", "cells", (double)nm * nc);
     for (int m = 0; m < nm && !rc; m++) {
@@ -158,23 +160,28 @@ int cmd_passkey(int argc, char **argv) {
         if ((rc = ckpt_load_model(names[m], &load, &g, NULL))) break;
         // the metadata was read from this file a moment ago; the loaded model must still agree
         if (gpt_get_config(g)->vocab != info[0].vocab) rc = lssar_fail(LSSAR_E_FORMAT, "%s changed while it was read", names[m]);
-        if (!rc) rc = passkey_eval(g, &pp, lens, nl, depths, trials, batch, seed, mok + (size_t)m * nc, mds + (size_t)m * nc, &pg, (double)m * nc);
+        if (!rc) rc = passkey_eval(g, &pp, lens, nl, depths, trials, batch, seed, mok + (size_t)m * nc, mds + (size_t)m * nc,
+                                   mpl + (size_t)m * nc * PASSKEY_DIGITS, &pg, (double)m * nc);
         gpt_free(g);
     }
     passkey_pieces_free(&pp);
     char tokname[16];
     snprintf(tokname, sizeof tokname, "%s", lssar_tokenizer_name(tok));
     lssar_tokenizer_free(tok);
-    if (rc) { free(mok); free(mds); fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
+    if (rc) { free(mok); free(mds); free(mpl); fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
 
     // pooled over the models: every model has `trials` keys per cell, the same keys
     const int ntr = nm * trials;
     static double acc[MAXL * MAXD], dacc[MAXL * MAXD], lo[MAXL * MAXD], hi[MAXL * MAXD];
-    static int ok_n[MAXL * MAXD];
+    static int ok_n[MAXL * MAXD], place_n[MAXL * MAXD * PASSKEY_DIGITS];
     for (int k = 0; k < nc; k++) {
         int ok = 0;
         double ds = 0;
         for (int m = 0; m < nm; m++) { ok += mok[(size_t)m * nc + k]; ds += mds[(size_t)m * nc + k]; }
+        for (int c = 0; c < PASSKEY_DIGITS; c++) {
+            place_n[k * PASSKEY_DIGITS + c] = 0;
+            for (int m = 0; m < nm; m++) place_n[k * PASSKEY_DIGITS + c] += mpl[((size_t)m * nc + k) * PASSKEY_DIGITS + c];
+        }
         ok_n[k] = ok;
         acc[k] = (double)ok / ntr;
         dacc[k] = ds / ntr;
@@ -196,7 +203,7 @@ int cmd_passkey(int argc, char **argv) {
                nm, kind, train_T, mix, ntr, trials, tokname, passkey_prompt_name((passkey_prompt)info[0].prompt));
     printf("%-8s", "length");
     for (int d = 0; d < depths; d++) printf(" %5.0f%%", 100 * dv[d]);
-    printf(" | %-6s %-13s %s\n", "all", "95% CI", "digits");
+    printf(" | %-6s %-13s %-6s %s\n", "all", "95% CI", "digits", "by place (1st..5th)");
     for (int li = 0; li < nl; li++) {
         printf("%-8d", lens[li]);
         int tot = 0;
@@ -204,7 +211,13 @@ int cmd_passkey(int argc, char **argv) {
         for (int d = 0; d < depths; d++) { int k = li * depths + d; printf(" %6.2f", acc[k]); tot += ok_n[k]; ds += dacc[k]; }
         double l, h;
         wilson_interval(tot, ntr * depths, 1.96, &l, &h);
-        printf(" | %6.3f [%.2f, %.2f] %6.3f\n", (double)tot / (ntr * depths), l, h, ds / depths);
+        printf(" | %6.3f [%.2f, %.2f] %6.3f", (double)tot / (ntr * depths), l, h, ds / depths);
+        for (int c = 0; c < PASSKEY_DIGITS; c++) {
+            int r = 0;
+            for (int d = 0; d < depths; d++) r += place_n[(li * depths + d) * PASSKEY_DIGITS + c];
+            printf(" %.2f", (double)r / (ntr * depths));
+        }
+        printf("\n");
     }
     if (nm > 1)   // each model over all cells: how far the seeds disagree
         for (int m = 0; m < nm; m++) {
@@ -234,6 +247,9 @@ int cmd_passkey(int argc, char **argv) {
                 cJSON_AddNumberToObject(e, "depth", dv[d]);
                 cJSON_AddNumberToObject(e, "accuracy", acc[k]);
                 cJSON_AddNumberToObject(e, "digit_accuracy", dacc[k]);
+                cJSON *pa = cJSON_AddArrayToObject(e, "place_accuracy");
+                for (int c = 0; c < PASSKEY_DIGITS; c++)
+                    cJSON_AddItemToArray(pa, cJSON_CreateNumber((double)place_n[k * PASSKEY_DIGITS + c] / ntr));
                 cJSON_AddNumberToObject(e, "trials", ntr);
                 cJSON_AddNumberToObject(e, "lo", lo[k]);
                 cJSON_AddNumberToObject(e, "hi", hi[k]);
@@ -250,10 +266,10 @@ int cmd_passkey(int argc, char **argv) {
             }
         rc = lssar_write_json(json, root);
         cJSON_Delete(root);
-        if (rc) { free(mok); free(mds); fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
+        if (rc) { free(mok); free(mds); free(mpl); fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
         printf("json: %s\n", json);
     }
-    free(mok); free(mds);
+    free(mok); free(mds); free(mpl);
     if (plot) {
         double dp[MAXD];
         for (int d = 0; d < depths; d++) dp[d] = round(100 * dv[d]);

@@ -189,7 +189,7 @@ int passkey_train_source(void *arg, const train_source_env *env, const train_sou
 }
 
 int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos, int ans_len,
-                  double *digit_acc) {
+                  double *digit_acc, int *place) {
     int all = 1;
     int32_t want[PASSKEY_MAX_ANS], got[PASSKEY_MAX_ANS];
     for (int i = 0; i < ans_len; i++) {
@@ -197,19 +197,21 @@ int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t 
         got[i] = pred[ans_pos + i - 1];
         if (want[i] != got[i]) all = 0;
     }
-    if (digit_acc) {
+    if (digit_acc || place) {
         char *ws = NULL, *gs = NULL;
         size_t wl = 0, gl = 0;
-        *digit_acc = 0;
+        if (digit_acc) *digit_acc = 0;
         if (!lssar_decode(pp->tok, want, ans_len, &ws, &wl) && !lssar_decode(pp->tok, got, ans_len, &gs, &gl)) {
             // the key's digits are the last 5 characters of the answer " K"; compare by place
             int hits = 0, nd = 0;
             for (size_t c = 0; c < wl; c++) {
                 if (ws[c] < '0' || ws[c] > '9') continue;
+                int right = c < gl && gs[c] == ws[c];
+                if (place && nd < PASSKEY_DIGITS) place[nd] += right;
                 nd++;
-                if (c < gl && gs[c] == ws[c]) hits++;
+                hits += right;
             }
-            *digit_acc = nd ? (double)hits / nd : 0;
+            if (digit_acc) *digit_acc = nd ? (double)hits / nd : 0;
         }
         free(ws); free(gs);
     }
@@ -219,7 +221,7 @@ int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t 
 double passkey_depth(int d, int depths) { return depths == 1 ? 0.5 : (double)d / (depths - 1); }
 
 int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int depths, int trials, int batch,
-                 uint64_t seed, int *ok_n, double *dsum_n, lssar_progress *pg, double pg_done) {
+                 uint64_t seed, int *ok_n, double *dsum_n, int *place_n, lssar_progress *pg, double pg_done) {
     if (!g || !pp || !lens || !ok_n || !dsum_n) return lssar_fail(LSSAR_E_NULL, "passkey_eval: NULL argument");
     if (nl < 1 || depths < 1 || trials < 1 || batch < 1) return lssar_fail(LSSAR_E_ARG, "passkey_eval: empty grid");
     int maxL = 0;
@@ -237,7 +239,7 @@ int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int 
             double dv = passkey_depth(d, depths);
             lssar_rng rng;
             lssar_rng_stream(&rng, seed, (uint64_t)li * 1000 + d);
-            int ok = 0;
+            int ok = 0, place[PASSKEY_DIGITS] = {0};
             double dsum = 0;
             for (int t0 = 0; t0 < trials && !rc; t0 += B) {
                 int b = trials - t0 < B ? trials - t0 : B;
@@ -251,7 +253,7 @@ int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int 
                 if ((rc = gpt_get_argmax(g, pred))) break;
                 for (int i = 0; i < b; i++) {
                     double da = 0;
-                    ok += passkey_score(pp, seq + (size_t)i * (L + 1), pred + (size_t)i * L, apos[i], alen[i], &da);
+                    ok += passkey_score(pp, seq + (size_t)i * (L + 1), pred + (size_t)i * L, apos[i], alen[i], &da, place);
                     dsum += da;
                 }
             }
@@ -259,6 +261,7 @@ int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int 
             int k = li * depths + d;
             ok_n[k] = ok;
             dsum_n[k] = dsum;
+            if (place_n) memcpy(place_n + (size_t)k * PASSKEY_DIGITS, place, sizeof place);
             if (pg) {
                 char ex[64];
                 snprintf(ex, sizeof ex, "L=%d depth=%.0f%% acc=%.2f", L, 100 * dv, (double)ok / trials);

@@ -30,6 +30,7 @@
 #include "train/train.h"
 
 #define PASSKEY_MAX_ANS 16
+#define PASSKEY_DIGITS 5   // the key K: 10000..99999
 
 /* The prompt: FULL is the layout above; SHORT leaves out TASK (about 150 bytes), so that short
    byte-level windows hold whole filler units (at T = 320: two), and a longer window is the same
@@ -81,9 +82,10 @@ int passkey_train_source(void *arg, const train_source_env *env, const train_sou
 /* Score teacher-forced predictions of one sequence: pred[t] is the model's argmax after reading
    inputs 0..t (so pred[t] predicts seq[t + 1]). Returns 1 if every answer token is right and puts
    the fraction of the key's 5 digits that the predicted text gets right at their places in
-   *digit_acc (predicted tokens decoded and compared character by character). */
+   *digit_acc (predicted tokens decoded and compared character by character); place (may be NULL,
+   PASSKEY_DIGITS long) gets 1 added at each place whose digit is right. */
 int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos,
-                  int ans_len, double *digit_acc);
+                  int ans_len, double *digit_acc, int *place);
 
 /* The needle depth of column d of `depths` evenly spaced from 0 to 1 (0.5 when depths is 1). */
 double passkey_depth(int d, int depths);
@@ -92,10 +94,12 @@ double passkey_depth(int d, int depths);
    `batch` sequences per forward pass, teacher-forced (passkey_score). The keys of cell (li, d) come
    from the stream (seed, li * 1000 + d) alone, so every model scored with the same seed sees the
    same keys: that is what lets `lssar passkey --model A,B,...` pool seeds trial for trial.
-   ok[k] receives the successes, dsum[k] the summed digit accuracies (both nl * depths long).
+   ok[k] receives the successes, dsum[k] the summed digit accuracies (both nl * depths long), and
+   place (may be NULL; nl * depths * PASSKEY_DIGITS long) the right digits by place: where a model
+   fails (the first digit, after " is", has many look-alikes in the filler; the rest follow a digit).
    pg (may be NULL) is advanced by one per cell from pg_done. */
 int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int depths, int trials, int batch,
-                 uint64_t seed, int *ok, double *dsum, lssar_progress *pg, double pg_done);
+                 uint64_t seed, int *ok, double *dsum, int *place, lssar_progress *pg, double pg_done);
 
 /* Wilson score interval for k successes in n trials at z (1.96 for 95%). */
 void wilson_interval(int k, int n, double z, double *lo, double *hi);
