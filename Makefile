@@ -206,8 +206,9 @@ install: all
 	ln -sf liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblssar.so
 	install -m 755 $(BUILD)/lssar $(DESTDIR)$(PREFIX)/bin/lssar
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@LIBS_PRIVATE@|$(LIBS)|' lssar.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lssar.pc
+	for pc in lssar lssar-static; do \
+	  sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	      -e 's|@LIBS_PRIVATE@|$(LIBS)|' $$pc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done
 
 clean:
 	rm -rf build build-native build-sanitize $(CUDA_BUILD)

@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 out=$(make --no-print-directory BUILD="$BUILD" install PREFIX="$tmp/prefix" 2>&1) && ok "make install" || bad "make install" "$out"
 ver=$(sed -n 's/^#define LSSAR_VERSION "\(.*\)"/\1/p' include/lssar.h)
-for f in include/lssar.h lib/liblssar.a lib/liblssar.so "lib/liblssar.so.${ver%%.*}" "lib/liblssar.so.$ver" lib/pkgconfig/lssar.pc bin/lssar; do
+for f in include/lssar.h lib/liblssar.a lib/liblssar.so "lib/liblssar.so.${ver%%.*}" "lib/liblssar.so.$ver" lib/pkgconfig/lssar.pc lib/pkgconfig/lssar-static.pc bin/lssar; do
   [ -f "$tmp/prefix/$f" ] && ok "installed $f" || bad "installed $f"
 done
 
@@ -33,9 +33,8 @@ int main(void) {
 }
 C
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
-cflags=$(pkg-config --cflags lssar) && libs=$(pkg-config --static --libs lssar) && ok "pkg-config knows lssar" || bad "pkg-config knows lssar"
-# -l:liblssar.a makes the linker take the static library although the .so sits beside it.
-out=$(cc "$tmp/prog.c" -o "$tmp/prog" $cflags ${libs/-llssar/-l:liblssar.a} 2>&1) && ok "static link with pkg-config --static --libs" || bad "static link with pkg-config --static --libs" "$out"
+cflags=$(pkg-config --cflags lssar) && libs=$(pkg-config --libs lssar-static) && ok "pkg-config knows lssar and lssar-static" || bad "pkg-config knows lssar and lssar-static"
+out=$(cc "$tmp/prog.c" -o "$tmp/prog" $cflags $libs 2>&1) && ok "static link with pkg-config --libs lssar-static" || bad "static link with pkg-config --libs lssar-static" "$out"
 if [ -x "$tmp/prog" ]; then
   run=$("$tmp/prog" 2>&1); rc=$?
   [ $rc -eq 0 ] && [[ "$run" == lssar* ]] && ok "statically linked program runs ($run)" || bad "statically linked program runs (exit $rc)" "$run"
@@ -83,10 +82,10 @@ C
 # a sanitizer build's liblssar.so needs its runtime first in the program (the static link gets it
 # from Libs.private)
 san=$(grep -o -- '-fsanitize=[^ ]*' "$BUILD/build-flags" 2>/dev/null | tr '\n' ' ')
-out=$(cc "$tmp/dyn.c" -o "$tmp/dyn" $cflags $san -L"$tmp/prefix/lib" -llssar 2>&1) && ok "dynamic link with -llssar" || bad "dynamic link with -llssar" "$out"
+out=$(cc "$tmp/dyn.c" -o "$tmp/dyn" $cflags $san $(pkg-config --libs lssar) 2>&1) && ok "dynamic link with pkg-config --libs lssar" || bad "dynamic link with pkg-config --libs lssar" "$out"
 if [ -x "$tmp/dyn" ]; then
-  run=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/dyn" 2>&1) && [ "$run" = "lssar $ver" ] && ok "lssar_version() = $ver through liblssar.so" ||
-    bad "lssar_version() = $ver through liblssar.so" "$run"
+  run=$(env -u LD_LIBRARY_PATH "$tmp/dyn" 2>&1) && [ "$run" = "lssar $ver" ] && ok "lssar_version() = $ver through liblssar.so, without LD_LIBRARY_PATH" ||
+    bad "lssar_version() = $ver through liblssar.so, without LD_LIBRARY_PATH" "$run"
   LD_LIBRARY_PATH="$tmp/prefix/lib" ldd "$tmp/dyn" | grep -q "liblssar.so.${ver%%.*} " && ok "program records liblssar.so.${ver%%.*}" || bad "program records liblssar.so.${ver%%.*}"
 fi
 
