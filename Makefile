@@ -206,6 +206,11 @@ install: all
 	ln -sf liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblssar.so
 	install -m 755 $(BUILD)/lssar $(DESTDIR)$(PREFIX)/bin/lssar
+	@g=$${LSSAR_DATA:-data}/gpt2; if [ -f $$g/encoder.json ] && [ -f $$g/vocab.bpe ]; then \
+	  install -d $(DESTDIR)$(PREFIX)/share/lssar/gpt2 && \
+	  install -m 644 $$g/encoder.json $$g/vocab.bpe $(DESTDIR)$(PREFIX)/share/lssar/gpt2/ && \
+	  echo "installed the GPT-2 tokenizer files into $(PREFIX)/share/lssar/gpt2"; \
+	else echo "note: $$g holds no GPT-2 tokenizer files (scripts/fetch-gpt2.sh), so none were installed"; fi
 	for pc in lssar lssar-static; do \
 	  sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	      -e 's|@LIBS_PRIVATE@|$(LIBS)|' $$pc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done

