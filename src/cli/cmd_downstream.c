@@ -112,6 +112,10 @@ int cmd_downstream(int argc, char **argv) {
                model, lssar_attn_name(c->attn), (long long)step, W);
         ds_table_header(stdout);
         for (int i = 0; i < nt; i++) ds_table_row(stdout, &res[i]);
+        char note[1024];
+        const char *tn[64];
+        for (int i = 0; i < nt && i < 64; i++) tn[i] = res[i].name;
+        if (ds_harness_note(note, sizeof note, tn, nt < 64 ? nt : 64)) printf("\n%s", note);
         printf("\nwall time %.1f s\n", lssar_now() - t0);
         if (json) {
             cJSON *root = cJSON_CreateObject();
@@ -122,7 +126,7 @@ int cmd_downstream(int argc, char **argv) {
             cJSON_AddNumberToObject(root, "window", W);
             cJSON_AddNumberToObject(root, "limit", limit);
             cJSON_AddStringToObject(root, "tokenization", "harness: context and continuation encoded separately, left truncation");
-            cJSON_AddStringToObject(root, "acc_norm", "log-likelihood / UTF-8 bytes of the continuation");
+            cJSON_AddStringToObject(root, "acc_norm", "log-likelihood / characters of the choice (lm-evaluation-harness's divisor)");
             cJSON_AddStringToObject(root, "interval", "Wilson 95%");
             cJSON *a = cJSON_AddArrayToObject(root, "results");
             for (int i = 0; i < nt; i++) cJSON_AddItemToArray(a, ds_result_json(&res[i]));

@@ -740,6 +740,12 @@ static int write_results(const results_ctx *c) {
             }
             k += snprintf(md + k, cap - k, "\n");
         }
+        {
+            char note[1024];
+            const char *tn[MAXD];
+            for (int t = 0; t < nds; t++) tn[t] = ds_names[t];
+            if (ds_harness_note(note, sizeof note, tn, nds)) k += snprintf(md + k, cap - k, "\n%s", note);
+        }
         if (seeds >= 2) {
             k += snprintf(md + k, cap - k, "\nPooled over the %d seeds: mean acc_norm (LAMBADA: acc) +- the half-width of its 95%% t interval; in brackets the difference to softmax, paired by seed over the same documents, mean [95%% t interval]; **bold**: that interval excludes 0.\n\n| run |", seeds);
             for (int t = 0; t < nds; t++) k += snprintf(md + k, cap - k, " %s |", ds_names[t]);

