@@ -283,7 +283,7 @@ int cmd_recipe(int argc, char **argv) {
         {"p", ARG_FLOAT, &p, "LSSAR power (0: the trainer's default, 15)", 0, 0},
         {"data", ARG_STR, &data, "gpt2-124m: training shards A.bin,B.bin,... (llm.c format)", 0, 0},
         {"val", ARG_STR, &val, "gpt2-124m: validation shard (eval and passkey lengths need 16 x 1024 + 1 tokens)", 0, 0},
-        {"vocab", ARG_INT, &vocab, "gpt2-124m: token ids (0: the trainer's default; byte-tokenized data needs 257)", 0, 0},
+        {"vocab", ARG_INT, &vocab, "gpt2-124m: token ids (0: what the shards record, else the trainer's default)", 0, 0},
         {"out", ARG_STR, &out, "output directory [default runs/recipe-NAME-ATTN]", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {"smoke", ARG_BOOL, &smoke, "the same stages at toy size (seconds, CPU): checks the recipe", 0, 0},
