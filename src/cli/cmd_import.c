@@ -5,6 +5,7 @@
 #include "lssar.h"
 #include "core/util.h"
 #include "model/checkpoint.h"
+#include "model/hf.h"
 #include "model/llmc.h"
 
 static const char *ABOUT =
@@ -12,22 +13,25 @@ static const char *ABOUT =
     "which eval, sample, passkey and attnstats read like any run's.\n"
     "--format llmc: llm.c's GPT-2 model file (gpt2_124M.bin and the files llm.c's training writes;\n"
     "float32 or bfloat16): softmax attention, learned positions, tied head; the padding rows of the\n"
-    "vocabulary are dropped.";
+    "vocabulary are dropped.\n"
+    "--format hf: a transformers GPT-2 folder (config.json and model.safetensors in float32, as\n"
+    "save_pretrained writes them or the Hub's gpt2 holds them).";
 
 int cmd_import(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *format = NULL;
     arg_spec sp[] = {
-        {"in", ARG_STR, &in, "the model file to read", 1, 0},
-        {"format", ARG_STR, &format, "llmc (llm.c's GPT-2 model file)", 1, 0},
+        {"in", ARG_STR, &in, "the model file (llmc) or folder (hf) to read", 1, 0},
+        {"format", ARG_STR, &format, "llmc (llm.c's GPT-2 model file) or hf (transformers' GPT-2 folder)", 1, 0},
         {"out", ARG_STR, &out, "run directory to write (model.safetensors)", 1, 0},
         {0}};
     int rc = args_parse("import", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
-    if (strcmp(format, "llmc")) return args_error("import", "--format '%s': the format read is llmc (llm.c's model file)", format);
+    int hf = !strcmp(format, "hf");
+    if (!hf && strcmp(format, "llmc")) return args_error("import", "--format '%s': use llmc (llm.c's model file) or hf (transformers' GPT-2)", format);
     gpt *m = NULL;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", out);
-    if ((rc = llmc_load(in, &m)) || (rc = lssar_mkdirs(out)) || (rc = ckpt_save_model(m, path, 0))) {
+    if ((rc = hf ? hf_load(in, &m) : llmc_load(in, &m)) || (rc = lssar_mkdirs(out)) || (rc = ckpt_save_model(m, path, 0))) {
         fprintf(stderr, "lssar import: %s\n", lssar_errmsg());
         gpt_free(m);
         return 1;

@@ -19,8 +19,8 @@
     X(train, SHARED, "train a GPT model (softmax, ssmax, lssa or lssar attention)")                 \
     X(eval, SHARED, "mean next-token loss of a model at several context lengths")                   \
     X(sample, ALONE, "generate tokens from a model")                                                \
-    X(export, ALONE, "write a model as llm.c's GPT-2 model file")                                   \
-    X(import, ALONE, "read llm.c's GPT-2 model file into a run directory")                          \
+    X(export, ALONE, "write a model as llm.c's GPT-2 file or a transformers GPT-2 folder")          \
+    X(import, ALONE, "read an llm.c GPT-2 file or a transformers GPT-2 folder into a run")          \
     X(bench, ALONE, "time training steps, sgemm and attention kernels")                             \
     X(tokenize, ALONE, "GPT-2 or byte tokenizer: text <-> ids, or write a token shard")             \
     X(data, ALONE, "build token shards from the bundled corpora")                                   \

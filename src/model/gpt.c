@@ -36,6 +36,14 @@ int gpt_pos_parse(const char *name) {
     return -1;
 }
 
+const char *gpt_not_gpt2(const gpt_config *c) {
+    return c->attn != LSSAR_ATTN_SOFTMAX ? "its attention is not softmax"
+           : c->pos != GPT_POS_LEARNED  ? "its positions are not learned (GPT-2 has a wpe table)"
+           : !c->tied                   ? "its output head is not tied to the embedding"
+           : c->channels != 1           ? "it has more than one token channel"
+                                        : NULL;
+}
+
 int gpt_config_check(const gpt_config *c) {
     if (!c) return lssar_fail(LSSAR_E_NULL, "gpt config: NULL pointer");
     if (c->layers < 1 || c->layers > 1024)

@@ -57,6 +57,9 @@ typedef struct gpt gpt;
 
 /* Validate a config (errors name the field); 0 if usable. */
 int gpt_config_check(const gpt_config *cfg);
+/* NULL if the config is GPT-2's architecture (softmax attention, learned positions, tied head, one
+   token channel), which llm.c's and transformers' GPT-2 files hold; else why not. */
+const char *gpt_not_gpt2(const gpt_config *cfg);
 const char *gpt_pos_name(gpt_pos pos);
 int gpt_pos_parse(const char *name);   /* -1 if unknown */
 

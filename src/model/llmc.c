@@ -28,11 +28,7 @@ static int tensor_of(const gpt *m, int k, int l) {
 
 int llmc_save(const gpt *m, const char *path) {
     const gpt_config *c = gpt_get_config(m);
-    const char *why = c->attn != LSSAR_ATTN_SOFTMAX ? "its attention is not softmax"
-                      : c->pos != GPT_POS_LEARNED  ? "its positions are not learned (llm.c has a wpe table)"
-                      : !c->tied                   ? "its output head is not tied to the embedding"
-                      : c->channels != 1           ? "it has more than one token channel"
-                                                   : NULL;
+    const char *why = gpt_not_gpt2(c);
     if (why)
         return lssar_fail(LSSAR_E_UNSUPPORTED, "llm.c's model file holds GPT-2 (softmax, learned positions, tied head, "
                           "one token channel): this model cannot be written there, because %s", why);

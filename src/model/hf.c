@@ -1,0 +1,184 @@
+// hf.c - transformers' GPT-2 folder (config.json + model.safetensors); see hf.h.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cJSON.h>
+#include "core/json.h"
+#include "core/util.h"
+#include "model/hf.h"
+#include "model/safetensors.h"
+
+// transformers' name (after "transformer.", %d: the layer), lssar's, and whether the weight is
+// stored transposed (Conv1D: (in, out)).
+static const struct { const char *hf, *ours; int per_layer, transposed; } MAP[] = {
+    {"wte.weight", "wte.0", 0, 0}, {"wpe.weight", "wpe", 0, 0},
+    {"h.%d.ln_1.weight", "h.%d.ln_1.weight", 1, 0}, {"h.%d.ln_1.bias", "h.%d.ln_1.bias", 1, 0},
+    {"h.%d.attn.c_attn.weight", "h.%d.attn.c_attn.weight", 1, 1}, {"h.%d.attn.c_attn.bias", "h.%d.attn.c_attn.bias", 1, 0},
+    {"h.%d.attn.c_proj.weight", "h.%d.attn.c_proj.weight", 1, 1}, {"h.%d.attn.c_proj.bias", "h.%d.attn.c_proj.bias", 1, 0},
+    {"h.%d.ln_2.weight", "h.%d.ln_2.weight", 1, 0}, {"h.%d.ln_2.bias", "h.%d.ln_2.bias", 1, 0},
+    {"h.%d.mlp.c_fc.weight", "h.%d.mlp.c_fc.weight", 1, 1}, {"h.%d.mlp.c_fc.bias", "h.%d.mlp.c_fc.bias", 1, 0},
+    {"h.%d.mlp.c_proj.weight", "h.%d.mlp.c_proj.weight", 1, 1}, {"h.%d.mlp.c_proj.bias", "h.%d.mlp.c_proj.bias", 1, 0},
+    {"ln_f.weight", "ln_f.weight", 0, 0}, {"ln_f.bias", "ln_f.bias", 0, 0}};
+enum { NMAP = sizeof MAP / sizeof MAP[0] };
+
+// (r, c) row-major -> (c, r)
+static void transpose(const float *src, float *dst, int r, int c) {
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++) dst[(size_t)j * r + i] = src[(size_t)i * c + j];
+}
+
+static size_t max_numel(const gpt *m) {
+    size_t mx = 0;
+    for (int i = 0; i < gpt_num_tensors(m); i++) if (gpt_tensor_numel(m, i) > mx) mx = gpt_tensor_numel(m, i);
+    return mx;
+}
+
+static int write_config(const gpt_config *c, const char *path) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON *a = cJSON_AddArrayToObject(j, "architectures");
+    cJSON_AddItemToArray(a, cJSON_CreateString("GPT2LMHeadModel"));
+    cJSON_AddStringToObject(j, "model_type", "gpt2");
+    cJSON_AddNumberToObject(j, "vocab_size", c->vocab);
+    cJSON_AddNumberToObject(j, "n_positions", c->max_seq);
+    cJSON_AddNumberToObject(j, "n_ctx", c->max_seq);
+    cJSON_AddNumberToObject(j, "n_embd", c->dim);
+    cJSON_AddNumberToObject(j, "n_layer", c->layers);
+    cJSON_AddNumberToObject(j, "n_head", c->heads);
+    cJSON_AddStringToObject(j, "activation_function", "gelu_new");   // GELU, tanh approximation
+    cJSON_AddNumberToObject(j, "layer_norm_epsilon", 1e-5);
+    cJSON_AddNumberToObject(j, "resid_pdrop", 0);
+    cJSON_AddNumberToObject(j, "embd_pdrop", 0);
+    cJSON_AddNumberToObject(j, "attn_pdrop", 0);
+    cJSON_AddBoolToObject(j, "tie_word_embeddings", 1);
+    cJSON_AddBoolToObject(j, "scale_attn_weights", 1);
+    if (c->vocab > 50256) {   // GPT-2's tokenizer: end-of-text
+        cJSON_AddNumberToObject(j, "bos_token_id", 50256);
+        cJSON_AddNumberToObject(j, "eos_token_id", 50256);
+    }
+    cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    int rc = lssar_write_json(path, j);
+    cJSON_Delete(j);
+    return rc;
+}
+
+int hf_save(const gpt *m, const char *dir) {
+    const gpt_config *c = gpt_get_config(m);
+    const char *why = gpt_not_gpt2(c);
+    if (why)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "transformers' GPT2LMHeadModel is GPT-2 (softmax, learned positions, tied "
+                          "head, one token channel): this model cannot be written as one, because %s", why);
+    int rc = lssar_mkdirs(dir);
+    if (rc) return rc;
+    char path[4200], nm[96], ours[96];
+    st_writer w;
+    st_writer_init(&w);
+    st_writer_meta(&w, "format", "pt");   // what transformers' safetensors loader expects
+    for (int k = 0; k < NMAP; k++)
+        for (int l = 0; l < (MAP[k].per_layer ? c->layers : 1); l++) {
+            snprintf(ours, sizeof ours, MAP[k].ours, l);
+            int i = gpt_tensor_index(m, ours);
+            const int *sh = gpt_tensor_shape(m, i);
+            int64_t shape[2] = {sh[0], gpt_tensor_ndim(m, i) > 1 ? sh[1] : 0};
+            if (MAP[k].transposed) { int64_t t = shape[0]; shape[0] = shape[1]; shape[1] = t; }
+            char hf[80];
+            snprintf(hf, sizeof hf, MAP[k].hf, l);
+            snprintf(nm, sizeof nm, "transformer.%s", hf);
+            st_writer_add(&w, nm, "F32", gpt_tensor_ndim(m, i), shape);
+        }
+    float *buf = malloc(2 * max_numel(m) * sizeof(float));
+    if (!buf) { st_writer_abort(&w); return lssar_fail(LSSAR_E_NOMEM, "out of memory writing %s", dir); }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    rc = st_writer_begin(&w, path);
+    size_t half = max_numel(m);
+    for (int k = 0; k < NMAP && !rc; k++)
+        for (int l = 0; l < (MAP[k].per_layer ? c->layers : 1) && !rc; l++) {
+            snprintf(ours, sizeof ours, MAP[k].ours, l);
+            int i = gpt_tensor_index(m, ours);
+            size_t n = gpt_tensor_numel(m, i);
+            if ((rc = gpt_read_tensor(m, GPT_BUF_PARAM, i, buf))) break;
+            const float *out = buf;
+            if (MAP[k].transposed) {
+                const int *sh = gpt_tensor_shape(m, i);
+                transpose(buf, buf + half, sh[0], sh[1]);
+                out = buf + half;
+            }
+            rc = st_writer_write(&w, out, n * sizeof(float));
+        }
+    free(buf);
+    if (rc) { st_writer_abort(&w); return rc; }
+    if ((rc = st_writer_commit(&w))) return rc;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    return write_config(c, path);
+}
+
+// A number field of config.json, or dflt when absent; -1e300 when present but not a number.
+static double num(const cJSON *j, const char *key, double dflt) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, key);
+    return !x ? dflt : cJSON_IsNumber(x) ? x->valuedouble : -1e300;
+}
+
+int hf_load(const char *dir, gpt **out) {
+    *out = NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    cJSON *j = lssar_read_json(path);
+    if (!j) return lssar_fail(LSSAR_E_FORMAT, "%s is missing or not JSON: a transformers model folder has config.json", path);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "activation_function");
+    const char *bad = NULL;
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2")) bad = "model_type is not \"gpt2\" (lssar reads GPT-2 folders)";
+    else if (act && (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_pytorch_tanh"))))
+        bad = "activation_function is not GELU's tanh approximation (gelu_new)";
+    else if (fabs(num(j, "layer_norm_epsilon", 1e-5) - 1e-5) > 1e-12) bad = "layer_norm_epsilon is not 1e-5";
+    else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings"))) bad = "the head is not tied to the embedding";
+    else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "scale_attn_weights")) ||
+             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "scale_attn_by_inverse_layer_idx")) ||
+             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "reorder_and_upcast_attn")))
+        bad = "its attention is scaled otherwise than by 1/sqrt(D)";
+    double V = num(j, "vocab_size", 50257), T = num(j, "n_positions", 1024), C = num(j, "n_embd", 768);
+    double L = num(j, "n_layer", 12), H = num(j, "n_head", 12);
+    cJSON_Delete(j);
+    if (bad) return lssar_fail(LSSAR_E_UNSUPPORTED, "%s: %s", path, bad);
+    if (!(V >= 1 && V <= 65536 && T >= 1 && T <= 1 << 20 && C >= 1 && C <= 65536 && L >= 1 && L <= 4096 && H >= 1 &&
+          fmod(C, H) == 0 && V == floor(V) && T == floor(T) && C == floor(C) && L == floor(L) && H == floor(H)))
+        return lssar_fail(LSSAR_E_FORMAT, "%s: vocab_size %g, n_positions %g, n_embd %g, n_layer %g, n_head %g are not a "
+                          "model (n_head must divide n_embd)", path, V, T, C, L, H);
+    gpt_config cfg = {.layers = (int)L, .heads = (int)H, .dim = (int)C, .vocab = (int)V, .channels = 1, .max_seq = (int)T,
+                      .pos = GPT_POS_LEARNED, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1, .device = LSSAR_DEVICE_CPU};
+    gpt *m = NULL;
+    st_file f;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = st_open(&f, path);
+    if (rc) return rc;
+    if ((rc = gpt_create_empty(&cfg, &m))) { st_close(&f); return rc; }
+    size_t half = max_numel(m);
+    float *buf = malloc(2 * half * sizeof(float));
+    if (!buf) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+    char ours[96], hf[80], full[96];
+    for (int k = 0; k < NMAP && !rc; k++)
+        for (int l = 0; l < (MAP[k].per_layer ? cfg.layers : 1) && !rc; l++) {
+            snprintf(ours, sizeof ours, MAP[k].ours, l);
+            snprintf(hf, sizeof hf, MAP[k].hf, l);
+            snprintf(full, sizeof full, "transformer.%s", hf);
+            const char *name = st_find(&f, full) ? full : hf;   // the Hub's gpt2 has no prefix
+            int i = gpt_tensor_index(m, ours);
+            const int *sh = gpt_tensor_shape(m, i);
+            const st_tensor *t = st_find(&f, name);
+            int64_t want0 = MAP[k].transposed ? sh[1] : sh[0], want1 = MAP[k].transposed ? sh[0] : sh[1];
+            if (!t) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s is missing", path, full); break; }
+            if (t->ndim != gpt_tensor_ndim(m, i) || t->shape[0] != want0 || (t->ndim > 1 && t->shape[1] != want1)) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s has another shape than config.json implies", path, name);
+                break;
+            }
+            if ((rc = st_read(&f, name, "F32", buf, gpt_tensor_numel(m, i)))) break;   // the error names the dtype
+            const float *src = buf;
+            if (MAP[k].transposed) { transpose(buf, buf + half, (int)want0, (int)want1); src = buf + half; }
+            rc = gpt_write_tensor(m, GPT_BUF_PARAM, i, src);
+        }
+    free(buf);
+    st_close(&f);
+    if (rc) { gpt_free(m); return rc; }
+    *out = m;
+    return 0;
+}

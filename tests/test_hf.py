@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""test_hf.py - `lssar export/import --format hf` against Hugging Face transformers itself (pinned
+in scripts/requirements.txt, run from the project's .venv): a GPT-2-shaped lssar model exported
+as a folder loads with GPT2LMHeadModel.from_pretrained and gives `lssar eval`'s per-position
+losses on the same windows (the logits, through the loss); import gives back every tensor bit for
+bit, also from the Hub's layout (no "transformer." prefix, attention-mask buffers); configs and
+models lssar cannot represent are refused with the reason. Binary: $LSSAR_BIN, else build/lssar.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.environ.get("LSSAR_VENV", os.path.join(ROOT, ".venv"))
+LSSAR = os.path.abspath(os.environ.get("LSSAR_BIN", os.path.join(ROOT, "build", "lssar")))
+passed = failed = 0
+
+
+def check(cond, name, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("ok - " + name)
+    else:
+        failed += 1
+        print("not ok - %s %s" % (name, detail))
+
+
+def run(*args):
+    r = subprocess.run([LSSAR] + list(args), capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items() if k != "__metadata__"}, h
+
+
+def inner():
+    import numpy as np
+    import torch
+    import transformers
+    print("# transformers %s, torch %s" % (transformers.__version__, torch.__version__))
+    tmp = tempfile.mkdtemp(prefix="lssar_hf_")
+    shard = os.path.join(tmp, "s.bin")
+    # byte-level text (this project's docs): a model learns its byte statistics in a few steps
+    text = os.path.join(tmp, "text.txt")
+    with open(text, "w") as f:
+        for name in ("README.md", "docs/attention.md", "docs/RESULTS.md"):
+            f.write(open(os.path.join(ROOT, name), encoding="utf-8").read())
+    run("tokenize", "--tokenizer", "byte", "--in", text, "--out", shard)
+    M = ["--data", shard, "--layers", "2", "--heads", "2", "--dim", "32", "--seq", "32", "--batch", "8", "--steps", "100",
+         "--lr", "1e-2", "--threads", "1", "--quiet", "--no-plot"]
+    rc1, _ = run("train", *M, "--pos", "learned", "--attn", "softmax", "--out", os.path.join(tmp, "gpt2"))
+    rc2, _ = run("train", *M, "--attn", "softmax", "--out", os.path.join(tmp, "rope"))
+    check(rc1 == 0 and rc2 == 0, "two tiny models trained")
+    hf = os.path.join(tmp, "hf")
+    rc, out = run("export", "--format", "hf", "--model", os.path.join(tmp, "gpt2"), "--out", hf)
+    check(rc == 0 and os.path.exists(os.path.join(hf, "config.json")), "export --format hf", out)
+
+    # transformers loads it, and its losses are lssar's on the same windows
+    model = transformers.GPT2LMHeadModel.from_pretrained(hf).eval()
+    T, W = 32, 8
+    rc, out = run("eval", "--model", os.path.join(tmp, "gpt2"), "--data", shard, "--seq", str(T), "--batches", "1",
+                  "--batch", str(W), "--per-position", "--json", os.path.join(tmp, "ev.json"), "--threads", "1")
+    ev = json.load(open(os.path.join(tmp, "ev.json")))["results"][0]
+    tok = np.fromfile(shard, dtype="<u2", offset=1024).astype(np.int64)
+    win = torch.tensor(np.stack([tok[k * T:k * T + T + 1] for k in range(W)]))
+    with torch.no_grad():
+        logits = model(win[:, :-1]).logits.double()
+    per = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), win[:, 1:].reshape(-1),
+                                            reduction="none").view(W, T).mean(0)
+    ours = torch.tensor(ev["per_position"], dtype=torch.float64)
+    err = float((per - ours).abs().max() / ours.abs().max())
+    check(rc == 0 and err < 1e-4, "GPT2LMHeadModel.from_pretrained gives lssar eval's per-position losses (max rel. diff %.1e)" % err, out)
+    check(abs(float(per.mean()) - ev["loss"]) < 1e-4 * ev["loss"], "and its mean loss (%.6f against %.6f)" % (float(per.mean()), ev["loss"]))
+    # (a model still near uniform, ln 257 = 5.55, would hide a weight in the wrong layout)
+    check(ev["loss"] < 4.5, "the model is far from uniform, so the comparison sees every weight (loss %.3f)" % ev["loss"])
+
+    # import: back to the same tensors, from our layout and from the Hub's
+    rc, out = run("import", "--format", "hf", "--in", hf, "--out", os.path.join(tmp, "back"))
+    a, _ = tensors(os.path.join(tmp, "gpt2", "model.safetensors"))
+    b, _ = tensors(os.path.join(tmp, "back", "model.safetensors")) if rc == 0 else ({}, None)
+    check(rc == 0 and a == b, "import --format hf: every tensor bit-identical", out)
+    hub = os.path.join(tmp, "hub")
+    os.makedirs(hub)
+    x, _ = tensors(os.path.join(hf, "model.safetensors"))
+    named = {k[len("transformer."):]: v for k, v in x.items()}
+    named["h.0.attn.bias"] = struct.pack("<4f", 1, 0, 1, 1)   # an old file's causal-mask buffer
+    hdr, off = {}, 0
+    for k, v in named.items():
+        shape = [2, 2] if k == "h.0.attn.bias" else None
+        hdr[k] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(v)]}
+        off += len(v)
+    _, xh = tensors(os.path.join(hf, "model.safetensors"))
+    for k in named:
+        if k != "h.0.attn.bias":
+            hdr[k]["shape"] = xh["transformer." + k]["shape"]
+    hj = json.dumps(hdr).encode()
+    hj += b" " * (-len(hj) % 8)
+    with open(os.path.join(hub, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(hj)) + hj + b"".join(named.values()))
+    cfg = json.load(open(os.path.join(hf, "config.json")))
+    json.dump(cfg, open(os.path.join(hub, "config.json"), "w"))
+    rc, out = run("import", "--format", "hf", "--in", hub, "--out", os.path.join(tmp, "back2"))
+    c, _ = tensors(os.path.join(tmp, "back2", "model.safetensors")) if rc == 0 else ({}, None)
+    check(rc == 0 and a == c, "import of the Hub's layout (no prefix, a mask buffer): the same tensors", out)
+
+    # refusals
+    rc, out = run("export", "--format", "hf", "--model", os.path.join(tmp, "rope"), "--out", os.path.join(tmp, "x"))
+    check(rc == 2 and "learned" in out and not os.path.exists(os.path.join(tmp, "x", "model.safetensors")),
+          "a RoPE model is refused (exit 2, says why)", out)
+    cfg["activation_function"] = "gelu"
+    json.dump(cfg, open(os.path.join(hub, "config.json"), "w"))
+    rc, out = run("import", "--format", "hf", "--in", hub, "--out", os.path.join(tmp, "y"))
+    check(rc == 1 and "gelu_new" in out, "a config with exact GELU is refused, naming it", out)
+    rc, out = run("import", "--format", "hf", "--in", os.path.join(tmp, "nowhere"), "--out", os.path.join(tmp, "y"))
+    check(rc == 1 and "config.json" in out, "a folder without config.json is refused", out)
+    print("inner: %d,%d" % (passed, failed))
+
+
+def outer():
+    r = subprocess.run([os.path.join(VENV, "bin", "python"), "-c", "import transformers"], capture_output=True, text=True)
+    check(r.returncode == 0, "transformers imports in %s (scripts/deps.sh installs it)" % VENV, r.stderr[-500:])
+    if r.returncode == 0:
+        r = subprocess.run([os.path.join(VENV, "bin", "python"), os.path.abspath(__file__), "--inner"], capture_output=True, text=True,
+                           env=dict(os.environ, LSSAR_BIN=LSSAR, TRANSFORMERS_OFFLINE="1", HF_HUB_OFFLINE="1"))
+        sys.stdout.write(r.stdout)
+        sys.stderr.write(r.stderr[-3000:])
+        global passed, failed
+        for line in r.stdout.splitlines():
+            if line.startswith("inner: "):
+                p, f = line[7:].split(",")
+                passed, failed = passed + int(p), failed + int(f)
+                break
+        else:
+            check(False, "the transformers checks ran to their end", "exit %d" % r.returncode)
+    print("test_hf: %d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    if "--inner" in sys.argv:
+        try:
+            inner()
+        except Exception:   # noqa: BLE001 - reported as a failure by the outer run
+            import traceback
+            traceback.print_exc()
+            print("inner: %d,%d" % (passed, failed + 1))
+    else:
+        outer()
