@@ -57,30 +57,34 @@ def inner():
     M = ["--data", shard, "--layers", "2", "--heads", "2", "--dim", "32", "--seq", "32", "--batch", "8", "--steps", "100",
          "--lr", "1e-2", "--threads", "1", "--quiet", "--no-plot"]
     rc1, _ = run("train", *M, "--pos", "learned", "--attn", "softmax", "--out", os.path.join(tmp, "gpt2"))
-    rc2, _ = run("train", *M, "--attn", "softmax", "--out", os.path.join(tmp, "rope"))
-    check(rc1 == 0 and rc2 == 0, "two tiny models trained")
+    rc2, _ = run("train", *M, "--attn", "softmax", "--rope-base", "500", "--out", os.path.join(tmp, "rope"))
+    rc3, _ = run("train", *M, "--attn", "lssar", "--out", os.path.join(tmp, "lssar"))
+    check(rc1 == 0 and rc2 == 0 and rc3 == 0, "three tiny models trained (learned positions, RoPE base 500, lssar)")
     hf = os.path.join(tmp, "hf")
     rc, out = run("export", "--format", "hf", "--model", os.path.join(tmp, "gpt2"), "--out", hf)
     check(rc == 0 and os.path.exists(os.path.join(hf, "config.json")), "export --format hf", out)
 
+    def same_losses(cls, folder, run_dir, T, what):
+        """transformers' model from folder against `lssar eval` of run_dir, per position, at T."""
+        model = cls.from_pretrained(folder).eval()
+        W = 8
+        rc, out = run("eval", "--model", run_dir, "--data", shard, "--seq", str(T), "--batches", "1", "--batch", str(W),
+                      "--per-position", "--json", os.path.join(tmp, "ev.json"), "--threads", "1")
+        ev = json.load(open(os.path.join(tmp, "ev.json")))["results"][0]
+        tok = np.fromfile(shard, dtype="<u2", offset=1024).astype(np.int64)
+        win = torch.tensor(np.stack([tok[k * T:k * T + T + 1] for k in range(W)]))
+        with torch.no_grad():
+            logits = model(win[:, :-1]).logits.double()
+        per = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), win[:, 1:].reshape(-1),
+                                                reduction="none").view(W, T).mean(0)
+        ours = torch.tensor(ev["per_position"], dtype=torch.float64)
+        err = float((per - ours).abs().max() / ours.abs().max())
+        # (a model still near uniform, ln 257 = 5.55, would hide a weight in the wrong layout)
+        check(rc == 0 and err < 1e-4 and ev["loss"] < 4.5, "%s.from_pretrained gives lssar eval's per-position losses %s (max rel. "
+              "diff %.1e; loss %.3f, far from uniform)" % (cls.__name__, what, err, ev["loss"]), out)
+
     # transformers loads it, and its losses are lssar's on the same windows
-    model = transformers.GPT2LMHeadModel.from_pretrained(hf).eval()
-    T, W = 32, 8
-    rc, out = run("eval", "--model", os.path.join(tmp, "gpt2"), "--data", shard, "--seq", str(T), "--batches", "1",
-                  "--batch", str(W), "--per-position", "--json", os.path.join(tmp, "ev.json"), "--threads", "1")
-    ev = json.load(open(os.path.join(tmp, "ev.json")))["results"][0]
-    tok = np.fromfile(shard, dtype="<u2", offset=1024).astype(np.int64)
-    win = torch.tensor(np.stack([tok[k * T:k * T + T + 1] for k in range(W)]))
-    with torch.no_grad():
-        logits = model(win[:, :-1]).logits.double()
-    per = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), win[:, 1:].reshape(-1),
-                                            reduction="none").view(W, T).mean(0)
-    ours = torch.tensor(ev["per_position"], dtype=torch.float64)
-    err = float((per - ours).abs().max() / ours.abs().max())
-    check(rc == 0 and err < 1e-4, "GPT2LMHeadModel.from_pretrained gives lssar eval's per-position losses (max rel. diff %.1e)" % err, out)
-    check(abs(float(per.mean()) - ev["loss"]) < 1e-4 * ev["loss"], "and its mean loss (%.6f against %.6f)" % (float(per.mean()), ev["loss"]))
-    # (a model still near uniform, ln 257 = 5.55, would hide a weight in the wrong layout)
-    check(ev["loss"] < 4.5, "the model is far from uniform, so the comparison sees every weight (loss %.3f)" % ev["loss"])
+    same_losses(transformers.GPT2LMHeadModel, hf, os.path.join(tmp, "gpt2"), 32, "at T = 32")
 
     # import: back to the same tensors, from our layout and from the Hub's
     rc, out = run("import", "--format", "hf", "--in", hf, "--out", os.path.join(tmp, "back"))
@@ -111,10 +115,21 @@ def inner():
     c, _ = tensors(os.path.join(tmp, "back2", "model.safetensors")) if rc == 0 else ({}, None)
     check(rc == 0 and a == c, "import of the Hub's layout (no prefix, a mask buffer): the same tensors", out)
 
+    # RoPE: GPT-NeoX, also beyond the training length
+    nx = os.path.join(tmp, "neox")
+    rc, out = run("export", "--format", "hf", "--model", os.path.join(tmp, "rope"), "--out", nx)
+    check(rc == 0 and json.load(open(os.path.join(nx, "config.json")))["model_type"] == "gpt_neox", "export of a RoPE model: a GPT-NeoX folder", out)
+    same_losses(transformers.GPTNeoXForCausalLM, nx, os.path.join(tmp, "rope"), 32, "at T = 32")
+    same_losses(transformers.GPTNeoXForCausalLM, nx, os.path.join(tmp, "rope"), 64, "at T = 64 (2x)")
+    rc, out = run("import", "--format", "hf", "--in", nx, "--out", os.path.join(tmp, "back3"))
+    a3, _ = tensors(os.path.join(tmp, "rope", "model.safetensors"))
+    b3, _ = tensors(os.path.join(tmp, "back3", "model.safetensors")) if rc == 0 else ({}, None)
+    check(rc == 0 and a3 == b3, "import of the GPT-NeoX folder: every tensor bit-identical", out)
+
     # refusals
-    rc, out = run("export", "--format", "hf", "--model", os.path.join(tmp, "rope"), "--out", os.path.join(tmp, "x"))
-    check(rc == 2 and "learned" in out and not os.path.exists(os.path.join(tmp, "x", "model.safetensors")),
-          "a RoPE model is refused (exit 2, says why)", out)
+    rc, out = run("export", "--format", "hf", "--model", os.path.join(tmp, "lssar"), "--out", os.path.join(tmp, "x"))
+    check(rc == 2 and "softmax" in out and not os.path.exists(os.path.join(tmp, "x", "model.safetensors")),
+          "an lssar-attention model is refused (exit 2, says why)", out)
     cfg["activation_function"] = "gelu"
     json.dump(cfg, open(os.path.join(hub, "config.json"), "w"))
     rc, out = run("import", "--format", "hf", "--in", hub, "--out", os.path.join(tmp, "y"))

@@ -14,7 +14,8 @@ static const char *ABOUT =
     "learned positions, tied head, one token channel (train with --pos learned --attn softmax).\n"
     "llm.c's train_gpt2 then loads it in place of gpt2_124M.bin.\n"
     "--format hf: a folder (--out) with config.json and model.safetensors that Hugging Face\n"
-    "transformers loads with GPT2LMHeadModel.from_pretrained, for the same GPT-2-shaped models.\n"
+    "transformers loads with from_pretrained: softmax models with learned positions as GPT-2,\n"
+    "with RoPE as GPT-NeoX (tied head, one token channel).\n"
     "`lssar import` reads both back.\n"
     "--model is a run directory (its model.safetensors) or a .safetensors file.";
 

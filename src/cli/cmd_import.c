@@ -14,8 +14,8 @@ static const char *ABOUT =
     "--format llmc: llm.c's GPT-2 model file (gpt2_124M.bin and the files llm.c's training writes;\n"
     "float32 or bfloat16): softmax attention, learned positions, tied head; the padding rows of the\n"
     "vocabulary are dropped.\n"
-    "--format hf: a transformers GPT-2 folder (config.json and model.safetensors in float32, as\n"
-    "save_pretrained writes them or the Hub's gpt2 holds them).";
+    "--format hf: a transformers GPT-2 or GPT-NeoX folder (config.json and model.safetensors in\n"
+    "float32, as save_pretrained writes them or the Hub's gpt2 holds them).";
 
 int cmd_import(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *format = NULL;

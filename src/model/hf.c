@@ -22,6 +22,40 @@ static const struct { const char *hf, *ours; int per_layer, transposed; } MAP[] 
     {"ln_f.weight", "ln_f.weight", 0, 0}, {"ln_f.bias", "ln_f.bias", 0, 0}};
 enum { NMAP = sizeof MAP / sizeof MAP[0] };
 
+// GPT-NeoX (RoPE models): nn.Linear weights, (out, in) as lssar's; the fused q, k, v rows are
+// grouped per head (head h: its q, k, v rows), reordered on the way (qkv_rows). embed_out is
+// written as a copy of the embedding (lssar's head is tied).
+static const struct { const char *hf, *ours; int per_layer, qkv; } NEOX[] = {
+    {"gpt_neox.embed_in.weight", "wte.0", 0, 0},
+    {"gpt_neox.layers.%d.input_layernorm.weight", "h.%d.ln_1.weight", 1, 0},
+    {"gpt_neox.layers.%d.input_layernorm.bias", "h.%d.ln_1.bias", 1, 0},
+    {"gpt_neox.layers.%d.attention.query_key_value.weight", "h.%d.attn.c_attn.weight", 1, 1},
+    {"gpt_neox.layers.%d.attention.query_key_value.bias", "h.%d.attn.c_attn.bias", 1, 1},
+    {"gpt_neox.layers.%d.attention.dense.weight", "h.%d.attn.c_proj.weight", 1, 0},
+    {"gpt_neox.layers.%d.attention.dense.bias", "h.%d.attn.c_proj.bias", 1, 0},
+    {"gpt_neox.layers.%d.post_attention_layernorm.weight", "h.%d.ln_2.weight", 1, 0},
+    {"gpt_neox.layers.%d.post_attention_layernorm.bias", "h.%d.ln_2.bias", 1, 0},
+    {"gpt_neox.layers.%d.mlp.dense_h_to_4h.weight", "h.%d.mlp.c_fc.weight", 1, 0},
+    {"gpt_neox.layers.%d.mlp.dense_h_to_4h.bias", "h.%d.mlp.c_fc.bias", 1, 0},
+    {"gpt_neox.layers.%d.mlp.dense_4h_to_h.weight", "h.%d.mlp.c_proj.weight", 1, 0},
+    {"gpt_neox.layers.%d.mlp.dense_4h_to_h.bias", "h.%d.mlp.c_proj.bias", 1, 0},
+    {"gpt_neox.final_layer_norm.weight", "ln_f.weight", 0, 0},
+    {"gpt_neox.final_layer_norm.bias", "ln_f.bias", 0, 0},
+    {"embed_out.weight", "wte.0", 0, 0}};
+enum { NNEOX = sizeof NEOX / sizeof NEOX[0] };
+
+// Rows of lssar's fused q, k, v (part p of 3, head h of H, dim d of D: row p C + h D + d) into
+// NeoX's order (row h 3D + p D + d), each row `cols` floats (1 for the bias); back with to_ours.
+static void qkv_rows(const float *src, float *dst, int H, int D, size_t cols, int to_ours) {
+    int C = H * D;
+    for (int p = 0; p < 3; p++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                size_t ours = (size_t)p * C + (size_t)h * D + d, neox = (size_t)h * 3 * D + (size_t)p * D + d;
+                memcpy(dst + (to_ours ? ours : neox) * cols, src + (to_ours ? neox : ours) * cols, cols * sizeof(float));
+            }
+}
+
 // (r, c) row-major -> (c, r)
 static void transpose(const float *src, float *dst, int r, int c) {
     for (int i = 0; i < r; i++)
@@ -34,7 +68,33 @@ static size_t max_numel(const gpt *m) {
     return mx;
 }
 
+static int write_config_neox(const gpt_config *c, const char *path) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "architectures"), cJSON_CreateString("GPTNeoXForCausalLM"));
+    cJSON_AddStringToObject(j, "model_type", "gpt_neox");
+    cJSON_AddNumberToObject(j, "vocab_size", c->vocab);
+    cJSON_AddNumberToObject(j, "hidden_size", c->dim);
+    cJSON_AddNumberToObject(j, "num_hidden_layers", c->layers);
+    cJSON_AddNumberToObject(j, "num_attention_heads", c->heads);
+    cJSON_AddNumberToObject(j, "intermediate_size", 4 * c->dim);
+    cJSON_AddStringToObject(j, "hidden_act", "gelu_new");
+    cJSON_AddNumberToObject(j, "rotary_pct", 1.0);
+    cJSON_AddNumberToObject(j, "rotary_emb_base", c->rope_base);
+    cJSON_AddNumberToObject(j, "max_position_embeddings", c->max_seq);   // RoPE: the training length
+    cJSON_AddNumberToObject(j, "layer_norm_eps", 1e-5);
+    cJSON_AddBoolToObject(j, "use_parallel_residual", 0);   // lssar's blocks are sequential, as GPT-2's
+    cJSON_AddBoolToObject(j, "attention_bias", 1);
+    cJSON_AddBoolToObject(j, "tie_word_embeddings", 0);    // embed_out is written as the embedding's copy
+    cJSON_AddNumberToObject(j, "attention_dropout", 0);
+    cJSON_AddNumberToObject(j, "hidden_dropout", 0);
+    cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    int rc = lssar_write_json(path, j);
+    cJSON_Delete(j);
+    return rc;
+}
+
 static int write_config(const gpt_config *c, const char *path) {
+    if (c->pos == GPT_POS_ROPE) return write_config_neox(c, path);
     cJSON *j = cJSON_CreateObject();
     cJSON *a = cJSON_AddArrayToObject(j, "architectures");
     cJSON_AddItemToArray(a, cJSON_CreateString("GPT2LMHeadModel"));
@@ -62,12 +122,63 @@ static int write_config(const gpt_config *c, const char *path) {
     return rc;
 }
 
+static int neox_save(const gpt *m, const char *dir) {
+    const gpt_config *c = gpt_get_config(m);
+    const char *why = c->attn != LSSAR_ATTN_SOFTMAX ? "its attention is not softmax"
+                      : !c->tied ? "its output head is not tied to the embedding"
+                      : c->channels != 1 ? "it has more than one token channel" : NULL;
+    if (why)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "transformers' GPT-NeoX is a softmax RoPE model with one token channel: this "
+                          "model cannot be written as one, because %s", why);
+    int rc = lssar_mkdirs(dir);
+    if (rc) return rc;
+    const int H = c->heads, D = c->dim / c->heads;
+    char path[4200], ours[96];
+    st_writer w;
+    st_writer_init(&w);
+    st_writer_meta(&w, "format", "pt");
+    for (int k = 0; k < NNEOX; k++)
+        for (int l = 0; l < (NEOX[k].per_layer ? c->layers : 1); l++) {
+            snprintf(ours, sizeof ours, NEOX[k].ours, l);
+            int i = gpt_tensor_index(m, ours);
+            const int *sh = gpt_tensor_shape(m, i);
+            int64_t shape[2] = {sh[0], gpt_tensor_ndim(m, i) > 1 ? sh[1] : 0};
+            char nm[96];
+            snprintf(nm, sizeof nm, NEOX[k].hf, l);
+            st_writer_add(&w, nm, "F32", gpt_tensor_ndim(m, i), shape);
+        }
+    size_t half = max_numel(m);
+    float *buf = malloc(2 * half * sizeof(float));
+    if (!buf) { st_writer_abort(&w); return lssar_fail(LSSAR_E_NOMEM, "out of memory writing %s", dir); }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    rc = st_writer_begin(&w, path);
+    for (int k = 0; k < NNEOX && !rc; k++)
+        for (int l = 0; l < (NEOX[k].per_layer ? c->layers : 1) && !rc; l++) {
+            snprintf(ours, sizeof ours, NEOX[k].ours, l);
+            int i = gpt_tensor_index(m, ours);
+            size_t n = gpt_tensor_numel(m, i);
+            if ((rc = gpt_read_tensor(m, GPT_BUF_PARAM, i, buf))) break;
+            const float *out = buf;
+            if (NEOX[k].qkv) {
+                qkv_rows(buf, buf + half, H, D, gpt_tensor_ndim(m, i) > 1 ? (size_t)c->dim : 1, 0);
+                out = buf + half;
+            }
+            rc = st_writer_write(&w, out, n * sizeof(float));
+        }
+    free(buf);
+    if (rc) { st_writer_abort(&w); return rc; }
+    if ((rc = st_writer_commit(&w))) return rc;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    return write_config(c, path);
+}
+
 int hf_save(const gpt *m, const char *dir) {
     const gpt_config *c = gpt_get_config(m);
+    if (c->pos == GPT_POS_ROPE) return neox_save(m, dir);
     const char *why = gpt_not_gpt2(c);
     if (why)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "transformers' GPT2LMHeadModel is GPT-2 (softmax, learned positions, tied "
-                          "head, one token channel): this model cannot be written as one, because %s", why);
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "transformers holds softmax models with learned positions (GPT-2) or RoPE "
+                          "(GPT-NeoX), tied head, one token channel: this model cannot be written there, because %s", why);
     int rc = lssar_mkdirs(dir);
     if (rc) return rc;
     char path[4200], nm[96], ours[96];
@@ -118,6 +229,75 @@ static double num(const cJSON *j, const char *key, double dflt) {
     return !x ? dflt : cJSON_IsNumber(x) ? x->valuedouble : -1e300;
 }
 
+// A GPT-NeoX folder (config j, already read): RoPE, sequential residual, tied head.
+static int neox_load(const char *dir, cJSON *j, gpt **out) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(j, "rope_scaling");
+    double V = num(j, "vocab_size", 50432), C = num(j, "hidden_size", 6144), L = num(j, "num_hidden_layers", 44);
+    double H = num(j, "num_attention_heads", 64), I = num(j, "intermediate_size", 24576), T = num(j, "max_position_embeddings", 2048);
+    double base = num(j, "rotary_emb_base", 10000);
+    const char *bad = NULL;
+    if (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_pytorch_tanh")))
+        bad = "hidden_act is not GELU's tanh approximation (gelu_new)";
+    else if (num(j, "rotary_pct", 0.25) != 1.0) bad = "rotary_pct is not 1 (lssar rotates every pair of a head)";
+    else if (fabs(num(j, "layer_norm_eps", 1e-5) - 1e-5) > 1e-12) bad = "layer_norm_eps is not 1e-5";
+    else if (!cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "use_parallel_residual")))
+        bad = "use_parallel_residual is not false (lssar's blocks are sequential)";
+    else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "attention_bias"))) bad = "attention_bias is false";
+    else if (rs && !cJSON_IsNull(rs)) bad = "rope_scaling is set";
+    else if (I != 4 * C) bad = "intermediate_size is not 4 x hidden_size";
+    else if (!(base > 1)) bad = "rotary_emb_base is not a base > 1";
+    int tied = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings"));
+    cJSON_Delete(j);
+    if (bad) return lssar_fail(LSSAR_E_UNSUPPORTED, "%s: %s", path, bad);
+    if (!(V >= 1 && V <= 65536 && T >= 1 && T <= 1 << 20 && C >= 2 && C <= 65536 && L >= 1 && L <= 4096 && H >= 1 &&
+          fmod(C, H) == 0 && fmod(C / H, 2) == 0 && V == floor(V) && T == floor(T) && C == floor(C) && L == floor(L) && H == floor(H)))
+        return lssar_fail(LSSAR_E_FORMAT, "%s: vocab_size %g, hidden_size %g, num_hidden_layers %g, num_attention_heads %g, "
+                          "max_position_embeddings %g are not a model", path, V, C, L, H, T);
+    gpt_config cfg = {.layers = (int)L, .heads = (int)H, .dim = (int)C, .vocab = (int)V, .channels = 1, .max_seq = (int)T,
+                      .pos = GPT_POS_ROPE, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1, .device = LSSAR_DEVICE_CPU,
+                      .rope_base = (float)base};
+    gpt *m = NULL;
+    st_file f;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = st_open(&f, path);
+    if (rc) return rc;
+    if ((rc = gpt_create_empty(&cfg, &m))) { st_close(&f); return rc; }
+    size_t half = max_numel(m);
+    float *buf = malloc(2 * half * sizeof(float));
+    if (!buf) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+    char ours[96], nm[96];
+    for (int k = 0; k < NNEOX && !rc; k++)
+        for (int l = 0; l < (NEOX[k].per_layer ? cfg.layers : 1) && !rc; l++) {
+            snprintf(ours, sizeof ours, NEOX[k].ours, l);
+            snprintf(nm, sizeof nm, NEOX[k].hf, l);
+            int i = gpt_tensor_index(m, ours);
+            size_t n = gpt_tensor_numel(m, i);
+            const st_tensor *t = st_find(&f, nm);
+            if (!t && k == NNEOX - 1 && tied) continue;   // a tied head need not be stored
+            if (!t) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s is missing", path, nm); break; }
+            if (t->numel != n) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s has another shape than config.json implies", path, nm); break; }
+            if ((rc = st_read(&f, nm, "F32", buf, n))) break;
+            if (k == NNEOX - 1) {   // embed_out: lssar's head is the embedding itself
+                gpt_read_tensor(m, GPT_BUF_PARAM, i, buf + half);
+                if (memcmp(buf, buf + half, n * sizeof(float)))
+                    rc = lssar_fail(LSSAR_E_UNSUPPORTED, "%s: embed_out differs from embed_in: lssar's models tie the head to "
+                                    "the embedding", path);
+                continue;
+            }
+            const float *src = buf;
+            if (NEOX[k].qkv) { qkv_rows(buf, buf + half, cfg.heads, cfg.dim / cfg.heads, t->ndim > 1 ? (size_t)cfg.dim : 1, 1); src = buf + half; }
+            rc = gpt_write_tensor(m, GPT_BUF_PARAM, i, src);
+        }
+    free(buf);
+    st_close(&f);
+    if (rc) { gpt_free(m); return rc; }
+    *out = m;
+    return 0;
+}
+
 int hf_load(const char *dir, gpt **out) {
     *out = NULL;
     char path[4200];
@@ -125,9 +305,10 @@ int hf_load(const char *dir, gpt **out) {
     cJSON *j = lssar_read_json(path);
     if (!j) return lssar_fail(LSSAR_E_FORMAT, "%s is missing or not JSON: a transformers model folder has config.json", path);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
+    if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "gpt_neox")) return neox_load(dir, j, out);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "activation_function");
     const char *bad = NULL;
-    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2")) bad = "model_type is not \"gpt2\" (lssar reads GPT-2 folders)";
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2")) bad = "model_type is neither \"gpt2\" nor \"gpt_neox\"";
     else if (act && (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_pytorch_tanh"))))
         bad = "activation_function is not GELU's tanh approximation (gelu_new)";
     else if (fabs(num(j, "layer_norm_epsilon", 1e-5) - 1e-5) > 1e-12) bad = "layer_norm_epsilon is not 1e-5";
