@@ -213,6 +213,8 @@ install: all
 	ln -sf liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf liblssar.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblssar.so
 	install -m 755 $(BUILD)/lssar $(DESTDIR)$(PREFIX)/bin/lssar
+	install -d $(DESTDIR)$(PREFIX)/share/lssar
+	install -m 644 python/lssar/modeling_lssar.py $(DESTDIR)$(PREFIX)/share/lssar/modeling_lssar.py
 	@g=$${LSSAR_DATA:-data}/gpt2; if [ -f $$g/encoder.json ] && [ -f $$g/vocab.bpe ]; then \
 	  install -d $(DESTDIR)$(PREFIX)/share/lssar/gpt2 && \
 	  install -m 644 $$g/encoder.json $$g/vocab.bpe $(DESTDIR)$(PREFIX)/share/lssar/gpt2/ && \

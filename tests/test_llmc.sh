@@ -95,8 +95,8 @@ out=$("$LSSAR" import --format llmc --in "$tmp/s.bin" --out "$tmp/y" 2>&1); rc=$
 head -c 5000 "$tmp/m.bin" > "$tmp/trunc.bin"
 out=$("$LSSAR" import --format llmc --in "$tmp/trunc.bin" --out "$tmp/y" 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "truncated" <<<"$out" && ok "a truncated file is refused" || bad "import of a truncated file (exit $rc)" "$out"
-out=$("$LSSAR" export --format hf --model "$tmp/gpt2" --out "$tmp/x" 2>&1); rc=$?
-[ $rc -eq 2 ] && grep -q "llmc" <<<"$out" && ok "--format hf: exit 2 naming the format there is" || bad "--format hf (exit $rc)" "$out"
+out=$("$LSSAR" export --format onnx --model "$tmp/gpt2" --out "$tmp/x" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "llmc" <<<"$out" && grep -q "hf" <<<"$out" && ok "--format onnx: exit 2 naming the formats there are" || bad "--format onnx (exit $rc)" "$out"
 "$LSSAR" export --help 2>&1 | grep -q "llm.c" && "$LSSAR" import --help 2>&1 | grep -q "llm.c" && ok "export and import --help" || bad "export/import --help"
 echo "test_llmc: $pass passed, $fail failed"
 [ $fail -eq 0 ]

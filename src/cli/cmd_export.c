@@ -15,7 +15,9 @@ static const char *ABOUT =
     "llm.c's train_gpt2 then loads it in place of gpt2_124M.bin.\n"
     "--format hf: a folder (--out) with config.json and model.safetensors that Hugging Face\n"
     "transformers loads with from_pretrained: softmax models with learned positions as GPT-2,\n"
-    "with RoPE as GPT-NeoX (tied head, one token channel).\n"
+    "with RoPE as GPT-NeoX (tied head, one token channel); every other text model as lssar's own\n"
+    "checkpoint with modeling_lssar.py (transformers' trust_remote_code), whose attention is the\n"
+    "lssar Python package's (make python).\n"
     "`lssar import` reads both back.\n"
     "--model is a run directory (its model.safetensors) or a .safetensors file.";
 

@@ -1,5 +1,7 @@
 // fileio.c - atomic file replacement, mkdir -p and whole-file reads.
 #define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -144,4 +146,16 @@ int lssar_read_file(const char *path, char **data, size_t *len) {
     buf[n] = 0;
     *data = buf; *len = n;
     return 0;
+}
+
+int lssar_prefix_dir(char *buf, size_t n) {
+    Dl_info info;
+    char path[PATH_MAX];
+    if (!dladdr((void *)lssar_prefix_dir, &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return 0;
+    for (int up = 0; up < 2; up++) {   // the file, then its folder
+        char *slash = strrchr(path, '/');
+        if (!slash) return 0;
+        *slash = 0;
+    }
+    return path[0] && snprintf(buf, n, "%s", path) < (int)n;
 }

@@ -60,6 +60,10 @@ const char *lssar_io_hint(int err);
 void lssar_test_delay_save(void);
 /* Create a directory and its parents (mkdir -p). */
 int lssar_mkdirs(const char *path);
+/* The folder above the one this code was loaded from (liblssar.so or the program linked with it):
+   PREFIX of an installed lssar (PREFIX/lib, PREFIX/bin), the clone of a build (build/). 0 if
+   unknown. Data installed beside the library lives under it (share/lssar). */
+int lssar_prefix_dir(char *buf, size_t n);
 /* Read a whole file into a malloc'd buffer (NUL-terminated for convenience). */
 int lssar_read_file(const char *path, char **data, size_t *len);
 

@@ -262,6 +262,7 @@ int ckpt_save_model(const gpt *m, const char *path, int64_t step) {
     st_writer w;
     st_writer_init(&w);
     st_writer_meta(&w, "lssar_format", "gpt-v1");
+    st_writer_meta(&w, "format", "pt");   // what transformers' loader asks of a safetensors file
     model_meta mm;
     memset(&mm, 0, sizeof mm);
     mm.c = *c;

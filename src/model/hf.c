@@ -6,6 +6,7 @@
 #include <cJSON.h>
 #include "core/json.h"
 #include "core/util.h"
+#include "model/checkpoint.h"
 #include "model/hf.h"
 #include "model/safetensors.h"
 
@@ -122,6 +123,64 @@ static int write_config(const gpt_config *c, const char *path) {
     return rc;
 }
 
+// Any other single-channel model: lssar's own checkpoint (its tensor names, with format "pt"),
+// config.json naming the modelling file over lssar.attention (python/lssar/modeling_lssar.py),
+// and a copy of that file, found beside the library (PREFIX/share/lssar, or python/lssar in a
+// clone's build).
+static int lssar_save(const gpt *m, const char *dir) {
+    const gpt_config *c = gpt_get_config(m);
+    if (c->channels != 1)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "a transformers folder holds text models: this one has %d token channels", c->channels);
+    char prefix[4096], src[4300], path[4200];
+    const char *cands[2] = {"share/lssar/modeling_lssar.py", "python/lssar/modeling_lssar.py"};
+    char *code = NULL;
+    size_t len = 0;
+    for (int k = 0; k < 2 && !code; k++)
+        if (lssar_prefix_dir(prefix, sizeof prefix)) {
+            snprintf(src, sizeof src, "%s/%s", prefix, cands[k]);
+            if (lssar_read_file(src, &code, &len)) code = NULL;
+        }
+    if (!code)
+        return lssar_fail(LSSAR_E_IO, "modeling_lssar.py (the transformers model over lssar.attention) is neither in "
+                          "PREFIX/share/lssar nor in python/lssar beside this build: reinstall with `make install`");
+    int rc = lssar_mkdirs(dir);
+    snprintf(path, sizeof path, "%s/modeling_lssar.py", dir);
+    if (!rc) {
+        lssar_afile a;
+        if (!(rc = lssar_afile_open(&a, path))) {
+            if (fwrite(code, 1, len, a.f) != len) { lssar_afile_abort(&a); rc = lssar_fail(LSSAR_E_IO, "writing %s failed", path); }
+            else rc = lssar_afile_commit(&a);
+        }
+    }
+    free(code);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!rc) rc = ckpt_save_model(m, path, 0);
+    if (rc) return rc;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "architectures"), cJSON_CreateString("LssarForCausalLM"));
+    cJSON_AddStringToObject(j, "model_type", "lssar");
+    cJSON *am = cJSON_AddObjectToObject(j, "auto_map");
+    cJSON_AddStringToObject(am, "AutoConfig", "modeling_lssar.LssarConfig");
+    cJSON_AddStringToObject(am, "AutoModelForCausalLM", "modeling_lssar.LssarForCausalLM");
+    cJSON_AddNumberToObject(j, "vocab_size", c->vocab);
+    cJSON_AddNumberToObject(j, "n_embd", c->dim);
+    cJSON_AddNumberToObject(j, "n_layer", c->layers);
+    cJSON_AddNumberToObject(j, "n_head", c->heads);
+    cJSON_AddNumberToObject(j, "max_seq", c->max_seq);
+    cJSON_AddStringToObject(j, "pos", gpt_pos_name(c->pos));
+    cJSON_AddStringToObject(j, "attn", lssar_attn_name(c->attn));
+    cJSON_AddNumberToObject(j, "p", c->p);
+    cJSON_AddNumberToObject(j, "rope_base", c->rope_base);
+    cJSON_AddStringToObject(j, "len_norm", lssar_len_norm_name(c->len_norm));
+    cJSON_AddNumberToObject(j, "temp_d", c->temp_d);
+    cJSON_AddBoolToObject(j, "tied", c->tied);
+    cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    rc = lssar_write_json(path, j);
+    cJSON_Delete(j);
+    return rc;
+}
+
 static int neox_save(const gpt *m, const char *dir) {
     const gpt_config *c = gpt_get_config(m);
     const char *why = c->attn != LSSAR_ATTN_SOFTMAX ? "its attention is not softmax"
@@ -174,11 +233,9 @@ static int neox_save(const gpt *m, const char *dir) {
 
 int hf_save(const gpt *m, const char *dir) {
     const gpt_config *c = gpt_get_config(m);
-    if (c->pos == GPT_POS_ROPE) return neox_save(m, dir);
-    const char *why = gpt_not_gpt2(c);
-    if (why)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "transformers holds softmax models with learned positions (GPT-2) or RoPE "
-                          "(GPT-NeoX), tied head, one token channel: this model cannot be written there, because %s", why);
+    int softmax_tied = c->attn == LSSAR_ATTN_SOFTMAX && c->tied && c->channels == 1;
+    if (softmax_tied && c->pos == GPT_POS_ROPE) return neox_save(m, dir);
+    if (gpt_not_gpt2(c)) return lssar_save(m, dir);   // no transformers architecture: lssar's own model
     int rc = lssar_mkdirs(dir);
     if (rc) return rc;
     char path[4200], nm[96], ours[96];
@@ -306,9 +363,14 @@ int hf_load(const char *dir, gpt **out) {
     if (!j) return lssar_fail(LSSAR_E_FORMAT, "%s is missing or not JSON: a transformers model folder has config.json", path);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
     if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "gpt_neox")) return neox_load(dir, j, out);
+    if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "lssar")) {   // lssar's own checkpoint inside
+        cJSON_Delete(j);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        return ckpt_load_model(path, &(ckpt_load_opts){.device = LSSAR_DEVICE_CPU}, out, NULL);
+    }
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "activation_function");
     const char *bad = NULL;
-    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2")) bad = "model_type is neither \"gpt2\" nor \"gpt_neox\"";
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2")) bad = "model_type is none of \"gpt2\", \"gpt_neox\" and \"lssar\"";
     else if (act && (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_pytorch_tanh"))))
         bad = "activation_function is not GELU's tanh approximation (gelu_new)";
     else if (fabs(num(j, "layer_norm_epsilon", 1e-5) - 1e-5) > 1e-12) bad = "layer_norm_epsilon is not 1e-5";

@@ -2,15 +2,17 @@
  * hf.h - Hugging Face transformers' GPT-2 (GPT2LMHeadModel) and GPT-NeoX (GPTNeoXForCausalLM):
  * a folder with config.json and model.safetensors, written for `from_pretrained` and read back.
  *
- * Softmax models with one token channel and a tied head convert: learned positions as GPT-2, RoPE
- * as GPT-NeoX (rotary_pct 1, sequential residual; its fused q, k, v rows are grouped per head, and
- * embed_out is written as the embedding's copy). For GPT-2: learned positions, tied head, one
- * token channel (lssar's blocks are GPT-2's: pre-LayerNorm with eps 1e-5, GELU with the tanh
- * approximation, q.k / sqrt(D)). transformers' Conv1D keeps its weights (in, out), the transpose of
- * lssar's (out, in) ones; every tensor name gets the "transformer." prefix. Reading accepts names
- * with or without that prefix (the Hub's gpt2 files have none), skips the attention-mask buffers
- * (attn.bias, attn.masked_bias) of older files, and refuses configs lssar's blocks do not compute
- * (another activation or epsilon, untied head, scaled or reordered attention).
+ * Softmax models with one token channel and a tied head convert to transformers' own classes:
+ *   - learned positions as GPT-2. Its Conv1D keeps weights (in, out), the transpose of lssar's
+ *     (out, in); names get the "transformer." prefix. lssar's blocks are GPT-2's (pre-LayerNorm,
+ *     eps 1e-5, GELU's tanh approximation, q.k / sqrt(D)). Reading accepts names without the prefix
+ *     (the Hub's gpt2) and skips the attention-mask buffers (attn.bias) of older files;
+ *   - RoPE as GPT-NeoX (rotary_pct 1, the model's base, sequential residual): its fused q, k, v rows
+ *     are grouped per head, and embed_out is written as the embedding's copy.
+ * Every other text model is written as lssar's own checkpoint with the modelling file
+ * python/lssar/modeling_lssar.py (model_type "lssar", for trust_remote_code) and read back as such.
+ * Configs lssar's blocks do not compute (another activation or epsilon, an untied head, other
+ * attention scaling, parallel residual, partial rotary) are refused with the field named.
  */
 #ifndef LSSAR_MODEL_HF_H
 #define LSSAR_MODEL_HF_H

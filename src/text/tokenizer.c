@@ -1,7 +1,6 @@
 // tokenizer.c - the public tokenizer API (include/lssar.h): GPT-2 byte-level BPE and a byte
 // tokenizer. The GPT-2 path is: split off "<|endoftext|>" (only if allow_special), split the
 // rest into pieces with GPT-2's pattern (pretok.c), BPE-encode each piece (bpe.c).
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,19 +51,10 @@ int lssar_tokenizer_byte(lssar_tokenizer **out) {
     return 0;
 }
 
-// PREFIX/share/lssar/gpt2 of an installed library: the folder this code was loaded from (the
-// shared library, or the program it is linked into) is PREFIX/lib or PREFIX/bin. 0 if unknown.
+// PREFIX/share/lssar/gpt2, where `make install` puts the files.
 static int share_dir(char *buf, size_t n) {
-    Dl_info info;
-    char path[PATH_MAX];
-    if (!dladdr((void *)share_dir, &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return 0;
-    char *slash = strrchr(path, '/');
-    if (!slash) return 0;
-    *slash = 0;                  // PREFIX/lib (or bin)
-    slash = strrchr(path, '/');
-    if (!slash) return 0;
-    *slash = 0;                  // PREFIX
-    return snprintf(buf, n, "%s/share/lssar/gpt2", path) < (int)n;
+    char prefix[PATH_MAX];
+    return lssar_prefix_dir(prefix, sizeof prefix) && snprintf(buf, n, "%s/share/lssar/gpt2", prefix) < (int)n;
 }
 
 int lssar_tokenizer_open(const char *name, lssar_tokenizer **out) {
