@@ -10,28 +10,32 @@
 #include "model/hf.h"
 #include "model/safetensors.h"
 
-// transformers' name (after "transformer.", %d: the layer), lssar's, and whether the weight is
-// stored transposed (Conv1D: (in, out)).
-static const struct { const char *hf, *ours; int per_layer, transposed; } MAP[] = {
+// How a tensor is laid out in the transformers file: as lssar's, transposed (GPT-2's Conv1D:
+// (in, out)), or with the fused q, k, v rows grouped per head (GPT-NeoX: qkv_rows).
+enum { AS_IS = 0, TRANSPOSED = 1, QKV_BY_HEAD = 2 };
+typedef struct { const char *hf, *ours; int per_layer, layout; } hf_tensor;
+
+// transformers' name (after "transformer.", %d: the layer), lssar's, one per layer, the layout.
+static const hf_tensor MAP[] = {
     {"wte.weight", "wte.0", 0, 0}, {"wpe.weight", "wpe", 0, 0},
     {"h.%d.ln_1.weight", "h.%d.ln_1.weight", 1, 0}, {"h.%d.ln_1.bias", "h.%d.ln_1.bias", 1, 0},
-    {"h.%d.attn.c_attn.weight", "h.%d.attn.c_attn.weight", 1, 1}, {"h.%d.attn.c_attn.bias", "h.%d.attn.c_attn.bias", 1, 0},
-    {"h.%d.attn.c_proj.weight", "h.%d.attn.c_proj.weight", 1, 1}, {"h.%d.attn.c_proj.bias", "h.%d.attn.c_proj.bias", 1, 0},
+    {"h.%d.attn.c_attn.weight", "h.%d.attn.c_attn.weight", 1, TRANSPOSED}, {"h.%d.attn.c_attn.bias", "h.%d.attn.c_attn.bias", 1, 0},
+    {"h.%d.attn.c_proj.weight", "h.%d.attn.c_proj.weight", 1, TRANSPOSED}, {"h.%d.attn.c_proj.bias", "h.%d.attn.c_proj.bias", 1, 0},
     {"h.%d.ln_2.weight", "h.%d.ln_2.weight", 1, 0}, {"h.%d.ln_2.bias", "h.%d.ln_2.bias", 1, 0},
-    {"h.%d.mlp.c_fc.weight", "h.%d.mlp.c_fc.weight", 1, 1}, {"h.%d.mlp.c_fc.bias", "h.%d.mlp.c_fc.bias", 1, 0},
-    {"h.%d.mlp.c_proj.weight", "h.%d.mlp.c_proj.weight", 1, 1}, {"h.%d.mlp.c_proj.bias", "h.%d.mlp.c_proj.bias", 1, 0},
+    {"h.%d.mlp.c_fc.weight", "h.%d.mlp.c_fc.weight", 1, TRANSPOSED}, {"h.%d.mlp.c_fc.bias", "h.%d.mlp.c_fc.bias", 1, 0},
+    {"h.%d.mlp.c_proj.weight", "h.%d.mlp.c_proj.weight", 1, TRANSPOSED}, {"h.%d.mlp.c_proj.bias", "h.%d.mlp.c_proj.bias", 1, 0},
     {"ln_f.weight", "ln_f.weight", 0, 0}, {"ln_f.bias", "ln_f.bias", 0, 0}};
 enum { NMAP = sizeof MAP / sizeof MAP[0] };
 
 // GPT-NeoX (RoPE models): nn.Linear weights, (out, in) as lssar's; the fused q, k, v rows are
 // grouped per head (head h: its q, k, v rows), reordered on the way (qkv_rows). embed_out is
 // written as a copy of the embedding (lssar's head is tied).
-static const struct { const char *hf, *ours; int per_layer, qkv; } NEOX[] = {
+static const hf_tensor NEOX[] = {
     {"gpt_neox.embed_in.weight", "wte.0", 0, 0},
     {"gpt_neox.layers.%d.input_layernorm.weight", "h.%d.ln_1.weight", 1, 0},
     {"gpt_neox.layers.%d.input_layernorm.bias", "h.%d.ln_1.bias", 1, 0},
-    {"gpt_neox.layers.%d.attention.query_key_value.weight", "h.%d.attn.c_attn.weight", 1, 1},
-    {"gpt_neox.layers.%d.attention.query_key_value.bias", "h.%d.attn.c_attn.bias", 1, 1},
+    {"gpt_neox.layers.%d.attention.query_key_value.weight", "h.%d.attn.c_attn.weight", 1, QKV_BY_HEAD},
+    {"gpt_neox.layers.%d.attention.query_key_value.bias", "h.%d.attn.c_attn.bias", 1, QKV_BY_HEAD},
     {"gpt_neox.layers.%d.attention.dense.weight", "h.%d.attn.c_proj.weight", 1, 0},
     {"gpt_neox.layers.%d.attention.dense.bias", "h.%d.attn.c_proj.bias", 1, 0},
     {"gpt_neox.layers.%d.post_attention_layernorm.weight", "h.%d.ln_2.weight", 1, 0},
@@ -181,29 +185,24 @@ static int lssar_save(const gpt *m, const char *dir) {
     return rc;
 }
 
-static int neox_save(const gpt *m, const char *dir) {
+// dir/model.safetensors from the table (names prefixed with `prefix`), then dir/config.json.
+static int save_tensors(const gpt *m, const char *dir, const hf_tensor *tab, int n, const char *prefix) {
     const gpt_config *c = gpt_get_config(m);
-    const char *why = c->attn != LSSAR_ATTN_SOFTMAX ? "its attention is not softmax"
-                      : !c->tied ? "its output head is not tied to the embedding"
-                      : c->channels != 1 ? "it has more than one token channel" : NULL;
-    if (why)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "transformers' GPT-NeoX is a softmax RoPE model with one token channel: this "
-                          "model cannot be written as one, because %s", why);
     int rc = lssar_mkdirs(dir);
     if (rc) return rc;
-    const int H = c->heads, D = c->dim / c->heads;
-    char path[4200], ours[96];
+    char path[4200], ours[96], hf[80], nm[96];
     st_writer w;
     st_writer_init(&w);
-    st_writer_meta(&w, "format", "pt");
-    for (int k = 0; k < NNEOX; k++)
-        for (int l = 0; l < (NEOX[k].per_layer ? c->layers : 1); l++) {
-            snprintf(ours, sizeof ours, NEOX[k].ours, l);
+    st_writer_meta(&w, "format", "pt");   // what transformers' safetensors loader expects
+    for (int k = 0; k < n; k++)
+        for (int l = 0; l < (tab[k].per_layer ? c->layers : 1); l++) {
+            snprintf(ours, sizeof ours, tab[k].ours, l);
             int i = gpt_tensor_index(m, ours);
             const int *sh = gpt_tensor_shape(m, i);
             int64_t shape[2] = {sh[0], gpt_tensor_ndim(m, i) > 1 ? sh[1] : 0};
-            char nm[96];
-            snprintf(nm, sizeof nm, NEOX[k].hf, l);
+            if (tab[k].layout == TRANSPOSED) { int64_t t = shape[0]; shape[0] = shape[1]; shape[1] = t; }
+            snprintf(hf, sizeof hf, tab[k].hf, l);
+            snprintf(nm, sizeof nm, "%s%s", prefix, hf);
             st_writer_add(&w, nm, "F32", gpt_tensor_ndim(m, i), shape);
         }
     size_t half = max_numel(m);
@@ -211,18 +210,18 @@ static int neox_save(const gpt *m, const char *dir) {
     if (!buf) { st_writer_abort(&w); return lssar_fail(LSSAR_E_NOMEM, "out of memory writing %s", dir); }
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     rc = st_writer_begin(&w, path);
-    for (int k = 0; k < NNEOX && !rc; k++)
-        for (int l = 0; l < (NEOX[k].per_layer ? c->layers : 1) && !rc; l++) {
-            snprintf(ours, sizeof ours, NEOX[k].ours, l);
+    for (int k = 0; k < n && !rc; k++)
+        for (int l = 0; l < (tab[k].per_layer ? c->layers : 1) && !rc; l++) {
+            snprintf(ours, sizeof ours, tab[k].ours, l);
             int i = gpt_tensor_index(m, ours);
-            size_t n = gpt_tensor_numel(m, i);
+            const int *sh = gpt_tensor_shape(m, i);
             if ((rc = gpt_read_tensor(m, GPT_BUF_PARAM, i, buf))) break;
             const float *out = buf;
-            if (NEOX[k].qkv) {
-                qkv_rows(buf, buf + half, H, D, gpt_tensor_ndim(m, i) > 1 ? (size_t)c->dim : 1, 0);
-                out = buf + half;
-            }
-            rc = st_writer_write(&w, out, n * sizeof(float));
+            if (tab[k].layout == TRANSPOSED) transpose(buf, buf + half, sh[0], sh[1]);
+            if (tab[k].layout == QKV_BY_HEAD)
+                qkv_rows(buf, buf + half, c->heads, c->dim / c->heads, gpt_tensor_ndim(m, i) > 1 ? (size_t)c->dim : 1, 0);
+            if (tab[k].layout != AS_IS) out = buf + half;
+            rc = st_writer_write(&w, out, gpt_tensor_numel(m, i) * sizeof(float));
         }
     free(buf);
     if (rc) { st_writer_abort(&w); return rc; }
@@ -234,50 +233,9 @@ static int neox_save(const gpt *m, const char *dir) {
 int hf_save(const gpt *m, const char *dir) {
     const gpt_config *c = gpt_get_config(m);
     int softmax_tied = c->attn == LSSAR_ATTN_SOFTMAX && c->tied && c->channels == 1;
-    if (softmax_tied && c->pos == GPT_POS_ROPE) return neox_save(m, dir);
+    if (softmax_tied && c->pos == GPT_POS_ROPE) return save_tensors(m, dir, NEOX, NNEOX, "");
     if (gpt_not_gpt2(c)) return lssar_save(m, dir);   // no transformers architecture: lssar's own model
-    int rc = lssar_mkdirs(dir);
-    if (rc) return rc;
-    char path[4200], nm[96], ours[96];
-    st_writer w;
-    st_writer_init(&w);
-    st_writer_meta(&w, "format", "pt");   // what transformers' safetensors loader expects
-    for (int k = 0; k < NMAP; k++)
-        for (int l = 0; l < (MAP[k].per_layer ? c->layers : 1); l++) {
-            snprintf(ours, sizeof ours, MAP[k].ours, l);
-            int i = gpt_tensor_index(m, ours);
-            const int *sh = gpt_tensor_shape(m, i);
-            int64_t shape[2] = {sh[0], gpt_tensor_ndim(m, i) > 1 ? sh[1] : 0};
-            if (MAP[k].transposed) { int64_t t = shape[0]; shape[0] = shape[1]; shape[1] = t; }
-            char hf[80];
-            snprintf(hf, sizeof hf, MAP[k].hf, l);
-            snprintf(nm, sizeof nm, "transformer.%s", hf);
-            st_writer_add(&w, nm, "F32", gpt_tensor_ndim(m, i), shape);
-        }
-    float *buf = malloc(2 * max_numel(m) * sizeof(float));
-    if (!buf) { st_writer_abort(&w); return lssar_fail(LSSAR_E_NOMEM, "out of memory writing %s", dir); }
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    rc = st_writer_begin(&w, path);
-    size_t half = max_numel(m);
-    for (int k = 0; k < NMAP && !rc; k++)
-        for (int l = 0; l < (MAP[k].per_layer ? c->layers : 1) && !rc; l++) {
-            snprintf(ours, sizeof ours, MAP[k].ours, l);
-            int i = gpt_tensor_index(m, ours);
-            size_t n = gpt_tensor_numel(m, i);
-            if ((rc = gpt_read_tensor(m, GPT_BUF_PARAM, i, buf))) break;
-            const float *out = buf;
-            if (MAP[k].transposed) {
-                const int *sh = gpt_tensor_shape(m, i);
-                transpose(buf, buf + half, sh[0], sh[1]);
-                out = buf + half;
-            }
-            rc = st_writer_write(&w, out, n * sizeof(float));
-        }
-    free(buf);
-    if (rc) { st_writer_abort(&w); return rc; }
-    if ((rc = st_writer_commit(&w))) return rc;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    return write_config(c, path);
+    return save_tensors(m, dir, MAP, NMAP, "transformer.");
 }
 
 // A number field of config.json, or dflt when absent; -1e300 when present but not a number.
@@ -345,7 +303,7 @@ static int neox_load(const char *dir, cJSON *j, gpt **out) {
                 continue;
             }
             const float *src = buf;
-            if (NEOX[k].qkv) { qkv_rows(buf, buf + half, cfg.heads, cfg.dim / cfg.heads, t->ndim > 1 ? (size_t)cfg.dim : 1, 1); src = buf + half; }
+            if (NEOX[k].layout == QKV_BY_HEAD) { qkv_rows(buf, buf + half, cfg.heads, cfg.dim / cfg.heads, t->ndim > 1 ? (size_t)cfg.dim : 1, 1); src = buf + half; }
             rc = gpt_write_tensor(m, GPT_BUF_PARAM, i, src);
         }
     free(buf);
@@ -408,7 +366,7 @@ int hf_load(const char *dir, gpt **out) {
             int i = gpt_tensor_index(m, ours);
             const int *sh = gpt_tensor_shape(m, i);
             const st_tensor *t = st_find(&f, name);
-            int64_t want0 = MAP[k].transposed ? sh[1] : sh[0], want1 = MAP[k].transposed ? sh[0] : sh[1];
+            int64_t want0 = MAP[k].layout == TRANSPOSED ? sh[1] : sh[0], want1 = MAP[k].layout == TRANSPOSED ? sh[0] : sh[1];
             if (!t) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s is missing", path, full); break; }
             if (t->ndim != gpt_tensor_ndim(m, i) || t->shape[0] != want0 || (t->ndim > 1 && t->shape[1] != want1)) {
                 rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s has another shape than config.json implies", path, name);
@@ -416,7 +374,7 @@ int hf_load(const char *dir, gpt **out) {
             }
             if ((rc = st_read(&f, name, "F32", buf, gpt_tensor_numel(m, i)))) break;   // the error names the dtype
             const float *src = buf;
-            if (MAP[k].transposed) { transpose(buf, buf + half, (int)want0, (int)want1); src = buf + half; }
+            if (MAP[k].layout == TRANSPOSED) { transpose(buf, buf + half, (int)want0, (int)want1); src = buf + half; }
             rc = gpt_write_tensor(m, GPT_BUF_PARAM, i, src);
         }
     free(buf);
