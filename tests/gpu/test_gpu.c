@@ -1106,6 +1106,18 @@ static void attn_decode(int kind, int B, int Tq, int Tk, int kvs, int H, int D) 
     release_all();
 }
 
+/* q, k, v, dy of `in` (n floats each) into buf[0..3] on the device: float32, or bf16 (dt 1) */
+static void api_upload(const attn_in *in, size_t n, int dt, void *const *buf) {
+    const float *src[4] = {in->q, in->k, in->v, in->dy};
+    for (int t = 0; t < 4; t++) {
+        if (dt) {
+            uint16_t *hb = hmem(n * 2);
+            for (size_t i = 0; i < n; i++) hb[i] = f2bf(src[t][i]);
+            CU(cudaMemcpy(buf[t], hb, n * 2, cudaMemcpyHostToDevice));
+        } else CU(cudaMemcpy(buf[t], src[t], n * 4, cudaMemcpyHostToDevice));
+    }
+}
+
 /* the public API: lssar_attn_forward_cuda / _backward_cuda, fp32 and bf16 storage */
 static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
     size_t n = (size_t)B * T * H * D;
@@ -1138,14 +1150,7 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
         void *buf[8];
         for (int t = 0; t < 8; t++) buf[t] = cmem(n * es);   /* q k v dy out dq dk dv */
         void *ws_ = cmem(ws), *ds_ = cmem(H * 4);
-        const float *src[4] = {in.q, in.k, in.v, in.dy};
-        for (int t = 0; t < 4; t++) {
-            if (dt) {
-                uint16_t *hb = hmem(n * 2);
-                for (size_t i = 0; i < n; i++) hb[i] = f2bf(src[t][i]);
-                CU(cudaMemcpy(buf[t], hb, n * 2, cudaMemcpyHostToDevice));
-            } else CU(cudaMemcpy(buf[t], src[t], n * 4, cudaMemcpyHostToDevice));
-        }
+        api_upload(&in, n, dt, buf);
         float *got[5];
         uint16_t *raw[4];
         for (int run = 0; run < 2; run++) {   /* run 1: determinism */
@@ -1278,14 +1283,7 @@ static void api_nonfinite(int kind) {
             void *buf[8];
             for (int t = 0; t < 8; t++) buf[t] = cmem(n * es);  /* q k v dy out dq dk dv */
             void *ws_ = cmem(ws), *ds_ = cmem(H * 4);
-            const float *src[4] = {in.q, in.k, in.v, in.dy};
-            for (int t = 0; t < 4; t++) {
-                if (dt) {
-                    uint16_t *hb = hmem(n * 2);
-                    for (size_t i = 0; i < n; i++) hb[i] = f2bf(src[t][i]);
-                    CU(cudaMemcpy(buf[t], hb, n * 2, cudaMemcpyHostToDevice));
-                } else CU(cudaMemcpy(buf[t], src[t], n * 4, cudaMemcpyHostToDevice));
-            }
+            api_upload(&in, n, dt, buf);
             CU(cudaMemset(ds_, 0, H * 4));
             int rc = lssar_attn_forward_cuda(&dg, dtype, B, T, H, D, buf[0], buf[1], buf[2], buf[4], ws_, NULL);
             if (!rc)
