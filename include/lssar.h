@@ -1,10 +1,10 @@
 /*
  * lssar.h - the one public header of liblssar.
  *
- * liblssar trains and probes GPT-style transformers whose attention is one of four kinds:
- * softmax, Scalable-Softmax (SSMax), Length-Scaled Softplus Attention (LSSA) and LSSA with
- * Re-weighting (LSSAR), after Gao & Spratling (ICML 2026). The exact math is in
- * docs/attention.md.
+ * liblssar trains and probes GPT-style transformers whose attention is softmax, Scalable-Softmax
+ * (SSMax), Length-Scaled Softplus Attention (LSSA), LSSA with Re-weighting (LSSAR, after Gao &
+ * Spratling, ICML 2026), sigmoid, relu, or another combination of their stages (score, phi,
+ * normalisation, re-weighting). The exact math is in docs/attention.md.
  *
  * Conventions: every function returns 0 on success and a non-zero lssar_err code on failure;
  * lssar_strerror() names the code and lssar_errmsg() gives the detail of the calling thread's
@@ -45,10 +45,11 @@ extern "C" {
    MINOR may also change it (0.3.0 changed lssar_model_load and lssar_model_info; 0.5.0 added
    len_norm to lssar_model_config, lssar_model_info and lssar_attn_desc; 0.6.0 added recompute to
    lssar_train_options; 0.7.0 added rope_base and temp_d to lssar_model_config and
-   lssar_model_info, and temp_d to lssar_attn_desc). */
-#define LSSAR_VERSION "0.7.0"
+   lssar_model_info, and temp_d to lssar_attn_desc; 0.8.0 added the stages of attention and the
+   kinds 6..13 that combine them). */
+#define LSSAR_VERSION "0.8.0"
 #define LSSAR_VERSION_MAJOR 0
-#define LSSAR_VERSION_MINOR 7
+#define LSSAR_VERSION_MINOR 8
 #define LSSAR_VERSION_PATCH 0
 
 /* liblssar is built with hidden visibility: only what this header declares is exported. */
@@ -103,22 +104,57 @@ const char *lssar_device_name(lssar_device d);
 int lssar_device_parse(const char *name, lssar_device *out);
 
 /* ------------------------------------------------------------- attention */
-/* Checkpoints store the kind: new kinds are appended, never renumbered. */
+/* Attention as a chain of stages (docs/attention.md "Stages"): a score x_ij, a positive map
+   a = phi(x), a normalisation, and optionally the re-weighting of LSSAR (subtract the uniform
+   level, rectify, raise to the power p, l1-normalise again). */
+typedef enum {
+    LSSAR_SCORE_DOT = 0,    /* q . k / sqrt(D) */
+    LSSAR_SCORE_SSMAX = 1,  /* s_h ln(n) q . k / sqrt(D), s_h learned per head (SSMax) */
+    LSSAR_SCORE_COS = 2     /* ln(D) ln(n) cos(q, k): QK l2-normalisation with the length temperature */
+} lssar_score;
+typedef enum { LSSAR_PHI_EXP = 0, LSSAR_PHI_SOFTPLUS = 1, LSSAR_PHI_SIGMOID = 2, LSSAR_PHI_RELU = 3 } lssar_phi;
+/* L1: a_ij / sum_j a_ij. LEN: no row sum, the fixed length normalisation of sigmoid and relu
+   (lssar_len_norm). */
+typedef enum { LSSAR_NORM_L1 = 0, LSSAR_NORM_LEN = 1 } lssar_norm;
+typedef struct {
+    lssar_score score;
+    lssar_phi phi;
+    lssar_norm norm;
+    int reweight;           /* 1: LSSAR's re-weighting with the descriptor's power p; 0: off */
+} lssar_attn_stages;
+
+/* Every valid combination of stages is a kind. The first six are the named presets; checkpoints
+   store the kind's name, and new kinds are appended, never renumbered. Valid: score dot, ssmax or
+   cos with phi exp or softplus, l1 normalisation, re-weighting on or off (12 kinds); and score
+   dot with phi sigmoid or relu and the length normalisation, no re-weighting (2 kinds). */
 typedef enum {
     LSSAR_ATTN_SOFTMAX = 0, LSSAR_ATTN_SSMAX = 1, LSSAR_ATTN_LSSA = 2, LSSAR_ATTN_LSSAR = 3,
-    LSSAR_ATTN_SIGMOID = 4, LSSAR_ATTN_RELU = 5
+    LSSAR_ATTN_SIGMOID = 4, LSSAR_ATTN_RELU = 5,
+    LSSAR_ATTN_SOFTMAX_RW = 6,      /* "softmax+rw": dot, exp, l1, re-weighting */
+    LSSAR_ATTN_SSMAX_RW = 7,        /* "ssmax+rw" */
+    LSSAR_ATTN_SOFTMAX_COS = 8,     /* "softmax+cos": cos score, exp, l1 */
+    LSSAR_ATTN_SOFTMAX_COS_RW = 9,  /* "softmax+cos+rw" */
+    LSSAR_ATTN_LSSA_DOT = 10,       /* "lssa+dot": dot score, softplus, l1 */
+    LSSAR_ATTN_LSSAR_DOT = 11,      /* "lssar+dot" */
+    LSSAR_ATTN_LSSA_SSMAX = 12,     /* "lssa+ssmax" */
+    LSSAR_ATTN_LSSAR_SSMAX = 13,    /* "lssar+ssmax" */
+    LSSAR_ATTN_NKINDS = 14
 } lssar_attn_kind;
+/* The stages of a kind; LSSAR_E_KIND for a value that is not one. */
+int lssar_attn_stages_of(lssar_attn_kind kind, lssar_attn_stages *out);
+/* The kind of a combination of stages; LSSAR_E_KIND, naming the valid combinations, for another. */
+int lssar_attn_from_stages(const lssar_attn_stages *st, lssar_attn_kind *out);
 /* The length normalisation of the unnormalised kinds (sigmoid, relu; ignored by the others):
    TRAIN uses the training length L (sigmoid bias -ln L, relu divides by L), ROW the number of
    visible keys n_i of each row (docs/attention.md). */
 typedef enum { LSSAR_LEN_NORM_TRAIN = 0, LSSAR_LEN_NORM_ROW = 1 } lssar_len_norm;
 typedef struct {
     lssar_attn_kind kind;
-    float p;                /* LSSAR power; 15 in the paper's headline setting */
-    const float *ssmax_s;   /* SSMax: H per-head scales; NULL for other kinds */
-    lssar_len_norm len_norm; /* sigmoid / relu only (0 = LSSAR_LEN_NORM_TRAIN) */
-    int train_len;          /* sigmoid / relu with LSSAR_LEN_NORM_TRAIN: L >= 1, the training length */
-    int temp_d;             /* lssa / lssar: the D of the ln(D) ln(n) temperature; 0 = the head size
+    float p;                /* re-weighting power (kinds that re-weight); 15 in the paper's headline setting */
+    const float *ssmax_s;   /* score ssmax: H per-head scales; NULL for other kinds */
+    lssar_len_norm len_norm; /* norm LEN (sigmoid / relu) only (0 = LSSAR_LEN_NORM_TRAIN) */
+    int train_len;          /* norm LEN with LSSAR_LEN_NORM_TRAIN: L >= 1, the training length */
+    int temp_d;             /* score cos: the D of the ln(D) ln(n) temperature; 0 = the head size
                                (the paper), else >= 2 (an experiment: the temperature apart from D) */
 } lssar_attn_desc;
 /* q, k, v, out, dout, dq, dk, dv: contiguous float32 (B, T, H, D); causal.
@@ -151,8 +187,12 @@ int lssar_attn_backward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B,
 /* Number of usable CUDA GPUs: 0 in a build without CUDA or on a machine without a GPU (or driver). */
 int lssar_cuda_device_count(void);
 
-/* "softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu" <-> kind. Parse sets *out and returns 0,
-   or returns LSSAR_E_KIND for another name (and LSSAR_E_NULL for NULL arguments). */
+/* kind <-> its name: a preset ("softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu") or the
+   nearest preset with the stages that differ ("softmax+cos+rw", "lssar+dot"). Parse takes a preset
+   followed by any of +dot, +ssmax, +cos (score), +exp, +softplus (phi), +rw, +norw (re-weighting),
+   each replacing that stage of what comes before, and returns the kind of the result (so
+   "lssa+rw" is lssar); LSSAR_E_KIND, naming the valid spellings, for another string (and
+   LSSAR_E_NULL for NULL arguments). lssar_attn_name never returns NULL ("unknown" for no kind). */
 const char *lssar_attn_name(lssar_attn_kind kind);
 int lssar_attn_parse(const char *name, lssar_attn_kind *out);
 /* "train", "row" <-> lssar_len_norm; parse returns 0 and sets *out, or LSSAR_E_ARG. */
@@ -177,12 +217,12 @@ typedef struct {
     int max_seq;              /* training length (the learned table's size) */
     lssar_pos pos;
     lssar_attn_kind attn;
-    float p;                  /* LSSAR power (used by LSSAR_ATTN_LSSAR only) */
+    float p;                  /* re-weighting power (used by the kinds that re-weight only) */
     int tied;                 /* 1: the output head shares the token embedding */
     lssar_device device;
     lssar_len_norm len_norm;  /* sigmoid / relu: L = max_seq (TRAIN, the default) or n_i (ROW) */
     float rope_base;          /* RoPE's base theta (pair i turns at theta^(-2i/D)); 0 = 10000 */
-    int temp_d;               /* lssa / lssar: the D of ln(D) ln(n); 0 = the head size (lssar_attn_desc) */
+    int temp_d;               /* score cos: the D of ln(D) ln(n); 0 = the head size (lssar_attn_desc) */
 } lssar_model_config;
 /* A small default: 2 layers, 2 heads, dim 64, vocab 257 (bytes + end-of-text), 1 channel, max_seq
    256, rope, LSSAR with p = 15, tied, CPU. */
@@ -197,7 +237,7 @@ typedef struct {
     int max_seq;              /* training length */
     const char *pos;          /* "rope", "learned" or "none" (lssar_pos_name(pos_kind)) */
     lssar_attn_kind attn;
-    float p;                  /* LSSAR power */
+    float p;                  /* re-weighting power */
     int tied;                 /* output head shares the token embedding */
     size_t params;
     long long step;           /* optimizer steps it was trained for (0 for a created model) */
@@ -205,16 +245,17 @@ typedef struct {
     lssar_device device;
     lssar_len_norm len_norm;  /* sigmoid / relu length normalisation */
     float rope_base;          /* RoPE's base theta */
-    int temp_d;               /* lssa / lssar temperature's D; 0 = the head size */
+    int temp_d;               /* score cos: the temperature's D; 0 = the head size */
 } lssar_model_info;
 
 /* How lssar_model_load builds the model. A zeroed struct (or NULL) loads it as trained, on the CPU. */
 typedef struct {
-    int set_attn;             /* 1: build it with `attn` instead of the trained kind: only
-                                 LSSAR_ATTN_LSSA <-> LSSAR_ATTN_LSSAR (they share every parameter);
-                                 other swaps are refused with LSSAR_E_ARG */
+    int set_attn;             /* 1: build it with `attn` instead of the trained kind: only a kind
+                                 that differs in the re-weighting alone (lssa <-> lssar, softmax <->
+                                 softmax+rw, ...: they share every parameter); other swaps are
+                                 refused with LSSAR_E_ARG */
     lssar_attn_kind attn;
-    float p;                  /* > 0 overrides the LSSAR power; 0 keeps it */
+    float p;                  /* > 0 overrides the re-weighting power; 0 keeps it */
     lssar_device device;
 } lssar_load_options;
 /* Load a run directory (its model.safetensors) or a .safetensors file; a missing file is
@@ -265,9 +306,9 @@ int lssar_decoder_feed(lssar_decoder *d, const uint16_t *tokens, int n, float *l
      o.model.vocab = 257; o.steps = 2000; o.progress = 1;
      lssar_train_result r;
      if (lssar_train(&o, &r) != 0) fprintf(stderr, "%s\n", lssar_errmsg());
-   Not offered here: `lssar train --passkey-mix` (passkey windows are an experiment's data source,
-   not the trainer's), changing the optimizer settings of a resumed run, and training on a device
-   other than the CPU. */
+   model.device chooses where it trains (a build without CUDA refuses LSSAR_DEVICE_CUDA with
+   LSSAR_E_UNSUPPORTED). Not offered here: `lssar train --passkey-mix` (passkey windows are an
+   experiment's data source, not the trainer's) and changing the optimizer settings of a resumed run. */
 typedef enum {
     LSSAR_LR_COSINE = 0,      /* after the warmup, cosine decay to lr_floor x lr at `steps` */
     LSSAR_LR_CONSTANT = 1,    /* after the warmup, constant lr (lr_floor is ignored) */

@@ -32,6 +32,9 @@ static const char *th_current = "";
         }                                                                           \
     } while (0)
 
+/* A library call that must succeed (0), else the failure with the library's message. */
+#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
+
 /* |got - want| <= tol * max(1, |want|) */
 #define CHECK_CLOSE(got, want, tol)                                                              \
     CHECK(fabs((double)(got) - (double)(want)) <= (tol) * fmax(1.0, fabs((double)(want))),       \

@@ -13,7 +13,6 @@
 
 // A library call that returns an error code (0 = success): a failure fails the test, with the
 // library's message, instead of being ignored.
-#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
 
 static char tmpdir[64];
 
@@ -368,6 +367,53 @@ static void test_len_norm_roundtrip(void) {
         }
 }
 
+// Every kind (each combination of stages) survives the round trip under its name, with its
+// re-weighting power and SSMax scales; a model may be loaded with the re-weighting switched (the
+// kinds share every parameter) but not as another score or phi; an unknown name is a format error.
+static void test_stages_roundtrip(void) {
+    const char *p = tpath("stages.safetensors"), *q = tpath("stages-bad.safetensors");
+    for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++) {
+        gpt_config c = {.layers = 1, .heads = 2, .dim = 8, .vocab = 11, .channels = 1, .max_seq = 8,
+                        .pos = GPT_POS_ROPE, .attn = kind, .p = 7.0f, .tied = 1};
+        gpt *m = NULL, *l = NULL;
+        CHECK_OK(gpt_create(&c, 5, &m));
+        if (!m) continue;
+        CHECK_OK(ckpt_save_model(m, p, 3));
+        CHECK(ckpt_load_model(p, NULL, &l, NULL) == 0 && l, "%s: load: %s", lssar_attn_name(kind), lssar_errmsg());
+        if (l) {
+            CHECK(gpt_get_config(l)->attn == kind && gpt_get_config(l)->p == 7.0f, "%s read back as %s p %g",
+                  lssar_attn_name(kind), lssar_attn_name(gpt_get_config(l)->attn), (double)gpt_get_config(l)->p);
+            CHECK(same_buffers(m, l, GPT_BUF_PARAM), "%s: parameters differ after the round trip", lssar_attn_name(kind));
+            gpt_free(l);
+            l = NULL;
+        }
+        lssar_attn_stages st, sw;
+        lssar_attn_stages_of(kind, &st);
+        for (int other = 0; other < LSSAR_ATTN_NKINDS; other++) {
+            if (other == kind) continue;
+            lssar_attn_stages_of(other, &sw);
+            int ok = sw.score == st.score && sw.phi == st.phi && sw.norm == st.norm;
+            ckpt_load_opts o = {.set_attn = 1, .attn = other, .p = 3.0f};
+            int rc = ckpt_load_model(p, &o, &l, NULL);
+            CHECK(ok ? rc == 0 && l && gpt_get_config(l)->attn == other : rc == LSSAR_E_ARG,
+                  "%s loaded as %s: %d (%s)", lssar_attn_name(kind), lssar_attn_name(other), rc, lssar_errmsg());
+            if (l) gpt_free(l);
+            l = NULL;
+        }
+        gpt_free(m);
+    }
+    gpt_config c = {.layers = 1, .heads = 2, .dim = 8, .vocab = 11, .channels = 1, .max_seq = 8,
+                    .pos = GPT_POS_ROPE, .attn = LSSAR_ATTN_SOFTMAX_COS_RW, .p = 15.0f, .tied = 1};
+    gpt *m = NULL;
+    CHECK_OK(gpt_create(&c, 5, &m));
+    if (m) {
+        CHECK_OK(ckpt_save_model(m, p, 3));
+        rewrite_meta(p, q, "attn", "softmax+cos+sideways");
+        expect_model_bad(q, "attn softmax+cos+sideways", "attn");
+        gpt_free(m);
+    }
+}
+
 // The RoPE base and the temperature's D survive the round trip (and reach the attention: the
 // loaded model scores as the saved one); a file from before them loads as base 10000 and the head
 // size's ln; a created model records the base it uses; bad values are refused.
@@ -557,6 +603,7 @@ int main(void) {
     RUN(test_trainer_roundtrip);
     RUN(test_len_norm_roundtrip);
     RUN(test_rope_temp_roundtrip);
+    RUN(test_stages_roundtrip);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}

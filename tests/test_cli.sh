@@ -105,6 +105,13 @@ assert steps[-1]['loss'] < steps[0]['loss'] - 1, 'loss did not fall'
 "; then ok "train $k --len-norm $ln"; else bad "train $k --len-norm $ln (exit $rc)" "$out"; fi
   expect "eval $k --len-norm $ln" 0 "$k attention (len-norm $ln)" $LSSAR eval --model "$tmp/run-$k" --data "$tmp/val.bin" --seq 32,64 $T1
 done
+# attention as stages: a preset with other stages trains, evaluates and is named; invalid ones are refused
+expect "train softmax+cos+rw" 0 "softmax+cos+rw attention (p 7)" $LSSAR train --data "$tmp/train.bin" $MODEL --steps 4 --attn softmax+cos+rw --p 7 --out "$tmp/run-stages" $T1
+expect "eval softmax+cos+rw" 0 "softmax+cos+rw" $LSSAR eval --model "$tmp/run-stages" --data "$tmp/val.bin" --seq 32 $T1
+expect "eval softmax+cos+rw without re-weighting" 0 "softmax+cos" $LSSAR eval --model "$tmp/run-stages" --data "$tmp/val.bin" --seq 32 --attn softmax+cos $T1
+expect "eval softmax+cos+rw as lssa refused" fail "re-weighting switched" $LSSAR eval --model "$tmp/run-stages" --data "$tmp/val.bin" --seq 32 --attn lssa $T1
+expect "--attn sigmoid+rw refused" 2 "do not go together" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --attn sigmoid+rw
+expect "--attn unknown stage" 2 "unknown stage '+cosine'" $LSSAR train --data "$tmp/train.bin" --out "$tmp/x" --attn softmax+cosine
 expect "train into an existing run" fail "--resume" $LSSAR train --data "$tmp/train.bin" $MODEL --steps 5 --out "$tmp/run" $T1
 
 # ---- exact resume: 2N straight == N, stop, resume to 2N

@@ -22,7 +22,6 @@
 
 // A library call that returns an error code (0 = success): a failure fails the test, with the
 // library's message, instead of being ignored.
-#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
 
 static const char *TASK = "There is an important info hidden inside a lot of irrelevant text. Find it and "
                           "memorize them. I will quiz you about the important information there.";

@@ -243,6 +243,8 @@ out=$("$LSSAR" extrapolate --out "$tmp/x" 2>&1); rc=$?
 check "extrapolate without --data says so" '[ $rc -eq 2 ] && grep -q -- "--data" <<<"$out"' "$out"
 out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/x" --attn softmax,bogus 2>&1); rc=$?
 check "unknown kind is named" '[ $rc -eq 2 ] && grep -q "bogus" <<<"$out"' "$out"
+out=$("$LSSAR" extrapolate --data "$tmp/data" --out "$tmp/x" --attn softmax-p3 2>&1); rc=$?
+check "a power for a kind that does not re-weight is refused" '[ $rc -eq 2 ] && grep -q "does not re-weight" <<<"$out"' "$out"
 out=$("$LSSAR" extrapolate --data "$tmp/nodata" --out "$tmp/x" 2>&1); rc=$?
 check "missing data folder names the fix" '[ $rc -ge 1 ] && [ $rc -lt 128 ] && grep -q "data build" <<<"$out"' "$out"
 out=$("$LSSAR" passkey --model "$tmp/ex/lssa" --lengths 50 2>&1); rc=$?

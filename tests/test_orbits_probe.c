@@ -14,7 +14,6 @@
 
 // A library call that returns an error code (0 = success): a failure fails the test, with the
 // library's message, instead of being ignored.
-#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
 
 static void test_kdtree_matches_brute_force(void) {
     const int n = 3000, d = 6, nq = 200;

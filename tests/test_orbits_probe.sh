@@ -224,7 +224,7 @@ expect "train --resume --eps: one more step" 0 "" $LSSAR train --out $tmp/seeds/
 expect "run: a model trained with another eps is not resumed" fail "trained with AdamW eps 0.0001, weight decay 0.1 in an earlier run; this scale uses eps 1e-08" \
   $LSSAR orbits run --scale smoke --attn lssar --out $tmp/seeds --skip-simulate $T1
 expect "run: --seeds too many" fail "more than 16 models" $LSSAR orbits run --attn softmax,lssar --seeds 9 --dry-run
-expect "run: unknown kind" fail "unknown kind 'bogus'" $LSSAR orbits run --attn softmax,bogus --dry-run
+expect "run: unknown kind" fail "kind 'bogus' is unknown" $LSSAR orbits run --attn softmax,bogus --dry-run
 expect "run: unknown scale" fail "--scale must be smoke, tiny, laptop, small or paper" $LSSAR orbits run --scale huge
 
 # bad inputs

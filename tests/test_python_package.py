@@ -117,10 +117,12 @@ def inner():
     cases = [("softmax", "train", 0), ("ssmax", "train", 0), ("lssa", "train", 0), ("lssar", "train", 0),
              ("lssa", "train", 64), ("lssar", "train", 64), ("sigmoid", "train", 0), ("sigmoid", "row", 0),
              ("relu", "train", 0), ("relu", "row", 0)]
+    cases += [(kd, "train", 0) for kd in torch_ref.KINDS[6:]]   # the other combinations of stages
     L = 24   # sigmoid / relu training length: below T, so rows past it are covered
     for kind, ln, td in cases:
         q, k, v, dy = (torch.randn(B, H, T, D, generator=g) for _ in range(4))
-        s = torch.tensor([0.43, 0.63]) if kind == "ssmax" else None
+        s = torch.tensor([0.43, 0.63]) if kind not in ("sigmoid", "relu") and torch_ref.stages(kind)[0] == "ssmax" \
+            else None
         leaves = [t.clone().requires_grad_() for t in (q, k, v)] + ([s.clone().requires_grad_()] if s is not None else [])
         y = lssar.attention(*leaves[:3], kind=kind, p=15.0, ssmax_s=leaves[3] if s is not None else None, len_norm=ln,
                             train_len=L, temp_d=td)

@@ -96,7 +96,7 @@ expect "no recipe named" 2 "name a recipe" "$LSSAR" recipe --smoke
 expect "unknown recipe" 2 "unknown recipe 'gpt3'" "$LSSAR" recipe gpt3
 expect "gpt2-124m needs data" 2 "needs --data" "$LSSAR" recipe gpt2-124m --smoke
 expect "orbits-109m takes no --data" 2 "simulates its own data" "$LSSAR" recipe orbits-109m --data x.bin
-expect "unknown kind" 2 "unknown kind 'soft'" "$LSSAR" recipe gpt2-124m --attn soft --data a --val b
+expect "unknown kind" 2 "kind 'soft' is unknown" "$LSSAR" recipe gpt2-124m --attn soft --data a --val b
 expect "recipe --help" 0 "llm.c" "$LSSAR" recipe --help
 
 # 7. --device on every command that runs a model: documented, cuda refused without a GPU (exit 2,

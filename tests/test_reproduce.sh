@@ -19,7 +19,7 @@ trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
 # 2 x (7 extrapolate kinds + gather + attnstats) (D = 64, D = 16), 2 head sizes + 5 cause experiments,
 # 7 passkey trainings + gather, 8 passkey scores, orbits
-NJOBS=42
+NJOBS=55
 
 # the corpus: our own docs as byte tokens (held-out documents of >= 520 tokens for the 2x windows)
 if ! "$LSSAR" data build --corpus text --text docs --tokenizer byte --val-frac 0.3 --out "$tmp/d" --quiet >/dev/null 2>&1; then
@@ -54,8 +54,10 @@ if grep -q -- '--attn sigmoid .*--heads 2 --dim 128 .*--factors 1,2,4,8,16,32,64
    && grep -q -- 'causes/d16-temp64 .*--heads 8 --dim 128 .*--temp-d 64' <<<"$out" \
    && grep -q -- 'passkey --attn lssar .*--heads 2 --dim 128 --seq 320 .*--passkey-mix 0.75 --passkey-short --factors 1 --seeds 1 ' <<<"$out" \
    && grep -q -- '--lengths 320,640,1280,2560,5120 ' <<<"$out" \
-   && grep -q 'orbits run --scale laptop --attn softmax,lssar --heads 1 ' <<<"$out"; then
-  ok "laptop plan: 7 kinds x 3 seeds at D = 64 (1x-64x) and D = 16, head sizes, causes, passkey 1x-16x, orbits at D = 64"
+   && grep -q 'orbits run --scale laptop --attn softmax,lssar --heads 1 ' <<<"$out" \
+   && grep -q -- 'ablation --attn softmax+cos+rw-p15 .*--heads 2 --dim 128 .*--factors 1,2,4,8,16,32 --seeds 3 ' <<<"$out" \
+   && grep -q -- 'ablation --attn softmax,softmax+cos,softmax+cos+rw-p15,softmax+rw-p15,ssmax,ssmax+rw-p15,lssa,lssar-p1,lssar-p3,lssar-p7,lssar-p15,lssar-p31 ' <<<"$out"; then
+  ok "laptop plan: 7 kinds x 3 seeds at D = 64 (1x-64x) and D = 16, head sizes, causes, the stage ablation, passkey 1x-16x, orbits at D = 64"
 else bad "laptop plan" "$out"; fi
 
 # 3. the smoke run end to end, 2 jobs at a time
@@ -84,7 +86,8 @@ md = open(d + "/REPORT.md").read()
 for h in ["## Data", "## 1. Length extrapolation", "## 1b. The same at head size D = 16", "## 1c. Why head size matters",
           "## 2. Attention statistics", "## 3. Passkey retrieval", "## 4. Orbits", "## Jobs", "| lssa+lssar-p15 |", "pooled over",
           "](extrapolate/loss_vs_length.png)", "](extrapolate/loss_vs_position.png)", "](orbits/forces.png)", "### Next-position",
-          "Loss by position inside", "| d16-temp64 |", "| d64-rope38 | D = 64, RoPE base 38"]:
+          "Loss by position inside", "| d16-temp64 |", "| d64-rope38 | D = 64, RoPE base 38",
+          "## 1d. Which stage carries the flat loss", "| softmax+cos+rw-p15 |", "](ablation/loss_vs_length.png)"]:
     assert h in md, h
 # the head-size rows (16, 32 from OUT/headsize, 64 from section 1) and the causes, with intervals over the 2 seeds
 hs = r["head_size"]
@@ -94,6 +97,11 @@ c = r["causes"]
 assert set(c) == {"d64-rope38", "d16-temp64", "d64-temp16", "d16-temp8", "d64-temp256"}, c.keys()
 assert set(c["d64-rope38"]) == {"change", "softmax", "lssar-p15"} and "rise_minus_unchanged" in c["d16-temp8"]["lssar-p15"]
 assert r["extrapolate_d16"]["groups"] and r["attnstats_d16"]["groups"]
+# the ablation: every run's rise and every stage's paired effect, with intervals over the 2 seeds
+ar, st = r["ablation_rise"], r["ablation_stages"]
+assert len(ar) == 12 and all(len(x["rise"]["ci95"]) == 2 for x in ar.values()), ar
+assert len(st) == 11 and all(len(x[k]["ci95"]) == 2 for x in st.values() for k in ["at_1x", "at_rx", "at_longest", "on_rise"]), st
+assert {g["name"] for g in r["ablation"]["groups"]} >= {"softmax+cos", "softmax+rw-p15", "ssmax+rw-p15", "lssar-p31"}
 pp = [g["per_position"] for g in r["extrapolate"]["groups"]]
 assert all(p["seq"] == 64 and len(p["loss"]) == len(p["start"]) == 64 for p in pp), pp[0]
 # the per-position curve of each run averages to its loss at the longest length (equal bins)
@@ -125,6 +133,7 @@ if [ $rc -eq 0 ] && grep -q "$NJOBS of $NJOBS jobs recorded as done" <<<"$out" &
 import json
 a, b = json.load(open('$tmp/report1.json')), json.load(open('$tmp/r/report.json'))
 assert a['extrapolate'] == b['extrapolate'] and a['head_size'] == b['head_size'] and a['causes'] == b['causes'] and a['passkey'] == b['passkey']
+assert a['ablation_stages'] == b['ablation_stages']
 "; then ok "--report-only on a finished run: the same tables, nothing run"; else bad "--report-only (exit $rc)" "$out"; fi
 out=$("$LSSAR" "${S[@]}" --out "$tmp/empty" --report-only 2>&1); rc=$?
 if [ $rc -eq 0 ] && grep -q "0 of $NJOBS jobs recorded as done" <<<"$out" && grep -q "not run yet" "$tmp/empty/REPORT.md" \

@@ -8,7 +8,6 @@
 
 // A library call that returns an error code (0 = success): a failure fails the test, with the
 // library's message, instead of being ignored.
-#define CHECK_OK(call) CHECK((call) == 0, "%s failed: %s", #call, lssar_errmsg())
 
 static char dir[] = "/tmp/lssar_test_shard_XXXXXX";
 

@@ -1,7 +1,7 @@
 """torch_ref.py - a plain PyTorch reference of lssar's GPT model (src/model/gpt.h), written out so
 that every step can be read against docs/attention.md: pre-LayerNorm blocks, GELU(tanh) MLP 4x,
 RoPE (rotate half) / learned / no positions, C token channels (embeddings summed, one output head
-per channel, tied or untied), and the four attention kinds. Parameters are a dict of tensors named
+per channel, tied or untied), and every attention kind (the stages of docs/attention.md). Parameters are a dict of tensors named
 as in gpt.h (PyTorch GPT-2 names), so a model.safetensors from lssar loads directly.
 
 Debian's python3-torch 1.13 has no scaled_dot_product_attention; attention is written out with a
@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 IGNORE = 0xFFFF
-KINDS = ("softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu")
+KINDS = ("softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu", "softmax+rw", "ssmax+rw", "softmax+cos",
+         "softmax+cos+rw", "lssa+dot", "lssar+dot", "lssa+ssmax", "lssar+ssmax")
 
 
 def rope(x, theta=10000.0):
@@ -33,10 +34,28 @@ def softplus(x):
     return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
 
 
+# The presets as stages (score, phi, re-weighting); sigmoid and relu are their own (len) rows.
+PRESETS = {"softmax": ("dot", "exp", False), "ssmax": ("ssmax", "exp", False), "lssa": ("cos", "softplus", False),
+           "lssar": ("cos", "softplus", True)}
+MODS = {"dot": (0, "dot"), "ssmax": (0, "ssmax"), "cos": (0, "cos"), "exp": (1, "exp"), "softplus": (1, "softplus"),
+        "rw": (2, True), "norw": (2, False)}
+
+
+def stages(kind):
+    """A kind name -> (score, phi, reweight), read as docs/attention.md "Stages" spells it: a preset,
+    then +stage replacing that stage."""
+    base, *mods = kind.split("+")
+    st = list(PRESETS[base])
+    for m in mods:
+        i, val = MODS[m]
+        st[i] = val
+    return tuple(st)
+
+
 def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train", temp_d=0):
-    """q, k, v (B, T, H, D) -> y (B, T, H, D), causal, per docs/attention.md. L, len_norm: sigmoid
-    and relu (the training length; "train" or "row"). temp_d: lssa / lssar, the D of ln(D) ln(n)
-    (0: the head size)."""
+    """q, k, v (B, T, H, D) -> y (B, T, H, D), causal, per docs/attention.md (any kind, by its
+    stages). L, len_norm: sigmoid and relu (the training length; "train" or "row"). temp_d: the cos
+    score's D of ln(D) ln(n) (0: the head size)."""
     B, T, H, D = q.shape
     q, k, v = (z.transpose(1, 2) for z in (q, k, v))          # (B, H, T, D)
     n = torch.arange(1, T + 1, dtype=q.dtype)[:, None]        # (T, 1) visible keys per row
@@ -45,29 +64,33 @@ def attention(q, k, v, kind, p=15.0, s=None, L=None, len_norm="train", temp_d=0)
         Lr = n if len_norm == "row" else torch.full_like(n, float(L))
         x = q @ k.transpose(-1, -2) / math.sqrt(D)
         w = (torch.sigmoid(x - torch.log(Lr)) if kind == "sigmoid" else torch.clamp(x, min=0) / Lr) * mask
-    elif kind in ("softmax", "ssmax"):
-        x = q @ k.transpose(-1, -2) / math.sqrt(D)
-        if kind == "ssmax":
-            x = x * s.view(1, H, 1, 1) * torch.log(n)
-        x = x.masked_fill(~mask, float("-inf"))
-        w = torch.softmax(x, dim=-1)
-    else:
+        return (w @ v).transpose(1, 2)
+    score, phi, reweight = stages(kind)
+    if score == "cos":
         qh = q / torch.clamp(q.norm(dim=-1, keepdim=True), min=1e-12)
         kh = k / torch.clamp(k.norm(dim=-1, keepdim=True), min=1e-12)
-        lam = math.log(temp_d or D) * torch.log(n)
-        a = softplus(lam * (qh @ kh.transpose(-1, -2))) * mask
-        alpha = a / a.sum(-1, keepdim=True)
-        w = alpha
-        if kind == "lssar":
-            o = (torch.arange(T) >= 3).to(q.dtype)[:, None]   # rows 0..2 are not inhibited
-            u = (n * alpha - o).masked_fill(~mask, 0.0)
-            r = torch.clamp(u, min=0)
-            umax = r.amax(-1, keepdim=True)
-            safe = torch.where(umax > 0, umax, torch.ones_like(umax))
-            b = (r / safe) ** p                               # = r^p / umax^p: same beta
-            z = b.sum(-1, keepdim=True)
-            beta = b / torch.where(z > 0, z, torch.ones_like(z))
-            w = torch.where(z > 0, beta, alpha)               # uniform row: beta = alpha
+        x = math.log(temp_d or D) * torch.log(n) * (qh @ kh.transpose(-1, -2))
+    else:
+        x = q @ k.transpose(-1, -2) / math.sqrt(D)
+        if score == "ssmax":
+            x = x * s.view(1, H, 1, 1) * torch.log(n)
+    if phi == "exp":
+        w = torch.softmax(x.masked_fill(~mask, float("-inf")), dim=-1)
+        a = w
+    else:
+        a = softplus(x) * mask
+        w = a / a.sum(-1, keepdim=True)
+    if reweight:
+        alpha = w
+        o = (torch.arange(T) >= 3).to(q.dtype)[:, None]       # rows 0..2 are not inhibited
+        u = (n * alpha - o).masked_fill(~mask, 0.0)
+        r = torch.clamp(u, min=0)
+        umax = r.amax(-1, keepdim=True)
+        safe = torch.where(umax > 0, umax, torch.ones_like(umax))
+        b = (r / safe) ** p                                   # = r^p / umax^p: same beta
+        z = b.sum(-1, keepdim=True)
+        beta = b / torch.where(z > 0, z, torch.ones_like(z))
+        w = torch.where(z > 0, beta, alpha)                   # uniform row: beta = alpha
     y = w @ v
     return y.transpose(1, 2)
 

@@ -49,12 +49,21 @@ def _proto(name, restype, *argtypes):
     return f
 
 
+class AttnStages(ctypes.Structure):
+    """lssar_attn_stages (include/lssar.h)."""
+    _fields_ = [("score", c_int), ("phi", c_int), ("norm", c_int), ("reweight", c_int)]
+
+
+SCORE_SSMAX = 1   # lssar_score
+
+
 P = ctypes.POINTER(AttnDesc)
 version = _proto("lssar_version", ctypes.c_char_p)().decode()
 errmsg = _proto("lssar_errmsg", ctypes.c_char_p)
 strerror = _proto("lssar_strerror", ctypes.c_char_p, c_int)
 attn_parse = _proto("lssar_attn_parse", c_int, ctypes.c_char_p, ctypes.POINTER(c_int))
 attn_name = _proto("lssar_attn_name", ctypes.c_char_p, c_int)
+attn_stages_of = _proto("lssar_attn_stages_of", c_int, c_int, ctypes.POINTER(AttnStages))
 len_norm_parse = _proto("lssar_len_norm_parse", c_int, ctypes.c_char_p, ctypes.POINTER(c_int))
 attn_forward = _proto("lssar_attn_forward", c_int, P, c_int, c_int, c_int, c_int, c_void_p, c_void_p, c_void_p, c_void_p)
 attn_backward = _proto("lssar_attn_backward", c_int, P, c_int, c_int, c_int, c_int, c_void_p, c_void_p, c_void_p,
@@ -80,6 +89,14 @@ def parse_kind(name):
     out = c_int()
     check(attn_parse(str(name).encode(), ctypes.byref(out)), "kind %r" % (name,))
     return out.value
+
+
+def stages(kind):
+    """The stages of a kind name (or id): an AttnStages."""
+    st = AttnStages()
+    check(attn_stages_of(parse_kind(kind) if isinstance(kind, str) else int(kind), ctypes.byref(st)),
+          "kind %r" % (kind,))
+    return st
 
 
 def parse_len_norm(name):

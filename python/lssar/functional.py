@@ -71,8 +71,10 @@ def attention(q, k, v, kind="lssar", p=15.0, ssmax_s=None, len_norm="train", tra
     with is_causal=True lays them out.
 
     kind: "softmax", "ssmax", "lssa", "lssar" (LSSA then re-weighting with power p), "sigmoid" or
-    "relu" (docs/attention.md). ssmax_s: SSMax's per-head scales (H,), float32 on q's device,
-    differentiable; required for ssmax and refused otherwise. len_norm, train_len: sigmoid / relu
+    "relu", or a preset with other stages: "softmax+cos+rw", "ssmax+rw", "lssa+dot", ...
+    (docs/attention.md "Stages"); p is the power of every kind that re-weights. ssmax_s: SSMax's
+    per-head scales (H,), float32 on q's device, differentiable; required for the kinds whose
+    score is ssmax and refused otherwise. len_norm, train_len: sigmoid / relu
     divide by the training length ("train"; train_len, default T) or by each row's key count
     ("row"). temp_d: lssa / lssar, the D of the ln(D) ln(n) temperature (0: the head size).
 
@@ -103,8 +105,9 @@ def attention(q, k, v, kind="lssar", p=15.0, ssmax_s=None, len_norm="train", tra
     kid = _lib.parse_kind(kind)
     ln = _lib.parse_len_norm(len_norm)
     B, H, T, D = q.shape
-    if (ssmax_s is not None) != (kid == 1):
-        raise ValueError("lssar.attention: ssmax_s (H per-head scales) goes with kind 'ssmax' and only with it")
+    if (ssmax_s is not None) != (_lib.stages(kid).score == _lib.SCORE_SSMAX):
+        raise ValueError("lssar.attention: ssmax_s (H per-head scales) goes with the kinds whose score is ssmax "
+                         "('ssmax', 'ssmax+rw', 'lssa+ssmax', ...) and only with them")
     if ssmax_s is not None:
         if not isinstance(ssmax_s, torch.Tensor) or ssmax_s.shape != (H,) or ssmax_s.dtype != torch.float32 \
                 or ssmax_s.device != q.device:

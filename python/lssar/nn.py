@@ -2,6 +2,7 @@
 
 import torch
 
+from . import _lib
 from .functional import attention
 
 def _rope(x, base):
@@ -37,7 +38,8 @@ class CausalSelfAttention(torch.nn.Module):
             torch.nn.init.normal_(lin.weight, std=0.02)
             if bias:
                 torch.nn.init.zeros_(lin.bias)
-        self.ssmax_s = torch.nn.Parameter(torch.full((heads,), 0.43)) if kind == "ssmax" else None
+        self.ssmax_s = torch.nn.Parameter(torch.full((heads,), 0.43)) \
+            if _lib.stages(kind).score == _lib.SCORE_SSMAX else None
 
     def forward(self, x):
         B, T, C = x.shape

@@ -1,6 +1,7 @@
 /*
- * attention.c - causal attention forward and backward on the CPU for softmax, SSMax, LSSA,
- * LSSAR, sigmoid and relu (the math: docs/attention.md).
+ * attention.c - causal attention forward and backward on the CPU for every kind: softmax, SSMax,
+ * LSSA, LSSAR, sigmoid, relu and the other combinations of their stages (the math:
+ * docs/attention.md).
  *
  * Layout: q, k, v, out and their gradients are (B, T, H, D) float32, so the rows of one head are
  * strided by H*D; sgemm's leading dimension takes that stride and nothing is copied.
@@ -37,10 +38,9 @@
 
 static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
     if (!a) return lssar_fail(LSSAR_E_NULL, "attention: the descriptor is NULL; pass a lssar_attn_desc");
-    if ((unsigned)a->kind > LSSAR_ATTN_RELU)
-        return lssar_fail(LSSAR_E_KIND, "attention: unknown kind %d; use softmax, ssmax, lssa, lssar, sigmoid or relu",
-                          (int)a->kind);
-    if (a->kind == LSSAR_ATTN_SIGMOID || a->kind == LSSAR_ATTN_RELU) {
+    lssar_attn_stages st;
+    if (lssar_attn_stages_of(a->kind, &st)) return LSSAR_E_KIND;
+    if (st.norm == LSSAR_NORM_LEN) {
         if ((unsigned)a->len_norm > LSSAR_LEN_NORM_ROW)
             return lssar_fail(LSSAR_E_ARG, "attention: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW",
                               lssar_attn_name(a->kind), (int)a->len_norm);
@@ -50,13 +50,11 @@ static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
     }
     if (!attn_temp_d_ok(a->temp_d))
         return lssar_fail(LSSAR_E_ARG, "attention: temp_d = %d; use 0 (ln of the head size) or a D >= 2", a->temp_d);
-    if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))
-        return lssar_fail(LSSAR_E_P, "attention: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)",
-                          (double)a->p);
-    if (a->kind == LSSAR_ATTN_SSMAX) {
-        if (!a->ssmax_s)
-            return lssar_fail(LSSAR_E_SSMAX, "attention: SSMax needs ssmax_s (H per-head scales, e.g. 0.43)");
-    }
+    if (st.reweight && !(a->p > 0.0f && isfinite(a->p)))
+        return lssar_fail(LSSAR_E_P, "attention: %s re-weighting power p = %g; it must be finite and > 0 (the paper "
+                          "uses 15)", lssar_attn_name(a->kind), (double)a->p);
+    if (st.score == LSSAR_SCORE_SSMAX && !a->ssmax_s)
+        return lssar_fail(LSSAR_E_SSMAX, "attention: %s needs ssmax_s (H per-head scales, e.g. 0.43)", lssar_attn_name(a->kind));
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0)
         return lssar_fail(LSSAR_E_SIZE, "attention: B=%d T=%d H=%d D=%d; every size must be > 0", B, T, H, D);
     // Element counts must fit size_t (bytes) and the row stride H*D must fit sgemm's int.
@@ -68,7 +66,7 @@ static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
     if (n > SIZE_MAX / (size_t)D / sizeof(float)) goto too_big;
     if ((int64_t)H * D > INT32_MAX / 2 || (int64_t)B * H > INT32_MAX) goto too_big;
     if ((size_t)T > SIZE_MAX / sizeof(float) / 4 / BQ) goto too_big;
-    if (a->kind == LSSAR_ATTN_SSMAX)
+    if (st.score == LSSAR_SCORE_SSMAX)
         for (int h = 0; h < H; h++)
             if (!isfinite(a->ssmax_s[h]))
                 return lssar_fail(LSSAR_E_ARG, "attention: ssmax_s[%d] = %g is not finite", h, (double)a->ssmax_s[h]);
@@ -144,7 +142,14 @@ static void blas_single_end(int saved) {
     if (saved > 1) openblas_set_num_threads(saved);
 }
 
-static int is_normed(int kind) { return kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR; }
+// What the driver computes besides the products: the inverse norms (pp->norms), and the
+// projection of the l2 normalisation in the backward (score cos).
+static void stage_needs(const lssar_attn_desc *a, int *norms, int *cos) {
+    lssar_attn_stages st;
+    lssar_attn_stages_of(a->kind, &st);
+    *cos = st.score == LSSAR_SCORE_COS;
+    *norms = *cos || st.reweight;
+}
 
 // ------------------------------------------------------------------ forward
 
@@ -167,7 +172,8 @@ int attn_forward_cached(const lssar_attn_desc *a, int B, int Tq, int Tk, int kv_
     const int HD = H * D, nb = (Tq + BQ - 1) / BQ, q0 = Tk - Tq;
     const int64_t ntask = (int64_t)B * H * nb;
     const size_t ldt = round16((size_t)Tk);
-    const int normed = is_normed(a->kind);
+    int normed, cos;
+    stage_needs(a, &normed, &cos);
     int failed = 0;
     int blas_threads = blas_single_begin();
 #pragma omp parallel
@@ -196,14 +202,14 @@ int attn_forward_cached(const lssar_attn_desc *a, int B, int Tq, int Tk, int kv_
             // S = Q_blk K^T  (bq, n)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, qb, HD, kh, HD,
                         0.0f, s, (int)ldt);
-            // lssa/lssar: 1/|k| of the n visible keys, recomputed per task (n D flops against the
+            // score cos, re-weighting: 1/|k| of the n visible keys, recomputed per task (n D flops against the
             // block's 4 BQ n D in sgemm) because a shared precomputed array would cost one more
             // barrier per call, and on a busy machine a barrier can cost a whole time slice.
             if (normed) {
                 inv_norms(kh, n, D, HD, rk);
                 inv_norms(qb, bq, D, HD, rq);
             } else {
-                for (int r = 0; r < bq; r++) rq[r] = 1.0f;  // unused by softmax/ssmax
+                for (int r = 0; r < bq; r++) rq[r] = 1.0f;  // unused
             }
             for (int r = 0; r < bq; r++) {
                 attn_row_stats st;
@@ -230,9 +236,12 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
         return lssar_fail(LSSAR_E_NULL, "attention backward: q, k, v, dout, dq, dk and dv must be non-NULL");
     const int HD = H * D, nb = (T + BQ - 1) / BQ, nbh = B * H;
     const size_t ldt = round16((size_t)T);
-    const int normed = is_normed(a->kind);
+    int normed, cos;
+    stage_needs(a, &normed, &cos);
+    lssar_attn_stages st;
+    lssar_attn_stages_of(a->kind, &st);
     double *dsp = NULL;  // per-(b, h) partial d(loss)/d(s_h), summed in a fixed order at the end
-    if (a->kind == LSSAR_ATTN_SSMAX && ds) {
+    if (st.score == LSSAR_SCORE_SSMAX && ds) {
         dsp = calloc((size_t)nbh, sizeof(double));
         if (!dsp) return lssar_fail(LSSAR_E_NOMEM, "attention backward: out of memory");
     }
@@ -271,7 +280,7 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, qb, HD, kh, HD,
                             0.0f, s, (int)ldt);
                 if (normed) inv_norms(qb, bq, D, HD, rq);
-                else for (int r = 0; r < bq; r++) rq[r] = 1.0f;  // unused by softmax/ssmax
+                else for (int r = 0; r < bq; r++) rq[r] = 1.0f;  // unused
                 attn_row_stats st[BQ];
                 for (int r = 0; r < bq; r++)
                     attn_row_forward(&pp, i0 + r, n, rq[r], rk, s + r * ldt, al + r * ldt, w + r * ldt, &st[r]);
@@ -289,9 +298,9 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
                             0.0f, dqb, HD);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, bq, 1.0f, dw, (int)ldt, qb, HD,
                             1.0f, dkh, HD);
-                if (normed) project_rows(dqb, qb, rq, bq, D, HD);
+                if (cos) project_rows(dqb, qb, rq, bq, D, HD);
             }
-            if (normed) project_rows(dkh, kh, rk, T, D, HD);
+            if (cos) project_rows(dkh, kh, rk, T, D, HD);
             if (dsp) dsp[bh] = dsacc;
         }
     }

@@ -7,6 +7,18 @@
 
 #include "lssar.h"
 
+/* The stages of kind k (lssar_attn_stages_of) for callers that have checked k; all zero (dot, exp,
+   l1, no re-weighting) for a value that is not a kind. */
+static inline lssar_attn_stages attn_stages(lssar_attn_kind k) {
+    lssar_attn_stages st = {LSSAR_SCORE_DOT, LSSAR_PHI_EXP, LSSAR_NORM_L1, 0};
+    if ((unsigned)k < (unsigned)LSSAR_ATTN_NKINDS) lssar_attn_stages_of(k, &st);
+    return st;
+}
+// The kind has SSMax's per-head scales (a model parameter).
+static inline int attn_has_ssmax_s(lssar_attn_kind k) { return attn_stages(k).score == LSSAR_SCORE_SSMAX; }
+// The kind re-weights with the power p.
+static inline int attn_reweights(lssar_attn_kind k) { return attn_stages(k).reweight; }
+
 /* Causal attention for the LAST Tq of Tk positions: query r of sequence b is position
    i = Tk - Tq + r and sees keys 0..i. q, out: (B, Tq, H, D) contiguous; k, v: sequence b starts
    at row b * kv_stride (rows of H * D floats), kv_stride >= Tk (a KV cache's capacity).

@@ -1,5 +1,8 @@
 /*
- * attn_rows.c - per-row forward and backward of the attention kinds (see attn_rows.h).
+ * attn_rows.c - per-row forward and backward of the attention kinds (see attn_rows.h), written
+ * stage by stage: the score (dot, ssmax, cos), phi (exp, softplus; sigmoid, relu), the l1
+ * normalisation, the re-weighting. Each loop is specialised on the stages outside the loop (the
+ * static inline helpers take them as constants), so a preset runs the loops it ran as its own path.
  *
  * sigmoid and relu have no row normalisation: a_ij is the weight itself, so they need no row
  * statistic, no argmax and no centred backward (dS_j = f'(x_j) da_j / sqrt(D), da_j = dy_i . v_j).
@@ -18,18 +21,20 @@
  *    jmax is the argmax of the logit x, which is also the argmax of every weight (softmax, softplus
  *    and max(u, 0)^p are all non-decreasing).
  *
- * 2. LSSAR fallback test. sum_j b_j == 0 means every u_j <= 0, i.e. every alpha_j <= 1/n, i.e. the
+ * 2. Re-weighting fallback test. sum_j b_j == 0 means every u_j <= 0, i.e. every alpha_j <= 1/n, i.e. the
  *    lssa row is exactly uniform: all x_j equal. Testing the sign of n * alpha_j - 1 instead would
  *    read rounding noise of either sign on a uniform row. And x_j of identical keys need not be
  *    bit-identical: sgemm may sum the D products of different columns in different orders, so
  *    c = q^.k^ carries an error of about sqrt(D) float32 epsilons. So a row whose logits all lie
  *    within lambda * 8 sqrt(D) eps of each other (the rounding level; 4.5e-5 at n = 17, D = 64) is
- *    treated as uniform. Finer differences than that are not resolved by float32 scores anyway,
+ *    treated as uniform. The dot and ssmax scores have no bound 1 on the product: there the rounding
+ *    level is |sc| |q_i| max_j |k_j| 8 sqrt(D) eps. Finer differences than that are not resolved by float32 scores anyway,
  *    and p = 15 would amplify that noise into arbitrary weights.
  *
  * CPU dispatch: attn_row_forward and attn_row_backward are LSSAR_HOT (core/dispatch.h), so a
  * portable build carries AVX-512, AVX2 + FMA and baseline clones of them, and the helpers below are
- * static inline so that each clone gets its own copy compiled for its target.
+ * ROW_FN (always inlined) so that each clone gets its own copy compiled for its target: a helper
+ * GCC chose not to inline would be compiled once, for the baseline, without FMA.
  *
  * -fno-trapping-math (the Makefile sets it for src/attn and src/nn; it changes no result, we
  * never enable FP exceptions):
@@ -51,14 +56,17 @@
 #include "core/fastmath.h"
 #include "attn/attn_rows.h"
 
+#define ROW_FN static inline __attribute__((always_inline))
+
 void attn_row_params_init(attn_row_params *pp, const lssar_attn_desc *a, int D, int h) {
-    pp->kind = a->kind;
+    lssar_attn_stages_of(a->kind, &pp->st);
+    pp->norms = pp->st.score == LSSAR_SCORE_COS || pp->st.reweight;
     pp->p = a->p;
     pp->inv_sqrt_d = 1.0f / sqrtf((float)D);
     pp->ln_d = logf((float)(a->temp_d > 0 ? a->temp_d : D));
     pp->uniform_eps = 8.0f * sqrtf((float)D) * FLT_EPSILON;
-    pp->s_h = a->kind == LSSAR_ATTN_SSMAX && a->ssmax_s ? a->ssmax_s[h] : 0.0f;
-    int unnormed = a->kind == LSSAR_ATTN_SIGMOID || a->kind == LSSAR_ATTN_RELU;
+    pp->s_h = pp->st.score == LSSAR_SCORE_SSMAX && a->ssmax_s ? a->ssmax_s[h] : 0.0f;
+    int unnormed = pp->st.norm == LSSAR_NORM_LEN;
     pp->len_row = unnormed && a->len_norm == LSSAR_LEN_NORM_ROW;
     float L = unnormed && !pp->len_row && a->train_len >= 1 ? (float)a->train_len : 1.0f;
     pp->len_bias = -logf(L);
@@ -66,24 +74,24 @@ void attn_row_params_init(attn_row_params *pp, const lssar_attn_desc *a, int D, 
 }
 
 // sigmoid: the bias of row i, -ln L or -ln n_i (row 0: 0).
-static inline float sigmoid_bias(const attn_row_params *pp, int i) {
+ROW_FN float sigmoid_bias(const attn_row_params *pp, int i) {
     return pp->len_row ? -logf((float)(i + 1)) : pp->len_bias;
 }
 // relu: the divisor's reciprocal of row i, 1 / L or 1 / n_i.
-static inline float relu_inv_len(const attn_row_params *pp, int i) {
+ROW_FN float relu_inv_len(const attn_row_params *pp, int i) {
     return pp->len_row ? 1.0f / (float)(i + 1) : pp->inv_len;
 }
 
 // sigmoid / relu: a_j = f(S_j / sqrt(D) (+ b)) straight into w; s keeps the raw dot products for
 // the backward. No row statistic (jmax, z unused).
-static inline void unnormed_forward(const attn_row_params *pp, int i, const float *s, float *w,
+ROW_FN void unnormed_forward(const attn_row_params *pp, int i, const float *s, float *w,
                                     attn_row_stats *st) {
     int n = i + 1;
     float sc = pp->inv_sqrt_d;
     st->scale = sc;
     st->z = 0.0f;
     st->jmax = 0;
-    if (pp->kind == LSSAR_ATTN_SIGMOID) {
+    if (pp->st.phi == LSSAR_PHI_SIGMOID) {
         float b = sigmoid_bias(pp, i);
 #pragma omp simd
         for (int j = 0; j < n; j++) w[j] = fm_sigmoid(sc * s[j] + b);
@@ -99,10 +107,10 @@ static inline void unnormed_forward(const attn_row_params *pp, int i, const floa
 
 // dw holds da_j = dy_i . v_j; returns dS_j = f'(x_j) da_j sc. relu: f'(0) = 0, as max(x, 0)'s
 // subgradient at the kink is taken to be (x > 0 exactly as in the forward).
-static inline void unnormed_backward(const attn_row_params *pp, int i, const float *s, float *dw) {
+ROW_FN void unnormed_backward(const attn_row_params *pp, int i, const float *s, float *dw) {
     int n = i + 1;
     float sc = pp->inv_sqrt_d;
-    if (pp->kind == LSSAR_ATTN_SIGMOID) {
+    if (pp->st.phi == LSSAR_PHI_SIGMOID) {
         float b = sigmoid_bias(pp, i);
 #pragma omp simd
         for (int j = 0; j < n; j++) dw[j] *= sc * fm_sigmoid_grad(sc * s[j] + b);
@@ -116,110 +124,94 @@ static inline void unnormed_backward(const attn_row_params *pp, int i, const flo
     }
 }
 
-// softmax/ssmax: the factor between the raw dot product and the logit of row i.
-static inline float logit_scale(const attn_row_params *pp, int i) {
+// Scores dot / ssmax: the factor between the raw dot product and the logit of row i.
+ROW_FN float logit_scale(const attn_row_params *pp, int i) {
     float sc = pp->inv_sqrt_d;
-    if (pp->kind == LSSAR_ATTN_SSMAX) sc *= pp->s_h * logf((float)(i + 1));
+    if (pp->st.score == LSSAR_SCORE_SSMAX) sc *= pp->s_h * logf((float)(i + 1));
     return sc;
 }
 
-// First j with x[j] == m (m is the row maximum, so this always finds one). Scans 16 at a time
-// with a branch-free inner loop that vectorises; a plain scalar scan cost as much as a row pass.
-static inline int first_index_of(const float *x, int n, float m) {
+// First j with sc * s[j] == m (m is the row maximum of sc * s, so this always finds one; sc = 1
+// when s holds the logits). Scans 16 at a time with a branch-free inner loop that vectorises; a
+// plain scalar scan cost as much as a row pass.
+ROW_FN int first_index_of(const float *s, int n, float sc, float m) {
     int j0 = 0;
     for (; j0 + 16 <= n; j0 += 16) {
         int hit = 0;
-        for (int t = 0; t < 16; t++) hit |= x[j0 + t] == m;
+        for (int t = 0; t < 16; t++) hit |= sc * s[j0 + t] == m;
         if (hit) break;
     }
     for (int j = j0; j < n; j++)
-        if (x[j] == m) return j;
+        if (sc * s[j] == m) return j;
     return 0;
 }
 
-static inline void softmax_forward(const attn_row_params *pp, int i, float *s, float *w,
-                                   attn_row_stats *st) {
-    int n = i + 1;
-    float sc = logit_scale(pp, i);
-    st->scale = sc;
-    float m = -INFINITY;
+// The logits of a row: x_j = sc * s[j], with s the raw products (dot / ssmax, sc = the logit
+// scale) or, for cos (s overwritten with x by logits_cos), sc = 1.
+ROW_FN void logits_cos(int n, float lam, const float *rk, float *s) {
+#pragma omp simd
+    for (int j = 0; j < n; j++) s[j] = lam * (s[j] * rk[j]);
+}
+
+// phi = exp: a_j = exp(x_j - max x) into a, returns Z = sum a (double); *xmax, *xmin the logit
+// range (xmin only when want_min: the re-weighting's uniform-row test).
+ROW_FN double phi_exp(int n, float sc, const float *s, float *a, int want_min, float *xmax, float *xmin) {
+    float m = -INFINITY, lo = INFINITY;
+    if (want_min) {
+#pragma omp simd reduction(max : m) reduction(min : lo)
+        for (int j = 0; j < n; j++) {
+            float x = sc * s[j];
+            m = x > m ? x : m;  // not fmaxf: its NaN rules keep GCC from vectorising
+            lo = x < lo ? x : lo;
+        }
+    } else {
 #pragma omp simd reduction(max : m)
-    for (int j = 0; j < n; j++) {
-        float x = sc * s[j];
-        m = x > m ? x : m;  // not fmaxf: its NaN rules keep GCC from vectorising
+        for (int j = 0; j < n; j++) {
+            float x = sc * s[j];
+            m = x > m ? x : m;
+        }
     }
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < n; j++) {
         float e = fm_exp(sc * s[j] - m);
-        w[j] = e;
+        a[j] = e;
         sum += e;
     }
-    float inv = (float)(1.0 / sum);
-#pragma omp simd
-    for (int j = 0; j < n; j++) w[j] *= inv;
-    st->z = (float)sum;
-    // the argmax: s_j with sc * s_j == m (recomputed exactly as above)
-    st->jmax = 0;
-    for (int j0 = 0; j0 < n; j0 += 16) {
-        int hit = 0, e = j0 + 16 < n ? j0 + 16 : n;
-        for (int j = j0; j < e; j++) hit |= sc * s[j] == m;
-        if (!hit) continue;
-        for (int j = j0; j < e; j++)
-            if (sc * s[j] == m) { st->jmax = j; break; }
-        break;
-    }
+    *xmax = m;
+    *xmin = lo;
+    return sum;
 }
 
-LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq,
-                                const float *rk, float *s, float *alpha, float *w,
-                                attn_row_stats *st) {
-    int n = i + 1;
-    for (int j = n; j < ncols; j++) w[j] = 0.0f;
-    st->fallback = 0;
-    if (pp->kind == LSSAR_ATTN_SOFTMAX || pp->kind == LSSAR_ATTN_SSMAX) {
-        softmax_forward(pp, i, s, w, st);
-        return;
-    }
-    if (pp->kind == LSSAR_ATTN_SIGMOID || pp->kind == LSSAR_ATTN_RELU) {
-        unnormed_forward(pp, i, s, w, st);
-        return;
-    }
-    // lssa: x = lambda c, a = softplus(x), alpha = a / Z. Row 0 has lambda = 0.
-    float lam0 = pp->ln_d * logf((float)n), lam = lam0 * rq;  // lambda_i, and with 1/|q_i| folded in
-    st->scale = lam;
-    float *al = pp->kind == LSSAR_ATTN_LSSAR ? alpha : w;
+// phi = softplus: a_j = softplus(x_j) into a (no shift: softplus never overflows), returns Z.
+ROW_FN double phi_softplus(int n, float sc, const float *s, float *a, float *xmax, float *xmin) {
     double z = 0.0;
-    float xmax = -INFINITY, xmin = INFINITY;
-#pragma omp simd reduction(+ : z) reduction(max : xmax) reduction(min : xmin)
+    float hi = -INFINITY, lo = INFINITY;
+#pragma omp simd reduction(+ : z) reduction(max : hi) reduction(min : lo)
     for (int j = 0; j < n; j++) {
-        float x = lam * (s[j] * rk[j]);
-        s[j] = x;
-        float a = fm_softplus(x);
-        al[j] = a;
-        z += a;
-        xmax = x > xmax ? x : xmax;
-        xmin = x < xmin ? x : xmin;
+        float x = sc * s[j];
+        float v = fm_softplus(x);
+        a[j] = v;
+        z += v;
+        hi = x > hi ? x : hi;
+        lo = x < lo ? x : lo;
     }
-    float invz = (float)(1.0 / z);
-    int jm = first_index_of(s, n, xmax);
-    st->z = (float)z;
-    st->jmax = jm;
-    if (pp->kind != LSSAR_ATTN_LSSAR) {
-#pragma omp simd
-        for (int j = 0; j < n; j++) al[j] *= invz;
-        return;
-    }
-    // lssar keeps a (not alpha = a / Z) in its alpha buffer: one pass fewer; alpha_j = a_j * invz.
+    *xmax = hi;
+    *xmin = lo;
+    return z;
+}
+
+// The re-weighting of an l1 row: from a (alpha_j = a_j invz), u = n alpha - o,
+// w = max(u, 0)^p / sum, computed as (u / max u)^p so nothing overflows. Returns 1 for a fallback
+// row (uniform: sum b == 0, w = alpha).
+ROW_FN int reweight_forward(const attn_row_params *pp, int i, int n, int jm, float invz, int uniform,
+                                   const float *al, float *w) {
     float o = i < 3 ? 0.0f : 1.0f, fn = (float)n, nz = fn * invz;
-    // lssar: u = n alpha - o, b = max(u, 0)^p computed as (u / max u)^p so nothing overflows.
     float m = nz * al[jm] - o;
-    float uniform_tol = lam0 * pp->uniform_eps;
-    if (i >= 3 && (xmax - xmin <= uniform_tol || !(m > 0.0f))) {  // uniform: sum b == 0 -> beta = alpha
+    if (i >= 3 && (uniform || !(m > 0.0f))) {  // uniform: sum b == 0 -> beta = alpha
 #pragma omp simd
         for (int j = 0; j < n; j++) w[j] = al[j] * invz;
-        st->fallback = 1;
-        return;
+        return 1;
     }
     float invm = 1.0f / m, p = pp->p;
     double sb = 0.0;
@@ -256,41 +248,73 @@ LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, flo
     float invsb = (float)(1.0 / sb);
 #pragma omp simd
     for (int j = 0; j < n; j++) w[j] *= invsb;
+    return 0;
+}
+
+LSSAR_HOT void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq,
+                                const float *rk, float *s, float *alpha, float *w,
+                                attn_row_stats *st) {
+    int n = i + 1;
+    for (int j = n; j < ncols; j++) w[j] = 0.0f;
+    st->fallback = 0;
+    if (pp->st.norm == LSSAR_NORM_LEN) {
+        unnormed_forward(pp, i, s, w, st);
+        return;
+    }
+    const int cos = pp->st.score == LSSAR_SCORE_COS, rw = pp->st.reweight;
+    // x = sc * s: cos writes lambda c into s first (row 0 has lambda = 0)
+    float lam0 = cos ? pp->ln_d * logf((float)n) : 0.0f;
+    float sc = 1.0f;
+    if (cos) {
+        st->scale = lam0 * rq;  // lambda_i with 1/|q_i| folded in
+        logits_cos(n, st->scale, rk, s);
+    } else {
+        sc = st->scale = logit_scale(pp, i);
+    }
+    float *al = rw ? alpha : w;  // a, normalised in place unless re-weighted
+    float xmax, xmin;
+    double z = pp->st.phi == LSSAR_PHI_EXP ? phi_exp(n, sc, s, al, rw, &xmax, &xmin)
+                                            : phi_softplus(n, sc, s, al, &xmax, &xmin);
+    float invz = (float)(1.0 / z);
+    int jm = first_index_of(s, n, sc, xmax);
+    st->z = (float)z;
+    st->jmax = jm;
+    if (!rw) {
+#pragma omp simd
+        for (int j = 0; j < n; j++) al[j] *= invz;
+        return;
+    }
+    // the uniform-row tolerance: the rounding level of the logits (see the header)
+    float tol;
+    if (cos) {
+        tol = lam0 * pp->uniform_eps;
+    } else {
+        float rkmin = INFINITY;
+#pragma omp simd reduction(min : rkmin)
+        for (int j = 0; j < n; j++) rkmin = rk[j] < rkmin ? rk[j] : rkmin;
+        tol = fabsf(sc) * pp->uniform_eps / (rq * rkmin);
+    }
+    st->fallback = reweight_forward(pp, i, n, jm, invz, xmax - xmin <= tol, al, w);
 }
 
 LSSAR_HOT void attn_row_backward(const attn_row_params *pp, int i, int ncols, float rq,
                                  const float *rk, const float *s, const float *alpha,
                                  const float *w, const attn_row_stats *st, float *dw,
                                  double *ds_acc) {
+    (void)rq;
     int n = i + 1, jm = st->jmax;
     for (int j = n; j < ncols; j++) dw[j] = 0.0f;
-    if (pp->kind == LSSAR_ATTN_SIGMOID || pp->kind == LSSAR_ATTN_RELU) {
+    if (pp->st.norm == LSSAR_NORM_LEN) {
         unnormed_backward(pp, i, s, dw);
         return;
     }
-    if (pp->kind == LSSAR_ATTN_SOFTMAX || pp->kind == LSSAR_ATTN_SSMAX) {
-        float sc = st->scale;
-        float c = dw[jm];
-        double dd = 0.0;
-#pragma omp simd reduction(+ : dd)
-        for (int j = 0; j < n; j++) dd += w[j] * (dw[j] - c);
-        float d = (float)dd;
-        double dss = 0.0;  // sum_j dx_j S_j, for d(loss)/d(s_h)
-#pragma omp simd reduction(+ : dss)
-        for (int j = 0; j < n; j++) {
-            float dx = w[j] * ((dw[j] - c) - d);
-            dss += dx * s[j];
-            dw[j] = dx * sc;
-        }
-        if (pp->kind == LSSAR_ATTN_SSMAX && ds_acc)
-            *ds_acc += dss * log((double)n) * pp->inv_sqrt_d;
-        return;
-    }
-    // al: lssa: alpha (= w); lssar: a, the unnormalised alpha (alpha_j = a_j / Z)
-    const float *al = pp->kind == LSSAR_ATTN_LSSAR ? alpha : w;
-    float alpha_scale = pp->kind == LSSAR_ATTN_LSSAR ? 1.0f / st->z : 1.0f;
-    // dw holds dbeta; turn it into dalpha (lssa and the fallback row: dalpha = dbeta).
-    if (pp->kind == LSSAR_ATTN_LSSAR && !st->fallback) {
+    const int cos = pp->st.score == LSSAR_SCORE_COS, rw = pp->st.reweight;
+    // al: without re-weighting alpha itself (= w); with it a, the unnormalised alpha (alpha_j = a_j / Z)
+    const float *al = rw ? alpha : w;
+    float alpha_scale = rw ? 1.0f / st->z : 1.0f;
+    // dw holds dbeta; the re-weighting turns it into dalpha (no re-weighting and the fallback
+    // row: dalpha = dbeta).
+    if (rw && !st->fallback) {
         float o = i < 3 ? 0.0f : 1.0f, fn = (float)n, nz = fn * alpha_scale;
         float c = dw[jm];
         double d1d = 0.0;
@@ -305,21 +329,50 @@ LSSAR_HOT void attn_row_backward(const attn_row_params *pp, int i, int ncols, fl
             dw[j] = u > 0.0f ? g : 0.0f;
         }
     }
-    // dalpha -> da -> dx -> dc -> dS (dS = dc rq rk since c = rq rk S).
+    // the l1 normalisation, centred on jm: dalpha -> (dalpha_j - c) - D2
     float c = dw[jm];
     double d2d = 0.0;
 #pragma omp simd reduction(+ : d2d)
     for (int j = 0; j < n; j++) d2d += al[j] * (dw[j] - c);
     float d2 = (float)(d2d * alpha_scale);
-    float f = st->scale / st->z;  // lambda_i / |q_i| / Z
-    // sigmoid(x) from x itself (s holds x). Not as 1 - exp(-softplus(x)), which saves the
-    // division but leaves an absolute error of ~6e-8 on a sigmoid that can be far smaller: on a
-    // uniform row at small D (lambda = 19 at n = 1024, D = 16, so x reaches -19, sigmoid 6e-9)
-    // sigmoid / Z is not negligible, and the shortcut gave 1.4e-4 relative error on dk
-    // (test_attention: repeated keys, T = 1024, D = 16).
+    float sc = st->scale;
+    double dss = 0.0;  // ssmax: sum_j dx_j S_j, for d(loss)/d(s_h)
+    if (pp->st.phi == LSSAR_PHI_EXP) {
+        // dx_j = alpha_j ((dalpha_j - c) - D2); dS = dx sc (cos: dx lambda rk_j)
+        if (cos) {
 #pragma omp simd
-    for (int j = 0; j < n; j++) {
-        float sig = fm_sigmoid(s[j]);
-        dw[j] = f * ((dw[j] - c) - d2) * sig * rk[j];
+            for (int j = 0; j < n; j++) dw[j] = (al[j] * alpha_scale) * ((dw[j] - c) - d2) * sc * rk[j];
+        } else {
+#pragma omp simd reduction(+ : dss)
+            for (int j = 0; j < n; j++) {
+                float dx = (al[j] * alpha_scale) * ((dw[j] - c) - d2);
+                dss += dx * s[j];
+                dw[j] = dx * sc;
+            }
+        }
+    } else {
+        // dx_j = ((dalpha_j - c) - D2) sigmoid(x_j) / Z. sigmoid(x) from x itself, not as
+        // 1 - exp(-softplus(x)), which saves the division but leaves an absolute error of ~6e-8
+        // on a sigmoid that can be far smaller: on a uniform row at small D (lambda = 19 at
+        // n = 1024, D = 16, so x reaches -19, sigmoid 6e-9) sigmoid / Z is not negligible, and the
+        // shortcut gave 1.4e-4 relative error on dk (test_attention: repeated keys, T = 1024, D = 16).
+        float f = sc / st->z;  // lambda_i / |q_i| / Z (cos), sc / Z (dot, ssmax)
+        if (cos) {
+#pragma omp simd
+            for (int j = 0; j < n; j++) {
+                float sig = fm_sigmoid(s[j]);
+                dw[j] = f * ((dw[j] - c) - d2) * sig * rk[j];
+            }
+        } else {
+            float invz = 1.0f / st->z;
+#pragma omp simd reduction(+ : dss)
+            for (int j = 0; j < n; j++) {
+                float dx = ((dw[j] - c) - d2) * fm_sigmoid(sc * s[j]) * invz;
+                dss += dx * s[j];
+                dw[j] = dx * sc;
+            }
+        }
     }
+    if (pp->st.score == LSSAR_SCORE_SSMAX && ds_acc)
+        *ds_acc += dss * log((double)n) * pp->inv_sqrt_d;
 }

@@ -16,11 +16,14 @@
 #include "lssar.h"
 
 typedef struct {
-    int kind;          // lssar_attn_kind
-    float p;           // LSSAR power
-    float inv_sqrt_d;  // 1 / sqrt(D) (softmax, ssmax, sigmoid, relu)
-    float ln_d;        // ln(D) (lssa, lssar)
-    float uniform_eps; // 8 sqrt(D) FLT_EPSILON: the LSSAR fallback tolerance per unit of lambda
+    lssar_attn_stages st;  // the kind's stages
+    int norms;         // 1: the row functions read rq and rk (score cos, or re-weighting: its
+                       // uniform-row test is relative to |q| max |k|); the driver computes them
+    float p;           // re-weighting power
+    float inv_sqrt_d;  // 1 / sqrt(D) (scores dot, ssmax)
+    float ln_d;        // ln(D) (score cos)
+    float uniform_eps; // 8 sqrt(D) FLT_EPSILON: the re-weighting's fallback tolerance per unit of
+                       // the largest possible |logit| (lambda for cos)
     float s_h;         // SSMax scale of this head
     // sigmoid / relu length normalisation: len_row = 1 uses n_i of each row (b_i = -ln n_i,
     // 1 / n_i, computed per row); otherwise the training length L, fixed per call:
@@ -36,20 +39,20 @@ void attn_row_params_init(attn_row_params *pp, const lssar_attn_desc *a, int D, 
 
 // What the backward needs from the forward of one row besides the stored row buffers.
 typedef struct {
-    float z;           // lssa/lssar: sum_j a_j (softplus row sum)
-    int fallback;      // lssar: 1 when sum_j b_j == 0 and beta = alpha
+    float z;           // l1: sum_j a_j (exp: of exp(x_j - max x))
+    int fallback;      // re-weighting: 1 when sum_j b_j == 0 and beta = alpha
     int jmax;          // argmax_j of the logit x_j, hence of every weight (see attn_rows.c)
-    float scale;       // logit = scale * S: softmax/ssmax 1/sqrt(D) (* s_h ln n); lssa lambda_i / |q_i|
+    float scale;       // logit = scale * S: dot/ssmax 1/sqrt(D) (* s_h ln n); cos lambda_i / |q_i| (* rk_j)
 } attn_row_stats;
 
 /* Row i (0-based) of a block; the row sees keys 0..i and the buffers have ncols >= i+1 columns,
    entries past i are set to 0 in w (and in dS by the backward).
-   s:     in: raw dot products q_i . k_j (ncols). softmax/ssmax/sigmoid/relu: left as is.
-          lssa/lssar: overwritten with x_ij = lambda_i c_ij.
-   alpha: lssar only: receives a_j = softplus(x_j), the unnormalised alpha (alpha_j = a_j / z);
-          may be NULL for other kinds.
+   s:     in: raw dot products q_i . k_j (ncols). Scores dot/ssmax: left as is.
+          Score cos: overwritten with x_ij = lambda_i c_ij.
+   alpha: re-weighting only: receives a_j = phi(x_j) (exp: exp(x_j - max x)), the unnormalised
+          alpha (alpha_j = a_j / z); may be NULL for other kinds.
    w:     out: final weights (ncols).
-   rq, rk: lssa/lssar: 1 / max(|q_i|, 1e-12) and the same for every key j (ignored otherwise). */
+   rq, rk: pp->norms: 1 / max(|q_i|, 1e-12) and the same for every key j (ignored otherwise). */
 void attn_row_forward(const attn_row_params *pp, int i, int ncols, float rq, const float *rk,
                       float *s, float *alpha, float *w, attn_row_stats *st);
 

@@ -34,17 +34,29 @@
  *   p = 15 amplifies the relative error of u fifteen-fold). Row sums use the fp32 weights, not
  *   their bf16 roundings (as FlashAttention-2).
  *
- * Pre-pass (lssa, lssar): rq_i = 1 / max(|q_i|, 1e-12) and rk_j likewise (flash_inv_norm of the
- *   fp32 sum of squares over d in order, from the fp32 inputs), (B, H, T) each. The logits use
- *   the raw dot product: x_ij = (lambda_i rq_i) * (S_ij * rk_j), S_ij = q_i . k_j, as the CPU
- *   path (attn_rows.c).
+ * Stages (lssar.h, docs/attention.md): a kind is a score (dot, ssmax, cos), a phi (exp,
+ *   softplus; sigmoid, relu), a normalisation (l1, or len for sigmoid / relu) and optionally the
+ *   re-weighting. The passes follow the stages: phi exp without re-weighting is the online
+ *   softmax (softmax, ssmax, softmax+cos), phi softplus without it the one-pass lssa path (lssa,
+ *   lssa+dot, lssa+ssmax), every re-weighting kind the two-pass lssar path (with pass 1 per phi),
+ *   norm len the unnormalised pass. The score only changes the logit (flash_logit) and, for cos,
+ *   the l2 projection of the backward; ssmax adds the ds row term. The re-weighting is refused
+ *   for every kind but lssar (flash_fused_supported: issue 34).
+ *
+ * Pre-pass (score cos, and the re-weighting): rq_i = 1 / max(|q_i|, 1e-12) and rk_j likewise
+ *   (flash_inv_norm of the fp32 sum of squares over d in order, from the fp32 inputs), (B, H, T)
+ *   each. Score cos: the logits use the raw dot product: x_ij = (lambda_i rq_i) * (S_ij * rk_j),
+ *   S_ij = q_i . k_j, as the CPU path (attn_rows.c). Re-weighting with score dot / ssmax: the
+ *   uniform-row tolerance |scale| |q_i| max_{j <= i} |k_j| 8 sqrt(D) eps (= |scale| 8 sqrt(D) eps
+ *   / (rq_i min_j rk_j), attn_rows.c).
  *
  * ---------------------------------------------------------------------------------------------
  * Forward (one CTA per (b, h, query tile))
- *   softmax / ssmax: one pass, online softmax, CENTRED on the running argmax (see "Why centred"
- *     below). Per row: running max m, its first index jm (ties keep the earlier key), and the
- *     sums over the keys seen EXCEPT jm: l' = sum_{k != jm} exp(x_k - m) (per lane) and
- *     acc' = sum_{k != jm} exp(x_k - m) v_k (the P V product with the jm entry of P zeroed).
+ *   phi exp (softmax, ssmax, softmax+cos): one pass, online softmax, CENTRED on the running
+ *     argmax (see "Why centred" below). Per row: running max m, its first index jm (ties keep
+ *     the earlier key), and the sums over the keys seen EXCEPT jm: l' = sum_{k != jm}
+ *     exp(x_k - m) (per lane) and acc' = sum_{k != jm} exp(x_k - m) v_k (the P V product with the
+ *     jm entry of P zeroed).
  *     Per key tile: tile max and argmax over the quad; if it exceeds m, the old jm rejoins the
  *     sums with weight exp(x_jm_old - m_old) = 1: the lane owning column jm_old adds 1 to its
  *     l' and every lane of the row adds v_jm_old to its acc' columns, then all rescale by
@@ -52,36 +64,50 @@
  *     acc' = (acc' + v_jm_old) alpha. Then l' += p_j, acc' += P' V for the tile's keys, P' = p
  *     with the new jm's entry 0. At the end l = 1 + l', y = (acc' + v_jm) / l, and the centred
  *     output yc = (acc' - l' v_jm) / l = sum_k w_k (v_k - v_jm). Saves LSE = m + ln l, jm, yc.
- *   lssa: one pass (no max needed: |x| <= ln D ln n): a = softplus(x), Z += a, acc += a v;
- *     y = acc / Z. Saves Z. (Not centred: the largest a_j is at most ln D ln n + ln 2 and every
- *     a_j >= ln 2 e^-|x_j|, so a row is nearly one-hot only when almost every other key points
- *     away from q (q^ . k^ near -1), which none of the test families has; centring would add
- *     the online argmax bookkeeping to lssa's single pass.)
- *   lssar: pass 1: Z, xmax (with its first index jm), xmin (flash_lssar_pass1_a), then
- *     flash_lssar_row_finish: u_max = n softplus(xmax) / Z - o (exact: softplus increases), and
- *     the CPU's fallback test (attn_rows.c): i >= 3 and (xmax - xmin <= lambda * 8 sqrt(D) eps
- *     or !(u_max > 0)). Pass 2 recomputes x: w = (u / u_max)^p (0 where u / u_max <= FLT_MIN;
- *     exactly 1 at jm), or w = a / Z on a fallback row (flash_lssar_weight), g = w / u (u > 0,
- *     non-fallback rows; else 0). As for softmax the jm term is kept out of the sums:
+ *   phi softplus on score cos (lssa): one pass (softplus needs no max: it never overflows):
+ *     a = softplus(x), Z += a, acc += a v; y = acc / Z. Saves Z. (Not centred: the largest a_j
+ *     is at most ln D ln n + ln 2 and every a_j >= ln 2 e^-|x_j|, so a row is nearly one-hot only
+ *     when almost every other key points away from q (q^ . k^ near -1), and row 0 has lambda = 0,
+ *     so its gradient is exactly 0.)
+ *   phi softplus on scores dot / ssmax (lssa+dot, lssa+ssmax): the online path of phi exp with
+ *     a = softplus(x) and no rescale (alpha = 1): the old argmax rejoins with its weight
+ *     softplus(m_old), at the end Z = softplus(m) + l', y = (acc' + softplus(m) v_jm) / Z,
+ *     yc = (acc' - l' v_jm) / Z. Centred because these scores are unbounded: a row can be nearly
+ *     one-hot, and a one-key row's gradient (exactly 0) would be D1's rounding noise. Saves Z,
+ *     jm, yc.
+ *   re-weighting (lssar and every +rw kind): pass 1: Z, xmax (with its first index jm), xmin;
+ *     phi softplus per element (flash_lssar_pass1_a), phi exp as the online softmax: the tile's
+ *     max first, Z rescaled by exp(m_old - m_new) when it grows, Z += exp(x - m), so that at the
+ *     end m = xmax and a_jm = 1; scores dot / ssmax also min_j rk_j. Then
+ *     flash_lssar_row_finish: u_max = n a(xmax) / Z - o (exact: phi increases), and
+ *     the CPU's fallback test (attn_rows.c): i >= 3 and (xmax - xmin <= the uniform-row tolerance
+ *     or !(u_max > 0)). Pass 2 recomputes x and a (exp: exp(x - xmax)): w = (u / u_max)^p (0
+ *     where u / u_max <= FLT_MIN; exactly 1 at jm), or w = a / Z on a fallback row
+ *     (flash_lssar_weight), g = w / u (u > 0, non-fallback rows; else 0). As for softmax the jm
+ *     term is kept out of the sums:
  *     W' = sum_{k != jm} w_k, acc' = P' V, S' = sum_{k != jm} g_k, E' = G' V (one more product
  *     with V). With w_jm = 1 (fallback: a_jm / Z) and W = W' + w_jm:
  *     y = (acc' + w_jm v_jm) / W, yc = (acc' - W' v_jm) / W, S = (S' + 1 / u_max) / W,
  *     Ec = (E' - S' v_jm) / W = sum_k (beta_k / u_k) (v_k - v_jm). Saves Z, jm, u_max, W
- *     (W = -1 on a fallback row), S, yc and Ec.
+ *     (W = -1 on a fallback row), S, (phi exp) xmax, yc and Ec.
  *   sigmoid / relu: one pass, no row statistic, no max and no normalisation: x = S / sqrt(D) + b
  *     (relu: b = 0; flash_logit), a = sigmoid(x) or max(x, 0) / L (flash_unnormed_a, L and b per
  *     row from the length normalisation), acc += a v (P V with P = a); y = acc. One kernel instance
  *     serves both (the row's relu flag; as softmax / ssmax share one). The per-row slots stay (all
  *     0) so that every kind has the same layout.
  *   Stats: (B, H, Tq, FLASH_NSTAT) floats (slots FLASH_ST_*), then the centred rows yc
- *     (B, Tq, H, D) for softmax / ssmax / lssar, then Ec (B, Tq, H, D) for lssar:
+ *     (B, Tq, H, D) for the centred rows (phi exp, re-weighting), then Ec (B, Tq, H, D) for the
+ *     re-weighting:
  *     flash_stats_floats() in all, flash_stats_yc() and flash_stats_ec() give the offsets.
  *
  * Backward (deterministic, no atomics)
  *   0. rows (flash_bwd_row): per row i, with dy (bf16-rounded in BF16 mode) and v_jm:
- *      c = dy . v_jm, D1 = dy . yc (= sum_k beta_k (dbeta_k - c), centred), and lssar (not
+ *      c = dy . v_jm, D1 = dy . yc (= sum_k beta_k (dbeta_k - c), centred), and re-weighting (not
  *      fallback) D2 = p o (dy . Ec - D1 S) (= sum_k alpha_k dalpha_k, docs/attention.md "On a
- *      GPU", centred the same way); lssa: D1 = dy . y (not centred). Dots over d in order, fp32.
+ *      GPU", centred the same way: it uses only alpha = (u + o) / n, so it holds for both phis);
+ *      softplus without re-weighting: D1 = dy . y (not centred). Per element the l1 stage is
+ *      dx_j = (dalpha_j - D2) phi'(x_j) / Z: exp alpha_j (...), softplus sigmoid(x_j) / Z (...).
+ *      Dots over d in order, fp32.
  *      Into a (B, H, T, FLASH_NBSTAT) buffer (slots FLASH_BS_*). Also rq, rk as in the forward.
  *      sigmoid / relu: no pre-pass (there is no normalisation to differentiate: no D1 term);
  *      per element dx_ij = a'(x_ij) (dy_i . v_j), dS_ij = dx_ij / sqrt(D) (flash_bwd_elem),
@@ -89,9 +115,9 @@
  *   1. dK, dV: a CTA per (b, h, key tile) walks the query tiles that see it (in order):
  *      recompute S, x and the weights (flash_bwd_elem from the saved stats), dW = dY V^T,
  *      dV += W^T dY, dS per element, dK += dS^T Q; at the end the l2-normalisation projection
- *      for lssa / lssar: with G = sum_i dS_ij q_i (raw q), dk_j = G_j - k_j rk_j^2 (k_j . G_j).
+ *      for score cos: with G = sum_i dS_ij q_i (raw q), dk_j = G_j - k_j rk_j^2 (k_j . G_j).
  *   2. dQ: a CTA per (b, h, query tile) walks its key tiles (in order): the same recomputation,
- *      dQ += dS K; then dq_i = G_i - q_i rq_i^2 (q_i . G_i) (lssa / lssar). ssmax: each row's
+ *      dQ += dS K; then dq_i = G_i - q_i rq_i^2 (q_i . G_i) (score cos). ssmax: each row's
  *      term sum_j dx_ij S_ij, as A - Bs C from three row sums (flash_ssmax_acc; lane tile
  *      partials and the quad tree as every row sum; flash_ssmax_row_term) to a buffer.
  *   3. ssmax ds_h = sum over (b, i) in index order of flash_ssmax_ds_row(...) (double).
@@ -120,6 +146,7 @@
 #include <float.h>
 #include <stddef.h>
 #include "core/fastmath.h"
+#include "lssar.h"  // the stages (lssar_score, lssar_phi, lssar_norm)
 
 #define FLASH_BR 64       // query rows per CTA
 #define FLASH_BC 64       // keys per key tile
@@ -127,45 +154,88 @@
 #define FLASH_WROWS 16    // rows per warp
 #define FLASH_LANE_COLS 16  // columns of a 64-wide tile owned by one lane of a quad
 
-// The attention kinds (the values of lssar_attn_kind in lssar.h; repeated so that this header
-// needs nothing from the public one).
-#define FLASH_SOFTMAX 0
-#define FLASH_SSMAX 1
-#define FLASH_LSSA 2
-#define FLASH_LSSAR 3
-#define FLASH_SIGMOID 4
-#define FLASH_RELU 5
-
 // Per-row statistics the forward saves: (B, H, Tq, FLASH_NSTAT) floats. Unused slots are 0.
 enum {
-    FLASH_ST_M = 0,     // softmax / ssmax: LSE = m + ln l;  lssa / lssar: Z = sum_j a_j
-                        // (sigmoid / relu: no statistic; every slot 0)
-    FLASH_ST_JMAX = 1,  // softmax / ssmax / lssar: jm, the first argmax of x (a float; exact < 2^24)
-    FLASH_ST_UMAX = 2,  // lssar: u_max = n softplus(xmax) / Z - o
-    FLASH_ST_W = 3,     // lssar: W = sum_j w_j; -1 flags a fallback row (beta = alpha)
-    FLASH_ST_S = 4,     // lssar: S = sum_{u_j > 0} beta_j / u_j
-    FLASH_NSTAT = 8     // slots 5..7 reserved
+    FLASH_ST_M = 0,     // phi exp without re-weighting: LSE = m + ln l;  otherwise (softplus, or
+                        // re-weighting) Z = sum_j a_j (norm len: no statistic; every slot 0)
+    FLASH_ST_JMAX = 1,  // l1 rows: jm, the first argmax of x (a float; exact < 2^24)
+    FLASH_ST_UMAX = 2,  // re-weighting: u_max = n a_jm / Z - o
+    FLASH_ST_W = 3,     // re-weighting: W = sum_j w_j; -1 flags a fallback row (beta = alpha)
+    FLASH_ST_S = 4,     // re-weighting: S = sum_{u_j > 0} beta_j / u_j
+    FLASH_ST_XMAX = 5,  // re-weighting with phi exp: the shift m = max_j x_j of a_j = exp(x_j - m)
+    FLASH_NSTAT = 8     // slots 6..7 reserved
 };
 
 // Per-row values the backward's row pre-pass computes: (B, H, T, FLASH_NBSTAT) floats.
 enum {
-    FLASH_BS_C = 0,     // c = dy . v_jm (the centring constant; unused by lssa)
-    FLASH_BS_D1 = 1,    // softmax / ssmax / lssar: D1 - c = dy . yc;  lssa: D1 = dy . y
-    FLASH_BS_D2 = 2,    // lssar (not fallback): D2 = p o (dy . Ec - (D1 - c) S)
+    FLASH_BS_C = 0,     // c = dy . v_jm (the centring constant; 0 for rows not centred: lssa)
+    FLASH_BS_D1 = 1,    // centred rows: D1 - c = dy . yc;  lssa: D1 = dy . y
+    FLASH_BS_D2 = 2,    // re-weighting (not fallback): D2 = p o (dy . Ec - (D1 - c) S)
     FLASH_NBSTAT = 4    // slot 3 reserved
 };
 
-// Rows of D floats per (b, position, h) after the per-row slots: yc (softmax, ssmax, lssar) and
-// Ec (lssar); none for lssa, sigmoid and relu.
-FM_FN int flash_stats_drows(int kind) {
-    return kind == FLASH_LSSAR ? 2 : kind == FLASH_SOFTMAX || kind == FLASH_SSMAX ? 1 : 0;
+// Per-launch parameters.
+typedef struct {
+    int score;          // lssar_score (the kernels: LSSAR_SCORE_DOT stands for dot and ssmax, whose
+                        // logits differ only in the row constant)
+    int phi;            // lssar_phi (the kernels: LSSAR_PHI_SIGMOID stands for sigmoid and relu)
+    int norm;           // lssar_norm
+    int rw;             // 1: the re-weighting
+    int D;              // head dim
+    float p;            // re-weighting power
+    int ip;             // re-weighting: p as an integer when p is one in [1, 63] (repeated squaring), else 0
+    float inv_sqrt_d;   // 1 / sqrt(D) (scores dot, ssmax)
+    float ln_d;         // ln D (score cos)
+    float uniform_eps;  // 8 sqrt(D) FLT_EPSILON: the re-weighting's fallback tolerance per unit of the
+                        // largest possible |logit| (lambda for cos, |scale| |q| max |k| otherwise)
+    // sigmoid / relu length normalisation (flash_params_len): len_row = 1 uses n_i of each row;
+    // otherwise the training length L: sigmoid bias -ln L, relu factor 1 / L
+    int len_row;
+    float len_bias;
+    float inv_len;
+} flash_params;
+
+/* The stage combinations the fused path (the CUDA kernels and flash_emu) supports; the one place
+   that decides it (flash_emu_check_fused gives the error). Refused (issue 34): every re-weighting
+   kind but lssar itself, i.e. softmax+rw, ssmax+rw, lssar+dot, lssar+ssmax and softmax+cos+rw.
+   Their backward takes the row constants D1 = dy . yc and D2 = p o (dy . Ec - D1 S) from the
+   forward's statistics, whose rounding is not that of the dw the backward recomputes, so every
+   dx_j of a row carries a common error ~ f_j p (e(D1) + e(D2)) that does not cancel in dQ = dS K.
+   With a dot score on repeated keys dq misses the fp32 bound against float64; with phi exp on the
+   cos score the fp32 kernels miss the 1e-5 agreement with the CPU path on long rows (the GPU
+   test on the emulation). The CPU path takes D1, D2 from the same dw. */
+FM_FN int flash_fused_supported(const lssar_attn_stages *st) {
+    return !st->reweight || (st->score == LSSAR_SCORE_COS && st->phi == LSSAR_PHI_SOFTPLUS);
+}
+
+// norm len (sigmoid / relu): no row normalisation, hence no row statistic and one pass
+FM_FN int flash_unnormed(const flash_params *fp) { return fp->norm == LSSAR_NORM_LEN; }
+FM_FN int flash_cos(const flash_params *fp) { return fp->score == LSSAR_SCORE_COS; }
+// The pre-pass of inverse norms rq, rk: score cos (the l2 normalisation) and the re-weighting (its
+// uniform-row tolerance is relative to |q| max |k|).
+FM_FN int flash_needs_norms(const flash_params *fp) { return flash_cos(fp) || fp->rw; }
+// The rows are centred on their argmax (every l1 row but softplus on score cos without
+// re-weighting, see lssa in the header comment): jm saved, the backward's c = dy . v_jm.
+FM_FN int flash_centred(const flash_params *fp) {
+    return fp->norm == LSSAR_NORM_L1 && (fp->phi == LSSAR_PHI_EXP || fp->rw || !flash_cos(fp));
+}
+// The one-pass centred (running argmax) path: l1 without re-weighting, phi exp (the online
+// softmax) or softplus on scores dot / ssmax.
+FM_FN int flash_online(const flash_params *fp) { return flash_centred(fp) && !fp->rw; }
+// ... with phi exp, whose statistic is the LSE (softplus: Z).
+FM_FN int flash_online_exp(const flash_params *fp) { return flash_online(fp) && fp->phi == LSSAR_PHI_EXP; }
+
+// Rows of D floats per (b, position, h) after the per-row slots: yc (centred rows) and Ec
+// (re-weighting); none for softplus without re-weighting and for norm len.
+FM_FN int flash_stats_drows(const flash_params *fp) {
+    return fp->rw ? 2 : flash_centred(fp) ? 1 : 0;
 }
 // Total stats floats for a forward of Tq query rows: linear in B * Tq.
-FM_FN size_t flash_stats_floats(int kind, int B, int Tq, int H, int D) {
+FM_FN size_t flash_stats_floats(const flash_params *fp, int B, int Tq, int H, int D) {
     size_t rows = (size_t)B * Tq * H;
-    return rows * FLASH_NSTAT + (size_t)flash_stats_drows(kind) * rows * D;
+    return rows * FLASH_NSTAT + (size_t)flash_stats_drows(fp) * rows * D;
 }
-// Offset (floats) of yc (B, Tq, H, D) in the stats; of Ec (B, Tq, H, D) (lssar only).
+// Offset (floats) of yc (B, Tq, H, D) in the stats; of Ec (B, Tq, H, D) (re-weighting only).
 FM_FN size_t flash_stats_yc(int B, int Tq, int H) { return (size_t)B * Tq * H * FLASH_NSTAT; }
 FM_FN size_t flash_stats_ec(int B, int Tq, int H, int D) {
     return flash_stats_yc(B, Tq, H) + (size_t)B * Tq * H * D;
@@ -175,30 +245,18 @@ FM_FN size_t flash_row_index(int b, int h, int r, int H, int T) {
     return ((size_t)b * H + h) * T + r;
 }
 
-// Per-launch parameters.
-typedef struct {
-    int kind;           // FLASH_SOFTMAX .. FLASH_LSSAR
-    int D;              // head dim
-    float p;            // lssar power
-    int ip;             // lssar: p as an integer when p is one in [1, 63] (repeated squaring), else 0
-    float inv_sqrt_d;   // 1 / sqrt(D) (softmax, ssmax)
-    float ln_d;         // ln D (lssa, lssar)
-    float uniform_eps;  // 8 sqrt(D) FLT_EPSILON: the lssar fallback tolerance per unit of lambda
-    // sigmoid / relu length normalisation (flash_params_len): len_row = 1 uses n_i of each row;
-    // otherwise the training length L: sigmoid bias -ln L, relu factor 1 / L
-    int len_row;
-    float len_bias;
-    float inv_len;
-} flash_params;
-
-FM_FN void flash_params_init(flash_params *fp, int kind, float p, int D) {
+// st: the kind's stages (lssar_attn_stages_of).
+FM_FN void flash_params_init(flash_params *fp, const lssar_attn_stages *st, float p, int D) {
     float fd = (float)D, sd = fm_sqrt(fd);
     sd = 0.5f * (sd + fd / sd);  // one Newton step: exact for the usual D (squares of 2^k)
-    fp->kind = kind;
+    fp->score = (int)st->score;
+    fp->phi = (int)st->phi;
+    fp->norm = (int)st->norm;
+    fp->rw = st->reweight != 0;
     fp->D = D;
     fp->p = p;
     int ip = (int)p;
-    fp->ip = (kind == FLASH_LSSAR && p == (float)ip && ip >= 1 && ip < 64) ? ip : 0;
+    fp->ip = (fp->rw && p == (float)ip && ip >= 1 && ip < 64) ? ip : 0;
     fp->inv_sqrt_d = 1.0f / sd;
     fp->ln_d = fm_log(fd);
     fp->uniform_eps = 8.0f * sd * FLT_EPSILON;
@@ -207,9 +265,10 @@ FM_FN void flash_params_init(flash_params *fp, int kind, float p, int D) {
     fp->inv_len = 1.0f;
 }
 
-// lssa / lssar: the D of the ln(D) ln(n) temperature when it is not the head size (temp_d >= 2;
+// score cos: the D of the ln(D) ln(n) temperature when it is not the head size (temp_d >= 2;
 // 0 keeps ln(head size)).
-// The one rule for temp_d (the attention backends, the model config, the CLI): 0 or >= 2 (ln 1 = 0 scores nothing).
+// The one rule for temp_d (the attention backends, the model config, the CLI): 0 or >= 2 (ln 1 = 0
+// scores nothing).
 FM_FN int attn_temp_d_ok(int temp_d) { return temp_d == 0 || temp_d >= 2; }
 FM_FN void flash_params_temp(flash_params *fp, int temp_d) {
     if (temp_d > 0) fp->ln_d = fm_log((float)temp_d);
@@ -223,10 +282,6 @@ FM_FN void flash_params_len(flash_params *fp, int len_row, int train_len) {
     fp->len_bias = -fm_log(L);
     fp->inv_len = 1.0f / L;
 }
-
-FM_FN int flash_is_normed(int kind) { return kind == FLASH_LSSA || kind == FLASH_LSSAR; }
-// sigmoid / relu: no row normalisation, hence no row statistic and one pass
-FM_FN int flash_is_unnormed(int kind) { return kind == FLASH_SIGMOID || kind == FLASH_RELU; }
 
 // bf16 rounding (round to nearest, ties to even), returned as the float it represents; NaN stays
 // NaN. The same value as __float2bfloat16_rn.
@@ -266,58 +321,63 @@ FM_FN float flash_inv_norm(float ss) {
 // statistics add to them.
 typedef struct {
     float n;        // n_i = i + 1
-    float o;        // lssar offset: 0 for i < 3, else 1
-    float lam0;     // lssa / lssar: lambda_i = ln D ln n
-    float scale;    // logit factor: softmax, sigmoid, relu 1/sqrt(D), ssmax s_h ln(n)/sqrt(D), lssa/lssar lam0 rq
+    float o;        // re-weighting offset: 0 for i < 3, else 1
+    float lam0;     // score cos: lambda_i = ln D ln n
+    float rq;       // 1 / max(|q_i|, 1e-12) (the pre-pass; 1 without it)
+    float scale;    // logit factor: dot 1/sqrt(D), ssmax s_h ln(n)/sqrt(D), cos lam0 rq
     float bias;     // sigmoid: the logit bias b = -ln L or -ln n_i (0 otherwise)
     float ilen;     // relu: 1 / L or 1 / n_i (1 otherwise)
     int relu;       // 1 for relu (sigmoid and relu share a kernel instance: the row tells them apart)
-    float lse;      // softmax / ssmax: LSE (backward)
-    float z, invz, nz;  // lssa / lssar: Z, 1/Z, n/Z
-    float umax, invm;   // lssar: u_max, 1/u_max
-    float invw;         // lssar: 1/W (backward)
-    int fallback;       // lssar: 1 on a fallback row (beta = alpha)
-    int jm;             // argmax of the row (softmax / ssmax / lssar)
+    float lse;      // online softmax: LSE (backward)
+    float z, invz, nz;  // softplus or re-weighting: Z, 1/Z, n/Z
+    float xm;           // re-weighting with phi exp: the shift m of a = exp(x - m) (the row's max)
+    float umax, invm;   // re-weighting: u_max, 1/u_max
+    float invw;         // re-weighting: 1/W (backward)
+    int fallback;       // re-weighting: 1 on a fallback row (beta = alpha)
+    int jm;             // argmax of the row (centred rows)
 } flash_row;
 
-// Row i's constants. s_h: the ssmax scale of the head (ignored otherwise); rq: lssa/lssar only.
+// Row i's constants. s_h: the ssmax scale of the head (ignored otherwise); rq: with the pre-pass only.
 FM_FN void flash_row_init(const flash_params *fp, int i, float s_h, float rq, flash_row *rw) {
     float n = (float)(i + 1), ln_n = fm_log(n);
     rw->n = n;
     rw->o = i < 3 ? 0.0f : 1.0f;
     rw->lam0 = 0.0f;
+    rw->rq = rq;
     rw->scale = fp->inv_sqrt_d;
-    if (fp->kind == FLASH_SSMAX) rw->scale = fp->inv_sqrt_d * s_h * ln_n;
-    if (flash_is_normed(fp->kind)) {
+    if (fp->score == LSSAR_SCORE_SSMAX) rw->scale = fp->inv_sqrt_d * s_h * ln_n;
+    if (flash_cos(fp)) {
         rw->lam0 = fp->ln_d * ln_n;
         rw->scale = rw->lam0 * rq;
     }
     rw->bias = 0.0f;
     rw->ilen = 1.0f;
-    rw->relu = fp->kind == FLASH_RELU;
-    if (fp->kind == FLASH_SIGMOID) rw->bias = fp->len_row ? -ln_n : fp->len_bias;
-    if (fp->kind == FLASH_RELU) rw->ilen = fp->len_row ? 1.0f / n : fp->inv_len;
+    rw->relu = fp->phi == LSSAR_PHI_RELU;
+    if (fp->phi == LSSAR_PHI_SIGMOID) rw->bias = fp->len_row ? -ln_n : fp->len_bias;
+    if (fp->phi == LSSAR_PHI_RELU) rw->ilen = fp->len_row ? 1.0f / n : fp->inv_len;
     rw->lse = 0.0f;
     rw->z = 1.0f; rw->invz = 1.0f; rw->nz = n;
+    rw->xm = 0.0f;
     rw->umax = 1.0f; rw->invm = 1.0f; rw->invw = 1.0f;
     rw->fallback = 0;
     rw->jm = 0;
 }
 
-// The logit of one score: S the raw dot product q_i . k_j, rk = 1/|k_j| (lssa/lssar). sigmoid /
+// The logit of one score: S the raw dot product q_i . k_j, rk = 1/|k_j| (score cos). sigmoid /
 // relu: S / sqrt(D) + b (relu: b = 0), as attn_rows.c.
 FM_FN float flash_logit(const flash_params *fp, const flash_row *rw, float S, float rk) {
-    if (flash_is_unnormed(fp->kind)) return rw->scale * S + rw->bias;
-    return flash_is_normed(fp->kind) ? rw->scale * (S * rk) : rw->scale * S;
+    if (flash_unnormed(fp)) return rw->scale * S + rw->bias;
+    return flash_cos(fp) ? rw->scale * (S * rk) : rw->scale * S;
 }
 
 // ---- forward, per element
 
-// softmax / ssmax: the online rescale factor exp(m_old - m_new) (0 while no key was seen).
+// Online softmax (and the re-weighting's exp pass 1): the rescale factor exp(m_old - m_new) (0
+// while no key was seen).
 FM_FN float flash_online_alpha(float m_old, float m_new) {
     return m_old == -INFINITY ? 0.0f : fm_exp(m_old - m_new);
 }
-// softmax / ssmax: the unnormalised weight of logit x under running max m.
+// phi exp: the unnormalised weight of logit x under the running max (or shift) m.
 FM_FN float flash_softmax_p(float x, float m) { return fm_exp(x - m); }
 /* softplus(x) and sigmoid(x) from one exp: e = exp(-|x|), a = max(x, 0) + log1p(e),
    sigmoid = 1 / (1 + e) (x >= 0) or e / (1 + e). Not sigmoid = 1 - exp(-a) (attn_rows.c's
@@ -333,8 +393,12 @@ FM_FN float flash_softplus_sigmoid(float x, float *sig) {
     return (x > 0.0f ? x : 0.0f) + fm_log1p01(e);
 }
 
-// lssa (and lssar pass 1): a = softplus(x).
+// phi softplus (and the re-weighting's softplus pass 1): a = softplus(x).
 FM_FN float flash_lssa_a(float x) { return fm_softplus(x); }
+// The re-weighting's a = phi(x) of a row after pass 1: exp(x - m) or softplus(x).
+FM_FN float flash_rw_a(const flash_params *fp, const flash_row *rw, float x) {
+    return fp->phi == LSSAR_PHI_EXP ? fm_exp(x - rw->xm) : fm_softplus(x);
+}
 
 // sigmoid / relu: the weight itself, a = sigmoid(x) or max(x, 0) / L (x > 0 exactly as
 // attn_rows.c, and a NaN x stays NaN). A masked element (x = -inf) gives 0 in both.
@@ -355,8 +419,9 @@ FM_FN float flash_unnormed_grad(const flash_row *rw, float x, float *a) {
     return rw->relu ? rg : sg;
 }
 
-// lssar pass 1, one element of one lane, a = softplus(x) given: z += a (z: the lane's tile
-// partial), running max / first argmax / min of x.
+// Re-weighting pass 1 with phi softplus, one element of one lane, a = softplus(x) given: z += a
+// (z: the lane's tile partial), running max / first argmax / min of x. (phi exp: the tile's max
+// first, as the online softmax, then z += exp(x - m); the kernels spell that out.)
 FM_FN void flash_lssar_pass1_a(float x, float a, int j, float *z, float *xmax, int *jm, float *xmin) {
     *z += a;
     if (x > *xmax) { *xmax = x; *jm = j; }  // columns arrive in increasing order: first index
@@ -366,17 +431,23 @@ FM_FN void flash_lssar_pass1(float x, int j, float *z, float *xmax, int *jm, flo
     flash_lssar_pass1_a(x, fm_softplus(x), j, z, xmax, jm, xmin);
 }
 
-// lssar: after pass 1 (z, xmax, xmin, jm combined over the quad), the row's u_max and the
-// fallback test, exactly the CPU's (attn_rows.c; i >= 3 <=> o = 1). Fills rw.
+/* Re-weighting: after pass 1 (z, xmax, xmin, jm combined over the quad; phi exp: z = sum
+   exp(x - xmax); scores dot / ssmax: rkmin = min_{j <= i} 1/|k_j|), the row's u_max and the
+   fallback test, exactly the CPU's (attn_rows.c; i >= 3 <=> o = 1): the logits all within the
+   rounding level of the score (cos: lambda 8 sqrt(D) eps; dot / ssmax: |scale| |q_i| max_j |k_j|
+   8 sqrt(D) eps), or no u > 0. Fills rw. */
 FM_FN void flash_lssar_row_finish(const flash_params *fp, flash_row *rw, float z, float xmax,
-                                  float xmin, int jm) {
+                                  float xmin, int jm, float rkmin) {
     rw->z = z;
     rw->invz = 1.0f / z;
     rw->nz = rw->n * rw->invz;
     rw->jm = jm;
-    float m = rw->nz * fm_softplus(xmax) - rw->o;
+    rw->xm = xmax;
+    float ajm = fp->phi == LSSAR_PHI_EXP ? 1.0f : fm_softplus(xmax);  // exp: a_jm = exp(0)
+    float m = rw->nz * ajm - rw->o;
     rw->umax = m;
-    float uniform_tol = rw->lam0 * fp->uniform_eps;
+    float asc = rw->scale < 0.0f ? -rw->scale : rw->scale;
+    float uniform_tol = flash_cos(fp) ? rw->lam0 * fp->uniform_eps : asc * fp->uniform_eps / (rw->rq * rkmin);
     rw->fallback = rw->o > 0.0f && (xmax - xmin <= uniform_tol || !(m > 0.0f));
     rw->invm = rw->fallback ? 1.0f : 1.0f / m;
 }
@@ -388,11 +459,11 @@ FM_FN float flash_pow(const flash_params *fp, float r) {
     return fm_pow01(r, fp->p);
 }
 
-// lssar pass 2, one element: the unnormalised weight w (w_jm = 1 is the caller's: is_jm), and
-// g = w / u for E and S (0 where u <= 0 and on fallback rows).
+// Re-weighting pass 2, one element: the unnormalised weight w (w_jm = 1 is the caller's: is_jm),
+// and g = w / u for E and S (0 where u <= 0 and on fallback rows).
 FM_FN float flash_lssar_weight(const flash_params *fp, const flash_row *rw, float x, int is_jm,
                                float *g) {
-    float a = fm_softplus(x);
+    float a = flash_rw_a(fp, rw, x);
     if (rw->fallback) { *g = 0.0f; return a * rw->invz; }
     float u = rw->nz * a - rw->o;
     float r = u * rw->invm;
@@ -406,24 +477,26 @@ FM_FN float flash_lssar_weight(const flash_params *fp, const flash_row *rw, floa
     return w;
 }
 
-// lssar: the weight of jm itself (1, or alpha_jm = a_jm / Z on a fallback row), given xmax.
-FM_FN float flash_lssar_wjm(const flash_row *rw, float xmax) {
-    return rw->fallback ? fm_softplus(xmax) * rw->invz : 1.0f;
+// Re-weighting: the weight of jm itself (1, or alpha_jm = a_jm / Z on a fallback row), given xmax.
+FM_FN float flash_lssar_wjm(const flash_params *fp, const flash_row *rw, float xmax) {
+    float ajm = fp->phi == LSSAR_PHI_EXP ? 1.0f : fm_softplus(xmax);
+    return rw->fallback ? ajm * rw->invz : 1.0f;
 }
 
 // ---- statistics save / load
 
-// Forward end of a row: write the saved slots. lse_or_z: LSE (softmax/ssmax) or Z; w: W
-// (lssar); s: S = (S' + 1/u_max) / W (lssar).
+// Forward end of a row: write the saved slots. lse_or_z: LSE (online softmax) or Z; w: W
+// (re-weighting); s: S = (S' + 1/u_max) / W (re-weighting).
 FM_FN void flash_stats_store(const flash_params *fp, const flash_row *rw, float lse_or_z, float w,
                              float s, float *st) {
     for (int t = 0; t < FLASH_NSTAT; t++) st[t] = 0.0f;
     st[FLASH_ST_M] = lse_or_z;
     st[FLASH_ST_JMAX] = (float)rw->jm;
-    if (fp->kind == FLASH_LSSAR) {
+    if (fp->rw) {
         st[FLASH_ST_UMAX] = rw->umax;
         st[FLASH_ST_W] = rw->fallback ? -1.0f : w;
         st[FLASH_ST_S] = rw->fallback ? 0.0f : s;
+        if (fp->phi == LSSAR_PHI_EXP) st[FLASH_ST_XMAX] = rw->xm;
     }
 }
 
@@ -431,100 +504,125 @@ FM_FN void flash_stats_store(const flash_params *fp, const flash_row *rw, float 
 FM_FN void flash_row_load(const flash_params *fp, int i, float s_h, float rq, const float *st,
                           flash_row *rw) {
     flash_row_init(fp, i, s_h, rq, rw);
-    if (flash_is_unnormed(fp->kind)) return;  // nothing saved
+    if (flash_unnormed(fp)) return;  // nothing saved
     rw->jm = (int)st[FLASH_ST_JMAX];
-    if (fp->kind == FLASH_SOFTMAX || fp->kind == FLASH_SSMAX) {
+    if (flash_online_exp(fp)) {
         rw->lse = st[FLASH_ST_M];
         return;
     }
     rw->z = st[FLASH_ST_M];
     rw->invz = 1.0f / rw->z;
     rw->nz = rw->n * rw->invz;
-    if (fp->kind == FLASH_LSSAR) {
+    if (fp->rw) {
         float w = st[FLASH_ST_W];
         rw->fallback = w < 0.0f;
         rw->umax = st[FLASH_ST_UMAX];
         rw->invm = rw->fallback ? 1.0f : 1.0f / rw->umax;
         rw->invw = rw->fallback ? 1.0f : 1.0f / w;
+        rw->xm = st[FLASH_ST_XMAX];
     }
 }
 
 // ---- backward
 
 // Row pre-pass, from the dots the kernel computed over d in order (fp32): dyvjm = dy . v_jm,
-// dyyc = dy . yc (lssa: dy . y), dyec = dy . Ec (lssar). s = the saved S. Writes FLASH_NBSTAT.
+// dyyc = dy . yc (softplus without re-weighting: dy . y), dyec = dy . Ec (re-weighting). s = the
+// saved S. Writes FLASH_NBSTAT.
 FM_FN void flash_bwd_row(const flash_params *fp, const flash_row *rw, float dyvjm, float dyyc,
                          float dyec, float s, float *bs) {
     for (int t = 0; t < FLASH_NBSTAT; t++) bs[t] = 0.0f;
-    if (flash_is_unnormed(fp->kind)) return;  // sigmoid / relu: no row term (the pre-pass is skipped)
-    bs[FLASH_BS_C] = fp->kind == FLASH_LSSA ? 0.0f : dyvjm;
+    if (flash_unnormed(fp)) return;  // sigmoid / relu: no row term (the pre-pass is skipped)
+    bs[FLASH_BS_C] = flash_centred(fp) ? dyvjm : 0.0f;
     bs[FLASH_BS_D1] = dyyc;
-    if (fp->kind == FLASH_LSSAR && !rw->fallback)
+    if (fp->rw && !rw->fallback)
         bs[FLASH_BS_D2] = fp->p * rw->o * (dyec - dyyc * s);
 }
 
 /* One element of the backward: x the logit (recomputed as in the forward), is_jm (j == jm),
-   dw = dy_i . v_j (the dY V^T product), rk = 1/|k_j| (lssa / lssar). Returns dS_ij, the
-   gradient with respect to the raw dot product S_ij = q_i . k_j; *w gets the normalised weight
-   beta_ij (for dV), *dx the gradient with respect to the logit (ssmax: the ds term is dx * S). */
+   dw = dy_i . v_j (the dY V^T product), rk = 1/|k_j| (score cos). Returns dS_ij, the gradient
+   with respect to the raw dot product S_ij = q_i . k_j; *w gets the normalised weight beta_ij
+   (for dV), *dx the gradient with respect to the logit (ssmax: the ds term is dx * S). For the
+   ssmax row term (flash_ssmax_acc) the l1 stage's dx_j = f_j (h_j - K) is split: *f = f_j
+   (exp: alpha_j; softplus: sigmoid(x_j) / Z) and *res = alpha_j (h_j - K), whose row sum is
+   the error of the row constant K (0 in real arithmetic). */
 FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const float *bs, float x,
-                           int is_jm, float dw, float rk, float *w, float *dx) {
+                           int is_jm, float dw, float rk, float *w, float *dx, float *res, float *f) {
     // (Every value is computed, then selected: branch-free, so the CPU loops vectorise.)
-    if (flash_is_unnormed(fp->kind)) {  // sigmoid / relu: no normalisation, so no D1 term
+    if (flash_unnormed(fp)) {  // sigmoid / relu: no normalisation, so no D1 term
         float a, fd = flash_unnormed_grad(rw, x, &a);
         float dxj = fd * dw;  // dx = a'(x) dy_i . v_j
         *w = a;
         *dx = dxj;
+        *res = 0.0f;
+        *f = 0.0f;
         return rw->scale * dxj;  // dS = dx / sqrt(D)
     }
     float c = bs[FLASH_BS_C], d1 = bs[FLASH_BS_D1];
     float dwc = dw - c;
     float g = (is_jm ? 0.0f : dwc) - d1;  // dbeta_j - D1, centred on c = dbeta_jm (jm: exactly -D1)
-    if (fp->kind == FLASH_SOFTMAX || fp->kind == FLASH_SSMAX) {
+    float dxj;
+    if (flash_online_exp(fp)) {
         float wj = fm_exp(x - rw->lse);
-        float dxj = wj * g;
+        dxj = wj * g;
         *w = wj;
         *dx = dxj;
-        return rw->scale * dxj;
-    }
-    float sig, a = flash_softplus_sigmoid(x, &sig);
-    float da;
-    if (fp->kind == FLASH_LSSA) {
-        *w = a * rw->invz;
-        da = (dw - d1) * rw->invz;  // not centred (see the header comment)
-    } else if (rw->fallback) {
-        *w = a * rw->invz;
-        da = g * rw->invz;
+        *res = dxj;
+        *f = wj;
     } else {
-        float u = rw->nz * a - rw->o;
-        float r = u * rw->invm;
-        float pw = flash_pow(fp, r);
-        float wu = !(r <= FLT_MIN) ? pw : 0.0f;
-        wu = is_jm ? 1.0f : wu;
-        float beta = wu * rw->invw;
-        int pos = u > 0.0f;
-        float uu = pos ? u : 1.0f;
-        float dal = rw->n * fp->p * beta / uu * g;  // dalpha = n du (0 where u <= 0)
-        dal = pos ? dal : 0.0f;
-        *w = beta;
-        da = (dal - bs[FLASH_BS_D2]) * rw->invz;
+        // a = phi(x), alpha = a / Z; hk = dalpha - D2 (the l1 stage's h - K)
+        float sig = 0.0f, a;
+        if (fp->phi == LSSAR_PHI_EXP) a = fm_exp(x - rw->xm);
+        else a = flash_softplus_sigmoid(x, &sig);
+        float hk;
+        if (!fp->rw) {
+            *w = a * rw->invz;
+            hk = flash_centred(fp) ? g : dw - d1;  // score cos: not centred (see the header comment)
+        } else if (rw->fallback) {
+            *w = a * rw->invz;
+            hk = g;
+        } else {
+            float u = rw->nz * a - rw->o;
+            float r = u * rw->invm;
+            float pw = flash_pow(fp, r);
+            float wu = !(r <= FLT_MIN) ? pw : 0.0f;
+            wu = is_jm ? 1.0f : wu;
+            float beta = wu * rw->invw;
+            int pos = u > 0.0f;
+            float uu = pos ? u : 1.0f;
+            float dal = rw->n * fp->p * beta / uu * g;  // dalpha = n du (0 where u <= 0)
+            dal = pos ? dal : 0.0f;
+            *w = beta;
+            hk = dal - bs[FLASH_BS_D2];
+        }
+        float alpha = a * rw->invz;
+        if (fp->phi == LSSAR_PHI_EXP) {
+            dxj = alpha * hk;  // phi' / Z = alpha
+            *f = alpha;
+        } else {
+            float da = hk * rw->invz;
+            dxj = da * sig;  // phi' / Z = sigmoid(x) / Z
+            *f = sig * rw->invz;
+        }
+        *dx = dxj;
+        *res = alpha * hk;
     }
-    float dxj = da * sig;
-    *dx = dxj;
-    return rw->scale * dxj * rk;  // dS = lambda rq rk dx (c_ij = rq rk S_ij)
+    // dS = scale dx (cos: lambda rq rk dx, c_ij = rq rk S_ij)
+    return flash_cos(fp) ? rw->scale * dxj * rk : rw->scale * dxj;
 }
 
 /* ssmax: the row term sum_j dx_ij S_ij of d(loss)/d(s_h) from three per-lane sums over the row,
-   A = sum_j dx_j S_j, Bs = sum_j dx_j and C = sum_j beta_j S_j: A - Bs C. Since sum_j dx_j = 0
-   this is A in real arithmetic; but here D1 comes from the forward's yc, not from the same dw
-   values, so every dx_j carries a common error -beta_j e(D1), which in A alone is multiplied by
-   C and does not cancel (measured: 2e-4 of |ds| on uniform rows, where the true term is 0, and
-   on random rows). In A - Bs C it cancels to first order, leaving sum_j e_j (S_j - C) of the
-   independent errors e_j. */
-FM_FN void flash_ssmax_acc(float dx, float w, float S, float *A, float *Bs, float *C) {
+   A = sum_j dx_j S_j, Bs = sum_j res_j and C = sum_j f_j S_j (flash_bwd_elem's res, f): A - Bs C.
+   The l1 stage gives dx_j = f_j (h_j - K) with the row constant K = sum_k alpha_k h_k, so
+   sum_j res_j = sum_j alpha_j (h_j - K) is 0 in real arithmetic and A - Bs C is A. But K (D1 or
+   D2) comes from the forward's yc / Ec, not from the same dw values, so every dx_j carries a
+   common error -f_j e(K), which in A alone is multiplied by C and does not cancel (measured on
+   softmax: 2e-4 of |ds| on uniform rows, where the true term is 0, and on random rows). In
+   A - Bs C it cancels to first order: A - Bs C is A with K replaced by the K consistent with the
+   dw values. (phi exp without re-weighting: res = dx, f = w.) */
+FM_FN void flash_ssmax_acc(float dx, float res, float f, float S, float *A, float *Bs, float *C) {
     *A += dx * S;
-    *Bs += dx;
-    *C += w * S;
+    *Bs += res;
+    *C += f * S;
 }
 FM_FN float flash_ssmax_row_term(float A, float Bs, float C) { return A - Bs * C; }
 

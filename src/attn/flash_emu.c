@@ -69,6 +69,7 @@ typedef struct {
     float *kt, *vt;           // (BC, D): the key and value tiles
     float *rkt;               // (BC): 1/|k_j| of the tile
     float *s, *x, *w, *dw, *dS, *dxs;  // (BR, BC) each: scores, logits, weights, dW, dS, dx
+    float *res, *fj;          // (BR, BC) each: ssmax's row-term parts (flash_bwd_elem's res, f)
     float *acc, *acc2;        // (64, D): accumulators (acc', E' / dK, dV / dQ)
     float *tmp;               // (64, D): one k-step's products before they join an accumulator
     float *lane;              // (BR, 4, 4): per-lane running row reductions, four kinds
@@ -76,14 +77,14 @@ typedef struct {
 
 static int tiles_alloc(tiles *t, int D) {
     size_t n64d = (size_t)64 * D, nt = (size_t)BR * BC;
-    float *f = malloc((9 * n64d + BC + 6 * nt + BR * 16) * sizeof(float));
+    float *f = malloc((9 * n64d + BC + 8 * nt + BR * 16) * sizeof(float));
     if (!f) return -1;
     t->qt = f; t->dyt = t->qt + n64d; t->kT = t->dyt + n64d; t->vT = t->kT + n64d;
     t->kt = t->vT + n64d; t->vt = t->kt + n64d; t->acc = t->vt + n64d; t->acc2 = t->acc + n64d;
     t->tmp = t->acc2 + n64d;
     t->rkt = t->tmp + n64d;
     t->s = t->rkt + BC; t->x = t->s + nt; t->w = t->x + nt; t->dw = t->w + nt; t->dS = t->dw + nt;
-    t->dxs = t->dS + nt; t->lane = t->dxs + nt;
+    t->dxs = t->dS + nt; t->res = t->dxs + nt; t->fj = t->res + nt; t->lane = t->fj + nt;
     return 0;
 }
 static void tiles_free(tiles *t) { free(t->qt); }
@@ -111,7 +112,7 @@ static void load_keys(const emu_ctx *c, int b, int h, int j0, int nk, tiles *t, 
             if (want_kt) t->kt[(size_t)j * D + d] = kr ? kr[d] : 0.0f;
             if (want_vt) t->vt[(size_t)j * D + d] = vr ? vr[d] : 0.0f;
         }
-        t->rkt[j] = j < nk && flash_is_normed(c->fp.kind) ? c->rk[((size_t)b * c->H + h) * c->Tk + j0 + j] : 1.0f;
+        t->rkt[j] = j < nk && flash_needs_norms(&c->fp) ? c->rk[((size_t)b * c->H + h) * c->Tk + j0 + j] : 1.0f;
     }
 }
 
@@ -230,28 +231,31 @@ static void tile_logits(const emu_ctx *c, const flash_row *rw, const float *s, c
 
 static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out, float *stats) {
     const flash_params *fp = &c->fp;
-    const int D = c->D, kind = fp->kind;
+    const int D = c->D;
+    const int online = flash_online(fp), unnormed = flash_unnormed(fp), rwt = fp->rw;
+    const int pexp = fp->phi == LSSAR_PHI_EXP;
     const int r0 = qt * BR, bq = c->Tq - r0 < BR ? c->Tq - r0 : BR;
     const int i0 = c->q0 + r0;                  // position of the tile's row 0
     const int nkt = (i0 + bq - 1) / BC + 1;     // key tiles 0..nkt-1; those above are skipped
-    const float s_h = kind == FLASH_SSMAX ? c->ssmax_s[h] : 0.0f;
-    const int normed = flash_is_normed(kind);
+    const float s_h = fp->score == LSSAR_SCORE_SSMAX ? c->ssmax_s[h] : 0.0f;
+    const int norms = flash_needs_norms(fp);
     flash_row rw[BR];
     for (int r = 0; r < bq; r++)
-        flash_row_init(fp, i0 + r, s_h, normed ? c->rq[((size_t)b * c->H + h) * c->Tq + r0 + r] : 1.0f, &rw[r]);
+        flash_row_init(fp, i0 + r, s_h, norms ? c->rq[((size_t)b * c->H + h) * c->Tq + r0 + r] : 1.0f, &rw[r]);
     load_rows(c, c->q, b, h, r0, bq, t->qt);
-    float *acc = t->acc, *acc2 = t->acc2;  // (BR, D): acc' (softmax, lssa: acc), E' (lssar)
+    float *acc = t->acc, *acc2 = t->acc2;  // (BR, D): acc' (online, softplus: acc), E' (re-weighting)
     float *lane = t->lane;                  // (BR, 4 lanes, 4 quantities)
-    float m[BR];                            // softmax: running max
-    int jm[BR];                             // softmax: running argmax (-1: none yet); lssar: pass-1 argmax
+    float m[BR];                            // online softmax (and exp pass 1): running max
+    int jm[BR];                             // online: running argmax (-1: none yet); re-weighting: pass-1 argmax
     float xmax[BR];
     memset(lane, 0, (size_t)BR * 16 * sizeof(float));
     for (int r = 0; r < BR; r++) { m[r] = -INFINITY; jm[r] = -1; }
 
-    // ---- lssar pass 1: Z per lane (then the quad), xmax (first argmax) and xmin; the row constants.
-    float xmin[BR];
-    if (kind == FLASH_LSSAR) {
-        for (int r = 0; r < bq; r++) { xmax[r] = -INFINITY; xmin[r] = INFINITY; jm[r] = INT_MAX; }
+    // ---- re-weighting pass 1: Z per lane (then the quad), xmax (first argmax), xmin, and for
+    // scores dot / ssmax min rk over the visible keys; the row constants.
+    float xmin[BR], rkmin[BR];
+    if (rwt) {
+        for (int r = 0; r < bq; r++) { xmax[r] = -INFINITY; xmin[r] = INFINITY; jm[r] = INT_MAX; rkmin[r] = INFINITY; }
         for (int kt = 0; kt < nkt; kt++) {
             int j0 = kt * BC, nk = c->Tk - j0 < BC ? c->Tk - j0 : BC;
             load_keys(c, b, h, j0, nk, t, 0, 0, 0);
@@ -260,38 +264,53 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
             for (int r = 0; r < bq; r++) {
                 const float *xr = t->x + (size_t)r * BC;
                 float *a = t->w + (size_t)r * BC, *L = lane + r * 16;
-#pragma omp simd
-                for (int j = 0; j < BC; j++) a[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
-                lane_sum(a, L);  // Z (masked entries have a = 0)
                 float tm, tn;
                 int tj;
                 tile_max_min(xr, &tm, &tj, &tn);
+                if (fp->phi == LSSAR_PHI_EXP) {
+                    // the online softmax's rescale (no centring: Z only)
+                    if (tm > m[r]) {
+                        float al = flash_online_alpha(m[r], tm);
+                        for (int q = 0; q < 4; q++) L[q] *= al;
+                        m[r] = tm;
+                    }
+                    float mr = m[r];
+#pragma omp simd
+                    for (int j = 0; j < BC; j++) a[j] = xr[j] == -INFINITY ? 0.0f : flash_softmax_p(xr[j], mr);
+                } else {
+#pragma omp simd
+                    for (int j = 0; j < BC; j++) a[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
+                }
+                lane_sum(a, L);  // Z (masked entries have a = 0)
                 if (tj >= 0) flash_argmax_update(&xmax[r], &jm[r], tm, j0 + tj);
                 xmin[r] = tn < xmin[r] ? tn : xmin[r];
+                int lim = c->Tk - j0 < i0 + r - j0 + 1 ? c->Tk - j0 : i0 + r - j0 + 1;  // visible: j < lim
+                for (int j = 0; j < lim && j < BC; j++) rkmin[r] = t->rkt[j] < rkmin[r] ? t->rkt[j] : rkmin[r];
             }
         }
-        for (int r = 0; r < bq; r++) flash_lssar_row_finish(fp, &rw[r], quad(lane + r * 16), xmax[r], xmin[r], jm[r]);
+        for (int r = 0; r < bq; r++)
+            flash_lssar_row_finish(fp, &rw[r], quad(lane + r * 16), xmax[r], xmin[r], jm[r], rkmin[r]);
         memset(lane, 0, (size_t)BR * 16 * sizeof(float));
     }
 
     memset(acc, 0, (size_t)BR * D * sizeof(float));
     memset(acc2, 0, (size_t)BR * D * sizeof(float));
-    // ---- the main pass (lssar: pass 2)
+    // ---- the main pass (re-weighting: pass 2)
     for (int kt = 0; kt < nkt; kt++) {
         int j0 = kt * BC, nk = c->Tk - j0 < BC ? c->Tk - j0 : BC;
         load_keys(c, b, h, j0, nk, t, 0, 0, 1);
         tile_product(t->qt, t->kT, bq, D, t->s);
         tile_logits(c, rw, t->s, t->rkt, i0, bq, j0, c->Tk, t->x);
-        float *P = t->w, *G = t->dw;  // (BR, BC): the weights entering P V, lssar's g entering G V
+        float *P = t->w, *G = t->dw;  // (BR, BC): the weights entering P V, the re-weighting's g entering G V
         for (int r = 0; r < bq; r++) {
             const float *xr = t->x + (size_t)r * BC;
             float *pr = P + (size_t)r * BC, *gr = G + (size_t)r * BC, *L = lane + r * 16;
-            if (kind == FLASH_SOFTMAX || kind == FLASH_SSMAX) {
+            if (online) {
                 // tile max and its first argmax (the kernel: per lane, then over the quad)
                 float tm, tn;
                 int tj;
                 tile_max_min(xr, &tm, &tj, &tn);
-                if (tm > m[r]) {
+                if (tm > m[r] && pexp) {
                     // new max: the old argmax rejoins the sums with weight exp(x_jm - m_old) = 1,
                     // then everything is rescaled to the new max
                     float al = flash_online_alpha(m[r], tm);
@@ -306,17 +325,29 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
                     for (int q = 0; q < 4; q++) L[q] *= al;
                     m[r] = tm;
                     jm[r] = j0 + tj;
+                } else if (tm > m[r]) {
+                    // softplus: the old argmax rejoins with its weight softplus(m_old); no rescale
+                    float *ar = acc + (size_t)r * D;
+                    if (jm[r] >= 0) {
+                        float aj = flash_lssa_a(m[r]);
+                        L[flash_col_lane(jm[r] & (BC - 1))] += aj;
+                        const float *vj = c->v + krow(c, b, jm[r], h);
+                        for (int d = 0; d < D; d++) ar[d] += aj * vj[d];
+                    }
+                    m[r] = tm;
+                    jm[r] = j0 + tj;
                 }
                 float mr = m[r];
+                if (pexp) {
 #pragma omp simd
-                for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_softmax_p(xr[j], mr);
+                    for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_softmax_p(xr[j], mr);
+                } else {
+#pragma omp simd
+                    for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
+                }
                 if (jm[r] >= j0) pr[jm[r] - j0] = 0.0f;  // the argmax stays out of l' and acc'
                 lane_sum(pr, L);
-            } else if (kind == FLASH_LSSA) {
-#pragma omp simd
-                for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
-                lane_sum(pr, L);
-            } else if (flash_is_unnormed(kind)) {
+            } else if (unnormed) {
                 // sigmoid / relu: the weights themselves (0 at x = -inf), no row sum. The branch
                 // restates the relu flag as a constant so that the loop vectorises.
 #define UNNORMED(RELU)                                                                                 \
@@ -329,15 +360,19 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
                 if (rw[r].relu) UNNORMED(1)
                 else UNNORMED(0)
 #undef UNNORMED
-            } else {  // lssar pass 2
-                // flash_lssar_weight for every element; the branches only restate the fallback
-                // flag and the power's range as constants, so each loop is branch-free and
-                // vectorises. Masked elements (x = -inf) come out w = g = 0 (a = 0, u <= 0).
-#define PASS2(FALLBACK, IP)                                                                            \
+            } else if (!rwt) {  // phi softplus
+#pragma omp simd
+                for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
+                lane_sum(pr, L);
+            } else {  // re-weighting pass 2
+                // flash_lssar_weight for every element; the branches only restate phi, the
+                // fallback flag and the power's range as constants, so each loop is branch-free
+                // and vectorises. Masked elements (x = -inf) come out w = g = 0 (a = 0, u <= 0).
+#define PASS2(PHI, FALLBACK, IP)                                                                       \
                 {                                                                                      \
                     flash_params f2 = *fp;                                                             \
                     flash_row r2 = rw[r];                                                              \
-                    f2.ip = IP; r2.fallback = FALLBACK;                                                \
+                    f2.phi = PHI; f2.ip = IP; r2.fallback = FALLBACK;                                  \
                     _Pragma("omp simd")                                                                \
                     for (int j = 0; j < BC; j++) {                                                     \
                         float g;                                                                       \
@@ -345,10 +380,14 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
                         gr[j] = g;                                                                     \
                     }                                                                                  \
                 }
-                if (rw[r].fallback) PASS2(1, fp->ip)
-                else if (fp->ip >= 1 && fp->ip < 16) PASS2(0, fp->ip)
-                else if (fp->ip >= 16) PASS2(0, fp->ip)
-                else PASS2(0, 0)
+#define PASS2_PHI(PHI)                                                                                 \
+                if (rw[r].fallback) PASS2(PHI, 1, fp->ip)                                              \
+                else if (fp->ip >= 1 && fp->ip < 16) PASS2(PHI, 0, fp->ip)                             \
+                else if (fp->ip >= 16) PASS2(PHI, 0, fp->ip)                                           \
+                else PASS2(PHI, 0, 0)
+                if (fp->phi == LSSAR_PHI_EXP) { PASS2_PHI(LSSAR_PHI_EXP) }
+                else { PASS2_PHI(LSSAR_PHI_SOFTPLUS) }
+#undef PASS2_PHI
 #undef PASS2
                 if (jm[r] >= j0 && jm[r] < j0 + BC) pr[jm[r] - j0] = gr[jm[r] - j0] = 0.0f;  // jm stays out
                 lane_sum(pr, L);      // W'
@@ -356,22 +395,21 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
             }
         }
         acc_product(c, P, t->vt, bq, nk, acc, t->tmp);                   // acc' += P' V
-        if (kind == FLASH_LSSAR) acc_product(c, G, t->vt, bq, nk, acc2, t->tmp);  // E' += G' V
+        if (rwt) acc_product(c, G, t->vt, bq, nk, acc2, t->tmp);        // E' += G' V
     }
 
     // ---- finish the rows: y, the centred rows, the statistics
     float *yc_all = stats ? stats + flash_stats_yc(c->B, c->Tq, c->H) : NULL;
-    float *ec_all = stats && kind == FLASH_LSSAR ? stats + flash_stats_ec(c->B, c->Tq, c->H, D) : NULL;
+    float *ec_all = stats && rwt ? stats + flash_stats_ec(c->B, c->Tq, c->H, D) : NULL;
     for (int r = 0; r < bq; r++) {
         size_t orow = qrow(c, b, r0 + r, h);
         float *y = out + orow, *ar = acc + (size_t)r * D, *er = acc2 + (size_t)r * D;
         float *yc = yc_all ? yc_all + orow : NULL, *ec = ec_all ? ec_all + orow : NULL;
         float *L = lane + r * 16;
         float st0 = 0.0f, wsum = 0.0f, ssum = 0.0f;
-        int lost = (kind == FLASH_SOFTMAX || kind == FLASH_SSMAX || kind == FLASH_LSSAR) &&
-                   flash_row_lost(jm[r], i0 + r);
+        int lost = flash_centred(fp) && flash_row_lost(jm[r], i0 + r);
         if (lost) jm[r] = rw[r].jm = 0;
-        if (kind == FLASH_SOFTMAX || kind == FLASH_SSMAX) {
+        if (online && pexp) {
             float l1 = quad(L), l = 1.0f + l1, inv = lost ? flash_nan() : 1.0f / l;
             const float *vj = c->v + krow(c, b, jm[r], h);
             for (int d = 0; d < D; d++) {
@@ -380,15 +418,24 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
             }
             st0 = lost ? flash_nan() : m[r] + fm_log(l);
             rw[r].jm = jm[r];
-        } else if (kind == FLASH_LSSA) {
+        } else if (online) {  // softplus: Z = softplus(m) + l'
+            float l1 = quad(L), ajm = flash_lssa_a(m[r]), z = ajm + l1, inv = lost ? flash_nan() : 1.0f / z;
+            const float *vj = c->v + krow(c, b, jm[r], h);
+            for (int d = 0; d < D; d++) {
+                y[d] = (ar[d] + ajm * vj[d]) * inv;
+                if (yc) yc[d] = (ar[d] - l1 * vj[d]) * inv;
+            }
+            st0 = lost ? flash_nan() : z;
+            rw[r].jm = jm[r];
+        } else if (unnormed) {
+            memcpy(y, ar, (size_t)D * sizeof(float));  // y = sum_j a_j v_j: no normalisation
+        } else if (!rwt) {
             float z = quad(L), inv = 1.0f / z;
             for (int d = 0; d < D; d++) y[d] = ar[d] * inv;
             st0 = z;
-        } else if (flash_is_unnormed(kind)) {
-            memcpy(y, ar, (size_t)D * sizeof(float));  // y = sum_j a_j v_j: no normalisation
         } else {
             float w1 = quad(L), s1 = quad(L + 4);
-            float wjm = flash_lssar_wjm(&rw[r], xmax[r]);
+            float wjm = flash_lssar_wjm(fp, &rw[r], xmax[r]);
             float W = w1 + wjm, inv = lost ? flash_nan() : 1.0f / W;
             const float *vj = c->v + krow(c, b, jm[r], h);
             for (int d = 0; d < D; d++) {
@@ -426,34 +473,48 @@ static void bwd_block(const emu_ctx *c, const flash_row *rw, const float *bs, in
         const float *rkt = t->rkt;
         float *wr = t->w + (size_t)r * BC, *dsr = t->dS + (size_t)r * BC, *dxr = t->dxs + (size_t)r * BC;
         int jmc = rr.jm - j0;  // the argmax's column in this tile (any value outside 0..63: none)
+        float *resr = t->res + (size_t)r * BC, *fr = t->fj + (size_t)r * BC;
         // The same flash_bwd_elem for every element; the branches below only restate (as
-        // constants the compiler can see) the kind, the fallback flag and the power's range, so
+        // constants the compiler can see) the stages, the fallback flag and the power's range, so
         // that each loop is branch-free and vectorises. A masked element (x = -inf) comes out as
         // exactly w = dx = dS = 0 from flash_bwd_elem itself (exp(-inf) = 0, softplus = sigmoid
         // = 0, u <= 0), as on the GPU; selecting on the mask here kept GCC from vectorising.
-#define BWD_ELEMS(KIND, FALLBACK, IP)                                                                \
+        // (The score only matters as cos or not: dot stands for ssmax too.)
+#define BWD_ELEMS(COS, PHI, NORM, RW, FALLBACK, IP)                                                  \
         {                                                                                              \
             flash_params f2 = fpl;                                                                     \
             flash_row r2 = rr;                                                                         \
-            f2.kind = KIND; r2.fallback = FALLBACK; f2.ip = IP;                                        \
-            r2.relu = KIND == FLASH_RELU;                                                              \
+            f2.score = COS ? LSSAR_SCORE_COS : LSSAR_SCORE_DOT; f2.phi = PHI; f2.norm = NORM;          \
+            f2.rw = RW; r2.fallback = FALLBACK; f2.ip = IP;                                            \
+            r2.relu = PHI == LSSAR_PHI_RELU;                                                           \
             _Pragma("omp simd")                                                                        \
             for (int j = 0; j < BC; j++) {                                                             \
-                float w, dx;                                                                           \
-                dsr[j] = flash_bwd_elem(&f2, &r2, b4, xr[j], j == jmc, dwr[j], rkt[j], &w, &dx);       \
+                float w, dx, rs, ff;                                                                   \
+                dsr[j] = flash_bwd_elem(&f2, &r2, b4, xr[j], j == jmc, dwr[j], rkt[j], &w, &dx, &rs, &ff); \
                 wr[j] = w;                                                                             \
                 dxr[j] = dx;                                                                           \
+                resr[j] = rs;                                                                          \
+                fr[j] = ff;                                                                            \
             }                                                                                          \
         }
-        if (fpl.kind == FLASH_SOFTMAX) BWD_ELEMS(FLASH_SOFTMAX, 0, 0)
-        else if (fpl.kind == FLASH_SSMAX) BWD_ELEMS(FLASH_SSMAX, 0, 0)
-        else if (fpl.kind == FLASH_LSSA) BWD_ELEMS(FLASH_LSSA, 0, 0)
-        else if (fpl.kind == FLASH_SIGMOID) BWD_ELEMS(FLASH_SIGMOID, 0, 0)
-        else if (fpl.kind == FLASH_RELU) BWD_ELEMS(FLASH_RELU, 0, 0)
-        else if (rr.fallback) BWD_ELEMS(FLASH_LSSAR, 1, fpl.ip)
-        else if (fpl.ip >= 1 && fpl.ip < 16) BWD_ELEMS(FLASH_LSSAR, 0, fpl.ip)
-        else if (fpl.ip >= 16) BWD_ELEMS(FLASH_LSSAR, 0, fpl.ip)
-        else BWD_ELEMS(FLASH_LSSAR, 0, 0)
+#define BWD_L1(COS, PHI)                                                                               \
+        if (!fpl.rw) BWD_ELEMS(COS, PHI, LSSAR_NORM_L1, 0, 0, 0)                                      \
+        else if (rr.fallback) BWD_ELEMS(COS, PHI, LSSAR_NORM_L1, 1, 1, fpl.ip)                       \
+        else if (fpl.ip >= 1 && fpl.ip < 16) BWD_ELEMS(COS, PHI, LSSAR_NORM_L1, 1, 0, fpl.ip)        \
+        else if (fpl.ip >= 16) BWD_ELEMS(COS, PHI, LSSAR_NORM_L1, 1, 0, fpl.ip)                      \
+        else BWD_ELEMS(COS, PHI, LSSAR_NORM_L1, 1, 0, 0)
+        const int cos = flash_cos(&fpl);
+        if (fpl.norm == LSSAR_NORM_LEN) {
+            if (fpl.phi == LSSAR_PHI_RELU) BWD_ELEMS(0, LSSAR_PHI_RELU, LSSAR_NORM_LEN, 0, 0, 0)
+            else BWD_ELEMS(0, LSSAR_PHI_SIGMOID, LSSAR_NORM_LEN, 0, 0, 0)
+        } else if (fpl.phi == LSSAR_PHI_EXP) {
+            if (cos) { BWD_L1(1, LSSAR_PHI_EXP) }
+            else { BWD_L1(0, LSSAR_PHI_EXP) }
+        } else {
+            if (cos) { BWD_L1(1, LSSAR_PHI_SOFTPLUS) }
+            else { BWD_L1(0, LSSAR_PHI_SOFTPLUS) }
+        }
+#undef BWD_L1
 #undef BWD_ELEMS
     }
 }
@@ -462,10 +523,10 @@ static void bwd_block(const emu_ctx *c, const flash_row *rw, const float *bs, in
 static void bwd_rows(const emu_ctx *c, const float *stats, const float *bstat, int b, int h, int r0,
                      int bq, flash_row *rw, float *bs) {
     const flash_params *fp = &c->fp;
-    const float s_h = fp->kind == FLASH_SSMAX ? c->ssmax_s[h] : 0.0f;
+    const float s_h = fp->score == LSSAR_SCORE_SSMAX ? c->ssmax_s[h] : 0.0f;
     for (int r = 0; r < bq; r++) {
         size_t ri = flash_row_index(b, h, r0 + r, c->H, c->Tq);
-        float rq = flash_is_normed(fp->kind) ? c->rq[ri] : 1.0f;
+        float rq = flash_needs_norms(fp) ? c->rq[ri] : 1.0f;
         flash_row_load(fp, r0 + r, s_h, rq, stats + ri * FLASH_NSTAT, &rw[r]);
         memcpy(bs + (size_t)r * FLASH_NBSTAT, bstat + ri * FLASH_NBSTAT, FLASH_NBSTAT * sizeof(float));
     }
@@ -502,7 +563,7 @@ static void bwd_dkdv_cta(const emu_ctx *c, const float *stats, const float *bsta
     for (int j = 0; j < nk; j++) {
         size_t kr = krow(c, b, j0 + j, h);
         float *g = dK + (size_t)j * D;
-        if (flash_is_normed(c->fp.kind)) project(g, c->kf + kr, c->rk[((size_t)b * c->H + h) * T + j0 + j], D);
+        if (flash_cos(&c->fp)) project(g, c->kf + kr, c->rk[((size_t)b * c->H + h) * T + j0 + j], D);
         memcpy(dk + kr, g, D * sizeof(float));
         memcpy(dv + kr, dV + (size_t)j * D, D * sizeof(float));
     }
@@ -515,7 +576,7 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
     const int D = c->D, T = c->Tq, r0 = qt * BR, bq = T - r0 < BR ? T - r0 : BR;
     flash_row rw[BR];
     float bs[BR * FLASH_NBSTAT];
-    // dQ (BR, D); L (BR, 3 sums, 4 lanes): ssmax's per-lane A = sum dx S, Bs = sum dx, C = sum w S
+    // dQ (BR, D); L (BR, 3 sums, 4 lanes): ssmax's per-lane A = sum dx S, Bs = sum res, C = sum f S
     float *dQ = t->acc, *L = t->lane;
     memset(dQ, 0, (size_t)BR * D * sizeof(float));
     memset(L, 0, (size_t)BR * 12 * sizeof(float));
@@ -527,15 +588,16 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
         load_keys(c, b, h, j0, nk, t, 1, 1, 0);
         bwd_block(c, rw, bs, r0, bq, j0, t);
         acc_product(c, t->dS, t->kt, bq, nk, dQ, t->tmp);  // dQ += dS K
-        if (c->fp.kind == FLASH_SSMAX)
+        if (c->fp.score == LSSAR_SCORE_SSMAX)
             for (int r = 0; r < bq; r++) {
-                const float *dxr = t->dxs + (size_t)r * BC, *wr = t->w + (size_t)r * BC, *sr = t->s + (size_t)r * BC;
+                const float *dxr = t->dxs + (size_t)r * BC, *sr = t->s + (size_t)r * BC;
+                const float *rsr = t->res + (size_t)r * BC, *fr = t->fj + (size_t)r * BC;
                 float *Lr = L + r * 12;
                 for (int q = 0; q < 4; q++) {  // tile partials, then into the running sums
                     float A = 0.0f, Bs = 0.0f, C = 0.0f;
                     for (int tt = 0; tt < FLASH_LANE_COLS; tt++) {
                         int j = flash_lane_col(q, tt);
-                        flash_ssmax_acc(dxr[j], wr[j], sr[j], &A, &Bs, &C);
+                        flash_ssmax_acc(dxr[j], rsr[j], fr[j], sr[j], &A, &Bs, &C);
                     }
                     Lr[q] += A; Lr[4 + q] += Bs; Lr[8 + q] += C;
                 }
@@ -544,7 +606,7 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
     for (int r = 0; r < bq; r++) {
         size_t qr = qrow(c, b, r0 + r, h), ri = flash_row_index(b, h, r0 + r, c->H, T);
         float *g = dQ + (size_t)r * D;
-        if (flash_is_normed(c->fp.kind)) project(g, c->qf + qr, c->rq[ri], D);
+        if (flash_cos(&c->fp)) project(g, c->qf + qr, c->rq[ri], D);
         memcpy(dq + qr, g, D * sizeof(float));
         if (rowds) {
             const float *Lr = L + r * 12;
@@ -555,12 +617,21 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
 
 // ------------------------------------------------------------------ setup shared by both calls
 
+int flash_emu_check_fused(const lssar_attn_desc *a, const char *fn) {
+    lssar_attn_stages st;
+    if (!a || (unsigned)a->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(a->kind, &st)) return LSSAR_OK;
+    if (flash_fused_supported(&st)) return LSSAR_OK;
+    return lssar_fail(LSSAR_E_UNSUPPORTED, "%s: attention kind %s: the fused GPU kernels do not support it "
+                      "yet (it runs on the CPU); see issue 34", fn, lssar_attn_name(a->kind));
+}
+
 static int check_args(const lssar_attn_desc *a, int B, int Tq, int Tk, int kvs, int H, int D) {
     if (!a) return lssar_fail(LSSAR_E_NULL, "flash attention: the descriptor is NULL");
-    if ((unsigned)a->kind > LSSAR_ATTN_RELU)
-        return lssar_fail(LSSAR_E_KIND, "flash attention: unknown kind %d; use softmax, ssmax, lssa, lssar, sigmoid "
-                          "or relu", (int)a->kind);
-    if (flash_is_unnormed((int)a->kind)) {  // as attention.c's check_common
+    lssar_attn_stages st;
+    if ((unsigned)a->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(a->kind, &st))
+        return lssar_fail(LSSAR_E_KIND, "flash attention: unknown kind %d; use an lssar_attn_kind (0..%d)", (int)a->kind,
+                          LSSAR_ATTN_NKINDS - 1);
+    if (st.norm == LSSAR_NORM_LEN) {  // as attention.c's check_common
         if ((unsigned)a->len_norm > LSSAR_LEN_NORM_ROW)
             return lssar_fail(LSSAR_E_ARG, "flash attention: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW",
                               lssar_attn_name(a->kind), (int)a->len_norm);
@@ -570,10 +641,14 @@ static int check_args(const lssar_attn_desc *a, int B, int Tq, int Tk, int kvs, 
     }
     if (!attn_temp_d_ok(a->temp_d))
         return lssar_fail(LSSAR_E_ARG, "flash attention: temp_d = %d; use 0 (ln of the head size) or a D >= 2", a->temp_d);
-    if (a->kind == LSSAR_ATTN_LSSAR && !(a->p > 0.0f && isfinite(a->p)))
-        return lssar_fail(LSSAR_E_P, "flash attention: LSSAR power p = %g; it must be finite and > 0", (double)a->p);
-    if (a->kind == LSSAR_ATTN_SSMAX && !a->ssmax_s)
-        return lssar_fail(LSSAR_E_SSMAX, "flash attention: SSMax needs ssmax_s (H per-head scales)");
+    if (st.reweight && !(a->p > 0.0f && isfinite(a->p)))
+        return lssar_fail(LSSAR_E_P, "flash attention: %s: re-weighting power p = %g; it must be finite and > 0",
+                          lssar_attn_name(a->kind), (double)a->p);
+    if (st.score == LSSAR_SCORE_SSMAX && !a->ssmax_s)
+        return lssar_fail(LSSAR_E_SSMAX, "flash attention: %s: score ssmax needs ssmax_s (H per-head scales)",
+                          lssar_attn_name(a->kind));
+    int rc = flash_emu_check_fused(a, "flash attention");
+    if (rc) return rc;
     if (B <= 0 || Tq <= 0 || H <= 0 || D <= 0 || Tq > Tk || kvs < Tk)
         return lssar_fail(LSSAR_E_SIZE, "flash attention: B=%d Tq=%d Tk=%d kv_stride=%d H=%d D=%d; need sizes > 0, "
                           "Tq <= Tk <= kv_stride", B, Tq, Tk, kvs, H, D);
@@ -614,17 +689,24 @@ static float *bf16_copy(const float *x, int B, int n, int stride, int HD) {
 static void ctx_init(emu_ctx *c, const lssar_attn_desc *a, flash_mode mode, int B, int Tq, int Tk, int kvs,
                      int H, int D) {
     memset(c, 0, sizeof *c);
-    flash_params_init(&c->fp, (int)a->kind, a->p, D);
+    lssar_attn_stages st;
+    lssar_attn_stages_of(a->kind, &st);  // (checked by check_args)
+    flash_params_init(&c->fp, &st, a->p, D);
     flash_params_len(&c->fp, a->len_norm == LSSAR_LEN_NORM_ROW, a->train_len);
     flash_params_temp(&c->fp, a->temp_d);
     c->bf16 = mode == FLASH_BF16;
     c->B = B; c->Tq = Tq; c->Tk = Tk; c->kvs = kvs; c->H = H; c->D = D; c->HD = H * D;
     c->q0 = Tk - Tq;
-    c->ssmax_s = a->kind == LSSAR_ATTN_SSMAX ? a->ssmax_s : NULL;
+    c->ssmax_s = st.score == LSSAR_SCORE_SSMAX ? a->ssmax_s : NULL;
 }
 
 size_t flash_emu_stats_floats(const lssar_attn_desc *a, int B, int Tq, int H, int D) {
-    return a ? flash_stats_floats((int)a->kind, B, Tq, H, D) : 0;
+    lssar_attn_stages st;
+    if (!a || (unsigned)a->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(a->kind, &st)) return 0;
+    if (!flash_fused_supported(&st)) return 0;
+    flash_params fp;
+    flash_params_init(&fp, &st, a->p, D);
+    return flash_stats_floats(&fp, B, Tq, H, D);
 }
 
 // ------------------------------------------------------------------ forward
@@ -646,7 +728,7 @@ int flash_emu_forward(const lssar_attn_desc *a, flash_mode mode, int B, int Tq, 
         vb = bf16_copy(v, B, Tk, kv_stride, c.HD);
         c.q = qb; c.k = kb; c.v = vb;
     }
-    int normed = flash_is_normed(c.fp.kind);
+    int normed = flash_needs_norms(&c.fp);  // the pre-pass of inverse norms
     if (normed) {
         c.rq = malloc((size_t)B * H * Tq * sizeof(float));
         c.rk = malloc((size_t)B * H * Tk * sizeof(float));
@@ -697,7 +779,7 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
     size_t N = (size_t)B * T * H * D;
     float *own = NULL;  // the forward's out and stats when the caller has none
     if (!stats) {
-        size_t ns = flash_stats_floats((int)a->kind, B, T, H, D);
+        size_t ns = flash_emu_stats_floats(a, B, T, H, D);
         own = malloc((N + ns) * sizeof(float));
         if (!own) return lssar_fail(LSSAR_E_NOMEM, "flash attention backward: out of memory");
         rc = flash_emu_forward(a, mode, B, T, T, T, H, D, q, k, v, own, own + N);
@@ -707,7 +789,8 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
     }
     emu_ctx c;
     ctx_init(&c, a, mode, B, T, T, T, H, D);
-    const int kind = c.fp.kind, normed = flash_is_normed(kind);
+    const int normed = flash_needs_norms(&c.fp), ssmax = c.fp.score == LSSAR_SCORE_SSMAX;
+    const int unnormed = flash_unnormed(&c.fp);
     float *qb = NULL, *kb = NULL, *vb = NULL, *dyb = NULL;
     c.qf = q; c.kf = k;
     c.q = q; c.k = k; c.v = v; c.dy = dout;
@@ -720,12 +803,12 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
     }
     size_t nrows = (size_t)B * H * T;
     float *bstat = malloc(nrows * FLASH_NBSTAT * sizeof(float));
-    float *rowds = kind == FLASH_SSMAX && ds ? malloc(nrows * sizeof(float)) : NULL;
+    float *rowds = ssmax && ds ? malloc(nrows * sizeof(float)) : NULL;
     if (normed) {
         c.rq = malloc(nrows * sizeof(float));
         c.rk = malloc(nrows * sizeof(float));
     }
-    int failed = !bstat || (kind == FLASH_SSMAX && ds && !rowds) || (normed && (!c.rq || !c.rk)) ||
+    int failed = !bstat || (ssmax && ds && !rowds) || (normed && (!c.rq || !c.rk)) ||
                  (c.bf16 && (!qb || !kb || !vb || !dyb));
     if (!failed) {
         if (normed) {
@@ -734,16 +817,16 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
         }
         // ---- 0. rows: c = dy . v_jm, D1, D2 (flash_bwd_row); dots over d in order, fp32.
         // sigmoid / relu: none (no normalisation), the slots 0.
-        if (flash_is_unnormed(kind)) memset(bstat, 0, nrows * FLASH_NBSTAT * sizeof(float));
-        const float *yc_all = kind == FLASH_LSSA ? out : stats + flash_stats_yc(B, T, H);
-        const float *ec_all = kind == FLASH_LSSAR ? stats + flash_stats_ec(B, T, H, D) : NULL;
+        if (unnormed) memset(bstat, 0, nrows * FLASH_NBSTAT * sizeof(float));
+        const float *yc_all = flash_centred(&c.fp) ? stats + flash_stats_yc(B, T, H) : out;
+        const float *ec_all = c.fp.rw ? stats + flash_stats_ec(B, T, H, D) : NULL;
         const float s_h0 = 0.0f;
 #pragma omp parallel for schedule(static)
-        for (int64_t row = 0; row < (int64_t)(flash_is_unnormed(kind) ? 0 : nrows); row++) {
+        for (int64_t row = 0; row < (int64_t)(unnormed ? 0 : nrows); row++) {
             int bh = (int)(row / T), i = (int)(row % T), b = bh / H, h = bh % H;
             const float *st = stats + (size_t)row * FLASH_NSTAT;
             flash_row rw;
-            flash_row_load(&c.fp, i, kind == FLASH_SSMAX ? c.ssmax_s[h] : s_h0, normed ? c.rq[row] : 1.0f, st, &rw);
+            flash_row_load(&c.fp, i, ssmax ? c.ssmax_s[h] : s_h0, normed ? c.rq[row] : 1.0f, st, &rw);
             size_t qr = qrow(&c, b, i, h);
             const float *dyr = c.dy + qr, *ycr = yc_all + qr;
             const float *vj = c.v + krow(&c, b, rw.jm, h);

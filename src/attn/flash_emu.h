@@ -15,6 +15,11 @@
 // needs; fp32 accumulation and fp32 row statistics in both.
 typedef enum { FLASH_FP32 = 0, FLASH_BF16 = 1 } flash_mode;
 
+/* LSSAR_OK if the fused path (the CUDA kernels and this emulation) supports kind a->kind
+   (flash_fused_supported of flash.h), else LSSAR_E_UNSUPPORTED with a message that names the kind
+   and fn. A kind that is not one is left to the caller's checks (LSSAR_OK here). */
+int flash_emu_check_fused(const lssar_attn_desc *a, const char *fn);
+
 // Floats of the statistics a forward of Tq query rows saves (flash_stats_floats of flash.h).
 size_t flash_emu_stats_floats(const lssar_attn_desc *a, int B, int Tq, int H, int D);
 

@@ -146,7 +146,7 @@ int cmd_attnstats(int argc, char **argv) {
     for (int i = 0; i < nt; i++) if (seqs[i] < 2) return args_error("attnstats", "--seq values must be >= 2");
     if (windows < 1 || rows < 1) return args_error("attnstats", "--windows and --rows must be >= 1");
     ckpt_load_opts lo = {.set_attn = attn != NULL, .p = p, .device = device};
-    if (attn && args_attn_kind(attn, &lo.attn)) return args_error("attnstats", "--attn '%s' is unknown", attn);
+    if (attn && args_attn_kind("attnstats", attn, &lo.attn)) return 2;
     if (p < 0) return args_error("attnstats", "--p must be > 0 (or 0 for the model's)");
     if (threads > 0) omp_set_num_threads(threads);
 

@@ -212,8 +212,7 @@ int cmd_bench(int argc, char **argv) {
         snprintf(buf, sizeof buf, "%s", attn);
         for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             if (nkinds == 8) return args_error("bench", "--attn: at most 8 kinds");
-            if (args_attn_kind(tok, &kinds_list[nkinds]))
-                return args_error("bench", "--attn '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu (a comma-separated list)", tok);
+            if (args_attn_kind("bench", tok, &kinds_list[nkinds])) return 2;
             nkinds++;
         }
         if (!nkinds) return args_error("bench", "--attn is empty: give a kind, e.g. --attn lssar or --attn softmax,lssar");

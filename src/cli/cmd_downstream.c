@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "attn/attn.h"
 #include "lssar.h"
 #include "core/json.h"
 #include "core/util.h"
@@ -66,7 +67,7 @@ int cmd_downstream(int argc, char **argv) {
     if (threads < 0) return args_error("downstream", "--threads must be >= 0");
     if (p < 0) return args_error("downstream", "--p must be > 0");
     ckpt_load_opts lo = {.set_attn = attn != NULL, .p = p, .device = device};
-    if (attn && args_attn_kind(attn, &lo.attn)) return args_error("downstream", "--attn '%s' is unknown: use lssa or lssar", attn);
+    if (attn && args_attn_kind("downstream", attn, &lo.attn)) return 2;
     if (threads > 0) lssar_set_threads(threads);
     char evdir[4096];
     if (evals) snprintf(evdir, sizeof evdir, "%s", evals);
@@ -121,7 +122,7 @@ int cmd_downstream(int argc, char **argv) {
             cJSON *root = cJSON_CreateObject();
             cJSON_AddStringToObject(root, "model", model);
             cJSON_AddStringToObject(root, "attn", lssar_attn_name(c->attn));
-            if (c->attn == LSSAR_ATTN_LSSAR) cJSON_AddNumberToObject(root, "p", c->p);
+            if (attn_reweights(c->attn)) cJSON_AddNumberToObject(root, "p", c->p);
             cJSON_AddNumberToObject(root, "steps", (double)step);
             cJSON_AddNumberToObject(root, "window", W);
             cJSON_AddNumberToObject(root, "limit", limit);

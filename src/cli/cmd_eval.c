@@ -61,8 +61,7 @@ int cmd_eval(int argc, char **argv) {
     if (threads < 0) return args_error("eval", "--threads must be >= 0");
     if (p < 0) return args_error("eval", "--p must be > 0");
     ckpt_load_opts lo = {.set_attn = attn != NULL, .p = p, .device = device};
-    if (attn && args_attn_kind(attn, &lo.attn))
-        return args_error("eval", "--attn '%s' is unknown: use lssa or lssar", attn);
+    if (attn && args_attn_kind("eval", attn, &lo.attn)) return 2;
     if (threads > 0) lssar_set_threads(threads);
 
     char mp[4096];

@@ -16,6 +16,7 @@
 #include "exp/passkey.h"
 #include "exp/plot.h"
 #include "exp/stats.h"
+#include "attn/attn.h"
 #include "model/checkpoint.h"
 #include "train/train.h"
 #include "core/json.h"
@@ -146,7 +147,7 @@ static int ensure_trained(const train_opts *base, const char *out, run_t *r, int
         const gpt_config *c = gpt_get_config(g);
         int same = c->layers == base->layers && c->heads == base->heads && c->dim == base->dim &&
                    (base->vocab == 0 || c->vocab == base->vocab) && (int)c->attn == r->attn &&
-                   (r->attn != LSSAR_ATTN_LSSAR || c->p == r->p) && c->pos == base->pos && c->max_seq == base->seq &&
+                   (!attn_reweights(r->attn) || c->p == r->p) && c->pos == base->pos && c->max_seq == base->seq &&
                    c->rope_base == base->rope_base && c->temp_d == base->temp_d;
         gpt_free(g);
         if (!same)
@@ -535,7 +536,7 @@ static int write_results(const results_ctx *c) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", r->name);
         cJSON_AddStringToObject(e, "attn", lssar_attn_name((lssar_attn_kind)r->attn));
-        if (r->attn == LSSAR_ATTN_LSSAR) cJSON_AddNumberToObject(e, "p", r->p);
+        if (attn_reweights(r->attn)) cJSON_AddNumberToObject(e, "p", r->p);
         cJSON_AddBoolToObject(e, "eval_only", r->eval_only);
         cJSON *rn = cJSON_AddArrayToObject(e, "runs"), *sd = cJSON_AddArrayToObject(e, "seeds");
         for (int k = 0; k < seeds; k++) {
@@ -600,7 +601,7 @@ static int write_results(const results_ctx *c) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", r->name);
         cJSON_AddStringToObject(e, "attn", lssar_attn_name((lssar_attn_kind)r->attn));
-        if (r->attn == LSSAR_ATTN_LSSAR) cJSON_AddNumberToObject(e, "p", r->p);
+        if (attn_reweights(r->attn)) cJSON_AddNumberToObject(e, "p", r->p);
         cJSON_AddStringToObject(e, "trained_attn", r->eval_only ? "lssa" : lssar_attn_name((lssar_attn_kind)r->attn));
         cJSON_AddBoolToObject(e, "eval_only", r->eval_only);
         cJSON_AddStringToObject(e, "model", r->src);
@@ -828,8 +829,11 @@ int cmd_extrapolate(int argc, char **argv) {
         {"task", ARG_STR, &task, "text (held-out documents) or mqar (associative recall)", 0, 0},
         {"data", ARG_STR, &data, "folder from `lssar data build` (text task)", 0, 0},
         {"out", ARG_STR, &out, "output folder (one sub-folder per run, results.*)", 1, 0},
-        {"attn", ARG_STR, &attn_list, "attention kinds to train, comma-separated", 0, 0},
-        {"lssar-p", ARG_STR, &lssar_p, "LSSAR powers, one run each (the first is also used for the lssa->lssar evaluation)", 0, 0},
+        {"attn", ARG_STR, &attn_list, "attention kinds to train, comma-separated: presets or presets with stages "
+                                      "(softmax+cos+rw; see `lssar train --help`); a kind that re-weights may fix its "
+                                      "power as its run folder is named (softmax+rw-p15)", 0, 0},
+        {"lssar-p", ARG_STR, &lssar_p, "re-weighting powers, one run each for every kind that re-weights and fixes "
+                                       "no power (the first is also used for the lssa->lssar evaluation)", 0, 0},
         {"factors", ARG_STR, &factors, "evaluation lengths as multiples of --seq", 0, 0},
         {"max-windows", ARG_INT, &max_windows, "text: windows per length at most (evenly spaced)", 0, 0},
         {"eval-batch", ARG_INT, &eval_batch, "windows per forward pass in evaluation", 0, 0},
@@ -929,15 +933,18 @@ int cmd_extrapolate(int argc, char **argv) {
     snprintf(list, sizeof list, "%s", attn_list);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         lssar_attn_kind a;
-        if (args_attn_kind(tok, &a)) { free(runs); return args_error("extrapolate", "--attn: '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu", tok); }
-        int reps = a == LSSAR_ATTN_LSSAR ? np : 1;
+        float pin = 0;
+        int pinned;
+        if (args_attn_run("extrapolate", tok, &a, &pin, &pinned)) { free(runs); return 2; }
+        const int rw = attn_reweights(a);
+        int reps = rw && !pinned ? np : 1;
         for (int k = 0; k < reps; k++) {
-            if (nr == MAXB) { free(runs); return args_error("extrapolate", "at most %d runs per seed (the kinds of --attn, one per --lssar-p power for lssar)", MAXB); }
+            if (nr == MAXB) { free(runs); return args_error("extrapolate", "at most %d runs per seed (the kinds of --attn, one per --lssar-p power for those that re-weight)", MAXB); }
             run_t *r = &runs[nr++];
             r->attn = a;
-            r->p = a == LSSAR_ATTN_LSSAR ? (float)pv[k] : 15.0f;
-            if (a == LSSAR_ATTN_LSSAR) snprintf(r->name, sizeof r->name, "lssar-p%g", pv[k]);
-            else snprintf(r->name, sizeof r->name, "%s", tok);
+            r->p = !rw ? 15.0f : pinned ? pin : (float)pv[k];
+            if (rw) snprintf(r->name, sizeof r->name, "%s-p%g", lssar_attn_name(a), (double)r->p);
+            else snprintf(r->name, sizeof r->name, "%s", lssar_attn_name(a));
             snprintf(r->src, sizeof r->src, "%s", r->name);
         }
         if (a == LSSAR_ATTN_LSSA) have_lssa = 1;

@@ -389,7 +389,7 @@ int cmd_orbits_run(int argc, char **argv) {
         snprintf(buf, sizeof buf, "%s", attn);
         for (char *s = strtok(buf, ","); s; s = strtok(NULL, ",")) {
             lssar_attn_kind kind;
-            if (args_attn_kind(s, &kind)) return args_error("orbits run", "--attn: unknown kind '%s' (softmax, ssmax, lssa, lssar)", s);
+            if (args_attn_kind("orbits run", s, &kind)) return 2;
             if (nk == 8) return args_error("orbits run", "--attn: at most 8 kinds");
             snprintf(kinds[nk++], 32, "%s", s);
         }
@@ -492,7 +492,7 @@ int cmd_orbits_run(int argc, char **argv) {
         train_opts *to = &sa.train;
         train_opts_default(to);
         to->data = shards; to->val = valpath; to->out = run;
-        args_attn_kind(kinds[k], &to->attn);
+        lssar_attn_parse(kinds[k], &to->attn);  // checked above
         to->pos = (gpt_pos)gpt_pos_parse(pos);
         to->vocab = LSSAR_ORB_VOCAB; to->align = LSSAR_ORB_ROWS;
         to->untied = !sc->ordered; to->ordinal = sc->ordered ? LSSAR_ORB_BINS : 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "args.h"
+#include "attn/attn.h"
 #include "lssar.h"
 #include "exp/common.h"
 #include "model/checkpoint.h"
@@ -51,7 +52,7 @@ typedef struct {
 } pk_info;
 
 static void kind_name(lssar_attn_kind a, float p, char *out, size_t n) {
-    if (a == LSSAR_ATTN_LSSAR) snprintf(out, n, "lssar p=%g", p);
+    if (attn_reweights(a)) snprintf(out, n, "%s p=%g", lssar_attn_name(a), p);
     else snprintf(out, n, "%s", lssar_attn_name(a));
 }
 
@@ -108,7 +109,7 @@ int cmd_passkey(int argc, char **argv) {
     if (trials < 1 || batch < 1) return args_error("passkey", "--trials and --batch must be >= 1");
     if (threads > 0) omp_set_num_threads(threads);
     ckpt_load_opts load = {.set_attn = attn != NULL, .p = p, .device = device};
-    if (attn && args_attn_kind(attn, &load.attn)) return args_error("passkey", "--attn '%s' is unknown", attn);
+    if (attn && args_attn_kind("passkey", attn, &load.attn)) return 2;
 
     // --model A,B,C: the models to pool (one is the plain single-model test)
     static char list[8192];

@@ -299,7 +299,7 @@ int cmd_recipe(int argc, char **argv) {
     int is_gpt2 = !strcmp(name, "gpt2-124m"), is_orbits = !strcmp(name, "orbits-109m");
     if (!is_gpt2 && !is_orbits) return args_error("recipe", "unknown recipe '%s': gpt2-124m or orbits-109m", name);
     lssar_attn_kind kind;
-    if (args_attn_kind(attn, &kind)) return args_error("recipe", "--attn: unknown kind '%s'", attn);
+    if (args_attn_kind("recipe", attn, &kind)) return 2;
     if (steps < 0 || batch < 0 || vocab < 0 || threads < 0 || p < 0)
         return args_error("recipe", "--steps, --batch, --vocab, --threads and --p must be >= 0");
     if (is_gpt2 && (!data || !val)) return args_error("recipe", "gpt2-124m needs --data TRAIN.bin[,...] and --val VAL.bin");

@@ -104,6 +104,38 @@ static const struct { const char *name, *what; int D; float rope_base; int temp_
 };
 #define NCAUSES (int)(sizeof CAUSES / sizeof CAUSES[0])
 
+/* The ablation (issue 34): which stage of LSSAR carries the flat loss. Each run changes one stage
+   of its neighbour, at the head size of section 1, to the sweep's lengths; every run is a kind and
+   power as `lssar extrapolate --attn` takes it (and names its folder). */
+static const struct { const char *run, *what; } ABLATION[] = {
+    {"softmax", "the baseline: dot score, exp, l1"},
+    {"softmax+cos", "+ QK normalisation with the length temperature ln(D) ln(n)"},
+    {"softmax+cos+rw-p15", "+ the re-weighting, p = 15"},
+    {"softmax+rw-p15", "softmax + the re-weighting, p = 15 (no QK normalisation)"},
+    {"ssmax", "SSMax: ssmax score s_h ln(n) q.k / sqrt(D), exp, l1"},
+    {"ssmax+rw-p15", "SSMax + the re-weighting, p = 15"},
+    {"lssa", "LSSA: cos score, softplus, l1"},
+    {"lssar-p1", "LSSAR p = 1"}, {"lssar-p3", "LSSAR p = 3"}, {"lssar-p7", "LSSAR p = 7"},
+    {"lssar-p15", "LSSAR p = 15 (the paper)"}, {"lssar-p31", "LSSAR p = 31"},
+};
+#define NABLATION (int)(sizeof ABLATION / sizeof ABLATION[0])
+
+/* The stage effects the ablation measures: run `to` minus run `from`, paired by seed. */
+static const struct { const char *stage, *from, *to; } STAGE_STEPS[] = {
+    {"QK normalisation with ln(D) ln(n), on softmax", "softmax", "softmax+cos"},
+    {"re-weighting p = 15, on softmax + QK norm", "softmax+cos", "softmax+cos+rw-p15"},
+    {"re-weighting p = 15, on softmax", "softmax", "softmax+rw-p15"},
+    {"re-weighting p = 15, on SSMax", "ssmax", "ssmax+rw-p15"},
+    {"re-weighting p = 15, on LSSA", "lssa", "lssar-p15"},
+    {"softplus for exp (QK norm, no re-weighting)", "softmax+cos", "lssa"},
+    {"softplus for exp (QK norm, re-weighting p = 15)", "softmax+cos+rw-p15", "lssar-p15"},
+    {"LSSAR p = 1 instead of 15", "lssar-p15", "lssar-p1"},
+    {"LSSAR p = 3 instead of 15", "lssar-p15", "lssar-p3"},
+    {"LSSAR p = 7 instead of 15", "lssar-p15", "lssar-p7"},
+    {"LSSAR p = 31 instead of 15", "lssar-p15", "lssar-p31"},
+};
+#define NSTAGE_STEPS (int)(sizeof STAGE_STEPS / sizeof STAGE_STEPS[0])
+
 // The name of that evaluation-only run, as extrapolate names it ("lssa+lssar-p15").
 static void zeroshot_label(char *buf, size_t cap) { snprintf(buf, cap, "lssa+lssar-p%d", KINDS[LSSA].p); }
 
@@ -119,6 +151,8 @@ static const char *ABOUT =
     "     1c. head size: softmax and lssar p = 15 at D = 16, 32, 128 at the same width (OUT/headsize),\n"
     "     and the experiments that separate the causes (OUT/causes: RoPE base, the ln(D) factor, the\n"
     "     spread of the scores)\n"
+    "     1d. which stage carries it: softmax, + QK normalisation with ln(D) ln(n), + re-weighting;\n"
+    "     softmax and SSMax with re-weighting; LSSA; LSSAR p = 1, 3, 7, 15, 31 (OUT/ablation)\n"
     "  2. attention statistics (`lssar attnstats`, seeds pooled) of the models of 1 and 1b at 1x, 4x, 16x\n"
     "  3. passkey: per kind a model trained with a share of passkey sequences (`lssar extrapolate\n"
     "     --passkey-mix`, which also measures the same models' ordinary validation loss: the price of the\n"
@@ -268,6 +302,20 @@ static int build_plan(planner *pl) {
         if (CAUSES[i].rope_base > 0) { args_add(&a, "--rope-base"); args_add(&a, "%g", (double)CAUSES[i].rope_base); }
         if (CAUSES[i].temp_d > 0) { args_add(&a, "--temp-d"); args_add(&a, "%d", CAUSES[i].temp_d); }
         jobs_add(p, dir, (strchr(CAUSES[i].attn, ',') ? 2 : 1) * sc->c_extrap * sc->seeds, &data, nd, &a);
+    }
+    // 1d. the ablation: one job per run, then the gathering call
+    {
+        int ab[NABLATION];
+        char all[1024];
+        size_t k = 0;
+        for (int i = 0; i < NABLATION; i++) {
+            extrapolate_args(pl, &a, "ablation", ABLATION[i].run, NULL, 0, sc->x_heads, sc->x_dim, sc->sweep_factors, 0);
+            snprintf(name, sizeof name, "ablation/%s", ABLATION[i].run);
+            ab[i] = jobs_add(p, name, sc->c_extrap * sc->seeds, &data, nd, &a);
+            k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? "," : "", ABLATION[i].run);
+        }
+        extrapolate_args(pl, &a, "ablation", all, "15", 1, sc->x_heads, sc->x_dim, sc->sweep_factors, 0);
+        jobs_add(p, "ablation/all", 10, ab, NABLATION, &a);
     }
     // 3. passkey: training (with its validation loss), the gathering call, the scores
     kinds_jobs(pl, "passkey", "passkey-train", 0, 0, NULL, 1, sc->c_ptrain * sc->p_seeds, &data, nd, pk);
@@ -497,6 +545,56 @@ static cJSON *headsize_results(const char *out, const repro_scale *sc, int D) {
     return lssar_read_json(path);
 }
 
+// 1d: each run's rise from 1x to 16x, then each stage's effect: the paired difference of the loss
+// at 1x, 16x and the longest length, and of the rise.
+static void ablation_tables(FILE *f, const char *out, const repro_scale *sc, cJSON *root) {
+    const int T = sc->x_seq, R = rise_factor(sc);
+    int fac[16], nf = args_int_list("reproduce", "sweep-factors", sc->sweep_factors, fac, 16), F = 1;
+    for (int i = 0; i < nf; i++) if (fac[i] > F) F = fac[i];
+    char path[4400];
+    snprintf(path, sizeof path, "%s/ablation/results.json", out);
+    cJSON *res = lssar_read_json(path);
+    cJSON *o = cJSON_AddObjectToObject(root, "ablation_rise");
+    fprintf(f, "Each run's rise: the loss at %dx minus the loss at 1x, per seed, then the mean [95%% t interval over %d seeds].\n\n"
+               "| run | 1x | %dx | %dx | rise to %dx |\n|---|---|---|---|---|\n", R, sc->seeds, R, F, R);
+    for (int i = 0; i < NABLATION; i++) {
+        double l1[MAXS], lr[MAXS], r[MAXS], lf[MAXS];
+        int n = group_rise(res, ABLATION[i].run, T, R, l1, lr, r), nl = group_seeds(res, ABLATION[i].run, F * T, lf, MAXS);
+        char buf[96];
+        cJSON *e = cJSON_AddObjectToObject(o, ABLATION[i].run);
+        fprintf(f, "| %s | %.3f | %.3f | %.3f | %s |\n", ABLATION[i].run, mean_of(l1, n), mean_of(lr, n), mean_of(lf, nl),
+                mean_ci(buf, sizeof buf, r, n, e, "rise"));
+    }
+    cJSON *so = cJSON_AddObjectToObject(root, "ablation_stages");
+    fprintf(f, "\nEach stage's effect: the run with it minus the run without it, paired by seed (negative: the stage lowers "
+               "the loss), at 1x, %dx and %dx, and on the rise to %dx.\n\n"
+               "| stage | from -> to | at 1x | at %dx | at %dx | on the rise to %dx |\n|---|---|---|---|---|---|\n", R, F, R, R, F, R);
+    for (int i = 0; i < NSTAGE_STEPS; i++) {
+        cJSON *e = cJSON_AddObjectToObject(so, STAGE_STEPS[i].stage);
+        cJSON_AddStringToObject(e, "from", STAGE_STEPS[i].from);
+        cJSON_AddStringToObject(e, "to", STAGE_STEPS[i].to);
+        fprintf(f, "| %s | %s -> %s |", STAGE_STEPS[i].stage, STAGE_STEPS[i].from, STAGE_STEPS[i].to);
+        static const char *const KEY[3] = {"at_1x", "at_rx", "at_longest"};
+        const int at[3] = {1, R, F};
+        for (int c = 0; c < 3; c++) {
+            double a[MAXS], b[MAXS], d[MAXS];
+            int na = group_seeds(res, STAGE_STEPS[i].from, at[c] * T, a, MAXS), nb = group_seeds(res, STAGE_STEPS[i].to, at[c] * T, b, MAXS);
+            int n = na == nb ? na : 0;
+            for (int k = 0; k < n; k++) d[k] = b[k] - a[k];
+            char buf[96];
+            fprintf(f, " %s |", mean_ci(buf, sizeof buf, d, n, e, KEY[c]));
+        }
+        double a1[MAXS], ar[MAXS], ra[MAXS], b1[MAXS], br[MAXS], rb[MAXS], d[MAXS];
+        int na = group_rise(res, STAGE_STEPS[i].from, T, R, a1, ar, ra), nb = group_rise(res, STAGE_STEPS[i].to, T, R, b1, br, rb);
+        int n = na == nb ? na : 0;
+        for (int k = 0; k < n; k++) d[k] = rb[k] - ra[k];
+        char buf[96];
+        fprintf(f, " %s |\n", mean_ci(buf, sizeof buf, d, n, e, "on_rise"));
+    }
+    fprintf(f, "\n");
+    cJSON_Delete(res);
+}
+
 // 1c: the rise from 1x to 16x per head size (softmax, lssar p = 15), then the cause experiments,
 // each against the unchanged model of its head size (paired by seed).
 static void headsize_tables(FILE *f, const char *out, const repro_scale *sc, cJSON *root) {
@@ -618,6 +716,13 @@ static int write_report(const job_plan *p, const repro_scale *sc, const char *ou
     fprintf(f, "![loss against length](extrapolate-d16/loss_vs_length.png)\n\n![loss by position](extrapolate-d16/loss_vs_position.png)\n\n");
     fprintf(f, "## 1c. Why head size matters\n\n");
     headsize_tables(f, out, sc, root);
+    fprintf(f, "## 1d. Which stage carries the flat loss: the ablation at D = %d\n\n| run | what changes |\n|---|---|\n",
+            sc->x_dim / sc->x_heads);
+    for (int i = 0; i < NABLATION; i++) fprintf(f, "| %s | %s |\n", ABLATION[i].run, ABLATION[i].what);
+    fprintf(f, "\n");
+    ablation_tables(f, out, sc, root);
+    include_md(f, out, "ablation", "results.md");
+    fprintf(f, "![loss against length](ablation/loss_vs_length.png)\n\n![loss by position](ablation/loss_vs_position.png)\n\n");
     fprintf(f, "## 2. Attention statistics (seeds pooled)\n\nAt D = %d:\n\n", sc->x_dim / sc->x_heads);
     include_log(f, out, "attnstats", "pooled over");
     fprintf(f, "At D = %d:\n\n", sc->s_dim / sc->s_heads);
@@ -655,6 +760,7 @@ static int write_report(const job_plan *p, const repro_scale *sc, const char *ou
     // the JSON the commands wrote
     static const struct { const char *key, *file; } PARTS[] = {
         {"extrapolate", "extrapolate/results.json"}, {"extrapolate_d16", "extrapolate-d16/results.json"},
+        {"ablation", "ablation/results.json"},
         {"passkey_training", "passkey/results.json"}, {"attnstats", "attnstats.json"}, {"attnstats_d16", "attnstats_d16.json"}};
     for (int i = 0; i < (int)(sizeof PARTS / sizeof PARTS[0]); i++) {
         snprintf(path, sizeof path, "%s/%s", out, PARTS[i].file);

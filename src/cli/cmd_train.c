@@ -100,8 +100,7 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     if (rc) { fprintf(stderr, "lssar train: --resume: %s\n", lssar_errmsg()); return 1; }
     char stored[64], given[64];
     lssar_attn_kind given_attn = c.attn;
-    if (seen(sp, "attn") && args_attn_kind(attn, &given_attn))
-        return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu", attn);
+    if (seen(sp, "attn") && args_attn_kind("train", attn, &given_attn)) return 2;
 #define SAME(flag, cond, sfmt, sval, gval)                                                        \
     if (seen(sp, flag) && !(cond)) {                                                              \
         snprintf(stored, sizeof stored, sfmt, sval); snprintf(given, sizeof given, sfmt, gval);   \
@@ -154,8 +153,10 @@ int cmd_train(int argc, char **argv) {
         {"val", ARG_STR, &o.val, "validation shard", 0, 0},
         {"out", ARG_STR, &o.out, "run directory (checkpoints, log.jsonl)", 1, 0},
         {"resume", ARG_BOOL, &o.resume, "continue the run in --out from its checkpoint", 0, 0},
-        {"attn", ARG_STR, &attn, "attention: softmax, ssmax, lssa, lssar, sigmoid or relu", 0, 0},
-        {"p", ARG_FLOAT, &o.p, "LSSAR power p (lssar only)", 0, 0},
+        {"attn", ARG_STR, &attn, "attention: softmax, ssmax, lssa, lssar, sigmoid or relu, or a preset with other "
+                                 "stages: +dot, +ssmax, +cos (score), +exp, +softplus (phi), +rw, +norw (re-weighting), "
+                                 "e.g. softmax+cos+rw", 0, 0},
+        {"p", ARG_FLOAT, &o.p, "re-weighting power p (the kinds that re-weight: lssar, softmax+rw, ...)", 0, 0},
         {"len-norm", ARG_STR, &len_norm, "sigmoid/relu length normalisation: train (L = --seq) or row (L = n)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
         {"rope-base", ARG_FLOAT, &o.rope_base, "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
@@ -201,8 +202,7 @@ int cmd_train(int argc, char **argv) {
     if (args_rope_temp("train", o.rope_base, o.temp_d)) return 2;
     o.device = device;
     int ps = gpt_pos_parse(pos);
-    if (args_attn_kind(attn, &o.attn))
-        return args_error("train", "--attn '%s' is unknown: use softmax, ssmax, lssa, lssar, sigmoid or relu", attn);
+    if (args_attn_kind("train", attn, &o.attn)) return 2;
     if (lssar_len_norm_parse(len_norm, &o.len_norm))
         return args_error("train", "--len-norm '%s' is unknown: use train or row", len_norm);
     if (ps < 0) return args_error("train", "--pos '%s' is unknown: use rope, learned or none", pos);

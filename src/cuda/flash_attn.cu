@@ -27,7 +27,7 @@
  * an mma does). Per-row reductions over keys are per lane in t order from 0 within a key tile,
  * the tile partial then added to the lane's running value, and the quad tree at the end.
  * Storage (float32 or bf16 tensors in global memory) is a run-time flag: the tile loaders
- * convert, so the kernels are templated on (kind, D, mode) only; softmax and ssmax share one
+ * convert, so the kernels are templated on (stages, D, mode) only (flash_st); dot and ssmax share one
  * instance, and so do sigmoid and relu (kind_params).
  *
  * Kernels, per call (grid (B * H, tiles); 128 threads):
@@ -71,6 +71,7 @@
 #include "lssar.h"
 extern "C" {
 #include "core/util.h"
+#include "attn/flash_emu.h"  // flash_emu_check_fused: which kinds the kernels support
 }
 #include "attn/flash.h"
 #include "cuda/flash_attn.h"
@@ -404,18 +405,32 @@ static __device__ __forceinline__ void stage16(typename Op<MMA>::T *Ps, int ldp,
 
 // ================================================================ kernel arguments
 
-/* The per-element math gets the kind as a compile-time constant (fp: flash.h's branches on it
-   fold). softmax and ssmax share one instance (KIND = FLASH_SOFTMAX): they differ only in the row
-   constants (flash_row_init / flash_row_load with the true kind, fpr: the ssmax logit scale
-   s_h ln n / sqrt D) and in the ds terms, which the kernels test at run time. sigmoid and relu
-   likewise (KIND = FLASH_SIGMOID): the row constants from fpr carry the bias, 1 / L and the relu
-   flag that flash_unnormed_a / flash_unnormed_grad select on. */
-template <int KIND>
+/* The kernels are templated on the stages, packed in one int ST (flash_st): the score as cos or
+   not (dot and ssmax share an instance: their logits differ only in the row constant, fpr: the
+   ssmax scale s_h ln n / sqrt D, and ssmax adds the ds terms, which the kernels test at run time),
+   phi (exp, softplus, or LSSAR_PHI_SIGMOID standing for sigmoid and relu, whose row constants
+   from fpr carry the bias, 1 / L and the relu flag) and the re-weighting. The per-element math gets
+   them as compile-time constants (fp: flash.h's branches on them fold). */
+#define flash_st(cos, phi, rw) ((cos) * 16 + (phi) * 2 + (rw))
+static constexpr __host__ __device__ bool st_cos(int st) { return st / 16 != 0; }
+static constexpr __host__ __device__ int st_phi(int st) { return (st % 16) / 2; }
+static constexpr __host__ __device__ bool st_rw(int st) { return st % 2 != 0; }
+static constexpr __host__ __device__ bool st_unnormed(int st) { return st_phi(st) == LSSAR_PHI_SIGMOID; }
+// flash.h's flash_online / flash_centred / flash_needs_norms of the instance
+static constexpr __host__ __device__ bool st_online(int st) {
+    return !st_unnormed(st) && !st_rw(st) && (st_phi(st) == LSSAR_PHI_EXP || !st_cos(st));
+}
+static constexpr __host__ __device__ bool st_centred(int st) { return st_online(st) || st_rw(st); }
+static constexpr __host__ __device__ bool st_norms(int st) { return st_cos(st) || st_rw(st); }
+
+template <int ST>
 static __device__ __forceinline__ void kind_params(const flash_params &in, flash_params &fp, flash_params &fpr) {
     fp = in;
-    fp.kind = KIND;
-    fpr = fp;
-    if (KIND == FLASH_SOFTMAX || KIND == FLASH_SIGMOID) fpr.kind = in.kind;
+    fp.score = st_cos(ST) ? LSSAR_SCORE_COS : LSSAR_SCORE_DOT;
+    fp.phi = st_phi(ST);
+    fp.norm = st_unnormed(ST) ? LSSAR_NORM_LEN : LSSAR_NORM_L1;
+    fp.rw = st_rw(ST);
+    fpr = in;
 }
 
 typedef struct {
@@ -423,7 +438,7 @@ typedef struct {
     const void *q, *k, *v;   // q (B, Tq, H, D); k, v (B, kvs, H, D): storage io_bf16
     void *out;               // (B, Tq, H, D)
     float *stats;            // flash.h layout, or NULL (nothing saved)
-    const float *rq, *rk;    // (B, H, Tq), (B, H, Tk): lssa / lssar
+    const float *rq, *rk;    // (B, H, Tq), (B, H, Tk): score cos, re-weighting
     const float *ssmax_s;    // (H): ssmax
     int B, Tq, Tk, kvs, H, q0;  // q0 = Tk - Tq: the position of query row 0
     int io_bf16;
@@ -468,20 +483,20 @@ __global__ void norms_kernel(const void *x, float *out, int B, int n, int stride
 /* One CTA: 64 query rows r0.. of (b, h) = (blockIdx.x / H, blockIdx.x % H); query tiles in
    reverse order (blockIdx.y = 0 is the last, longest tile) so the longest CTAs start first.
    The emulation's fwd_cta, line by line: per lane two rows u = 0, 1 (g, g + 8 of the warp). */
-template <int KIND, int D, bool MMA>
+template <int ST, int D, bool MMA>
 __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD;
-    constexpr bool SOFTMAX = KIND == FLASH_SOFTMAX;  // softmax and ssmax (one instance)
-    constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
+    constexpr bool ONLINE = st_online(ST), RW = st_rw(ST), NORMS = st_norms(ST);
+    constexpr bool PEXP = st_phi(ST) == LSSAR_PHI_EXP, UNNORMED = st_unnormed(ST);
     FLASH_DYNAMIC_SHARED(smem);
     T *Qs = reinterpret_cast<T *>(smem), *Ks = Qs + 64 * LD, *Vs = Ks + 64 * LD;  // (64, LD) each
     float *rks = reinterpret_cast<float *>(Vs + 64 * LD);                        // (64)
     float *Pw = rks + 64 + (threadIdx.x >> 5) * 16 * PW_LD;                     // SIMT: (16, PW_LD)
 
     flash_params fp, fpr;
-    kind_params<KIND>(a.fp, fp, fpr);
-    const bool ssmax = a.fp.kind == FLASH_SSMAX;
+    kind_params<ST>(a.fp, fp, fpr);
+    const bool ssmax = a.fp.score == LSSAR_SCORE_SSMAX;
     const int H = a.H, bh = blockIdx.x, b = bh / H, h = bh % H;
     const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
     const int r0 = qt * 64, bq = min(64, a.Tq - r0), i0 = a.q0 + r0;
@@ -501,20 +516,21 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
         int r = 16 * warp + g + 8 * u;
         valid[u] = r < bq;
         ipos[u] = i0 + r;
-        float rq = NORMED && valid[u] ? a.rq[((int64_t)b * H + h) * a.Tq + r0 + r] : 1.0f;
+        float rq = NORMS && valid[u] ? a.rq[((int64_t)b * H + h) * a.Tq + r0 + r] : 1.0f;
         flash_row_init(&fpr, ipos[u], s_h, rq, &rw[u]);
     }
     load_tile<MMA, D>(Qs, a.q, ((int64_t)b * a.Tq + r0) * HD + (int64_t)h * D, HD, bq, a.io_bf16);
     const T *Qw = Qs + 16 * warp * LD;  // the warp's 16 query rows
 
-    float m[2] = {-INFINITY, -INFINITY};  // softmax: running max
-    int jm[2] = {-1, -1};                 // softmax: running argmax (-1: none yet); lssar: pass-1 argmax
+    float m[2] = {-INFINITY, -INFINITY};  // online (and exp pass 1): running max
+    int jm[2] = {-1, -1};                 // online: running argmax (-1: none yet); re-weighting: pass-1 argmax
     float xmax[2] = {-INFINITY, -INFINITY};
-    float l[2] = {0.0f, 0.0f}, l2[2] = {0.0f, 0.0f};  // per-lane row sums: l' / Z / W'; lssar S'
+    float l[2] = {0.0f, 0.0f}, l2[2] = {0.0f, 0.0f};  // per-lane row sums: l' / Z / W'; re-weighting S'
 
-    // ---- lssar pass 1: Z, xmax (first argmax), xmin per lane, then the quad; the row constants
-    if constexpr (KIND == FLASH_LSSAR) {
-        float z[2] = {0.0f, 0.0f}, xn[2] = {INFINITY, INFINITY};
+    // ---- re-weighting pass 1: Z, xmax (first argmax), xmin and (dot / ssmax) min rk per lane, then
+    // the quad; the row constants
+    if constexpr (RW) {
+        float z[2] = {0.0f, 0.0f}, xn[2] = {INFINITY, INFINITY}, rkm[2] = {INFINITY, INFINITY};
         int lj[2] = {-1, -1};
         for (int kt = 0; kt < nkt; kt++) {
             const int j0 = kt * 64, nk = min(64, a.Tk - j0);
@@ -522,45 +538,85 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
             load_tile<MMA, D>(Ks, a.k, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
             load_rk(rks, a.rk, rk_base + j0, nk, true);
             __syncthreads();
-            float zp[2] = {0.0f, 0.0f};  // the lane's tile partials of Z (masked entries: a = 0)
-#pragma unroll 1
-            for (int kk = 0; kk < 4; kk++) {  // chunks of 16 keys (kept rolled: compile time)
-                float s[2][4];
-                mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
+            if constexpr (PEXP) {
+                // the whole 16 x 64 tile first: its max decides the rescaling of Z (the online
+                // softmax, without the centring)
+                float s[8][4];
+                mm_abt<MMA, D, 8>(s, Qw, Ks, lane);
 #pragma unroll
-                for (int u = 0; u < 2; u++)
+                for (int u = 0; u < 2; u++) {
+                    float lm = -INFINITY;
+                    int ljt = -1;
 #pragma unroll
-                    for (int t = 0; t < 4; t++) {  // the lane's columns of this chunk, in t order
-                        int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
-                        if (valid[u] && j0 + j <= ipos[u]) {
-                            float x = flash_logit(&fp, &rw[u], s[cc][2 * u + e], rks[j]);
-                            // max / first argmax / min run across tiles: they do not depend on the order
-                            flash_lssar_pass1_a(x, flash_lssa_a(x), j0 + j, &zp[u], &xmax[u], &lj[u], &xn[u]);
+                    for (int t = 0; t < 16; t++) {
+                        int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
+                        bool vis = valid[u] && j0 + j <= ipos[u];
+                        float x = vis ? flash_logit(&fp, &rw[u], s[c8][2 * u + e], rks[j]) : -INFINITY;
+                        s[c8][2 * u + e] = x;
+                        if (x > lm) { lm = x; ljt = j; }
+                        if (vis) {
+                            xn[u] = x < xn[u] ? x : xn[u];
+                            rkm[u] = rks[j] < rkm[u] ? rks[j] : rkm[u];
                         }
                     }
+                    float tm = ljt >= 0 ? lm : -INFINITY;
+                    int tj = ljt >= 0 ? ljt : INT_MAX;
+                    quad_argmax(tm, tj);
+                    if (tm > m[u]) {  // uniform over the quad
+                        z[u] *= flash_online_alpha(m[u], tm);
+                        m[u] = tm;
+                    }
+                    if (tm > xmax[u]) { xmax[u] = tm; lj[u] = j0 + tj; }  // later tiles: larger j
+                    float zp = 0.0f;  // the lane's tile partial (masked entries: a = 0)
+#pragma unroll
+                    for (int t = 0; t < 16; t++) {
+                        float x = s[t >> 1][2 * u + (t & 1)];
+                        zp += x == -INFINITY ? 0.0f : flash_softmax_p(x, m[u]);
+                    }
+                    z[u] += zp;
+                }
+            } else {
+                float zp[2] = {0.0f, 0.0f};  // the lane's tile partials of Z (masked entries: a = 0)
+#pragma unroll 1
+                for (int kk = 0; kk < 4; kk++) {  // chunks of 16 keys (kept rolled: compile time)
+                    float s[2][4];
+                    mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
+#pragma unroll
+                    for (int u = 0; u < 2; u++)
+#pragma unroll
+                        for (int t = 0; t < 4; t++) {  // the lane's columns of this chunk, in t order
+                            int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
+                            if (valid[u] && j0 + j <= ipos[u]) {
+                                float x = flash_logit(&fp, &rw[u], s[cc][2 * u + e], rks[j]);
+                                // max / first argmax / min run across tiles: they do not depend on the order
+                                flash_lssar_pass1_a(x, flash_lssa_a(x), j0 + j, &zp[u], &xmax[u], &lj[u], &xn[u]);
+                                rkm[u] = rks[j] < rkm[u] ? rks[j] : rkm[u];
+                            }
+                        }
+                }
+                z[0] += zp[0];
+                z[1] += zp[1];
             }
-            z[0] += zp[0];
-            z[1] += zp[1];
         }
 #pragma unroll
         for (int u = 0; u < 2; u++) {
-            float zz = quad_sum(z[u]), mn = quad_min(xn[u]);
+            float zz = quad_sum(z[u]), mn = quad_min(xn[u]), rkmin = quad_min(rkm[u]);
             float mx = lj[u] >= 0 ? xmax[u] : -INFINITY;
             int j = lj[u] >= 0 ? lj[u] : INT_MAX;
             quad_argmax(mx, j);
-            flash_lssar_row_finish(&fp, &rw[u], zz, mx, mn, j);
+            flash_lssar_row_finish(&fp, &rw[u], zz, mx, mn, j, rkmin);
             xmax[u] = mx;
             jm[u] = j;
         }
     }
 
-    float acc[D / 8][4], acc2[KIND == FLASH_LSSAR ? D / 8 : 1][4];  // acc' (acc); lssar E'
+    float acc[D / 8][4], acc2[RW ? D / 8 : 1][4];  // acc' (acc); re-weighting E'
 #pragma unroll
     for (int nb = 0; nb < D / 8; nb++)
 #pragma unroll
         for (int e = 0; e < 4; e++) acc[nb][e] = 0.0f;
 #pragma unroll
-    for (int nb = 0; nb < (KIND == FLASH_LSSAR ? D / 8 : 1); nb++)
+    for (int nb = 0; nb < (RW ? D / 8 : 1); nb++)
 #pragma unroll
         for (int e = 0; e < 4; e++) acc2[nb][e] = 0.0f;
 
@@ -570,9 +626,9 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
         __syncthreads();
         load_tile<MMA, D>(Ks, a.k, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
         load_tile<MMA, D>(Vs, a.v, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_rk(rks, a.rk, rk_base + j0, nk, NORMED);
+        load_rk(rks, a.rk, rk_base + j0, nk, NORMS);
         __syncthreads();
-        if constexpr (SOFTMAX) {
+        if constexpr (ONLINE) {
             // the whole 16 x 64 tile first: its max decides the rescaling before any weight
             float s[8][4];
             mm_abt<MMA, D, 8>(s, Qw, Ks, lane);
@@ -592,7 +648,22 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                 float tm = lj >= 0 ? lm : -INFINITY;
                 int tj = lj >= 0 ? lj : INT_MAX;
                 quad_argmax(tm, tj);
-                if (tm > m[u]) {  // uniform over the quad (its four lanes hold the same tm, m)
+                if (tm > m[u] && !PEXP) {
+                    // softplus: the old argmax rejoins with its weight softplus(m_old); no rescale
+                    if (jm[u] >= 0) {
+                        float aj = flash_lssa_a(m[u]);
+                        if (tq == flash_col_lane(jm[u] & 63)) l[u] += aj;
+                        const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
+#pragma unroll
+                        for (int nb = 0; nb < D / 8; nb++) {
+                            float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
+                            acc[nb][2 * u] += aj * vj.x;
+                            acc[nb][2 * u + 1] += aj * vj.y;
+                        }
+                    }
+                    m[u] = tm;
+                    jm[u] = j0 + tj;
+                } else if (tm > m[u]) {  // uniform over the quad (its four lanes hold the same tm, m)
                     // new max: the old argmax rejoins the sums with weight exp(x_jm - m_old) = 1,
                     // then everything is rescaled to the new max
                     float al = flash_online_alpha(m[u], tm);
@@ -622,7 +693,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                 for (int t = 0; t < 16; t++) {
                     int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
                     float x = s[c8][2 * u + e];
-                    float p = x == -INFINITY ? 0.0f : flash_softmax_p(x, m[u]);
+                    float p = x == -INFINITY ? 0.0f : PEXP ? flash_softmax_p(x, m[u]) : flash_lssa_a(x);
                     p = j0 + j == jm[u] ? 0.0f : p;
                     s[c8][2 * u + e] = p;
                     lp += p;
@@ -632,8 +703,8 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) mm_pv16<MMA, D>(acc, s[2 * kk], s[2 * kk + 1], Vs + 16 * kk * LD, Pw, lane);
         } else {
-            // lssa, lssar pass 2, sigmoid / relu: no tile-wide statistic, so chunks of 16 keys (fewer
-            // live registers)
+            // lssa, re-weighting pass 2, sigmoid / relu: no tile-wide statistic, so chunks of 16 keys
+            // (fewer live registers)
             float lp[2] = {0.0f, 0.0f}, lp2[2] = {0.0f, 0.0f};  // the lane's tile partials
 #pragma unroll 1
             for (int kk = 0; kk < 4; kk++) {
@@ -646,11 +717,11 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                         int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
                         float x = valid[u] && j0 + j <= ipos[u] ? flash_logit(&fp, &rw[u], s[cc][2 * u + e], rks[j])
                                                                 : -INFINITY;
-                        if constexpr (KIND == FLASH_LSSA) {
+                        if constexpr (!RW && !UNNORMED) {  // lssa
                             float p = x == -INFINITY ? 0.0f : flash_lssa_a(x);
                             s[cc][2 * u + e] = p;
                             lp[u] += p;
-                        } else if constexpr (KIND == FLASH_SIGMOID) {
+                        } else if constexpr (UNNORMED) {
                             s[cc][2 * u + e] = flash_unnormed_a(&rw[u], x);  // 0 at x = -inf; no row sum
                         } else {
                             // masked: w = g = 0 (what flash_lssar_weight gives at x = -inf on a valid
@@ -665,7 +736,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                         }
                     }
                 mm_pv16<MMA, D>(acc, s[0], s[1], Vs + 16 * kk * LD, Pw, lane);  // acc' += P' V
-                if constexpr (KIND == FLASH_LSSAR) mm_pv16<MMA, D>(acc2, gg[0], gg[1], Vs + 16 * kk * LD, Pw, lane);  // E' += G' V
+                if constexpr (RW) mm_pv16<MMA, D>(acc2, gg[0], gg[1], Vs + 16 * kk * LD, Pw, lane);  // E' += G' V
             }
 #pragma unroll
             for (int u = 0; u < 2; u++) {
@@ -676,8 +747,8 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
     }
 
     // ---- finish the rows: y, the centred rows, the statistics
-    float *yc_all = a.stats && flash_stats_drows(KIND) ? a.stats + flash_stats_yc(a.B, a.Tq, H) : NULL;
-    float *ec_all = a.stats && KIND == FLASH_LSSAR ? a.stats + flash_stats_ec(a.B, a.Tq, H, D) : NULL;
+    float *yc_all = a.stats && st_centred(ST) ? a.stats + flash_stats_yc(a.B, a.Tq, H) : NULL;
+    float *ec_all = a.stats && RW ? a.stats + flash_stats_ec(a.B, a.Tq, H, D) : NULL;
 #pragma unroll
     for (int u = 0; u < 2; u++) {
         const int r = 16 * warp + g + 8 * u;
@@ -685,9 +756,23 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
         float q1 = quad_sum(l[u]), q2 = quad_sum(l2[u]);  // every lane: shuffles
         if (!valid[u]) continue;
         float st0 = 0.0f, wsum = 0.0f, ssum = 0.0f;
-        const bool lost = (SOFTMAX || KIND == FLASH_LSSAR) && flash_row_lost(jm[u], ipos[u]);
+        const bool lost = st_centred(ST) && flash_row_lost(jm[u], ipos[u]);
         if (lost) jm[u] = rw[u].jm = 0;  // every logit NaN or -inf: v_0 (in range), a NaN row
-        if constexpr (SOFTMAX) {
+        if constexpr (ONLINE && !PEXP) {  // softplus: Z = softplus(m) + l'
+            float ajm = flash_lssa_a(m[u]), zz = ajm + q1, inv = lost ? flash_nan() : 1.0f / zz;
+            const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
+#pragma unroll
+            for (int nb = 0; nb < D / 8; nb++) {
+                float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
+                float y0 = (acc[nb][2 * u] + ajm * vj.x) * inv, y1 = (acc[nb][2 * u + 1] + ajm * vj.y) * inv;
+                store2(a.out, orow + 8 * nb, a.io_bf16, y0, y1);
+                if (yc_all)
+                    *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) =
+                        make_float2((acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
+            }
+            st0 = lost ? flash_nan() : zz;
+            rw[u].jm = jm[u];
+        } else if constexpr (ONLINE) {
             float ll = 1.0f + q1, inv = lost ? flash_nan() : 1.0f / ll;
             const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
 #pragma unroll
@@ -701,18 +786,18 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
             }
             st0 = lost ? flash_nan() : m[u] + fm_log(ll);
             rw[u].jm = jm[u];
-        } else if constexpr (KIND == FLASH_LSSA) {
+        } else if constexpr (!RW && !UNNORMED) {  // lssa
             float inv = 1.0f / q1;
 #pragma unroll
             for (int nb = 0; nb < D / 8; nb++)
                 store2(a.out, orow + 8 * nb, a.io_bf16, acc[nb][2 * u] * inv, acc[nb][2 * u + 1] * inv);
             st0 = q1;
-        } else if constexpr (KIND == FLASH_SIGMOID) {
+        } else if constexpr (UNNORMED) {
 #pragma unroll
             for (int nb = 0; nb < D / 8; nb++)  // y = sum_j a_j v_j: no normalisation
                 store2(a.out, orow + 8 * nb, a.io_bf16, acc[nb][2 * u], acc[nb][2 * u + 1]);
         } else {
-            float wjm = flash_lssar_wjm(&rw[u], xmax[u]);
+            float wjm = flash_lssar_wjm(&fp, &rw[u], xmax[u]);
             float W = q1 + wjm, inv = lost ? flash_nan() : 1.0f / W;
             const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
 #pragma unroll
@@ -742,32 +827,32 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
 // 0. The row pre-pass (the emulation's step 0): one thread per row, in memory order (b, i, h).
 //    c = dy . v_jm, dy . yc (lssa: dy . y), dy . Ec over d in order, fp32, dy and v_jm rounded
 //    to bf16 in MMA mode (the emulation's bf16 copies); then flash_bwd_row.
-template <int KIND>
+template <int ST>
 __global__ void bwd_rows_kernel(const bwd_args a, int D) {
     int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int T = a.T, H = a.H;
     if (idx >= (int64_t)a.B * T * H) return;
     const int h = (int)(idx % H), i = (int)((idx / H) % T), b = (int)(idx / ((int64_t)H * T));
     flash_params fp, fpr;
-    kind_params<KIND>(a.fp, fp, fpr);
+    kind_params<ST>(a.fp, fp, fpr);
     const size_t ri = flash_row_index(b, h, i, H, T);
     const float *st = a.stats + ri * FLASH_NSTAT;
     flash_row rw;
-    flash_row_load(&fpr, i, a.fp.kind == FLASH_SSMAX ? a.ssmax_s[h] : 0.0f, flash_is_normed(KIND) ? a.rq[ri] : 1.0f, st,
+    flash_row_load(&fpr, i, a.fp.score == LSSAR_SCORE_SSMAX ? a.ssmax_s[h] : 0.0f, st_norms(ST) ? a.rq[ri] : 1.0f, st,
                    &rw);
     const int64_t HD = (int64_t)H * D, qr = ((int64_t)b * T + i) * HD + (int64_t)h * D;
     const int64_t vr = ((int64_t)b * T + rw.jm) * HD + (int64_t)h * D;
     const bool rnd = a.mma != 0;
     float dyv = 0.0f, dyy = 0.0f, dye = 0.0f;
-    const float *yc = KIND == FLASH_LSSA ? NULL : a.stats + flash_stats_yc(a.B, T, H) + qr;
-    const float *ec = KIND == FLASH_LSSAR ? a.stats + flash_stats_ec(a.B, T, H, D) + qr : NULL;
+    constexpr bool CENTRED = st_centred(ST);  // else lssa: D1 = dy . y
+    const float *yc = CENTRED ? a.stats + flash_stats_yc(a.B, T, H) + qr : NULL;
+    const float *ec = st_rw(ST) ? a.stats + flash_stats_ec(a.B, T, H, D) + qr : NULL;
     for (int d = 0; d < D; d += 2) {
         float2 dy = load2(a.dout, qr + d, a.io_bf16, rnd), vj = load2(a.v, vr + d, a.io_bf16, rnd);
-        float2 y = KIND == FLASH_LSSA ? load2(a.out, qr + d, a.io_bf16, false)
-                                      : *reinterpret_cast<const float2 *>(yc + d);
+        float2 y = !CENTRED ? load2(a.out, qr + d, a.io_bf16, false) : *reinterpret_cast<const float2 *>(yc + d);
         dyv = fmaf(dy.x, vj.x, dyv); dyy = fmaf(dy.x, y.x, dyy);
         dyv = fmaf(dy.y, vj.y, dyv); dyy = fmaf(dy.y, y.y, dyy);
-        if (KIND == FLASH_LSSAR) {
+        if (st_rw(ST)) {
             float2 e = *reinterpret_cast<const float2 *>(ec + d);
             dye = fmaf(dy.x, e.x, dye);
             dye = fmaf(dy.y, e.y, dye);
@@ -778,21 +863,21 @@ __global__ void bwd_rows_kernel(const bwd_args a, int D) {
 
 // The constants of this lane's two query rows of tile r0.. (flash_row_load from the saved stats)
 // and their pre-pass values; rows past the end stay masked (valid = false).
-template <int KIND>
+template <int ST>
 static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const flash_params &fpr, int b, int h, int r0,
                                                      int warp, int g, bool (&valid)[2], flash_row (&rw)[2],
                                                      float (&bs)[2][FLASH_NBSTAT]) {
-    const float s_h = a.fp.kind == FLASH_SSMAX ? a.ssmax_s[h] : 0.0f;
+    const float s_h = a.fp.score == LSSAR_SCORE_SSMAX ? a.ssmax_s[h] : 0.0f;
 #pragma unroll
     for (int u = 0; u < 2; u++) {
         const int i = r0 + 16 * warp + g + 8 * u;
         valid[u] = i < a.T;
         if (valid[u]) {
             const size_t ri = flash_row_index(b, h, i, a.H, a.T);
-            flash_row_load(&fpr, i, s_h, flash_is_normed(KIND) ? a.rq[ri] : 1.0f, a.stats + ri * FLASH_NSTAT, &rw[u]);
+            flash_row_load(&fpr, i, s_h, st_norms(ST) ? a.rq[ri] : 1.0f, a.stats + ri * FLASH_NSTAT, &rw[u]);
 #pragma unroll
             for (int t = 0; t < FLASH_NBSTAT; t++)  // sigmoid / relu: no pre-pass, the slots 0
-                bs[u][t] = KIND == FLASH_SIGMOID ? 0.0f : a.bstat[ri * FLASH_NBSTAT + t];
+                bs[u][t] = st_unnormed(ST) ? 0.0f : a.bstat[ri * FLASH_NBSTAT + t];
         } else {
             flash_row_init(&fpr, 0, s_h, 1.0f, &rw[u]);
 #pragma unroll
@@ -806,13 +891,14 @@ static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const fl
    (s) and dW = dY V^T by products, then flash_bwd_elem for every element (a masked one has
    x = -inf and comes out w = dx = dS = 0): the weight beta (w), dS (ds) and dx (the ssmax
    terms). The rows are the warp's (query rows r0 + 16 warp + g, + 8). */
-template <int KIND, int D, bool MMA>
+template <int ST, int D, bool MMA>
 static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const flash_row (&rw)[2],
                                                  const float (&bs)[2][FLASH_NBSTAT], const bool (&valid)[2], int i0w,
                                                  const typename Op<MMA>::T *Qw, const typename Op<MMA>::T *dYw,
                                                  const typename Op<MMA>::T *Ks, const typename Op<MMA>::T *Vs,
                                                  const float *rks, int j0, int kk, int lane, float (&w)[2][4],
-                                                 float (&ds)[2][4], float (&dxs)[2][4], float (&s)[2][4]) {
+                                                 float (&ds)[2][4], float (&dxs)[2][4], float (&s)[2][4],
+                                                 float (&res)[2][4], float (&fj)[2][4]) {
     constexpr int LD = Tile<MMA, D>::LD;
     const int g = lane >> 2, tq = lane & 3;
     float dw[2][4];
@@ -825,10 +911,12 @@ static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const f
         for (int t = 0; t < 4; t++) {
             const int cc = t >> 1, e = t & 1, jl = 16 * kk + 8 * cc + 2 * tq + e, kj = j0 + jl, el = 2 * u + e;
             float x = valid[u] && kj <= i ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl]) : -INFINITY;
-            float wv, dx;
-            ds[cc][el] = flash_bwd_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], rks[jl], &wv, &dx);
+            float wv, dx, rs, ff;
+            ds[cc][el] = flash_bwd_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], rks[jl], &wv, &dx, &rs, &ff);
             w[cc][el] = wv;
             dxs[cc][el] = dx;
+            res[cc][el] = rs;
+            fj[cc][el] = ff;
         }
     }
 }
@@ -875,18 +963,18 @@ static __device__ __forceinline__ void stage_acc(float *Gs, int row0, const floa
    sees key tile kt iff qt >= kt). Per query tile, the warps own query rows for the block (the same
    bwd_chunk as the dQ kernel), stage W and dS in shared memory, and then own keys (16 per warp)
    for dV += W^T dY, dK += dS^T Q. At the end dV is stored, dK projected (lssa / lssar) and stored. */
-template <int KIND, int D, bool MMA>
+template <int ST, int D, bool MMA>
 __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP;
-    constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
+    constexpr bool NORMS = st_norms(ST), COS = st_cos(ST);
     FLASH_DYNAMIC_SHARED(smem);
     T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
     T *Ws = dYs + 64 * LD, *dSs = Ws + 64 * LDP;  // (64 query rows, 64 keys) each
     float *rks = reinterpret_cast<float *>(dSs + 64 * LDP);
 
     flash_params fp, fpr;
-    kind_params<KIND>(a.fp, fp, fpr);
+    kind_params<ST>(a.fp, fp, fpr);
     const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
     const int nt = (int)gridDim.y, kt = (int)blockIdx.y;  // the first key tiles see the most rows: first
     const int j0 = kt * 64, nk = min(64, T_ - j0);
@@ -896,7 +984,7 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
 
     load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
     load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-    load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, NORMED);
+    load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, NORMS);
 
     float dK[D / 8][4], dV[D / 8][4];  // the warp's keys j0 + 16 warp + g, + 8
 #pragma unroll
@@ -912,13 +1000,13 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
         bool valid[2];
         flash_row rw[2];
         float bs[2][FLASH_NBSTAT];
-        bwd_load_rows<KIND>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
+        bwd_load_rows<ST>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
         __syncthreads();
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
-            float w[2][4], ds[2][4], dxs[2][4], sc[2][4];
-            bwd_chunk<KIND, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD, dYs + 16 * warp * LD, Ks, Vs,
-                                    rks, j0, kk, lane, w, ds, dxs, sc);
+            float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
+            bwd_chunk<ST, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD, dYs + 16 * warp * LD, Ks, Vs,
+                                  rks, j0, kk, lane, w, ds, dxs, sc, rs, fj);
             stage16<MMA>(Ws, LDP, 16 * warp, kk, w, lane);
             stage16<MMA>(dSs, LDP, 16 * warp, kk, ds, lane);
         }
@@ -940,26 +1028,26 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     __syncthreads();
     stage_acc<D>(Gs, 16 * warp, dK, lane);
     // rx for the projection: rks holds 1/|k| of the tile's keys (1 where unused)
-    finish_tile<D>(Gs, a.dk, a.k, rks, head + (int64_t)j0 * HD, HD, nk, NORMED, a.io_bf16);
+    finish_tile<D>(Gs, a.dk, a.k, rks, head + (int64_t)j0 * HD, HD, nk, COS, a.io_bf16);
 }
 
 /* 2. dQ of 64 query rows r0.. of (b, h): walk key tiles 0..qt: dQ += dS K; ssmax: per lane the
    row sums A, Bs, C (flash_ssmax_acc; tile partials in t order added to running sums), the quad
    tree at the end, the row term A - Bs C to rowds. Then the projection (lssa / lssar) and the
    store. */
-template <int KIND, int D, bool MMA>
+template <int ST, int D, bool MMA>
 __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD;
-    constexpr bool NORMED = KIND == FLASH_LSSA || KIND == FLASH_LSSAR;
+    constexpr bool NORMS = st_norms(ST), COS = st_cos(ST), NORMED_L1 = !st_unnormed(ST);
     FLASH_DYNAMIC_SHARED(smem);
     T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
     float *rks = reinterpret_cast<float *>(dYs + 64 * LD);
     float *Pw = rks + 64 + (threadIdx.x >> 5) * 16 * PW_LD;  // SIMT: (16, PW_LD)
 
     flash_params fp, fpr;
-    kind_params<KIND>(a.fp, fp, fpr);
-    const bool ssmax = a.fp.kind == FLASH_SSMAX;
+    kind_params<ST>(a.fp, fp, fpr);
+    const bool ssmax = a.fp.score == LSSAR_SCORE_SSMAX;
     const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
     const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
     const int r0 = qt * 64, bq = min(64, T_ - r0);
@@ -972,14 +1060,14 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
     bool valid[2];
     flash_row rw[2];
     float bs[2][FLASH_NBSTAT];
-    bwd_load_rows<KIND>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
+    bwd_load_rows<ST>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
 
     float dQ[D / 8][4];
 #pragma unroll
     for (int nb = 0; nb < D / 8; nb++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dQ[nb][e] = 0.0f;
-    // ssmax: the lane's running sums A = sum dx S, Bs = sum dx, C = sum w S (flash_ssmax_acc)
+    // ssmax: the lane's running sums A = sum dx S, Bs = sum res, C = sum f S (flash_ssmax_acc)
     float LA[2] = {0.0f, 0.0f}, LB[2] = {0.0f, 0.0f}, LC[2] = {0.0f, 0.0f};
 
     for (int kt = 0; kt <= qt; kt++) {
@@ -987,21 +1075,21 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
         __syncthreads();
         load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
         load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, NORMED);
+        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, NORMS);
         __syncthreads();
         float pA[2] = {0.0f, 0.0f}, pB[2] = {0.0f, 0.0f}, pC[2] = {0.0f, 0.0f};  // ssmax: tile partials
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
-            float w[2][4], ds[2][4], dxs[2][4], sc[2][4];
-            bwd_chunk<KIND, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD, dYs + 16 * warp * LD, Ks, Vs,
-                                    rks, j0, kk, lane, w, ds, dxs, sc);
-            if (KIND == FLASH_SOFTMAX && ssmax) {  // the lane's columns of the chunk in t order
+            float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
+            bwd_chunk<ST, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD, dYs + 16 * warp * LD, Ks, Vs,
+                                  rks, j0, kk, lane, w, ds, dxs, sc, rs, fj);
+            if (NORMED_L1 && !COS && ssmax) {  // the lane's columns of the chunk in t order
 #pragma unroll
                 for (int u = 0; u < 2; u++)
 #pragma unroll
                     for (int t = 0; t < 4; t++) {
                         const int cc = t >> 1, el = 2 * u + (t & 1);
-                        flash_ssmax_acc(dxs[cc][el], w[cc][el], sc[cc][el], &pA[u], &pB[u], &pC[u]);
+                        flash_ssmax_acc(dxs[cc][el], rs[cc][el], fj[cc][el], sc[cc][el], &pA[u], &pB[u], &pC[u]);
                     }
             }
             mm_pv16<MMA, D>(dQ, ds[0], ds[1], Ks + 16 * kk * LD, Pw, lane);  // dQ += dS K
@@ -1014,7 +1102,7 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
         }
     }
 
-    if (KIND == FLASH_SOFTMAX && ssmax) {
+    if (NORMED_L1 && !COS && ssmax) {
 #pragma unroll
         for (int u = 0; u < 2; u++) {
             float A = quad_sum(LA[u]), Bq = quad_sum(LB[u]), C = quad_sum(LC[u]);
@@ -1027,8 +1115,8 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
     float *rqs = rks;                           // 1/|q| of the tile's rows for the projection
     __syncthreads();
     stage_acc<D>(Gs, 16 * warp, dQ, lane);
-    if (threadIdx.x < 64) rqs[threadIdx.x] = NORMED && (int)threadIdx.x < bq ? a.rq[((int64_t)b * H + h) * T_ + r0 + threadIdx.x] : 1.0f;
-    finish_tile<D>(Gs, a.dq, a.q, rqs, head + (int64_t)r0 * HD, HD, bq, NORMED, a.io_bf16);
+    if (threadIdx.x < 64) rqs[threadIdx.x] = COS && (int)threadIdx.x < bq ? a.rq[((int64_t)b * H + h) * T_ + r0 + threadIdx.x] : 1.0f;
+    finish_tile<D>(Gs, a.dq, a.q, rqs, head + (int64_t)r0 * HD, HD, bq, COS, a.io_bf16);
 }
 
 /* 3. ssmax: ds_h = sum over (b, i) of rowds (B, H, T), in double. One CTA per head: thread t sums
@@ -1090,67 +1178,79 @@ static int prepare(K kern, size_t smem, const char *name) {
     return LSSAR_OK;
 }
 
-template <int KIND, int D, bool MMA>
+template <int ST, int D, bool MMA>
 static int launch_fwd(const fwd_args &a, dim3 grid, cudaStream_t st) {
     const size_t smem = Tile<MMA, D>::FWD;
-    int rc = prepare(fwd_kernel<KIND, D, MMA>, smem, "fwd_kernel");
+    int rc = prepare(fwd_kernel<ST, D, MMA>, smem, "fwd_kernel");
     if (rc) return rc;
-    FLASH_LAUNCH(grid, NT, smem, st, fwd_kernel<KIND, D, MMA>)(a);
+    FLASH_LAUNCH(grid, NT, smem, st, fwd_kernel<ST, D, MMA>)(a);
     return launched("the launch of fwd_kernel");
 }
-template <int KIND, int D, bool MMA>
+template <int ST, int D, bool MMA>
 static int launch_bwd(const bwd_args &a, dim3 grid, cudaStream_t st) {
     size_t smem = Tile<MMA, D>::DKDV;
-    int rc = prepare(dkdv_kernel<KIND, D, MMA>, smem, "dkdv_kernel");
+    int rc = prepare(dkdv_kernel<ST, D, MMA>, smem, "dkdv_kernel");
     if (rc) return rc;
-    FLASH_LAUNCH(grid, NT, smem, st, dkdv_kernel<KIND, D, MMA>)(a);
+    FLASH_LAUNCH(grid, NT, smem, st, dkdv_kernel<ST, D, MMA>)(a);
     if ((rc = launched("the launch of dkdv_kernel"))) return rc;
     smem = Tile<MMA, D>::DQ;
-    if ((rc = prepare(dq_kernel<KIND, D, MMA>, smem, "dq_kernel"))) return rc;
-    FLASH_LAUNCH(grid, NT, smem, st, dq_kernel<KIND, D, MMA>)(a);
+    if ((rc = prepare(dq_kernel<ST, D, MMA>, smem, "dq_kernel"))) return rc;
+    FLASH_LAUNCH(grid, NT, smem, st, dq_kernel<ST, D, MMA>)(a);
     return launched("the launch of dq_kernel");
 }
 
-// kind x D x mode -> the template instance
-template <int KIND, bool MMA>
+// stages x D x mode -> the template instance
+template <int ST, bool MMA>
 static int fwd_d(int D, const fwd_args &a, dim3 grid, cudaStream_t st) {
     switch (D) {
-    case 16: return launch_fwd<KIND, 16, MMA>(a, grid, st);
-    case 32: return launch_fwd<KIND, 32, MMA>(a, grid, st);
-    case 64: return launch_fwd<KIND, 64, MMA>(a, grid, st);
-    default: return launch_fwd<KIND, 128, MMA>(a, grid, st);
+    case 16: return launch_fwd<ST, 16, MMA>(a, grid, st);
+    case 32: return launch_fwd<ST, 32, MMA>(a, grid, st);
+    case 64: return launch_fwd<ST, 64, MMA>(a, grid, st);
+    default: return launch_fwd<ST, 128, MMA>(a, grid, st);
     }
 }
-template <int KIND, bool MMA>
+template <int ST, bool MMA>
 static int bwd_d(int D, const bwd_args &a, dim3 grid, cudaStream_t st) {
     switch (D) {
-    case 16: return launch_bwd<KIND, 16, MMA>(a, grid, st);
-    case 32: return launch_bwd<KIND, 32, MMA>(a, grid, st);
-    case 64: return launch_bwd<KIND, 64, MMA>(a, grid, st);
-    default: return launch_bwd<KIND, 128, MMA>(a, grid, st);
+    case 16: return launch_bwd<ST, 16, MMA>(a, grid, st);
+    case 32: return launch_bwd<ST, 32, MMA>(a, grid, st);
+    case 64: return launch_bwd<ST, 64, MMA>(a, grid, st);
+    default: return launch_bwd<ST, 128, MMA>(a, grid, st);
     }
 }
+/* stages x D x mode -> the template instance (flash_st): the 9 stage instances; dot and ssmax share
+   one, and so do sigmoid and relu. */
+#define FLASH_STAGES(fp, CALL)                                                                      \
+    if ((fp).norm == LSSAR_NORM_LEN) return CALL(flash_st(0, LSSAR_PHI_SIGMOID, 0));              \
+    if ((fp).score == LSSAR_SCORE_COS) {                                                           \
+        if ((fp).phi == LSSAR_PHI_EXP) return (fp).rw ? CALL(flash_st(1, LSSAR_PHI_EXP, 1))        \
+                                                      : CALL(flash_st(1, LSSAR_PHI_EXP, 0));       \
+        return (fp).rw ? CALL(flash_st(1, LSSAR_PHI_SOFTPLUS, 1)) : CALL(flash_st(1, LSSAR_PHI_SOFTPLUS, 0)); \
+    }                                                                                              \
+    if ((fp).phi == LSSAR_PHI_EXP) return (fp).rw ? CALL(flash_st(0, LSSAR_PHI_EXP, 1))            \
+                                                  : CALL(flash_st(0, LSSAR_PHI_EXP, 0));           \
+    return (fp).rw ? CALL(flash_st(0, LSSAR_PHI_SOFTPLUS, 1)) : CALL(flash_st(0, LSSAR_PHI_SOFTPLUS, 0))
 template <bool MMA>
-static int fwd_kind(int kind, int D, const fwd_args &a, dim3 grid, cudaStream_t st) {
-    switch (kind) {
-    case FLASH_SOFTMAX: return fwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
-    case FLASH_SSMAX: return fwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);  // one instance
-    case FLASH_LSSA: return fwd_d<FLASH_LSSA, MMA>(D, a, grid, st);
-    case FLASH_SIGMOID: return fwd_d<FLASH_SIGMOID, MMA>(D, a, grid, st);
-    case FLASH_RELU: return fwd_d<FLASH_SIGMOID, MMA>(D, a, grid, st);  // one instance
-    default: return fwd_d<FLASH_LSSAR, MMA>(D, a, grid, st);
-    }
+static int fwd_stages(int D, const fwd_args &a, dim3 grid, cudaStream_t st) {
+#define FWD_CALL(S) fwd_d<S, MMA>(D, a, grid, st)
+    FLASH_STAGES(a.fp, FWD_CALL);
+#undef FWD_CALL
 }
 template <bool MMA>
-static int bwd_kind(int kind, int D, const bwd_args &a, dim3 grid, cudaStream_t st) {
-    switch (kind) {
-    case FLASH_SOFTMAX: return bwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
-    case FLASH_SSMAX: return bwd_d<FLASH_SOFTMAX, MMA>(D, a, grid, st);
-    case FLASH_LSSA: return bwd_d<FLASH_LSSA, MMA>(D, a, grid, st);
-    case FLASH_SIGMOID: return bwd_d<FLASH_SIGMOID, MMA>(D, a, grid, st);
-    case FLASH_RELU: return bwd_d<FLASH_SIGMOID, MMA>(D, a, grid, st);
-    default: return bwd_d<FLASH_LSSAR, MMA>(D, a, grid, st);
-    }
+static int bwd_stages(int D, const bwd_args &a, dim3 grid, cudaStream_t st) {
+#define BWD_CALL(S) bwd_d<S, MMA>(D, a, grid, st)
+    FLASH_STAGES(a.fp, BWD_CALL);
+#undef BWD_CALL
+}
+template <int ST>
+static int launch_rows(const bwd_args &a, int D, unsigned nblocks, cudaStream_t st) {
+    FLASH_LAUNCH(nblocks, 128, 0, st, bwd_rows_kernel<ST>)(a, D);
+    return launched("the launch of bwd_rows_kernel");
+}
+static int rows_stages(const bwd_args &a, int D, unsigned nblocks, cudaStream_t st) {
+#define ROWS_CALL(S) launch_rows<S>(a, D, nblocks, st)
+    FLASH_STAGES(a.fp, ROWS_CALL);
+#undef ROWS_CALL
 }
 
 static int norms(const void *x, float *out, int B, int n, int stride, int H, int D, int io_bf16, cudaStream_t st) {
@@ -1162,10 +1262,11 @@ static int norms(const void *x, float *out, int B, int n, int stride, int H, int
 // Argument checks shared by every entry point (the CPU path's, plus what the kernels need).
 static int check_desc(const lssar_attn_desc *d, const char *fn) {
     if (!d) return lssar_fail(LSSAR_E_NULL, "%s: the descriptor is NULL; pass a lssar_attn_desc", fn);
-    if ((unsigned)d->kind > LSSAR_ATTN_RELU)
-        return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use softmax, ssmax, lssa, lssar, sigmoid or relu", fn,
-                          (int)d->kind);
-    if (flash_is_unnormed((int)d->kind)) {  // as attention.c's check_common
+    lssar_attn_stages st;
+    if ((unsigned)d->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(d->kind, &st))
+        return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use an lssar_attn_kind (0..%d)", fn, (int)d->kind,
+                          LSSAR_ATTN_NKINDS - 1);
+    if (st.norm == LSSAR_NORM_LEN) {  // as attention.c's check_common
         if ((unsigned)d->len_norm > LSSAR_LEN_NORM_ROW)
             return lssar_fail(LSSAR_E_ARG, "%s: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW", fn,
                               lssar_attn_name(d->kind), (int)d->len_norm);
@@ -1175,12 +1276,13 @@ static int check_desc(const lssar_attn_desc *d, const char *fn) {
     }
     if (!attn_temp_d_ok(d->temp_d))
         return lssar_fail(LSSAR_E_ARG, "%s: temp_d = %d; use 0 (ln of the head size) or a D >= 2", fn, d->temp_d);
-    if (d->kind == LSSAR_ATTN_LSSAR && !(d->p > 0.0f && isfinite(d->p)))
-        return lssar_fail(LSSAR_E_P, "%s: LSSAR power p = %g; it must be finite and > 0 (the paper uses 15)", fn,
-                          (double)d->p);
-    if (d->kind == LSSAR_ATTN_SSMAX && !d->ssmax_s)
-        return lssar_fail(LSSAR_E_SSMAX, "%s: SSMax needs ssmax_s (H per-head scales in device memory)", fn);
-    return LSSAR_OK;
+    if (st.reweight && !(d->p > 0.0f && isfinite(d->p)))
+        return lssar_fail(LSSAR_E_P, "%s: %s: re-weighting power p = %g; it must be finite and > 0 (the paper uses "
+                          "15)", fn, lssar_attn_name(d->kind), (double)d->p);
+    if (st.score == LSSAR_SCORE_SSMAX && !d->ssmax_s)
+        return lssar_fail(LSSAR_E_SSMAX, "%s: %s: score ssmax needs ssmax_s (H per-head scales in device memory)", fn,
+                          lssar_attn_name(d->kind));
+    return flash_emu_check_fused(d, fn);
 }
 static int check_sizes(const char *fn, int B, int Tq, int Tk, int kvs, int H, int D) {
     if (B <= 0 || Tq <= 0 || H <= 0 || D <= 0 || Tq > Tk || kvs < Tk)
@@ -1195,6 +1297,11 @@ static int check_sizes(const char *fn, int B, int Tq, int Tk, int kvs, int H, in
         return lssar_fail(LSSAR_E_SIZE, "%s: B=%d T=%d H=%d D=%d is too large (T at most 65535 x 64)", fn, B, Tk, H, D);
     return LSSAR_OK;
 }
+// The kind has score ssmax (its ds output); 0 for a value that is not a kind.
+static bool attn_ssmax_kind(lssar_attn_kind k) {
+    lssar_attn_stages st;
+    return (unsigned)k < (unsigned)LSSAR_ATTN_NKINDS && !lssar_attn_stages_of(k, &st) && st.score == LSSAR_SCORE_SSMAX;
+}
 static int check_ptr(const char *fn, const char *name, const void *p) {
     if (!p) return lssar_fail(LSSAR_E_NULL, "%s: %s is NULL", fn, name);
     if ((uintptr_t)p % 16)
@@ -1206,11 +1313,22 @@ static int check_ptr(const char *fn, const char *name, const void *p) {
 // Scratch layout (each piece 256-byte aligned): rq (B, H, Tq), rk (B, H, Tk) for lssa / lssar;
 // bstat (B, H, Tq, FLASH_NBSTAT) and rowds (B, H, Tq) for the backward.
 typedef struct { float *rq, *rk, *bstat, *rowds; size_t bytes; } scratch_map;
+// The launch parameters of a descriptor whose kind is valid.
+static flash_params desc_params(const lssar_attn_desc *d, int D) {
+    lssar_attn_stages st;
+    lssar_attn_stages_of(d->kind, &st);
+    flash_params fp;
+    flash_params_init(&fp, &st, d->p, D);
+    flash_params_len(&fp, d->len_norm == LSSAR_LEN_NORM_ROW, d->train_len);
+    flash_params_temp(&fp, d->temp_d);
+    return fp;
+}
 static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, void *base, int backward) {
     scratch_map m = {NULL, NULL, NULL, NULL, 0};
     char *p = static_cast<char *>(base);
     size_t off = 0, rows_q = (size_t)B * H * Tq, rows_k = (size_t)B * H * Tk;
-    if (flash_is_normed((int)d->kind)) {
+    const flash_params fp = desc_params(d, 16);
+    if (flash_needs_norms(&fp)) {
         m.rq = p ? reinterpret_cast<float *>(p + off) : NULL;
         off += round256(rows_q * sizeof(float));
         m.rk = p ? reinterpret_cast<float *>(p + off) : NULL;
@@ -1219,7 +1337,7 @@ static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H,
     if (backward) {
         m.bstat = p ? reinterpret_cast<float *>(p + off) : NULL;
         off += round256(rows_q * FLASH_NBSTAT * sizeof(float));
-        if (d->kind == LSSAR_ATTN_SSMAX) {
+        if (fp.score == LSSAR_SCORE_SSMAX) {
             m.rowds = p ? reinterpret_cast<float *>(p + off) : NULL;
             off += round256(rows_q * sizeof(float));
         }
@@ -1229,12 +1347,16 @@ static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H,
 }
 
 extern "C" size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T, int H, int D) {
-    if (!d || B <= 0 || T <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind > LSSAR_ATTN_RELU) return 0;
-    return flash_stats_floats((int)d->kind, B, T, H, D);
+    lssar_attn_stages st;
+    if (!d || B <= 0 || T <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind >= LSSAR_ATTN_NKINDS ||
+        lssar_attn_stages_of(d->kind, &st) || !flash_fused_supported(&st))
+        return 0;  // (a kind the kernels refuse: as flash_emu_stats_floats)
+    const flash_params fp = desc_params(d, D);
+    return flash_stats_floats(&fp, B, T, H, D);
 }
 
 extern "C" size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D) {
-    if (!d || B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind > LSSAR_ATTN_RELU) return 0;
+    if (!d || B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind >= LSSAR_ATTN_NKINDS) return 0;
     // the backward's layout includes the forward's (Tq = Tk there)
     return carve(d, B, Tq, Tk, H, NULL, 1).bytes;
 }
@@ -1251,25 +1373,22 @@ static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int i
     if (!rc) rc = check_ptr(fn, "out", out);
     if (!rc && stats) rc = check_ptr(fn, "stats", stats);
     if (rc) return rc;
-    const int kind = (int)d->kind;
     scratch_map sm = carve(d, B, Tq, Tk, H, scratch, 0);
     if (sm.bytes && !scratch) return lssar_fail(LSSAR_E_NULL, "%s: scratch is NULL (%zu bytes needed)", fn, sm.bytes);
     fwd_args a;
     memset(&a, 0, sizeof a);
-    flash_params_init(&a.fp, kind, d->p, D);
-    flash_params_len(&a.fp, d->len_norm == LSSAR_LEN_NORM_ROW, d->train_len);
-    flash_params_temp(&a.fp, d->temp_d);
+    a.fp = desc_params(d, D);
     a.q = q; a.k = k; a.v = v; a.out = out; a.stats = stats;
     a.rq = sm.rq; a.rk = sm.rk;
-    a.ssmax_s = kind == FLASH_SSMAX ? d->ssmax_s : NULL;
+    a.ssmax_s = a.fp.score == LSSAR_SCORE_SSMAX ? d->ssmax_s : NULL;
     a.B = B; a.Tq = Tq; a.Tk = Tk; a.kvs = kvs; a.H = H; a.q0 = Tk - Tq;
     a.io_bf16 = io_bf16;
-    if (flash_is_normed(kind)) {
+    if (flash_needs_norms(&a.fp)) {
         if ((rc = norms(q, sm.rq, B, Tq, Tq, H, D, io_bf16, stream))) return rc;
         if ((rc = norms(k, sm.rk, B, Tk, kvs, H, D, io_bf16, stream))) return rc;
     }
     dim3 grid((unsigned)(B * H), (unsigned)((Tq + 63) / 64));
-    return mma ? fwd_kind<true>(kind, D, a, grid, stream) : fwd_kind<false>(kind, D, a, grid, stream);
+    return mma ? fwd_stages<true>(D, a, grid, stream) : fwd_stages<false>(D, a, grid, stream);
 }
 
 static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int io_bf16, int B, int T, int H, int D,
@@ -1282,36 +1401,28 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     const void *ptrs[] = {q, k, v, out, stats, dout, dq, dk, dv};
     for (int t = 0; t < 9 && !rc; t++) rc = check_ptr(fn, names[t], ptrs[t]);
     if (rc) return rc;
-    const int kind = (int)d->kind;
     scratch_map sm = carve(d, B, T, T, H, scratch, 1);
     if (!scratch) return lssar_fail(LSSAR_E_NULL, "%s: scratch is NULL (%zu bytes needed)", fn, sm.bytes);
     bwd_args a;
     memset(&a, 0, sizeof a);
-    flash_params_init(&a.fp, kind, d->p, D);
-    flash_params_len(&a.fp, d->len_norm == LSSAR_LEN_NORM_ROW, d->train_len);
-    flash_params_temp(&a.fp, d->temp_d);
+    a.fp = desc_params(d, D);
+    const bool ssmax = a.fp.score == LSSAR_SCORE_SSMAX;
     a.q = q; a.k = k; a.v = v; a.out = out; a.dout = dout; a.dq = dq; a.dk = dk; a.dv = dv;
-    a.stats = stats; a.bstat = sm.bstat; a.rowds = kind == FLASH_SSMAX && dscale ? sm.rowds : NULL;
+    a.stats = stats; a.bstat = sm.bstat; a.rowds = ssmax && dscale ? sm.rowds : NULL;
     a.rq = sm.rq; a.rk = sm.rk;
-    a.ssmax_s = kind == FLASH_SSMAX ? d->ssmax_s : NULL;
+    a.ssmax_s = ssmax ? d->ssmax_s : NULL;
     a.dscale = dscale;
     a.B = B; a.T = T; a.H = H; a.io_bf16 = io_bf16; a.mma = mma; a.accumulate = accumulate;
-    if (flash_is_normed(kind)) {
+    if (flash_needs_norms(&a.fp)) {
         if ((rc = norms(q, sm.rq, B, T, T, H, D, io_bf16, stream))) return rc;
         if ((rc = norms(k, sm.rk, B, T, T, H, D, io_bf16, stream))) return rc;
     }
     const int64_t rows = (int64_t)B * T * H;
     const unsigned rb = (unsigned)((rows + 127) / 128);
-    switch (kind) {
-    case FLASH_SOFTMAX:
-    case FLASH_SSMAX: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_SOFTMAX>)(a, D); break;
-    case FLASH_LSSA: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_LSSA>)(a, D); break;
-    case FLASH_LSSAR: FLASH_LAUNCH(rb, 128, 0, stream, bwd_rows_kernel<FLASH_LSSAR>)(a, D); break;
-    default: break;  // sigmoid / relu: no row pre-pass (bwd_load_rows gives them zeros)
-    }
-    if (!flash_is_unnormed(kind) && (rc = launched("the launch of bwd_rows_kernel"))) return rc;
+    // sigmoid / relu: no row pre-pass (bwd_load_rows gives them zeros)
+    if (!flash_unnormed(&a.fp) && (rc = rows_stages(a, D, rb, stream))) return rc;
     dim3 grid((unsigned)(B * H), (unsigned)((T + 63) / 64));
-    rc = mma ? bwd_kind<true>(kind, D, a, grid, stream) : bwd_kind<false>(kind, D, a, grid, stream);
+    rc = mma ? bwd_stages<true>(D, a, grid, stream) : bwd_stages<false>(D, a, grid, stream);
     if (rc) return rc;
     if (a.rowds) {
         FLASH_LAUNCH(H, DS_THREADS, 0, stream, ds_kernel)(a.rowds, dscale, B, T, H, accumulate);
@@ -1332,7 +1443,7 @@ extern "C" int cuda_attn_backward(const lssar_attn_desc *d, int bf16_products, i
                                   const float *stats, const float *dout, float *dq, float *dk, float *dv,
                                   float *dscale, void *scratch, cudaStream_t stream) {
     return attn_backward("attention backward (CUDA)", d, bf16_products != 0, 0, B, T, H, D, q, k, v, out, stats, dout,
-                         dq, dk, dv, d && d->kind == LSSAR_ATTN_SSMAX ? dscale : NULL, 1, scratch, stream);
+                         dq, dk, dv, d && attn_ssmax_kind(d->kind) ? dscale : NULL, 1, scratch, stream);
 }
 
 // ---------------------------------------------------------------- the public API (lssar.h)
@@ -1350,6 +1461,7 @@ static int check_dtype(const char *fn, lssar_dtype dtype) {
 
 size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D) {
     if (!a || (dtype != LSSAR_F32 && dtype != LSSAR_BF16)) return 0;
+    if (flash_emu_check_fused(a, "lssar_attn_cuda_workspace_size")) return 0;  // LSSAR_E_UNSUPPORTED set
     size_t s = cuda_attn_stats_floats(a, B, T, H, D);
     if (!s) return 0;
     return ws_stats_bytes(a, B, T, H, D) + cuda_attn_scratch_bytes(a, B, T, T, H, D);
@@ -1381,7 +1493,7 @@ int lssar_attn_backward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B,
     char *ws = static_cast<char *>(workspace);
     int bf16 = dtype == LSSAR_BF16;
     return attn_backward(fn, a, bf16, bf16, B, T, H, D, q, k, v, out, reinterpret_cast<const float *>(ws), dout, dq, dk,
-                         dv, a->kind == LSSAR_ATTN_SSMAX ? ds : NULL, 0, ws + ws_stats_bytes(a, B, T, H, D),
+                         dv, attn_ssmax_kind(a->kind) ? ds : NULL, 0, ws + ws_stats_bytes(a, B, T, H, D),
                          static_cast<cudaStream_t>(stream));
 }
 

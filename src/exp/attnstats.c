@@ -36,10 +36,9 @@ static void inv_norms(const float *x, int n, int HS, int stride, float *r) {
 // Weights w[0..i] of query row i of one head: qb, kb point at the head's first row (stride HD).
 static void row_weights(const attn_row_params *pp, const float *qb, const float *kb, int HD, int HS,
                         const float *rk, int i, float *s, float *al, float *w) {
-    const int normed = pp->kind == LSSAR_ATTN_LSSA || pp->kind == LSSAR_ATTN_LSSAR;
     const float *qi = qb + (size_t)i * HD;
     float rq = 0;
-    if (normed) inv_norms(qi, 1, HS, HD, &rq);
+    if (pp->norms) inv_norms(qi, 1, HS, HD, &rq);
     for (int j = 0; j <= i; j++) {
         const float *kj = kb + (size_t)j * HD;
         float dot = 0;
@@ -71,7 +70,6 @@ static int on_layer(void *vc, int layer, const float *q, const float *k, int B, 
     int R = c->rows < nrows ? c->rows : nrows;
     if (R < 1) R = 1;
     const int HD = NH * HS;
-    const int normed = d->kind == LSSAR_ATTN_LSSA || d->kind == LSSAR_ATTN_LSSAR;
     double e = 0, en = 0, sk = 0, t1 = 0;
     long cnt = 0;
     int failed = 0;
@@ -89,13 +87,13 @@ static int on_layer(void *vc, int layer, const float *q, const float *k, int B, 
             const float *kb = k + (size_t)b * T * HD + (size_t)h * HS;   // (T, HS) stride HD
             const float *qb = q + (size_t)b * T * HD + (size_t)h * HS;
             attn_row_params pp = row_params_of(d, HS, h);
-            if (normed) inv_norms(kb, T, HS, HD, rk);
+            if (pp.norms) inv_norms(kb, T, HS, HD, rk);
             for (int r = 0; r < R; r++) {
                 int i = lo + (int)((long)r * nrows / R);
                 row_weights(&pp, qb, kb, HD, HS, rk, i, s, al, w);
                 // sigmoid / relu rows are not normalised: the statistics describe the row's
                 // distribution w / sum w (a relu row of zeros stays zeros: entropy, sink, top-1 0)
-                if (d->kind == LSSAR_ATTN_SIGMOID || d->kind == LSSAR_ATTN_RELU) {
+                if (pp.st.norm == LSSAR_NORM_LEN) {
                     double z = 0;
                     for (int j = 0; j <= i; j++) z += w[j];
                     if (z > 0)

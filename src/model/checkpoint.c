@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "attn/attn.h"
 #include "model/checkpoint.h"
 
 // ---------------------------------------------------------------------------- metadata fields
@@ -80,7 +81,7 @@ static const meta_field TRAINER_FIELDS[] = {
 // The stored name of an attention kind or position scheme -> its value; -1 if unknown. (Local:
 // the file's names are the checkpoint format, whatever the CLI's parsers accept.)
 static int attn_from_name(const char *v) {
-    for (int k = LSSAR_ATTN_SOFTMAX; k <= LSSAR_ATTN_RELU; k++)
+    for (int k = 0; k < LSSAR_ATTN_NKINDS; k++)
         if (!strcmp(v, lssar_attn_name((lssar_attn_kind)k))) return k;
     return -1;
 }
@@ -126,7 +127,7 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
             if (fd->type == MF_POS)
                 return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'pos' is missing (expected rope, learned or none)", f->path);
             if (fd->type == MF_ATTN)
-                return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is missing (expected softmax, ssmax, lssa, lssar, sigmoid or relu)", f->path);
+                return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is missing (expected an attention kind: softmax, lssar, ...)", f->path);
             return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' is missing: not an lssar checkpoint, or damaged", f->path, fd->key);
         }
         switch (fd->type) {
@@ -183,7 +184,9 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
     }
     case MF_ATTN: {
         int k = attn_from_name(v);
-        if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is %s (expected softmax, ssmax, lssa, lssar, sigmoid or relu)", f->path, v);
+        if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is %s (expected one of lssar's attention kinds: "
+                                     "softmax, ssmax, lssa, lssar, sigmoid, relu or a combination of their stages such as "
+                                     "softmax+cos+rw; a newer lssar may know it)", f->path, v);
         *(lssar_attn_kind *)at = (lssar_attn_kind)k;
         return 0;
     }
@@ -339,10 +342,12 @@ int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_
     int64_t st = 0;
     rc = ckpt_config_from_meta(&f, &cfg, &st);
     if (!rc && o->set_attn && o->attn != cfg.attn) {
-        int a = cfg.attn, b = o->attn;
-        int ok = (a == LSSAR_ATTN_LSSA || a == LSSAR_ATTN_LSSAR) && (b == LSSAR_ATTN_LSSA || b == LSSAR_ATTN_LSSAR);
+        lssar_attn_stages a = attn_stages(cfg.attn), b = attn_stages(o->attn);
+        int ok = (unsigned)o->attn < LSSAR_ATTN_NKINDS && a.score == b.score && a.phi == b.phi && a.norm == b.norm;
         if (!ok)
-            rc = lssar_fail(LSSAR_E_ARG, "%s was trained with %s attention; evaluating it as %s is allowed only between lssa and lssar (they share every parameter and the score function)",
+            rc = lssar_fail(LSSAR_E_ARG, "%s was trained with %s attention; evaluating it as %s is allowed only with the "
+                            "re-weighting switched on or off (lssa <-> lssar, softmax <-> softmax+rw, ...: they share "
+                            "every parameter and the stages before it)",
                             path, lssar_attn_name(cfg.attn), lssar_attn_name(o->attn));
         else cfg.attn = o->attn;
     }
@@ -354,7 +359,7 @@ int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_
         // (A small shortfall is left to the per-tensor checks below, whose messages name the
         // missing or misshapen tensor.)
         double C = cfg.dim, V = cfg.vocab, ch = cfg.channels;
-        double per_layer = 13.0 * C + 12.0 * C * C + (cfg.attn == LSSAR_ATTN_SSMAX ? cfg.heads : 0);
+        double per_layer = 13.0 * C + 12.0 * C * C + (attn_has_ssmax_s(cfg.attn) ? cfg.heads : 0);
         double need = ch * V * C * (cfg.tied ? 1 : 2) + (cfg.pos == GPT_POS_LEARNED ? (double)cfg.max_seq * C : 0) +
                       cfg.layers * per_layer + 2.0 * C;
         if (need * sizeof(float) > (double)f.buf_len + (16 << 20))

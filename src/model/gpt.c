@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include "attn/attn.h"
 #include "attn/flash.h"
 #include "model/gpt_internal.h"
 
@@ -64,14 +65,14 @@ int gpt_config_check(const gpt_config *c) {
         return lssar_fail(LSSAR_E_SIZE, "gpt config: max_seq = %d; use >= 1", c->max_seq);
     if ((unsigned)c->pos > GPT_POS_NONE)
         return lssar_fail(LSSAR_E_KIND, "gpt config: pos = %d; use rope, learned or none", (int)c->pos);
-    if ((unsigned)c->attn > LSSAR_ATTN_RELU)
-        return lssar_fail(LSSAR_E_KIND, "gpt config: attn = %d; use softmax, ssmax, lssa, lssar, sigmoid or relu",
-                          (int)c->attn);
+    if ((unsigned)c->attn >= LSSAR_ATTN_NKINDS)
+        return lssar_fail(LSSAR_E_KIND, "gpt config: attn = %d is not an lssar_attn_kind (0..%d)", (int)c->attn,
+                          LSSAR_ATTN_NKINDS - 1);
     if ((unsigned)c->len_norm > LSSAR_LEN_NORM_ROW)
         return lssar_fail(LSSAR_E_ARG, "gpt config: len_norm = %d; use train or row", (int)c->len_norm);
-    if (c->attn == LSSAR_ATTN_LSSAR && !(c->p > 0.0f && isfinite(c->p)))
-        return lssar_fail(LSSAR_E_P, "gpt config: LSSAR power p = %g; use a finite p > 0 (15 in the paper)",
-                          (double)c->p);
+    if (attn_reweights(c->attn) && !(c->p > 0.0f && isfinite(c->p)))
+        return lssar_fail(LSSAR_E_P, "gpt config: %s re-weighting power p = %g; use a finite p > 0 (15 in the paper)",
+                          lssar_attn_name(c->attn), (double)c->p);
     if (c->tied != 0 && c->tied != 1)
         return lssar_fail(LSSAR_E_ARG, "gpt config: tied = %d; use 0 or 1", c->tied);
     if (!(c->rope_base == 0.0f || gpt_rope_base_ok(c->rope_base)))
@@ -134,7 +135,7 @@ static void build_table(gpt *m) {
         T1(qkvb, "attn.c_attn.bias", 3 * C, INIT_ZERO);
         T2(attprojw, "attn.c_proj.weight", C, C, rstd);
         T1(attprojb, "attn.c_proj.bias", C, INIT_ZERO);
-        if (c->attn == LSSAR_ATTN_SSMAX) { T1(ssmax_s, "attn.ssmax_s", c->heads, INIT_SSMAX); }
+        if (attn_has_ssmax_s(c->attn)) { T1(ssmax_s, "attn.ssmax_s", c->heads, INIT_SSMAX); }
         T1(ln2w, "ln_2.weight", C, INIT_ONE);
         T1(ln2b, "ln_2.bias", C, INIT_ZERO);
         T2(fcw, "mlp.c_fc.weight", 4 * C, C, std);

@@ -55,7 +55,7 @@ void lssar_model_defaults(lssar_model_config *cfg) {
 int lssar_model_create(const lssar_model_config *cfg, uint64_t seed, lssar_model **out) {
     if (!cfg || !out) return lssar_fail(LSSAR_E_NULL, "lssar_model_create: cfg and out must not be NULL");
     *out = NULL;
-    if ((unsigned)cfg->attn > LSSAR_ATTN_RELU)
+    if ((unsigned)cfg->attn >= LSSAR_ATTN_NKINDS)
         return lssar_fail(LSSAR_E_KIND, "lssar_model_config.attn = %d is not an lssar_attn_kind", (int)cfg->attn);
     if ((unsigned)cfg->len_norm > LSSAR_LEN_NORM_ROW)
         return lssar_fail(LSSAR_E_ARG, "lssar_model_config.len_norm = %d is not an lssar_len_norm", (int)cfg->len_norm);
@@ -77,7 +77,7 @@ int lssar_model_load(const char *path, const lssar_load_options *opt, lssar_mode
     ckpt_load_opts o = {0};
     if (opt) {
         if (!(opt->p >= 0)) return lssar_fail(LSSAR_E_P, "lssar_model_load: p must be > 0 (or 0 to keep the model's)");
-        if (opt->set_attn && (unsigned)opt->attn > LSSAR_ATTN_RELU)
+        if (opt->set_attn && (unsigned)opt->attn >= LSSAR_ATTN_NKINDS)
             return lssar_fail(LSSAR_E_KIND, "lssar_model_load: attn = %d is not an lssar_attn_kind", (int)opt->attn);
         o.set_attn = opt->set_attn != 0;
         o.attn = opt->attn;

@@ -111,7 +111,7 @@ static int cpu_attention_backward(nn_ctx *ctx, float *dq, float *dk, float *dv, 
                                   int B, int T, int NH, int HS) {
     (void)ctx; (void)out; (void)stats;
     float ds_stack[64], *ds = NULL;
-    if (d->kind == LSSAR_ATTN_SSMAX && dscale) {
+    if (attn_has_ssmax_s(d->kind) && dscale) {
         ds = NH <= 64 ? ds_stack : malloc(sizeof(float) * NH);
         if (!ds) return lssar_fail(LSSAR_E_NOMEM, "attention backward: out of memory");
     }

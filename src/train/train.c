@@ -18,6 +18,7 @@
 #include "train.h"
 #include "dataloader.h"
 #include "eval.h"
+#include "attn/attn.h"
 #include "nn/nn.h"
 #include "core/dist.h"
 #include "model/gpt_dp.h"
@@ -567,10 +568,11 @@ setup_done:
     const int64_t first = s.step + 1;
     if (!quiet && first <= end) {   // else only the nothing-to-do line below
         char pdesc[64] = "", rdesc[64] = "";
-        if (cfg->attn == LSSAR_ATTN_LSSAR) snprintf(pdesc, sizeof pdesc, " (p %g)", cfg->p);
-        if (cfg->attn == LSSAR_ATTN_SIGMOID || cfg->attn == LSSAR_ATTN_RELU)
+        lssar_attn_stages ast = attn_stages(cfg->attn);
+        if (ast.reweight) snprintf(pdesc, sizeof pdesc, " (p %g)", cfg->p);
+        if (ast.norm == LSSAR_NORM_LEN)
             snprintf(pdesc, sizeof pdesc, " (len-norm %s)", lssar_len_norm_name(cfg->len_norm));
-        if (cfg->temp_d > 0 && (cfg->attn == LSSAR_ATTN_LSSA || cfg->attn == LSSAR_ATTN_LSSAR))
+        if (cfg->temp_d > 0 && ast.score == LSSAR_SCORE_COS)
             snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (ln(%d) ln(n))", cfg->temp_d);
         if (ranks > 1) snprintf(rdesc, sizeof rdesc, " x %d ranks%s", ranks, o->zero ? " (ZeRO-1)" : "");
         char mdesc[128];

@@ -46,7 +46,7 @@ static int check_model(const lssar_train_options *o) {
     const nn_backend *be;   // a device this build has no backend for is refused here, before any data is read
     int rc0 = nn_backend_get(c->device, &be);
     if (rc0) return rc0;
-    if ((unsigned)c->attn > LSSAR_ATTN_RELU) return lssar_fail(LSSAR_E_KIND, "lssar_train: model.attn %d is not an lssar_attn_kind", (int)c->attn);
+    if ((unsigned)c->attn >= LSSAR_ATTN_NKINDS) return lssar_fail(LSSAR_E_KIND, "lssar_train: model.attn %d is not an lssar_attn_kind", (int)c->attn);
     if ((unsigned)c->len_norm > LSSAR_LEN_NORM_ROW) return lssar_fail(LSSAR_E_ARG, "lssar_train: model.len_norm %d is not an lssar_len_norm", (int)c->len_norm);
     if ((unsigned)c->pos > LSSAR_POS_NONE) return lssar_fail(LSSAR_E_KIND, "lssar_train: model.pos %d is not an lssar_pos", (int)c->pos);
     if (!(c->p > 0) || !isfinite(c->p)) return lssar_fail(LSSAR_E_P, "lssar_train: model.p must be > 0 (the paper uses 15), got %g", (double)c->p);

@@ -1,7 +1,11 @@
 /*
- * attn_ref64.h - a float64 reference of the six causal attention kinds, written plainly from
- * spec/attention.md (docs/attention.md), one query row at a time (O(T) memory, never a T x T
- * matrix), with first-order bounds on the error the GPU's bf16 tensor-core products add.
+ * attn_ref64.h - a float64 reference of the causal attention kinds, written plainly from
+ * spec/attention.md (docs/attention.md) as its chain of stages (score dot / ssmax / cos, phi exp /
+ * softplus / sigmoid / relu, l1 or len, re-weighting; lssar_attn_stages_of), one query row at a
+ * time (O(T) memory, never a T x T matrix), with first-order bounds on the error the GPU's bf16
+ * tensor-core products add. Below, "softmax" stands for phi exp, "lssa" for phi softplus, "lssar"
+ * for the re-weighting, whatever the score; "centred" rows (every l1 row but phi softplus on score
+ * cos without re-weighting, src/attn/flash.h) keep their argmax key out of the rounded tile.
  *
  * Used by tests/gpu/test_gpu.c for two things:
  *   1. information: how far the CPU (float32) and the GPU (float32 context) are from the exact
@@ -102,8 +106,30 @@ typedef struct {
 
 static inline double ref_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
 static inline double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-static inline int ref_normed(int kind) { return kind == LSSAR_ATTN_LSSA || kind == LSSAR_ATTN_LSSAR; }
-static inline int ref_unnormed(int kind) { return kind == LSSAR_ATTN_SIGMOID || kind == LSSAR_ATTN_RELU; }
+/* the stages of each kind, filled by attn_ref64 before its parallel loops (the per-pair functions
+   ask for them often) */
+static lssar_attn_stages ref_stab[LSSAR_ATTN_NKINDS];
+static int ref_stab_ok;
+static void ref_stab_init(void) {
+    for (int k = 0; k < LSSAR_ATTN_NKINDS; k++) {
+        memset(&ref_stab[k], 0, sizeof ref_stab[k]);
+        lssar_attn_stages_of((lssar_attn_kind)k, &ref_stab[k]);
+    }
+    ref_stab_ok = 1;
+}
+static inline lssar_attn_stages ref_st(int kind) {
+    if (!ref_stab_ok) ref_stab_init();
+    return ref_stab[(unsigned)kind < LSSAR_ATTN_NKINDS ? kind : 0];
+}
+/* score cos: the l2-normalised score (x = lam0 rq rk S) and its projection in the backward */
+static inline int ref_normed(int kind) { return ref_st(kind).score == LSSAR_SCORE_COS; }
+static inline int ref_unnormed(int kind) { return ref_st(kind).norm == LSSAR_NORM_LEN; }
+static inline int ref_exp(int kind) { return ref_st(kind).phi == LSSAR_PHI_EXP; }
+static inline int ref_rw(int kind) { return ref_st(kind).reweight != 0; }
+static inline int ref_is_ssmax(int kind) { return ref_st(kind).score == LSSAR_SCORE_SSMAX; }
+static inline int ref_centred(int kind) {
+    return !ref_unnormed(kind) && (ref_exp(kind) || ref_rw(kind) || !ref_normed(kind));
+}
 
 static inline double ref_logit(const ref_args *A, const ref_row *r, double S, double rk) {
     if (ref_unnormed(A->kind)) return r->sc * S + r->bias;
@@ -115,20 +141,20 @@ static inline double ref_weight(const ref_args *A, const ref_row *r, double x, d
     *alpha = 0; *u = 0;
     if (A->kind == LSSAR_ATTN_SIGMOID) return ref_sigmoid(x);
     if (A->kind == LSSAR_ATTN_RELU) return fmax(x, 0.0) * r->ilen;
-    if (!ref_normed(A->kind)) return exp(x - r->m) / r->z;
-    double al = ref_softplus(x) / r->z;
+    double al = (ref_exp(A->kind) ? exp(x - r->m) : ref_softplus(x)) / r->z;
     *alpha = al;
-    if (A->kind == LSSAR_ATTN_LSSA || r->fb) return al;
+    if (!ref_rw(A->kind) || r->fb) return al;
     double uu = r->n * al - r->o;
     *u = uu;
     return uu > 0 ? pow(uu / r->umax, A->p) / r->W : 0.0;
 }
 
 /* dS of one pair (the gradient w.r.t. the raw dot product q . k) and the first-order bound of its
-   error from the errors of D1 / D2 (row) and of dbeta (dbe). dx (softmax logit gradient) for SSMax. */
+   error from the errors of D1 / D2 (row) and of dbeta (dbe). dx (the logit gradient), its bound
+   dxb and f (dx = f (dalpha - D2): the l1 stage's phi' / Z) for SSMax. */
 static inline void ref_pair_bwd(const ref_args *A, const ref_row *r, double x, double beta, double u,
                                 double rk, double dbeta, double dbe, double *dS, double *dSb, double *dx,
-                                double *a1, double *a2) {
+                                double *a1, double *a2, double *dxb, double *fo) {
     double e = r->d1b + dbe;   /* error bound of (dbeta - D1) */
     if (ref_unnormed(A->kind)) {   /* dS = a'(x) dbeta sc: no row term */
         double fd = A->kind == LSSAR_ATTN_SIGMOID ? ref_sigmoid(x) * ref_sigmoid(-x) : (x > 0 ? r->ilen : 0.0);
@@ -137,33 +163,32 @@ static inline void ref_pair_bwd(const ref_args *A, const ref_row *r, double x, d
         *dSb = fd * dbe * r->sc;
         *a1 = 0;
         *a2 = 0;
+        *dxb = fd * dbe;
+        *fo = 0;
         return;
     }
-    if (!ref_normed(A->kind)) {
-        double g = beta * (dbeta - r->D1);
-        *dx = g;
-        *dS = g * r->sc;
-        *dSb = beta * e * r->sc;
-        *a1 = -beta * r->sc;   /* d dS / d D1 */
-        *a2 = 0;
-        return;
-    }
+    const int lssar_nf = ref_rw(A->kind) && !r->fb;
     double dal, dalb;
-    if (A->kind == LSSAR_ATTN_LSSAR && !r->fb) {
+    if (lssar_nf) {
         if (u > 0) { dal = r->n * A->p * beta * (dbeta - r->D1) / u; dalb = r->n * A->p * beta * e / u; }
         else { dal = 0; dalb = 0; }
     } else { dal = dbeta; dalb = dbe; }
-    double f = r->lam0 * r->rq * rk / r->z * ref_sigmoid(x);
-    *dx = 0;
-    *dS = f * (dal - r->D2);
-    *dSb = f * (dalb + r->d2b);
+    /* the l1 stage: dx = f (dalpha - D2), f = phi'(x) / Z (exp: alpha; softplus: sigmoid(x) / Z);
+       dS = scl dx (score cos: scl = lam0 rq rk) */
+    double f = ref_exp(A->kind) ? exp(x - r->m) / r->z : ref_sigmoid(x) / r->z;
+    double scl = ref_normed(A->kind) ? r->sc * rk : r->sc;
+    *fo = f;
+    *dx = f * (dal - r->D2);
+    *dxb = f * (dalb + r->d2b);
+    *dS = scl * *dx;
+    *dSb = scl * *dxb;
     /* the coefficients of the row errors in dS (signed: the D1 error reaches dS through dalpha
        and through D2 = p o (dy . E - D1 S), and the two partly cancel) */
-    if (A->kind == LSSAR_ATTN_LSSAR && !r->fb) {
-        *a1 = f * A->p * (r->o * r->S - (u > 0 ? r->n * beta / u : 0));   /* d dS / d D1 */
-        *a2 = -f * A->p * r->o;                                            /* d dS / d (dy . E) */
+    if (lssar_nf) {
+        *a1 = scl * f * A->p * (r->o * r->S - (u > 0 ? r->n * beta / u : 0));   /* d dS / d D1 */
+        *a2 = -scl * f * A->p * r->o;                                            /* d dS / d (dy . E) */
     } else {
-        *a1 = -f;   /* lssa, fallback: D2 = D1 */
+        *a1 = -scl * f;   /* no re-weighting, fallback: D2 = D1 */
         *a2 = 0;
     }
 }
@@ -190,6 +215,7 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
     double *rds = calloc(nrows * 4, sizeof(double));   /* per-row SSMax: ds, worst, scale^2, |terms| */
     int oom = !rows || !rk || !rds;
     if (oom) { free(rows); free(rk); free(rds); return -1; }
+    if (!ref_stab_ok) ref_stab_init();
     const int normed = ref_normed(A->kind);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
@@ -225,43 +251,48 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
             r->rq = 1.0 / fmax(sqrt(ref_dot(qi, qi, D)), 1e-12);
             r->lam0 = log((double)D) * log((double)n);
             if (normed) r->sc = r->lam0 * r->rq;
-            else r->sc = (A->kind == LSSAR_ATTN_SSMAX ? A->s_h[h] * log((double)n) : 1.0) / sqrt((double)D);
+            else r->sc = (ref_is_ssmax(A->kind) ? A->s_h[h] * log((double)n) : 1.0) / sqrt((double)D);
             {
                 double Lr = A->len_norm == LSSAR_LEN_NORM_ROW ? (double)n : (double)(A->L >= 1 ? A->L : 1);
                 r->bias = A->kind == LSSAR_ATTN_SIGMOID ? -log(Lr) : 0.0;
                 r->ilen = A->kind == LSSAR_ATTN_RELU ? 1.0 / Lr : 1.0;
             }
-            double xmax = -INFINITY, xmin = INFINITY, z = 0;
+            double xmax = -INFINITY, xmin = INFINITY, z = 0, rkmin = INFINITY;
             int jm = 0;
             for (int j = 0; j < n; j++) {
                 S[j] = ref_dot(qi, KROW(j), D);
                 x[j] = ref_logit(A, r, S[j], rkh[j]);
                 if (x[j] > xmax) { xmax = x[j]; jm = j; }
                 xmin = fmin(xmin, x[j]);
+                rkmin = fmin(rkmin, rkh[j]);
             }
             if (ref_unnormed(A->kind)) {
                 r->z = 1;   /* no normalisation */
-            } else if (!normed) {
-                r->m = xmax;
-                for (int j = 0; j < n; j++) z += exp(x[j] - xmax);
-                r->z = z;
             } else {
-                for (int j = 0; j < n; j++) z += ref_softplus(x[j]);
+                const int ex = ref_exp(A->kind);
+                r->m = ex ? xmax : 0.0;
+#define REF_PHI(xx) (ex ? exp((xx) - r->m) : ref_softplus(xx))
+                for (int j = 0; j < n; j++) z += REF_PHI(x[j]);
                 r->z = z;
-                if (A->kind == LSSAR_ATTN_LSSAR) {
+                if (ref_rw(A->kind)) {
+                    /* the uniform-row tolerance: lambda 8 sqrt(D) eps (cos), |sc| |q| max |k| 8 sqrt(D)
+                       eps (dot, ssmax), as attn_rows.c */
+                    double lim = normed ? r->lam0 : fabs(r->sc) / (r->rq * rkmin);
                     double umax = -INFINITY;
-                    for (int j = 0; j < n; j++) umax = fmax(umax, n * ref_softplus(x[j]) / z - r->o);
+                    for (int j = 0; j < n; j++) umax = fmax(umax, n * REF_PHI(x[j]) / z - r->o);
                     r->umax = umax;
-                    r->fb = i >= 3 && (xmax - xmin <= r->lam0 * 8 * sqrt((double)D) * FLT_EPSILON || !(umax > 0));
+                    double tol = lim * 8 * sqrt((double)D) * FLT_EPSILON;
+                    r->fb = i >= 3 && (xmax - xmin <= tol || !(umax > 0));
                     if (!r->fb) {
                         double W = 0;
                         for (int j = 0; j < n; j++) {
-                            double uj = n * ref_softplus(x[j]) / z - r->o;
+                            double uj = n * REF_PHI(x[j]) / z - r->o;
                             W += uj > 0 ? pow(uj / umax, p) : 0.0;
                         }
                         r->W = W;
                     }
                 }
+#undef REF_PHI
             }
             /* y; worst: sum beta |v|; scale^2: sum beta^2 v^2 over the rounded weights; lssar E, S.
                softmax / ssmax / lssar keep the argmax key jm out of the rounded tile (centred:
@@ -269,8 +300,8 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
             double *y = acc, *ya = acc + D, *E = acc + 2 * D, *Ea = acc + 3 * D, *yv = acc + 4 * D, Ssum = 0;
             memset(acc, 0, sizeof(double) * 5 * D);
             /* the weight that is not rounded (lssa, sigmoid, relu: none) */
-            const int skip = A->kind == LSSAR_ATTN_LSSA || ref_unnormed(A->kind) ? -1 : jm;
-            int lssar_nf = A->kind == LSSAR_ATTN_LSSAR && !r->fb;
+            const int skip = ref_centred(A->kind) ? jm : -1;
+            int lssar_nf = ref_rw(A->kind) && !r->fb;
             for (int j = 0; j < n; j++) {
                 double al, u;
                 bet[j] = ref_weight(A, r, x[j], &al, &u);
@@ -341,8 +372,9 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
             memset(G, 0, sizeof(double) * 6 * D);
             double dsr = 0, dsa = 0, dsbr = 0, bS = 0, lnn = log((double)n) / sqrt((double)D);
             for (int j = 0; j < n; j++) {
-                double dS, dSb, dx, a1, a2;
-                ref_pair_bwd(A, r, x[j], bet[j], uu[j], rkh[j], db[j], dbe[j], &dS, &dSb, &dx, &a1, &a2);
+                double dS, dSb, dx, a1, a2, dxb, f;
+                ref_pair_bwd(A, r, x[j], bet[j], uu[j], rkh[j], db[j], dbe[j], &dS, &dSb, &dx, &a1, &a2, &dxb,
+                             &f);
                 double tb = dSb + (2 * ub + 4 * REF_U32 + ref_gam(n)) * fabs(dS);
                 const float *kj = KROW(j);
                 /* the scales go through the l2 projection exactly: an error along q_i is removed by
@@ -356,11 +388,11 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                     A2[d] += a2 * pk;
                     Q[d] += dS * dS * pk * pk;
                 }
-                if (A->kind == LSSAR_ATTN_SSMAX) {
+                if (ref_is_ssmax(A->kind)) {
                     dsr += dx * S[j] * lnn;
                     dsa += fabs(dx * S[j]) * lnn;
-                    dsbr += bet[j] * (d1b + dbe[j]) * fabs(S[j]) * lnn;
-                    bS += bet[j] * S[j] * lnn;
+                    dsbr += dxb * fabs(S[j]) * lnn;
+                    bS += f * S[j] * lnn;   /* the coefficient of D1's error (softmax: f = beta) */
                 }
             }
             rds[4 * idx] = dsr; rds[4 * idx + 1] = dsbr; rds[4 * idx + 2] = pow(r->s1 * (fabs(bS) + fabs(S[jm]) * lnn), 2); rds[4 * idx + 3] = dsa;
@@ -416,8 +448,8 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                     double S = ref_dot(qi, kj, D), x = ref_logit(A, r, S, rkj), al, u;
                     double bet = ref_weight(A, r, x, &al, &u);
                     double dbeta = ref_dot(dyi, vj, D), dbe = ref_gam(D) * ref_absdot(dyi, vj, D);
-                    double dS, dSb, dx, a1, a2;
-                    ref_pair_bwd(A, r, x, bet, u, rkj, dbeta, dbe, &dS, &dSb, &dx, &a1, &a2);
+                    double dS, dSb, dx, a1, a2, dxb, f;
+                    ref_pair_bwd(A, r, x, bet, u, rkj, dbeta, dbe, &dS, &dSb, &dx, &a1, &a2, &dxb, &f);
                     double tb = dSb + (2 * ub + 4 * REF_U32 + ref_gam(T)) * fabs(dS);
                     double coh = fabs(a1) * r->s1 + fabs(a2) * r->s2;
                     double pc = normed ? rkj * rkj * S : 0.0;   /* P = 1 - k^ k^T on the error terms */
@@ -459,7 +491,7 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
             }
             free(acc);
         }
-        if (A->kind == LSSAR_ATTN_SSMAX && O->ds)
+        if (ref_is_ssmax(A->kind) && O->ds)
             for (int h = 0; h < H; h++) {
                 double s = 0, sbnd = 0, sv = 0, sa = 0;
                 for (int b = 0; b < B; b++)

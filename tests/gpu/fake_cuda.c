@@ -301,6 +301,7 @@ int fake_cuda_device_count(void) { int n = 0; cudaGetDeviceCount(&n); return n; 
 
 size_t fake_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D) {
     (void)dtype;
+    if (flash_emu_check_fused(a, "lssar_attn_cuda_workspace_size")) return 0;  // a kind the kernels refuse
     return flash_emu_stats_floats(a, B, T, H, D) * sizeof(float) + 256;
 }
 

@@ -83,6 +83,7 @@ int main(void) {
 
 #include <cuda_runtime_api.h>
 #include "attn_ref64.h"
+#include "attn/flash.h"  /* flash_fused_supported */
 
 #ifdef LSSAR_GPU_FAKE
 /* tests/gpu/fake_cuda.c: a host emulation of the CUDA backend and of the cudart calls used here,
@@ -896,7 +897,12 @@ static void test_xent(void) {
 }
 
 /* ================================================================== attention */
-static const char *KN[6] = {"softmax", "ssmax", "lssa", "lssar", "sigmoid", "relu"};
+/* Every kind the fused path supports (src/attn/flash.h flash_fused_supported: the loops skip the
+   others, and test_refused checks that those are refused) */
+static int fused_ok(int kind) {
+    lssar_attn_stages st = ref_st(kind);
+    return flash_fused_supported(&st);
+}
 
 /* sigmoid / relu: the length normalisation of the attention cases (the loops of test_attention,
    test_decode and test_api set it; the other kinds ignore it) and the training length of
@@ -904,7 +910,7 @@ static const char *KN[6] = {"softmax", "ssmax", "lssa", "lssar", "sigmoid", "rel
 static lssar_len_norm attn_len_norm = LSSAR_LEN_NORM_TRAIN;
 #define ATTN_TRAIN_LEN 48
 static lssar_attn_desc attn_desc(int kind, const float *ssmax_s) {
-    lssar_attn_desc d = {.kind = (lssar_attn_kind)kind, .p = 15.0f, .ssmax_s = kind == LSSAR_ATTN_SSMAX ? ssmax_s : NULL,
+    lssar_attn_desc d = {.kind = (lssar_attn_kind)kind, .p = 15.0f, .ssmax_s = ref_is_ssmax(kind) ? ssmax_s : NULL,
                          .len_norm = attn_len_norm, .train_len = ATTN_TRAIN_LEN};
     return d;
 }
@@ -912,7 +918,8 @@ static int attn_n_len_norms(int kind) { return kind == LSSAR_ATTN_SIGMOID || kin
 /* the kind's name in the check lines; sigmoid / relu with their length normalisation */
 static const char *attn_label(int kind) {
     static const char *un[2][2] = {{"sigmoid(train)", "sigmoid(row)"}, {"relu(train)", "relu(row)"}};
-    return attn_n_len_norms(kind) == 2 ? un[kind - LSSAR_ATTN_SIGMOID][attn_len_norm != LSSAR_LEN_NORM_TRAIN] : KN[kind];
+    return attn_n_len_norms(kind) == 2 ? un[kind - LSSAR_ATTN_SIGMOID][attn_len_norm != LSSAR_LEN_NORM_TRAIN]
+                                        : lssar_attn_name((lssar_attn_kind)kind);
 }
 
 /* the inputs of one attention case: bf16-representable when grid (see the header) */
@@ -978,7 +985,7 @@ static void attn_seam(int kind, int B, int T, int H, int D, int grid) {
     /* the CPU */
     float *oc = hf(n), *dqc = hf(n), *dkc = hf(n), *dvc = hf(n), *ds0 = hrandn(H, 0.25), *dsc = hcopy(ds0, H);
     int rc = CB->attention_forward(cctx, oc, NULL, in.q, in.k, in.v, &dc, B, T, T, T, H, D);
-    rc |= CB->attention_backward(cctx, dqc, dkc, dvc, kind == LSSAR_ATTN_SSMAX ? dsc : NULL, in.dy, in.q, in.k,
+    rc |= CB->attention_backward(cctx, dqc, dkc, dvc, ref_is_ssmax(kind) ? dsc : NULL, in.dy, in.q, in.k,
                                  in.v, oc, NULL, &dc, B, T, H, D);
     if (rc) { check_true(0, lssar_errmsg(), "attention CPU reference %s", shape); return; }
     float *dsinc_c = hf(H);
@@ -1005,7 +1012,7 @@ static void attn_seam(int kind, int B, int T, int H, int D, int grid) {
         rc = GB->attention_forward(G, o_, st_, q_, k_, v_, &dg, B, T, T, T, H, D);
         if (!check_true(rc == 0, rc ? lssar_errmsg() : NULL, "attention_forward %s %s returns 0", pn, shape)) { release_dev(); continue; }
         float *og = dget(o_, n);
-        float *dq_ = dnan(n), *dk_ = dnan(n), *dv_ = dnan(n), *ds_ = kind == LSSAR_ATTN_SSMAX ? dput(ds0, H) : NULL;
+        float *dq_ = dnan(n), *dk_ = dnan(n), *dv_ = dnan(n), *ds_ = ref_is_ssmax(kind) ? dput(ds0, H) : NULL;
         rc = GB->attention_backward(G, dq_, dk_, dv_, ds_, dy_, q_, k_, v_, o_, st_, &dg, B, T, H, D);
         if (!check_true(rc == 0, rc ? lssar_errmsg() : NULL, "attention_backward %s %s returns 0", pn, shape)) { release_dev(); continue; }
         float *dqg = dget(dq_, n), *dkg = dget(dk_, n), *dvg = dget(dv_, n), *dsg = ds_ ? dget(ds_, H) : NULL;
@@ -1128,7 +1135,7 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
     float *oc = hf(n), *dqc = hf(n), *dkc = hf(n), *dvc = hf(n), *dsc = hf(H);
     memset(dsc, 0, H * 4);
     int rc = lssar_attn_forward(&dc, B, T, H, D, in.q, in.k, in.v, oc);
-    rc |= lssar_attn_backward(&dc, B, T, H, D, in.q, in.k, in.v, in.dy, dqc, dkc, dvc, kind == LSSAR_ATTN_SSMAX ? dsc : NULL);
+    rc |= lssar_attn_backward(&dc, B, T, H, D, in.q, in.k, in.v, in.dy, dqc, dkc, dvc, ref_is_ssmax(kind) ? dsc : NULL);
     if (rc) { check_true(0, lssar_errmsg(), "api CPU reference %s", shape); return; }
     ref_out R = {0};
     NEW_REF(R, n, H, 1);
@@ -1160,7 +1167,7 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
             rc = lssar_attn_forward_cuda(&dg, dtype, B, T, H, D, buf[0], buf[1], buf[2], buf[4], ws_, NULL);
             if (!rc)
                 rc = lssar_attn_backward_cuda(&dg, dtype, B, T, H, D, buf[0], buf[1], buf[2], buf[4], buf[3], buf[5],
-                                              buf[6], buf[7], kind == LSSAR_ATTN_SSMAX ? (float *)ds_ : NULL, ws_, NULL);
+                                              buf[6], buf[7], ref_is_ssmax(kind) ? (float *)ds_ : NULL, ws_, NULL);
             gsync("lssar_attn_*_cuda");
             if (!check_true(rc == 0, rc ? lssar_errmsg() : NULL, "api %s %s%s returns 0", dn, shape, run ? " (again)" : "")) break;
             if (run == 0) {
@@ -1172,7 +1179,7 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
                 }
                 got[4] = hf(H);
                 CU(cudaMemcpy(got[4], ds_, H * 4, cudaMemcpyDeviceToHost));
-                int nt = kind == LSSAR_ATTN_SSMAX ? 5 : 4;
+                int nt = ref_is_ssmax(kind) ? 5 : 4;
                 for (int t = 0; t < nt; t++) {
                     size_t m = t == 4 ? (size_t)H : n;
                     cmpres c = cmp_ff(got[t], cpu[t], m);
@@ -1207,7 +1214,7 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
                     same &= !memcmp(h2, raw[t], n * es);
                 }
                 float dsa[64];
-                if (kind == LSSAR_ATTN_SSMAX && H <= 64) {
+                if (ref_is_ssmax(kind) && H <= 64) {
                     CU(cudaMemcpy(dsa, ds_, H * 4, cudaMemcpyDeviceToHost));
                     same &= !memcmp(dsa, got[4], H * 4);
                 }
@@ -1221,7 +1228,7 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
 
 static void test_attention(void) {
     int Ts[] = {1, 63, 64, 65}, Ds[] = {16, 32, 64, 128};
-    for (int kind = 0; kind < 6; kind++)
+    for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++) if (fused_ok(kind))
       for (int ln = 0; ln < attn_n_len_norms(kind); ln++) {   /* sigmoid / relu: train, row */
         attn_len_norm = (lssar_len_norm)ln;
         /* full-mantissa fp32 inputs (fp32 context only) */
@@ -1244,7 +1251,7 @@ static void test_attention(void) {
 }
 
 static void test_decode(void) {
-    for (int kind = 0; kind < 6; kind++)
+    for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++) if (fused_ok(kind))
       for (int ln = 0; ln < attn_n_len_norms(kind); ln++) {
         attn_len_norm = (lssar_len_norm)ln;
         attn_decode(kind, 2, 1, quick ? 70 : 1000, quick ? 80 : 1024, 2, 64);
@@ -1288,7 +1295,7 @@ static void api_nonfinite(int kind) {
             int rc = lssar_attn_forward_cuda(&dg, dtype, B, T, H, D, buf[0], buf[1], buf[2], buf[4], ws_, NULL);
             if (!rc)
                 rc = lssar_attn_backward_cuda(&dg, dtype, B, T, H, D, buf[0], buf[1], buf[2], buf[4], buf[3], buf[5],
-                                              buf[6], buf[7], kind == LSSAR_ATTN_SSMAX ? (float *)ds_ : NULL, ws_, NULL);
+                                              buf[6], buf[7], ref_is_ssmax(kind) ? (float *)ds_ : NULL, ws_, NULL);
             gsync("lssar_attn_*_cuda on non-finite inputs");
             const char *dn = dt ? "bf16-storage" : "f32-storage";
             if (!check_true(rc == 0, rc ? lssar_errmsg() : NULL, "api nonfinite %s %s %s returns 0", dn,
@@ -1311,8 +1318,39 @@ static void api_nonfinite(int kind) {
     release_all();
 }
 
+/* Every kind the fused path does not support is refused: the workspace size is 0, the public forward
+   and backward and the backend's attention return LSSAR_E_UNSUPPORTED with a message that names the
+   kind (so that the loops' skip cannot hide a wrong answer); the presets are supported */
+static void test_refused(void) {
+    const int B = 1, T = 4, H = 2, D = 16;
+    size_t n = (size_t)B * T * H * D;
+    for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++) {
+        if (kind <= LSSAR_ATTN_RELU)
+            check_true(fused_ok(kind), NULL, "api %s is supported", attn_label(kind));
+        if (fused_ok(kind)) continue;
+        const char *kn = lssar_attn_name((lssar_attn_kind)kind);
+        float sh[2] = {0.4f, 0.5f};
+        float *sh_ = dput(sh, H), *x_ = dnan(n), *ws_ = dnan(4096);
+        lssar_attn_desc dg = attn_desc(kind, sh_);
+        size_t ws = lssar_attn_cuda_workspace_size(&dg, LSSAR_F32, B, T, H, D);
+        int ok = ws == 0 && strstr(lssar_errmsg(), kn) != NULL;
+        int rc = lssar_attn_forward_cuda(&dg, LSSAR_F32, B, T, H, D, x_, x_, x_, x_, ws_, NULL);
+        ok &= rc == LSSAR_E_UNSUPPORTED && strstr(lssar_errmsg(), kn) != NULL;
+        rc = lssar_attn_backward_cuda(&dg, LSSAR_F32, B, T, H, D, x_, x_, x_, x_, x_, x_, x_, x_, sh_, ws_,
+                                      NULL);
+        ok &= rc == LSSAR_E_UNSUPPORTED;
+        use_ctx(NN_FP32);
+        rc = GB->attention_forward(G, x_, NULL, x_, x_, x_, &dg, B, T, T, T, H, D);
+        ok &= rc == LSSAR_E_UNSUPPORTED;
+        gsync("attention refused");
+        check_true(ok, ok ? NULL : lssar_errmsg(), "api %s refused by the fused path (LSSAR_E_UNSUPPORTED)",
+                   kn);
+        release_dev();
+    }
+}
+
 static void test_api(void) {
-    for (int kind = 0; kind < 6; kind++)
+    for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++) if (fused_ok(kind))
       for (int ln = 0; ln < attn_n_len_norms(kind); ln++) {
         attn_len_norm = (lssar_len_norm)ln;
         api_case(kind, 2, 1, 2, 64, 0);
@@ -1328,7 +1366,8 @@ static void test_api(void) {
         api_case(LSSAR_ATTN_LSSAR, 1, 4096, 2, 64, 0);
     }
     api_case(LSSAR_ATTN_LSSAR, 1, quick ? 200 : 2000, 1, 64, 1);
-    for (int kind = 0; kind < 6; kind++) api_nonfinite(kind);
+    for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++) if (fused_ok(kind)) api_nonfinite(kind);
+    test_refused();
 }
 
 /* T = 16384: lssar through the seam (random inputs) and the public API (adversarial) */
