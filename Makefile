@@ -192,7 +192,7 @@ demo: deps
 	@bash scripts/demo.sh
 
 # make reproduce: the paper's comparison at laptop scale (lssar reproduce; docs/REPRODUCE.md), in
-# under 3 hours on 2 cores, resumable: rerun it after an interruption. REPRODUCE_OUT overrides the folder.
+# about 3.5 hours on 2 cores, resumable: rerun it after an interruption. REPRODUCE_OUT overrides the folder.
 reproduce: deps
 	@$(MAKE) --no-print-directory all
 	@bash scripts/fetch-corpora.sh sotu

@@ -66,10 +66,10 @@ static const repro_scale SCALES[] = {
     // models are section 1's shape with the short prompt, one seed: in 4000 steps they retrieve most
     // digits at 1x but few whole keys (docs/REPRODUCE.md lists the shapes tried), and three seeds
     // (or more steps) would take the plan past 3 hours on 2 cores.
-    {.name = "laptop", .about = "the whole comparison on 2 CPU cores in under 3 hours: at the paper's head size D = 64, 7 "
-                                "attention kinds x 3 seeds for the length extrapolation (and again at D = 16), a head-size "
-                                "sweep with the experiments that separate its causes, passkey models that first learn the "
-                                "task at 1x, and the orbits laptop scale",
+    {.name = "laptop", .about = "the whole comparison on 2 CPU cores in about 3.5 hours (resumable): at the paper's head size "
+                                "D = 64, 7 attention kinds x 3 seeds for the length extrapolation (and again at D = 16), a "
+                                "head-size sweep with the experiments that separate its causes, the ablation of the "
+                                "attention's stages, passkey models that first learn the task at 1x, and the orbits laptop scale",
      .seeds = 3, .x_layers = 2, .x_heads = 2, .x_dim = 128, .x_seq = 128, .x_batch = 16, .x_steps = 1000, .x_warmup = 50,
      .x_windows = 32, .x_lr = 3e-3f, .factors = "1,2,4,8,16,32,64", .s_heads = 4, .s_dim = 64, .s_factors = "1,2,4,8,16,32",
      .sweep = "16,32,128", .sweep_factors = "1,2,4,8,16,32", .a_windows = 4, .a_rows = 64,
@@ -159,7 +159,7 @@ static const char *ABOUT =
     "     mix), then `lssar passkey` at 1x..16x its training length (95% Wilson intervals, seeds pooled)\n"
     "  4. orbits: `lssar orbits run` (simulation, softmax and lssar world models at D = 64, next-position\n"
     "     accuracy against the previous-position baseline, force probe, Newton audit, k-NN oracle)\n"
-    "Scales: smoke (a minute: the plan's test) and laptop (2 cores, under 3 hours).\n"
+    "Scales: smoke (a minute: the plan's test) and laptop (2 cores, about 3.5 hours).\n"
     "\n"
     "--data DIR is a byte-level folder from `lssar data build --tokenizer byte`; when DIR/manifest.json\n"
     "is missing a first job builds it from the State of the Union corpus (fetch it first:\n"
