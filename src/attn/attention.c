@@ -36,25 +36,34 @@
 
 // ------------------------------------------------------------------ argument checks
 
-static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
-    if (!a) return lssar_fail(LSSAR_E_NULL, "attention: the descriptor is NULL; pass a lssar_attn_desc");
+int attn_desc_check(const lssar_attn_desc *a, const char *fn) {
+    if (!a) return lssar_fail(LSSAR_E_NULL, "%s: the descriptor is NULL; pass a lssar_attn_desc", fn);
     lssar_attn_stages st;
-    if (lssar_attn_stages_of(a->kind, &st)) return LSSAR_E_KIND;
+    if ((unsigned)a->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(a->kind, &st))
+        return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use an lssar_attn_kind (0..%d)", fn, (int)a->kind,
+                          LSSAR_ATTN_NKINDS - 1);
     if (st.norm == LSSAR_NORM_LEN) {
         if ((unsigned)a->len_norm > LSSAR_LEN_NORM_ROW)
-            return lssar_fail(LSSAR_E_ARG, "attention: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW",
+            return lssar_fail(LSSAR_E_ARG, "%s: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW", fn,
                               lssar_attn_name(a->kind), (int)a->len_norm);
         if (a->len_norm == LSSAR_LEN_NORM_TRAIN && a->train_len < 1)
-            return lssar_fail(LSSAR_E_ARG, "attention: %s with len_norm train needs train_len >= 1 (the "
-                              "training length L), got %d", lssar_attn_name(a->kind), a->train_len);
+            return lssar_fail(LSSAR_E_ARG, "%s: %s with len_norm train needs train_len >= 1 (the training length L), "
+                              "got %d", fn, lssar_attn_name(a->kind), a->train_len);
     }
     if (!attn_temp_d_ok(a->temp_d))
-        return lssar_fail(LSSAR_E_ARG, "attention: temp_d = %d; use 0 (ln of the head size) or a D >= 2", a->temp_d);
+        return lssar_fail(LSSAR_E_ARG, "%s: temp_d = %d; use 0 (ln of the head size) or a D >= 2", fn, a->temp_d);
     if (st.reweight && !(a->p > 0.0f && isfinite(a->p)))
-        return lssar_fail(LSSAR_E_P, "attention: %s re-weighting power p = %g; it must be finite and > 0 (the paper "
-                          "uses 15)", lssar_attn_name(a->kind), (double)a->p);
+        return lssar_fail(LSSAR_E_P, "%s: %s re-weighting power p = %g; it must be finite and > 0 (the paper uses 15)",
+                          fn, lssar_attn_name(a->kind), (double)a->p);
     if (st.score == LSSAR_SCORE_SSMAX && !a->ssmax_s)
-        return lssar_fail(LSSAR_E_SSMAX, "attention: %s needs ssmax_s (H per-head scales, e.g. 0.43)", lssar_attn_name(a->kind));
+        return lssar_fail(LSSAR_E_SSMAX, "%s: %s needs ssmax_s (H per-head scales, e.g. 0.43)", fn,
+                          lssar_attn_name(a->kind));
+    return LSSAR_OK;
+}
+
+static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
+    int rc = attn_desc_check(a, "attention");
+    if (rc) return rc;
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0)
         return lssar_fail(LSSAR_E_SIZE, "attention: B=%d T=%d H=%d D=%d; every size must be > 0", B, T, H, D);
     // Element counts must fit size_t (bytes) and the row stride H*D must fit sgemm's int.
@@ -66,7 +75,7 @@ static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
     if (n > SIZE_MAX / (size_t)D / sizeof(float)) goto too_big;
     if ((int64_t)H * D > INT32_MAX / 2 || (int64_t)B * H > INT32_MAX) goto too_big;
     if ((size_t)T > SIZE_MAX / sizeof(float) / 4 / BQ) goto too_big;
-    if (st.score == LSSAR_SCORE_SSMAX)
+    if (attn_has_ssmax_s(a->kind))
         for (int h = 0; h < H; h++)
             if (!isfinite(a->ssmax_s[h]))
                 return lssar_fail(LSSAR_E_ARG, "attention: ssmax_s[%d] = %g is not finite", h, (double)a->ssmax_s[h]);
@@ -142,15 +151,6 @@ static void blas_single_end(int saved) {
     if (saved > 1) openblas_set_num_threads(saved);
 }
 
-// What the driver computes besides the products: the inverse norms (pp->norms), and the
-// projection of the l2 normalisation in the backward (score cos).
-static void stage_needs(const lssar_attn_desc *a, int *norms, int *cos) {
-    lssar_attn_stages st;
-    lssar_attn_stages_of(a->kind, &st);
-    *cos = st.score == LSSAR_SCORE_COS;
-    *norms = *cos || st.reweight;
-}
-
 // ------------------------------------------------------------------ forward
 
 int lssar_attn_forward(const lssar_attn_desc *a, int B, int T, int H, int D,
@@ -172,8 +172,9 @@ int attn_forward_cached(const lssar_attn_desc *a, int B, int Tq, int Tk, int kv_
     const int HD = H * D, nb = (Tq + BQ - 1) / BQ, q0 = Tk - Tq;
     const int64_t ntask = (int64_t)B * H * nb;
     const size_t ldt = round16((size_t)Tk);
-    int normed, cos;
-    stage_needs(a, &normed, &cos);
+    attn_row_params pp0;  // what the driver computes besides the products: the inverse norms
+    attn_row_params_init(&pp0, a, D, 0);
+    const int normed = pp0.norms;
     int failed = 0;
     int blas_threads = blas_single_begin();
 #pragma omp parallel
@@ -236,12 +237,11 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
         return lssar_fail(LSSAR_E_NULL, "attention backward: q, k, v, dout, dq, dk and dv must be non-NULL");
     const int HD = H * D, nb = (T + BQ - 1) / BQ, nbh = B * H;
     const size_t ldt = round16((size_t)T);
-    int normed, cos;
-    stage_needs(a, &normed, &cos);
-    lssar_attn_stages st;
-    lssar_attn_stages_of(a->kind, &st);
+    attn_row_params pp0;  // the inverse norms; the l2 normalisation's projection (score cos)
+    attn_row_params_init(&pp0, a, D, 0);
+    const int normed = pp0.norms, cos = pp0.st.score == LSSAR_SCORE_COS;
     double *dsp = NULL;  // per-(b, h) partial d(loss)/d(s_h), summed in a fixed order at the end
-    if (st.score == LSSAR_SCORE_SSMAX && ds) {
+    if (pp0.st.score == LSSAR_SCORE_SSMAX && ds) {
         dsp = calloc((size_t)nbh, sizeof(double));
         if (!dsp) return lssar_fail(LSSAR_E_NOMEM, "attention backward: out of memory");
     }

@@ -19,6 +19,11 @@ static inline int attn_has_ssmax_s(lssar_attn_kind k) { return attn_stages(k).sc
 // The kind re-weights with the power p.
 static inline int attn_reweights(lssar_attn_kind k) { return attn_stages(k).reweight; }
 
+/* The checks of a descriptor that every backend shares (the CPU kernels, the fused emulation, the
+   CUDA kernels): a kind, its length normalisation, temp_d, the re-weighting power, SSMax's scales
+   being given. 0, or the error with a message that starts with fn. */
+int attn_desc_check(const lssar_attn_desc *a, const char *fn);
+
 /* Causal attention for the LAST Tq of Tk positions: query r of sequence b is position
    i = Tk - Tq + r and sees keys 0..i. q, out: (B, Tq, H, D) contiguous; k, v: sequence b starts
    at row b * kv_stride (rows of H * D floats), kv_stride >= Tk (a KV cache's capacity).

@@ -34,6 +34,7 @@
 #include "lssar.h"
 #include "core/util.h"
 #include "attn/flash.h"
+#include "attn/attn.h"
 #include "attn/flash_emu.h"
 
 #define BR FLASH_BR
@@ -626,28 +627,9 @@ int flash_emu_check_fused(const lssar_attn_desc *a, const char *fn) {
 }
 
 static int check_args(const lssar_attn_desc *a, int B, int Tq, int Tk, int kvs, int H, int D) {
-    if (!a) return lssar_fail(LSSAR_E_NULL, "flash attention: the descriptor is NULL");
-    lssar_attn_stages st;
-    if ((unsigned)a->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(a->kind, &st))
-        return lssar_fail(LSSAR_E_KIND, "flash attention: unknown kind %d; use an lssar_attn_kind (0..%d)", (int)a->kind,
-                          LSSAR_ATTN_NKINDS - 1);
-    if (st.norm == LSSAR_NORM_LEN) {  // as attention.c's check_common
-        if ((unsigned)a->len_norm > LSSAR_LEN_NORM_ROW)
-            return lssar_fail(LSSAR_E_ARG, "flash attention: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW",
-                              lssar_attn_name(a->kind), (int)a->len_norm);
-        if (a->len_norm == LSSAR_LEN_NORM_TRAIN && a->train_len < 1)
-            return lssar_fail(LSSAR_E_ARG, "flash attention: %s with len_norm train needs train_len >= 1 (the "
-                              "training length L), got %d", lssar_attn_name(a->kind), a->train_len);
-    }
-    if (!attn_temp_d_ok(a->temp_d))
-        return lssar_fail(LSSAR_E_ARG, "flash attention: temp_d = %d; use 0 (ln of the head size) or a D >= 2", a->temp_d);
-    if (st.reweight && !(a->p > 0.0f && isfinite(a->p)))
-        return lssar_fail(LSSAR_E_P, "flash attention: %s: re-weighting power p = %g; it must be finite and > 0",
-                          lssar_attn_name(a->kind), (double)a->p);
-    if (st.score == LSSAR_SCORE_SSMAX && !a->ssmax_s)
-        return lssar_fail(LSSAR_E_SSMAX, "flash attention: %s: score ssmax needs ssmax_s (H per-head scales)",
-                          lssar_attn_name(a->kind));
-    int rc = flash_emu_check_fused(a, "flash attention");
+    int rc = attn_desc_check(a, "flash attention");
+    if (rc) return rc;
+    rc = flash_emu_check_fused(a, "flash attention");
     if (rc) return rc;
     if (B <= 0 || Tq <= 0 || H <= 0 || D <= 0 || Tq > Tk || kvs < Tk)
         return lssar_fail(LSSAR_E_SIZE, "flash attention: B=%d Tq=%d Tk=%d kv_stride=%d H=%d D=%d; need sizes > 0, "

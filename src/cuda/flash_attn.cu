@@ -72,6 +72,7 @@
 extern "C" {
 #include "core/util.h"
 #include "attn/flash_emu.h"  // flash_emu_check_fused: which kinds the kernels support
+#include "attn/attn.h"       // attn_desc_check: the descriptor checks every backend shares
 }
 #include "attn/flash.h"
 #include "cuda/flash_attn.h"
@@ -1261,28 +1262,8 @@ static int norms(const void *x, float *out, int B, int n, int stride, int H, int
 
 // Argument checks shared by every entry point (the CPU path's, plus what the kernels need).
 static int check_desc(const lssar_attn_desc *d, const char *fn) {
-    if (!d) return lssar_fail(LSSAR_E_NULL, "%s: the descriptor is NULL; pass a lssar_attn_desc", fn);
-    lssar_attn_stages st;
-    if ((unsigned)d->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(d->kind, &st))
-        return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use an lssar_attn_kind (0..%d)", fn, (int)d->kind,
-                          LSSAR_ATTN_NKINDS - 1);
-    if (st.norm == LSSAR_NORM_LEN) {  // as attention.c's check_common
-        if ((unsigned)d->len_norm > LSSAR_LEN_NORM_ROW)
-            return lssar_fail(LSSAR_E_ARG, "%s: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW", fn,
-                              lssar_attn_name(d->kind), (int)d->len_norm);
-        if (d->len_norm == LSSAR_LEN_NORM_TRAIN && d->train_len < 1)
-            return lssar_fail(LSSAR_E_ARG, "%s: %s with len_norm train needs train_len >= 1 (the training length L), "
-                              "got %d", fn, lssar_attn_name(d->kind), d->train_len);
-    }
-    if (!attn_temp_d_ok(d->temp_d))
-        return lssar_fail(LSSAR_E_ARG, "%s: temp_d = %d; use 0 (ln of the head size) or a D >= 2", fn, d->temp_d);
-    if (st.reweight && !(d->p > 0.0f && isfinite(d->p)))
-        return lssar_fail(LSSAR_E_P, "%s: %s: re-weighting power p = %g; it must be finite and > 0 (the paper uses "
-                          "15)", fn, lssar_attn_name(d->kind), (double)d->p);
-    if (st.score == LSSAR_SCORE_SSMAX && !d->ssmax_s)
-        return lssar_fail(LSSAR_E_SSMAX, "%s: %s: score ssmax needs ssmax_s (H per-head scales in device memory)", fn,
-                          lssar_attn_name(d->kind));
-    return flash_emu_check_fused(d, fn);
+    int rc = attn_desc_check(d, fn);
+    return rc ? rc : flash_emu_check_fused(d, fn);
 }
 static int check_sizes(const char *fn, int B, int Tq, int Tk, int kvs, int H, int D) {
     if (B <= 0 || Tq <= 0 || H <= 0 || D <= 0 || Tq > Tk || kvs < Tk)
