@@ -22,6 +22,9 @@
 # UBSan too (measured: the quick mode takes about as long as without them, since the CUDA threads
 # are a pool of a few hundred pthreads, not one per thread and block).
 #
+# -include cuda_host.h (the object's rule) puts the shim ahead of the kernels' source, so that the
+# library's file includes nothing from tests/: the harness includes the library, not the reverse.
+#
 # LSSAR_HOST_EMU_FMA: the library's C flags ($(OPT) $(CFLAGS), e.g. NATIVE=1's -march=native) make
 # FMA instructions available, so GCC contracts a * b + c in the emulation (src/attn is built with
 # -ffp-contract=fast) and the test's bit-exact family compares within its allowance instead.
@@ -36,7 +39,7 @@ CUDA_HOST_CXXFLAGS := -DLSSAR_CUDA_HOST -std=c++17 -O2 -pthread -ffp-contract=of
 
 $(BUILD)/obj/tests/cuda_host/flash_attn.o: src/cuda/flash_attn.cu $(BUILD)/build-flags
 	@mkdir -p $(dir $@)
-	$(CXX) $(CUDA_HOST_CXXFLAGS) -MMD -MP -MF $@.d -MT $@ -x c++ -c $< -o $@
+	$(CXX) $(CUDA_HOST_CXXFLAGS) -include cuda_host.h -MMD -MP -MF $@.d -MT $@ -x c++ -c $< -o $@
 
 $(BUILD)/obj/tests/cuda_host/test_flash_host.o: tests/cuda_host/test_flash_host.cpp $(BUILD)/build-flags
 	@mkdir -p $(dir $@)

@@ -50,12 +50,15 @@
 #ifdef LSSAR_CUDA_HOST
 /* Host-test hooks: this block, the host branch of mma_bf16, and the FLASH_LAUNCH,
    FLASH_DYNAMIC_SHARED and FLASH_SHARED_ARRAY macros (nothing else in the file differs). Under
-   -DLSSAR_CUDA_HOST the file compiles as plain C++ (g++ -x c++, mk/cuda_host.mk) against
-   tests/cuda_host/cuda_host.h, which runs the kernels on the CPU (every CUDA thread a pthread) for
+   -DLSSAR_CUDA_HOST the file compiles as plain C++ (g++ -x c++, mk/cuda_host.mk) with the test
+   harness's CUDA shim force-included ahead of it (-include cuda_host.h: the library includes
+   nothing from tests/). The shim runs the kernels on the CPU (every CUDA thread a pthread) for
    tests/cuda_host/test_flash_host.cpp and renames the public entry points (cuda_host_attn_*,
    lssar_host_*) so that this copy links beside the library's. Under nvcc the macros expand to
    exactly the code they stand for (<<<>>>, extern __shared__, __shared__). */
-#include "../../tests/cuda_host/cuda_host.h"
+#ifndef LSSAR_TESTS_CUDA_HOST_H  // the shim's include guard
+#error "the -DLSSAR_CUDA_HOST build force-includes the CUDA shim (mk/cuda_host.mk: -include cuda_host.h)"
+#endif
 #define FLASH_LAUNCH(grid, block, smem, stream, ...) cuda_host_launch(__VA_ARGS__, grid, block, smem, stream)
 #define FLASH_DYNAMIC_SHARED(name) unsigned char *const name = cuda_host_dynamic_shared()
 #define FLASH_SHARED_ARRAY(type, name, n) type *const name = cuda_host_static_shared<type>(n)
