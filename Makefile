@@ -109,7 +109,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
-DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d) $(EXAMPLE_BIN:=.d)
+DEPS := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BUILD)/obj/tests/hooks.d $(TEST_BIN:=.d) $(BENCH_BIN:=.d) $(EXAMPLE_BIN:=.d)
 
 .PHONY: all lib test demo bench reproduce install clean deps python FORCE
 all: $(BUILD)/liblssar.a $(BUILD)/liblssar.so $(BUILD)/lssar $(BUILD)/link-libs
@@ -164,6 +164,12 @@ $(BUILD)/liblssar.so: $(LIB_OBJ) src/lssar.map
 $(BUILD)/lssar: $(CLI_OBJ) $(BUILD)/liblssar.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/liblssar.a $(LIBS)
 
+# The test build of the program: its objects and tests/hooks.c, which sets the library's test seams
+# from LSSAR_TEST_* variables (kills, NaNs, slow saves) for the shell tests; $(BUILD)/lssar has none.
+$(BUILD)/tests/lssar-hooks: $(CLI_OBJ) $(BUILD)/obj/tests/hooks.o $(BUILD)/liblssar.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/obj/tests/hooks.o $(BUILD)/liblssar.a $(LIBS)
+
 $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/liblssar.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/liblssar.a $(LIBS)
@@ -181,7 +187,7 @@ deps:
 	@bash scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(EXAMPLE_BIN) $(CUDA_HOST_TEST) $(BUILD)/tests/gpu/test_gpu $(BUILD)/bench/gpu_attn
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/tests/lssar-hooks $(EXAMPLE_BIN) $(CUDA_HOST_TEST) $(BUILD)/tests/gpu/test_gpu $(BUILD)/bench/gpu_attn
 	@BUILD=$(BUILD) bash tests/run.sh
 
 bench: all $(BENCH_BIN)

@@ -11,16 +11,19 @@
 # --seed S      seed of the kill times (bash $RANDOM), so a failure can be replayed
 # --keep        keep the work directory (printed)
 #
-# Half of the runs checkpoint every few steps with LSSAR_TEST_DELAY_SAVE_MS set (the writer sleeps
-# between writing each temporary file and renaming it, and between the two renames of a
-# checkpoint), so most of their kills land inside a checkpoint write; the others run at full speed
-# and are killed anywhere in the first half of a run's time. After each kill the script looks at the run directory to tell where the
-# kill landed (temporary files left: inside a file write; DIR/.ckpt-next/COMPLETE: between the
+# Half of the runs checkpoint every few steps with LSSAR_TEST_DELAY_SAVE_MS set, run by the test
+# build of the program (tests/hooks.c: the writer sleeps between writing each temporary file and
+# renaming it, and between the two renames of a checkpoint), so most of their kills land inside a
+# checkpoint write; the others run the program itself at full speed and are killed anywhere in the
+# first half of a run's time. After each kill the script looks at the run directory to tell where
+# the kill landed (temporary files left: inside a file write; DIR/.ckpt-next/COMPLETE: between the
 # renames of a pair), then resumes (`lssar train --resume --out DIR`, same flags). Once N kills are
-# done, the last resume runs to the end. Binary: $LSSAR_BIN, else build/lssar.
+# done, the last resume runs to the end. Binary: $LSSAR_BIN, else build/lssar; its test build:
+# $LSSAR_HOOKS_BIN, else tests/lssar-hooks beside it (`make test` builds it).
 # Prints "crash-test: K kills (...), weights bit-identical: yes|no" and exits 0 only if they are.
 cd "$(dirname "$0")/.."
 LSSAR=${LSSAR_BIN:-build/lssar}
+HOOKS=${LSSAR_HOOKS_BIN:-$(dirname "$LSSAR")/tests/lssar-hooks}
 kills_wanted=100 scale=small seed=$$ keep=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -28,11 +31,12 @@ while [ $# -gt 0 ]; do
     --scale) scale=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "crash-test: unknown flag $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [ -x "$LSSAR" ] || { echo "crash-test: $LSSAR is not built (make, or set LSSAR_BIN)" >&2; exit 2; }
+[ -x "$HOOKS" ] || { echo "crash-test: $HOOKS is not built (make $HOOKS, or set LSSAR_HOOKS_BIN)" >&2; exit 2; }
 RANDOM=$seed
 case $scale in
   tiny) MODEL="--layers 1 --heads 2 --dim 32 --seq 32 --batch 4 --steps 200 --save-every 4"; TOKENS=20000; DELAY=10 ;;
@@ -62,11 +66,11 @@ while :; do
     break
   fi
   if [ $((lives % 2)) -eq 1 ]; then   # slow saves: kill within ~0.05..0.45 s, mostly inside a write
-    delay=$DELAY; max_ms=450
+    bin=$HOOKS; max_ms=450
   else                                # full speed: anywhere in the first ~1.5 reference runs
-    delay=0; max_ms=$(( ref_ms / 2 + 20 ))
+    bin=$LSSAR; max_ms=$(( ref_ms / 2 + 20 ))
   fi
-  LSSAR_TEST_DELAY_SAVE_MS=$delay "$LSSAR" train $F --out "$run" $resume 2>"$work/life.err" &
+  LSSAR_TEST_DELAY_SAVE_MS=$DELAY "$bin" train $F --out "$run" $resume 2>"$work/life.err" &
   pid=$!
   ms=$(( 5 + RANDOM % max_ms ))
   sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"

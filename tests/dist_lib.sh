@@ -1,9 +1,11 @@
 # dist_lib.sh - what the tests under mpirun share (sourced by tests/test_dist*.sh, which set
-# suite=NAME first): the lssar binary ($LSSAR_BIN, else build/lssar), the check counters and
+# suite=NAME first): the lssar binary ($LSSAR_BIN, else build/lssar) and its test build with the
+# hooks of tests/hooks.c ($LSSAR_HOOKS_BIN, else tests/lssar-hooks beside it), the check counters and
 # their summary line "NAME: N passed, M failed" (finish), a scratch folder $tmp removed at exit,
 # Open MPI's settings for CI containers, and $MPI, the launch line for 2 ranks on 2 cores.
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 LSSAR=$(realpath "${LSSAR_BIN:-build/lssar}")
+HOOKS=$(realpath -m "${LSSAR_HOOKS_BIN:-$(dirname "$LSSAR")/tests/lssar-hooks}")
 pass=0; fail=0
 ok() { pass=$((pass + 1)); echo "ok - $1"; }
 bad() { fail=$((fail + 1)); echo "not ok - $1"; [ -n "$2" ] && printf '%s\n' "$2" | tail -8 | sed 's/^/    /'; }

@@ -12,9 +12,11 @@
 #      the last checkpoint is intact and resumes to the uninterrupted run's weights;
 #   5. one clear error for: ranks started with different flags; a shard one rank cannot read; a
 #      command that does not run distributed.
-# Binary: $LSSAR_BIN, else build/lssar. Ends with "test_dist: N passed, M failed".
+# Binary: $LSSAR_BIN, else build/lssar; the overlap and the killed rank: its test build with the
+# hooks of tests/hooks.c ($LSSAR_HOOKS_BIN). Ends with "test_dist: N passed, M failed".
 suite=test_dist
 source "$(dirname "$0")/dist_lib.sh"
+if [ ! -x "$HOOKS" ]; then bad "$HOOKS is built (make $HOOKS)"; finish; fi
 # a model of about 7 blocks of GPT_NORM_BLOCK floats, so that each rank owns a real part
 "$LSSAR" data synth --tokens 20000 --alphabet 15 --out "$tmp/train.bin" >/dev/null 2>&1
 F="--data $tmp/train.bin --layers 2 --heads 2 --dim 128 --vocab 16 --seq 32 --batch 4 --steps 8 --lr 3e-3 --seed 7 --threads 1 --quiet"
@@ -39,7 +41,7 @@ $MPI "$LSSAR" train $F $V --out "$tmp/two_v" >/dev/null 2>&1
 vl() { grep -o '"val_loss":[^,]*' "$1/log.jsonl" | tr '\n' ' '; }
 [ "$(vl "$tmp/one_v")" = "$(vl "$tmp/two_v")" ] && [ "$(vl "$tmp/one_v" | wc -w)" = 2 ]
 check $? "so are the validation losses, their batches split over the ranks: $(vl "$tmp/two_v")"
-out=$($MPI -x LSSAR_TEST_OVERLAP=1 "$LSSAR" train $F --out "$tmp/two_b" 2>&1); rc=$?
+out=$($MPI -x LSSAR_TEST_OVERLAP=1 "$HOOKS" train $F --out "$tmp/two_b" 2>&1); rc=$?
 same "$tmp/one" "$tmp/two_b"; r2=$?
 check $((rc || r2)) "with the gradient sums started inside the backward (buckets, as on GPUs): the same bits" "$out"
 "$LSSAR" train $F --accum 4 --out "$tmp/one4" >/dev/null 2>&1
@@ -73,7 +75,7 @@ check $? "a step of 1 micro-batch is refused on 2 ranks, saying why" "$out"
 # ---- 4. a killed rank
 "$LSSAR" train $F --steps 10 --out "$tmp/ref10" >/dev/null 2>&1
 t0=$SECONDS
-out=$($MPI -x LSSAR_TEST_KILL_RANK=1 -x LSSAR_TEST_KILL_AT_STEP=6 "$LSSAR" train ${F/--accum 1/} --batch 2 --steps 10 --save-every 2 --out "$tmp/k" 2>&1); rc=$?
+out=$($MPI -x LSSAR_TEST_KILL_RANK=1 -x LSSAR_TEST_KILL_AT_STEP=6 "$HOOKS" train ${F/--accum 1/} --batch 2 --steps 10 --save-every 2 --out "$tmp/k" 2>&1); rc=$?
 dt=$((SECONDS - t0))
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $dt -lt 60 ] && grep -q 'rank 1' <<<"$out"
 check $? "rank 1 killed at step 6: the job exits ($rc) in ${dt} s, naming rank 1" "$out"

@@ -14,15 +14,20 @@
 # Needs root, `ip` (iproute2) and a kernel that allows network namespaces and veth pairs; where the
 # namespaces or the veth pair cannot be made it prints "test_dist_netns: SKIP (reason)" and exits 0.
 # Every other failure (no mpirun, a build without MPI, a failed run) fails.
-# Binary: $LSSAR_BIN, else build/lssar. Ends with "test_dist_netns: N passed, M failed".
+# Binary: $LSSAR_BIN, else build/lssar; the killed rank: its test build with the hooks of
+# tests/hooks.c ($LSSAR_HOOKS_BIN, else tests/lssar-hooks beside it). Ends with
+# "test_dist_netns: N passed, M failed".
 cd "$(dirname "$0")/.."
 LSSAR=$(realpath "${LSSAR_BIN:-build/lssar}")
+HOOKS=$(realpath -m "${LSSAR_HOOKS_BIN:-$(dirname "$LSSAR")/tests/lssar-hooks}")
 pass=0; fail=0
 ok() { pass=$((pass + 1)); echo "ok - $1"; }
 bad() { fail=$((fail + 1)); echo "not ok - $1"; [ -n "$2" ] && printf '%s\n' "$2" | tail -8 | sed 's/^/    /'; }
 check() { if [ "$1" -eq 0 ]; then ok "$2"; else bad "$2" "$3"; fi; }
 skip() { echo "test_dist_netns: SKIP ($1)"; echo "test_dist_netns: 0 passed, 0 failed"; exit 0; }
-if [ ! -x "$LSSAR" ]; then echo "test_dist_netns: $LSSAR is not built"; echo "test_dist_netns: 0 passed, 1 failed"; exit 1; fi
+for b in "$LSSAR" "$HOOKS"; do
+  if [ ! -x "$b" ]; then echo "test_dist_netns: $b is not built"; echo "test_dist_netns: 0 passed, 1 failed"; exit 1; fi
+done
 
 # ---- the namespaces: only here may the test skip
 [ "$(id -u)" -eq 0 ] || skip "not root: network namespaces need CAP_SYS_ADMIN"
@@ -115,7 +120,7 @@ check $((rc || r2)) "--zero 1 across the veth = 1 process x accum 2, bit for bit
 
 # ---- 4. rank 1, in the other namespace, killed
 t0=$SECONDS
-out=$("${MPI[@]}" -x LSSAR_TEST_KILL_RANK=1 -x LSSAR_TEST_KILL_AT_STEP=4 "$LSSAR" train $F --save-every 2 --out "$tmp/k" 2>&1); rc=$?
+out=$("${MPI[@]}" -x LSSAR_TEST_KILL_RANK=1 -x LSSAR_TEST_KILL_AT_STEP=4 "$HOOKS" train $F --save-every 2 --out "$tmp/k" 2>&1); rc=$?
 dt=$((SECONDS - t0))
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $dt -lt 60 ] && grep -q 'rank 1' <<<"$out"
 check $? "rank 1 in $nsB killed at step 4: mpirun exits ($rc) in ${dt} s, naming rank 1" "$out"

@@ -4,15 +4,18 @@
 # report, a rerun that continues, a killed run resumed bit for bit; the orbits-109m recipe; the
 # full-size commands printed on the CPU; and --device on every command that runs a model
 # (issue 14: cuda without a GPU exits 2 and says so, auto falls back to the CPU).
-# Binary: $LSSAR_BIN, else $BUILD/lssar (build/). Ends with "test_recipe: N passed, M failed".
+# Binary: $LSSAR_BIN, else $BUILD/lssar (build/); the killed run: its test build with the hooks of
+# tests/hooks.c ($LSSAR_HOOKS_BIN, else tests/lssar-hooks beside it). Ends with
+# "test_recipe: N passed, M failed".
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
 LSSAR=${LSSAR_BIN:-$B/lssar}
+HOOKS=${LSSAR_HOOKS_BIN:-$(dirname "$LSSAR")/tests/lssar-hooks}
 pass=0; fail=0
 ok() { pass=$((pass + 1)); echo "ok - $1"; }
 bad() { fail=$((fail + 1)); echo "not ok - $1"; [ -n "$2" ] && printf '%s\n' "$2" | tail -8 | sed 's/^/    /'; }
 finish() { echo "test_recipe: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit $?; }
-if [ ! -x "$LSSAR" ]; then echo "test_recipe: $LSSAR is not built"; fail=1; finish; fi
+for b in "$LSSAR" "$HOOKS"; do [ -x "$b" ] || { echo "test_recipe: $b is not built"; fail=1; finish; }; done
 tmp=$(mktemp -d /tmp/lssar_recipe_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
@@ -60,7 +63,7 @@ if [ $rc -eq 0 ] && grep -q -- '--resume' <<<"$out" && grep -q 'nothing to do' <
 else bad "rerun (exit $rc)" "$out"; fi
 
 # 3. a run killed at step 7 (after the checkpoint of step 5) and rerun equals one uninterrupted run
-out=$(LSSAR_TEST_KILL_AT_STEP=7 LSSAR_TEST_KILL_RANK=0 "$LSSAR" "${R[@]}" --out "$tmp/k" 2>&1); rc=$?
+out=$(LSSAR_TEST_KILL_AT_STEP=7 LSSAR_TEST_KILL_RANK=0 "$HOOKS" "${R[@]}" --out "$tmp/k" 2>&1); rc=$?
 out2=$("$LSSAR" "${R[@]}" --out "$tmp/k" 2>&1); rc2=$?
 if [ $rc -ne 0 ] && [ $rc2 -eq 0 ] && grep -q 'steps 6\.\.10' <<<"$out2" && cmp -s "$tmp/model.first" "$tmp/k/train/model.safetensors"; then
   ok "killed at step 7, rerun: resumes at step 6 and ends with the uninterrupted run's model, bit for bit"

@@ -65,9 +65,7 @@ static const char *ABOUT =
     "interrupted move. A run holds a lock on --out/.lock: a second run on the same --out refuses\n"
     "(naming the process that holds it); the lock of a killed run is gone with it. A failed write\n"
     "(disk full, file size limit) stops the run with a message naming the file; the previous\n"
-    "checkpoint stays intact. Test hooks (environment): LSSAR_TEST_DELAY_SAVE_MS=N sleeps N ms inside\n"
-    "each checkpoint write; LSSAR_TEST_NAN_AT_STEP=K / LSSAR_TEST_NAN_GRAD_AT_STEP=K make step K's\n"
-    "loss / a gradient NaN.\n"
+    "checkpoint stays intact.\n"
     "\n"
     "Exit status: 0 done, 2 bad flags, 1 other errors (bad files, disk full, --out in use),\n"
     "3 the loss or gradient became NaN/Inf: nothing is saved, the last checkpoint is left as it was.";

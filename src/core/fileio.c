@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include "util.h"
 
@@ -27,18 +26,7 @@ const char *lssar_io_hint(int err) {
     }
 }
 
-void lssar_test_delay_save(void) {
-    static long ms = -1;
-    if (ms < 0) {
-        const char *e = getenv("LSSAR_TEST_DELAY_SAVE_MS");
-        ms = e && *e ? atol(e) : 0;
-        if (ms < 0) ms = 0;
-    }
-    if (ms > 0) {
-        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-    }
-}
+void (*lssar_save_pause)(void);
 
 int lssar_afile_open(lssar_afile *a, const char *path) {
     a->f = NULL; a->path = a->tmp = NULL;
@@ -77,7 +65,7 @@ int lssar_afile_commit(lssar_afile *a) {
         rc = lssar_fail(LSSAR_E_IO, "closing %s failed: %s (%s)", a->path, strerror(e), lssar_io_hint(e));
     }
     a->f = NULL;
-    if (rc == 0) lssar_test_delay_save();   // tests: a kill lands between the write and the rename
+    if (rc == 0 && lssar_save_pause) lssar_save_pause();   // tests: a kill lands before the rename
     if (rc == 0 && rename(a->tmp, a->path) != 0) {
         e = errno;
         rc = lssar_fail(LSSAR_E_IO, "renaming %s to %s failed: %s", a->tmp, a->path, strerror(e));

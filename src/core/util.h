@@ -53,11 +53,11 @@ int lssar_fsync_dir_of(const char *path);
 /* What to do about a failed write with errno err: "no space left: the disk is full; ..." for
    ENOSPC, the file size limit for EFBIG (writers name the file, strerror(err) and this). */
 const char *lssar_io_hint(int err);
-/* Test hook: sleep LSSAR_TEST_DELAY_SAVE_MS milliseconds (read once; unset or 0: no sleep).
-   lssar_afile_commit calls it between writing the temporary file and renaming it, and the trainer
-   between the renames of a checkpoint, so that a test's kill -9 lands inside a checkpoint write
-   (tests/test_crash.sh). Never set in normal use. */
-void lssar_test_delay_save(void);
+/* Test seam: where a checkpoint write can be caught half done. lssar_afile_commit calls it between
+   writing the temporary file and renaming it, the trainer between the two renames of a checkpoint
+   pair. NULL (no call) in the library and the program; the test build of the program sets it
+   (tests/hooks.c), so that a test's kill -9 lands inside a write. */
+extern void (*lssar_save_pause)(void);
 /* Create a directory and its parents (mkdir -p). */
 int lssar_mkdirs(const char *path);
 /* The folder above the one this code was loaded from (liblssar.so or the program linked with it):

@@ -915,19 +915,32 @@ float gpt_clip_grad_norm(gpt *m, float max_norm) {
     return norm;
 }
 
+int gpt_adamw_check(float beta1, float beta2, float eps) {
+    if (beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0) return 0;
+    return lssar_fail(LSSAR_E_ARG, "AdamW needs 0 <= beta1, beta2 < 1 and eps > 0 (got %g, %g, %g)",
+                      (double)beta1, (double)beta2, (double)eps);
+}
+
+void gpt_adamw_part(gpt *m, size_t lo, size_t n, const float *grads, float *mom_m, float *mom_v, int t,
+                    float lr, float beta1, float beta2, float eps, float wd) {
+    for (int i = 0; i < m->nt; i++) {
+        const gpt_tensor *tt = &m->t[i];
+        size_t a = tt->off > lo ? tt->off : lo, b = tt->off + tt->numel;
+        if (b > lo + n) b = lo + n;
+        if (a >= b) continue;
+        m->be->adamw(m->ctx, m->params_mem + a, grads + (a - lo), mom_m + (a - lo), mom_v + (a - lo), b - a,
+                     t, lr, beta1, beta2, eps, tt->decay ? wd : 0.0f);
+    }
+}
+
 int gpt_adamw_step(gpt *m, int t, float lr, float beta1, float beta2, float eps, float weight_decay) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_adamw_step: model is NULL");
     if (t < 1) return lssar_fail(LSSAR_E_ARG, "gpt_adamw_step: step t = %d; steps count from 1", t);
-    if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0))
-        return lssar_fail(LSSAR_E_ARG, "gpt_adamw_step: need 0 <= beta1, beta2 < 1 and eps > 0 (got %g, %g, %g)",
-                          (double)beta1, (double)beta2, (double)eps);
-    int rc = ensure_opt_state(m);
+    int rc = gpt_adamw_check(beta1, beta2, eps);
+    if (!rc) rc = ensure_opt_state(m);
     if (rc) return rc;
-    for (int i = 0; i < m->nt; i++) {
-        const gpt_tensor *tt = &m->t[i];
-        m->be->adamw(m->ctx, m->params_mem + tt->off, m->grads_mem + tt->off, m->adam_m + tt->off,
-                     m->adam_v + tt->off, tt->numel, t, lr, beta1, beta2, eps, tt->decay ? weight_decay : 0.0f);
-    }
+    gpt_adamw_part(m, 0, m->nfloats, m->grads_mem, m->adam_m, m->adam_v, t, lr, beta1, beta2, eps,
+                   weight_decay);
     return 0;
 }
 

@@ -158,6 +158,8 @@ float gpt_clip_grad_norm(gpt *m, float max_norm);
 /* One AdamW step (t = 1, 2, ...): decoupled weight decay on 2-D weight matrices only (not
    biases, LayerNorm, SSMax scales; embeddings count as 2-D). */
 int gpt_adamw_step(gpt *m, int t, float lr, float beta1, float beta2, float eps, float weight_decay);
+/* 0 if AdamW can run with these (0 <= beta1, beta2 < 1 and eps > 0), else LSSAR_E_ARG saying so. */
+int gpt_adamw_check(float beta1, float beta2, float eps);
 
 /* Incremental decoding: a KV cache holds the keys and values (after RoPE) of every layer for B
    sequences of up to max_T positions. gpt_decode feeds T new positions of every sequence (tokens

@@ -227,14 +227,7 @@ int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta
         return gpt_adamw_step(m, t, lr, beta1, beta2, eps, wd);
     }
     // ZeRO-1: the tensors (or their pieces) in this rank's part, then everyone's parameters
-    for (int i = 0; i < m->nt; i++) {
-        const gpt_tensor *tt = &m->t[i];
-        size_t a = tt->off > lo ? tt->off : lo, b = tt->off + tt->numel;
-        if (b > lo + n) b = lo + n;
-        if (a >= b) continue;
-        be->adamw(m->ctx, m->params_mem + a, dp->total + (a - lo), dp->mom_m + (a - lo), dp->mom_v + (a - lo),
-                  b - a, t, lr, beta1, beta2, eps, tt->decay ? wd : 0.0f);
-    }
+    gpt_adamw_part(m, lo, n, dp->total, dp->mom_m, dp->mom_v, t, lr, beta1, beta2, eps, wd);
     m->fbackward_ready = 0;
     m->fhidden = 0;
     double t0 = lssar_now();

@@ -77,8 +77,8 @@ void gpt_dp_drop_moments(gpt_dp *dp);
 /* Floats of AdamW moments this rank keeps (2 x its part under zero 1, 2 x all of them else). */
 size_t gpt_dp_moment_floats(const gpt_dp *dp);
 /* Turn the buckets inside the backward on or off (the default: on where the backend has
-   dist_wait). Either gives the same bits; the test hook LSSAR_TEST_OVERLAP=1 of the trainer turns
-   them on, so the bucketed path is tested on the CPU too. */
+   dist_wait). Either gives the same bits; the test build of the program turns them on
+   (LSSAR_TEST_OVERLAP=1, tests/hooks.c), so the bucketed path is tested on the CPU too. */
 void gpt_dp_overlap(gpt_dp *dp, int on);
 /* Seconds this rank spent in the gradient and parameter collectives so far (waiting for the other
    ranks included; a job of one rank: the local copies). */

@@ -141,6 +141,11 @@ struct gpt_kvcache {
 /* The sums of squares of x's (n floats, backend memory) blocks of GPT_NORM_BLOCK, into m->norm_ss
    (grown as needed; backend memory, nothing waits); *nb of them. 0 or LSSAR_E_NOMEM. */
 int gpt_block_sums(gpt *m, const float *x, size_t n, size_t *nb);
+/* The AdamW step of every caller (gpt_adamw_step: the whole model; ZeRO-1: a rank's part): each
+   tensor, or its piece, in the flat range [lo, lo + n) of the parameters, its weight decay only if
+   it takes one. grads, mom_m and mom_v (backend memory) hold that range: their index 0 is lo. */
+void gpt_adamw_part(gpt *m, size_t lo, size_t n, const float *grads, float *mom_m, float *mom_v, int t,
+                    float lr, float beta1, float beta2, float eps, float wd);
 /* The mean loss of a loss accumulator (sum, count) downloaded from the device (gpt_get_loss's). */
 float gpt_loss_of(const double acc[2]);
 int gpt_acts_alloc(gpt *m, int N, int T, int train, gpt_acts *a);

@@ -52,7 +52,9 @@
 #include "../core/util.h"
 #include "../model/gpt.h"
 #include "../model/checkpoint.h"
+#include "../model/gpt_dp.h"
 #include "dataloader.h"
+#include "rundir.h"
 
 /* ------------------------------------------------------------ data sources */
 /* A source of training batches. next_batch fills inputs and targets (B, T, C) with B windows
@@ -170,24 +172,16 @@ typedef struct {
 
 int train_run(const train_opts *o, train_result *r);
 
-/* Crash safety of a run directory (train_run does all of this itself):
-   - train_dir_lock takes an exclusive flock on DIR/.lock (DIR must exist), held until
-     train_dir_unlock; a second process gets LSSAR_E_IO with a message naming the holder's pid. The
-     kernel releases it when the holder dies, so a killed run never blocks its resume. Counted per
-     process: taking it again in the same process succeeds.
-   - Checkpoints are written as a pair into DIR/.ckpt-next/, marked whole (COMPLETE), then renamed
-     into DIR; train_recover (call it holding the lock, before reading DIR) completes a move that a
-     kill interrupted and removes what killed writers left (temporary files, an unmarked pair). So
-     after a kill at any moment, DIR holds the last checkpoint whole, both files at the same step.
-   - On resume, log.jsonl loses the lines of steps after the checkpoint (they are run again).
-   - A failed write (disk full: ENOSPC; a file size limit: EFBIG) stops the run with LSSAR_E_IO,
-     naming the file and the fix; the previous checkpoint stays as it was.
-   Test hooks (environment, tests/test_crash.sh only): LSSAR_TEST_NAN_AT_STEP=k makes step k's loss
-   NaN, LSSAR_TEST_NAN_GRAD_AT_STEP=k one of its gradients; LSSAR_TEST_DELAY_SAVE_MS (util.h) slows
-   every checkpoint write so that a kill lands inside it. */
-int train_dir_lock(const char *dir);
-void train_dir_unlock(const char *dir);
-int train_recover(const char *dir, int quiet);
+/* Test seams of train_run: points where a test injects a fault (a NaN, a killed rank) through the
+   real trainer. All NULL in the library and the program; the test build of the program sets them
+   (tests/hooks.c), and so may a test program. */
+typedef struct {
+    void (*step_start)(int64_t step);                    // before the step's first micro-batch
+    int (*grads_done)(gpt *m, int64_t step, int micro);  // after each micro-batch's backward
+    double (*step_loss)(int64_t step, double loss);      // the step's summed loss -> the one checked
+    void (*dp_ready)(gpt_dp *dp);                        // the data-parallel state, once made
+} train_hooks;
+extern train_hooks train_test_hooks;
 
 /* The schedule above for a train_state; step is 1-based (train_lr_at of train_schedule_of). */
 float train_lr(const train_state *s, int64_t step);
