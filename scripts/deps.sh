@@ -5,10 +5,19 @@
 #      --system-site-packages, so Debian's python3-torch/numpy/scipy/sympy stay visible) holding
 #      the pinned PyPI packages of scripts/requirements.txt (tiktoken, regex). Nothing is ever
 #      pip-installed into the system interpreter. .venv is made again only if missing or broken.
+#   3. with --torch2 (the tests that need it ask for it), also a second environment .venv-torch2
+#      with a modern PyTorch (scripts/requirements-torch2.txt: torch 2.13, lm-evaluation-harness,
+#      transformers), made without the system site packages so that Debian's torch 1.13 stays out.
 # Quiet when everything is present. LSSAR_VENV overrides the environment's folder (default .venv
-# in the repository root).
+# in the repository root), LSSAR_VENV_TORCH2 the second one's (default .venv-torch2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+torch2=0
+case "${1:-}" in
+  --torch2) torch2=1 ;;
+  "") ;;
+  *) echo "deps.sh: unknown argument '$1' (--torch2 or nothing)" >&2; exit 2 ;;
+esac
 pkgs=(build-essential pkg-config libopenblas-openmp-dev libcjson-dev libpcre2-dev zlib1g-dev gnuplot-nox
       python3-torch python3-numpy python3-scipy python3-sympy python3-pip python3-venv nettle-dev qemu-user
       clang libclang-rt-14-dev libomp-14-dev valgrind
@@ -24,29 +33,45 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# ---- the virtual environment
-VENV=${LSSAR_VENV:-.venv}
-REQ=scripts/requirements.txt
+# ---- the virtual environments
 PY=/usr/bin/python3
 [ -x "$PY" ] || { echo "lssar: $PY is missing (Debian package python3)" >&2; exit 1; }
-if ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' >/dev/null 2>&1 ||
-   ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
-  if [ -e "$VENV" ]; then echo "lssar: $VENV is broken; making it again" >&2; rm -rf "$VENV"; fi
-  echo "lssar: creating the Python virtual environment $VENV (system site packages visible)" >&2
-  "$PY" -m venv --system-site-packages "$VENV" ||
-    { echo "lssar: python3 -m venv failed (Debian package python3-venv)" >&2; exit 1; }
-fi
-# Pinned "name==version" lines; install those whose installed version differs.
-want=()
-while read -r line; do
-  line=${line%%#*}; line=${line//[[:space:]]/}
-  [ -n "$line" ] || continue
-  name=${line%%==*} ver=${line#*==}
-  have=$("$VENV/bin/python" -c 'import sys, importlib.metadata as m; print(m.version(sys.argv[1]))' "$name" 2>/dev/null || true)
-  [ "$have" = "$ver" ] || want+=("$line")
-done <"$REQ"
-if [ ${#want[@]} -gt 0 ]; then
-  echo "lssar: installing into $VENV from PyPI: ${want[*]}" >&2
-  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install -q --no-deps "${want[@]}" >&2 ||
-    { echo "lssar: pip install into $VENV failed: is PyPI reachable (network, proxy, pip config list)?" >&2; exit 1; }
-fi
+# venv_sync DIR REQUIREMENTS [VENV FLAGS]: make DIR if missing or broken, then install the pinned
+# "name==version" lines whose installed version differs.
+venv_sync() {
+  local venv=$1 req=$2; shift 2
+  if ! "$venv/bin/python" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' >/dev/null 2>&1 ||
+     ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    if [ -e "$venv" ]; then echo "lssar: $venv is broken; making it again" >&2; rm -rf "$venv"; fi
+    echo "lssar: creating the Python virtual environment $venv${1:+ ($*)}" >&2
+    "$PY" -m venv "$@" "$venv" ||
+      { echo "lssar: python3 -m venv failed (Debian package python3-venv)" >&2; exit 1; }
+  fi
+  local want=()
+  # one interpreter for every line (the torch2 list has a hundred)
+  mapfile -t want < <("$venv/bin/python" - "$req" <<'PYEOF'
+import sys, importlib.metadata as m
+for line in open(sys.argv[1]):
+    line = "".join(line.split("#")[0].split())
+    if not line:
+        continue
+    name, ver = line.split("==")
+    try:
+        have = m.version(name)
+    except m.PackageNotFoundError:
+        have = None
+    if have != ver:
+        print(line)
+PYEOF
+)
+  if [ ${#want[@]} -gt 0 ]; then
+    echo "lssar: installing into $venv from PyPI: ${want[*]}" >&2
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q --no-deps "${want[@]}" >&2 ||
+      { echo "lssar: pip install into $venv failed: is PyPI reachable (network, proxy, pip config list)?" >&2; exit 1; }
+  fi
+}
+# --system-site-packages: Debian's python3-torch/numpy/scipy/sympy stay visible
+venv_sync "${LSSAR_VENV:-.venv}" scripts/requirements.txt --system-site-packages
+# the modern PyTorch on its own: nothing of Debian's site packages (torch 1.13, numpy) in it
+[ "$torch2" = 1 ] && venv_sync "${LSSAR_VENV_TORCH2:-.venv-torch2}" scripts/requirements-torch2.txt
+exit 0

@@ -7,7 +7,9 @@
 #      `make gpu-portable` links those libraries statically), with the reason logged;
 #   3. make test-gpu (tests/gpu/test_gpu.c: every CUDA function against the CPU backend);
 #   4. bench/gpu_attn (our attention forward + backward, bf16) and scripts/gpu_attn_torch.py
-#      (SDPA flash and plain-PyTorch LSSAR at the same shapes, in the same run);
+#      (SDPA flash and plain-PyTorch LSSAR at the same shapes, in the same run); then, a step of
+#      its own, LSSA and LSSAR in FlexAttention (scripts/flex_attn_torch.py, compiled; its
+#      forward and gradients checked against the float64 reference first);
 #   5. GPT-2 124M training throughput (B = 16, T = 1024, bf16): `lssar bench --device cuda` for
 #      softmax and lssar, and scripts/gpt2_torch_bench.py (PyTorch eager and torch.compile) in
 #      the same call: tokens/s, MFU, peak memory; then `lssar eval --device cuda` at T = 16384 on a
@@ -28,7 +30,7 @@
 # GPU_CHECK_TORCH_ARGS extra arguments for the two benchmarks (smaller shapes for a dry run);
 # GPU_CHECK_TRAIN_ARGS, GPU_CHECK_TORCH_TRAIN_ARGS, GPU_CHECK_EVAL_ARGS the same for lssar bench,
 # gpt2_torch_bench.py and the 16k evaluation's train (GPU_CHECK_EVAL_DEVICE=cpu: both on the CPU,
-# for a dry run); GPU_CHECK_SKIP=step,... leaves steps out (test-gpu, bench, torch, train124m,
+# for a dry run); GPU_CHECK_SKIP=step,... leaves steps out (test-gpu, bench, torch, flex, train124m,
 # torch124m, eval16k, memcheck, racecheck, dist2), e.g. a second run for the timings alone.
 # Exit: 0 all checks passed (or no GPU), 1 a check failed or a step could not run, 3 no GPU
 # with GPU_CHECK_REQUIRE_GPU=1. Missed performance goals are reported, not an exit code.
@@ -295,7 +297,7 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
       local libarg=()
       [ -n "$LIBSO" ] && nm -D "$LIBSO" 2>/dev/null | grep -q ' T lssar_attn_forward_cuda' && libarg=(--lib "$LIBSO")
       # shellcheck disable=SC2086
-      run_timed "$pt" "$WORK/torch.log" "$PY" scripts/gpu_attn_torch.py --iters "$ITERS" ${GPU_CHECK_TORCH_ARGS:-} --json "$WORK/torch.json" "${libarg[@]}"
+      run_timed "$pt" "$WORK/torch.log" "$PY" scripts/gpu_attn_torch.py --impls sdpa,plain --iters "$ITERS" ${GPU_CHECK_TORCH_ARGS:-} --json "$WORK/torch.json" "${libarg[@]}"
       local rc=$?
       if timed_out $rc; then record torch timeout $((SECONDS - t0)) "timed out after $pt s"
       elif [ $rc -eq 0 ] && grep -q '^SKIP' "$WORK/torch.log"; then
@@ -306,6 +308,26 @@ print(":".join(x for x in d if os.path.isdir(x)))' 2>/dev/null)
     fi
   else
     record torch not_run 0 "no python3"
+  fi
+  # FlexAttention on its own time limit: compiling its kernels (two LSSAR calls, forward and
+  # backward, per length) takes a while, and a slow compile must not cost the SDPA figures
+  hdr "scripts/gpu_attn_torch.py --impls flex (LSSA and LSSAR in FlexAttention)"
+  t0=$SECONDS
+  if skip_step flex; then :
+  elif [ -n "$PY" ]; then
+    local ft; ft=$(allot 120 130)
+    if [ "$ft" = 0 ]; then record flex skipped 0 "out of time budget"; else
+      # shellcheck disable=SC2086
+      run_timed "$ft" "$WORK/flex.log" "$PY" scripts/gpu_attn_torch.py --impls flex --iters "$ITERS" ${GPU_CHECK_TORCH_ARGS:-} --json "$WORK/flex.json"
+      local rc=$?
+      if timed_out $rc; then record flex timeout $((SECONDS - t0)) "timed out after $ft s (the rows measured before are kept)"
+      elif [ $rc -eq 0 ] && grep -q '^SKIP' "$WORK/flex.log"; then record flex skipped $((SECONDS - t0)) "$(grep -m1 '^SKIP' "$WORK/flex.log")"
+      elif [ $rc -ne 0 ]; then record flex failed $((SECONDS - t0)) "exit $rc: $(tail -1 "$WORK/flex.log")"
+      elif grep -qE 'DISAGREE|check FAILED' "$WORK/flex.log"; then record flex failed $((SECONDS - t0)) "$(grep -m1 -E 'DISAGREE|check FAILED' "$WORK/flex.log")"
+      else record flex ok $((SECONDS - t0)) ""; fi
+    fi
+  else
+    record flex not_run 0 "no python3"
   fi
 
 
@@ -478,7 +500,7 @@ for fname, rerun in (("test_gpu.jsonl", False), ("test_gpu_rest.jsonl", True)):
         elif "info" in r: infos.append(r["info"])
         else: checks.append(r)
 failed = [c for c in checks if not c.get("pass")]
-bench, torch = load("gpu_attn.json"), load("torch.json")
+bench, torch, flex = load("gpu_attn.json"), load("torch.json"), load("flex.json")
 train124m, torch124m, eval16k = load("train124m.json"), load("torch124m.json"), load("eval16k.json")
 # sanitizer summaries
 san = {}
@@ -492,10 +514,11 @@ GOALS = {"softmax": 1.1, "lssa": 1.2, "lssar": 1.3}
 rows, goals = [], []
 sdpa = {r["T"]: r for r in (torch or {}).get("results", []) if r.get("impl") == "sdpa_flash" and r.get("valid")}
 plain = {r["T"]: r for r in (torch or {}).get("results", []) if r.get("impl") == "plain_lssar"}
+flexr = {(r["impl"], r["T"]): r for r in (flex or {}).get("results", []) if r.get("impl", "").startswith("flex_")}
 ours = {}
 for r in (bench or {}).get("results", []):
     ours[(r["kind"], r["T"])] = r
-for T in sorted({k[1] for k in ours} | set(sdpa)):
+for T in sorted({k[1] for k in ours} | set(sdpa) | {k[1] for k in flexr}):
     row = {"T": T, "B": (sdpa.get(T) or {}).get("B") or next((r["B"] for (k, t), r in ours.items() if t == T), None),
            "sdpa_fwdbwd_ms": sdpa[T]["fwdbwd_ms"] if T in sdpa else None,
            "sdpa_fwd_ms": sdpa[T]["fwd_ms"] if T in sdpa else None}
@@ -503,6 +526,11 @@ for T in sorted({k[1] for k in ours} | set(sdpa)):
     row["plain_lssar_fwdbwd_ms"] = p.get("fwdbwd_ms") if p and p.get("valid") else None
     row["plain_lssar_peak_gib"] = p.get("peak_gib") if p and p.get("valid") else None
     row["plain_lssar_note"] = (p.get("skipped") or p.get("error")) if p and not p.get("valid") else None
+    for fk in ("lssa", "lssar"):
+        fr = flexr.get((f"flex_{fk}", T))
+        row[f"flex_{fk}_fwdbwd_ms"] = fr.get("fwdbwd_ms") if fr and fr.get("valid") else None
+        row[f"flex_{fk}_fwd_ms"] = fr.get("fwd_ms") if fr and fr.get("valid") else None
+        row[f"flex_{fk}_note"] = (fr.get("skipped") or fr.get("error")) if fr and not fr.get("valid") else None
     for kind, lim in GOALS.items():
         o = ours.get((kind, T))
         ms = o["fwdbwd_ms"] if o and o.get("valid") else None
@@ -516,6 +544,8 @@ for T in sorted({k[1] for k in ours} | set(sdpa)):
         goals.append(g)
         if kind == "lssar" and ms and row["plain_lssar_fwdbwd_ms"]:
             row["plain_lssar_over_ours"] = row["plain_lssar_fwdbwd_ms"] / ms
+        if kind in ("lssa", "lssar") and ms and row[f"flex_{kind}_fwdbwd_ms"]:
+            row[f"flex_{kind}_over_ours"] = row[f"flex_{kind}_fwdbwd_ms"] / ms
     rows.append(row)
 mem = (bench or {}).get("memory", [])
 if mem:
@@ -575,7 +605,7 @@ out = {"status": overall, "elapsed_s": int(os.environ["ELAPSED"]), "budget_s": i
        "machine": {"gpu_csv": text("gpu.csv").strip(), "python": text("python.txt").strip()},
        "test_gpu": {"summary": tsum, "rerun_summary": rest_sum, "fatal": fatal, "n_checks": len(checks), "n_failed": len(failed),
                     "failed": failed, "checks": checks, "info": infos},
-       "sanitizer": san, "bench": bench, "torch": torch, "timings": rows,
+       "sanitizer": san, "bench": bench, "torch": torch, "flex": flex, "timings": rows,
        "train_bench": train124m, "torch_train": torch124m, "eval_long": eval16k, "training": train_rows, "eval_16k": ev,
        "goals": goals,
        "goals_met": sum(1 for g in goals if g["met"]), "goals_missed": sum(1 for g in goals if g["met"] is False),
@@ -599,11 +629,19 @@ if len(failed) > 25:
     print(f"    ... {len(failed) - 25} more failures in gpu-check.json")
 if rows:
     print("\n  attention forward + backward, bf16, H=12 D=64, 16k tokens per call (ms; ratio = ours / SDPA flash):")
-    print(f"  {'T':>6} {'B':>3} {'SDPA':>8} {'softmax':>8} {'ratio':>6} {'lssa':>8} {'ratio':>6} {'lssar':>8} {'ratio':>6} {'plain-torch lssar':>18}")
+    print(f"  {'T':>6} {'B':>3} {'SDPA':>8} {'softmax':>8} {'ratio':>6} {'lssa':>8} {'ratio':>6} {'lssar':>8} {'ratio':>6} {'plain-torch lssar':>18}"
+          f" {'flex lssa':>10} {'flex lssar':>10}")
     for r in rows:
         pl = fmt(r["plain_lssar_fwdbwd_ms"], 1) if r["plain_lssar_fwdbwd_ms"] else ("skipped" if r["plain_lssar_note"] else "-")
+        fl = {k: fmt(r[f"flex_{k}_fwdbwd_ms"]) if r[f"flex_{k}_fwdbwd_ms"] else ("failed" if r[f"flex_{k}_note"] else "-") for k in ("lssa", "lssar")}
         print(f"  {r['T']:>6} {r['B'] or '-':>3} {fmt(r['sdpa_fwdbwd_ms']):>8} {fmt(r['softmax_fwdbwd_ms']):>8} {fmt(r['softmax_over_sdpa'], 2):>6}"
-              f" {fmt(r['lssa_fwdbwd_ms']):>8} {fmt(r['lssa_over_sdpa'], 2):>6} {fmt(r['lssar_fwdbwd_ms']):>8} {fmt(r['lssar_over_sdpa'], 2):>6} {pl:>18}")
+              f" {fmt(r['lssa_fwdbwd_ms']):>8} {fmt(r['lssa_over_sdpa'], 2):>6} {fmt(r['lssar_fwdbwd_ms']):>8} {fmt(r['lssar_over_sdpa'], 2):>6} {pl:>18}"
+              f" {fl['lssa']:>10} {fl['lssar']:>10}")
+    fc = (flex or {}).get("flex_check") or {}
+    if fc:
+        print("  FlexAttention (scripts/flex_attn_torch.py, compiled) vs float64 reference, fp32, T=256: " +
+              ("; ".join(f"{k} " + ", ".join(f"{a} {b:.1e}" for a, b in v["rel_err"].items()) for k, v in fc.items() if "rel_err" in v)
+               or str(fc.get("error"))[:120]))
 if train_rows:
     print("\n  GPT-2 124M training step, B=16 T=1024, bf16 (forward + backward + clip + AdamW):")
     print(f"  {'':<22} {'ms/step':>8} {'tokens/s':>10} {'MFU':>6} {'peak GiB':>9} {'compile s':>9}")

@@ -8,7 +8,14 @@ B = 16 / 4 / 1):
   - LSSAR written plainly in PyTorch (the T x T matrix materialised, as public
     reimplementations do), straight from spec/attention.md, forward + backward through autograd,
     at T = 1024 and 4096, and at 16384 only if the memory measured at 4096, scaled by T^2 B,
-    fits (else the row says why it was skipped).
+    fits (else the row says why it was skipped);
+  - LSSA and LSSAR in FlexAttention (scripts/flex_attn_torch.py: one call, and two calls whose
+    second score_mod uses the first's log-sum-exp), compiled (torch.compile of the whole function), forward
+    and forward + backward; first a check of its forward and gradients at a small shape (float32)
+    against the float64 reference tests/torch_ref.py (on the CPU: PyTorch runs FlexAttention's
+    backward only on the GPU, so this is where the gradients of its kernels are checked).
+--impls picks among sdpa, plain and flex (default all three); scripts/gpu-check.sh runs flex as a
+step of its own, with its own time limit (compiling the FlexAttention kernels takes a while).
 Timing: torch.cuda.Event around the forward and the backward of every iteration, warm-up first,
 inputs rotated among several sets (each larger than the L2 at 16k tokens), the median (p10 and
 p90 too). Random inputs, never zeros.
@@ -18,6 +25,7 @@ our lssar_attn_*_cuda (bf16 storage) against the plain-PyTorch LSSAR and our sof
 SDPA, both measured against a float32 PyTorch computation on the same bf16 inputs.
 
   gpu_attn_torch.py --json FILE [--iters N] [--warmup N] [--lib PATH] [--T 1024,4096,16384]
+                    [--impls sdpa,plain,flex]
 
 Without a GPU or without torch: one line "SKIP: ..." and exit 0 (the JSON says skipped).
 """
@@ -46,7 +54,9 @@ ap.add_argument("--T", default="1024,4096,16384")
 ap.add_argument("--tokens", type=int, default=16384)
 ap.add_argument("--heads", type=int, default=12)
 ap.add_argument("--lib", default=None, help="liblssar.so with the CUDA backend, for the cross-check")
+ap.add_argument("--impls", default="sdpa,plain,flex", help="which PyTorch attentions: sdpa, plain, flex")
 args = ap.parse_args()
+IMPLS = set(args.impls.split(","))
 
 try:
     import torch
@@ -162,26 +172,121 @@ def sdpa_flop(B, T):
     return 2.0 * B * H * T * T * D  # causal forward; backward 2.5x
 
 
+# ---- FlexAttention: LSSA and LSSAR (scripts/flex_attn_torch.py)
+flex_note = None
+if "flex" in IMPLS:
+    try:
+        import flex_attn_torch as fx
+        if fx.IMPORT_ERROR:
+            raise ImportError(fx.IMPORT_ERROR)
+        # each function compiled whole (the normalisation, both calls and their score_mods in one
+        # graph), as FlexAttention is meant to be used
+        compiled = {"lssa": torch.compile(fx.lssa), "lssar": torch.compile(fx.lssar)}
+    except Exception as e:  # noqa: BLE001 - no FlexAttention in this torch: the rows say why
+        flex_note = f"FlexAttention unavailable: {e!r}"
+        print(f"  flex: {flex_note}", flush=True)
+
+
+def flex_fn(kind, T):
+    """(B, T, H, D) -> (B, T, H, D) through the compiled FlexAttention (bf16 operands, fp32 scores
+    and softmax, as our kernels); FlexAttention's layout is (B, H, T, D): transposed views."""
+    bm = fx.causal_mask(T, dev)
+
+    def fn(q, k, v):
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        y = compiled["lssa"](q, k, v, block_mask=bm) if kind == "lssa" else compiled["lssar"](q, k, v, p=P, block_mask=bm)
+        return y.transpose(1, 2)
+    return fn
+
+
+def flex_check():
+    """FlexAttention's LSSA / LSSAR (compiled, fp32, on the GPU) against tests/torch_ref.py in
+    float64 (on the CPU), forward and gradients, B=1 H=2 T=256 D=64."""
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    import torch_ref
+    g = torch.Generator(device=dev)
+    g.manual_seed(35)
+    q, k, v, dy = (torch.randn(1, 256, 2, 64, device=dev, generator=g) for _ in range(4))
+    res = {}
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False   # fp32 products stay fp32 (the check's bound)
+    try:
+        for kind in ("lssa", "lssar"):
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            y = flex_fn(kind, 256)(*leaves)
+            y.backward(dy)
+            ref = [t.detach().cpu().double().requires_grad_() for t in (q, k, v)]
+            yr = torch_ref.attention(*ref, kind, p=P)
+            yr.backward(dy.cpu().double())
+            rel = lambda a, b: float((a.detach().cpu().double() - b).norm() / b.norm())  # noqa: E731
+            e = {"out": rel(y, yr.detach()), "dq": rel(leaves[0].grad, ref[0].grad), "dk": rel(leaves[1].grad, ref[1].grad),
+                 "dv": rel(leaves[2].grad, ref[2].grad)}
+            # the spec's float32 bound is 1e-4; 1e-3 leaves room for the kernels' fast exp / log
+            res[kind] = {"rel_err": e, "agree": all(x < 1e-3 for x in e.values())}
+            print(f"  flex check {kind} (fp32, T=256, vs float64 torch_ref): " + ", ".join(f"{a} {b:.2g}" for a, b in e.items()) +
+                  ("" if res[kind]["agree"] else "  DISAGREE (> 1e-3)"), flush=True)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    return res
+
+
+if "flex" in IMPLS and flex_note is None:
+    try:
+        out["flex_check"] = flex_check()
+    except Exception as e:  # noqa: BLE001 - record and go on to the timings
+        out["flex_check"] = {"error": repr(e)}
+        print(f"  flex check FAILED: {e!r}", flush=True)
+if flex_note:
+    out["notes"].append(flex_note)
+
 peak_plain = {}
 for T in Ts:
     B = max(1, args.tokens // T)
+    # ---- FlexAttention LSSA, LSSAR
+    for kind in ("lssa", "lssar") if "flex" in IMPLS else ():
+        r = {"impl": f"flex_{kind}", "T": T, "B": B}
+        if flex_note:
+            r.update(valid=False, skipped=flex_note)
+        else:
+            try:
+                sets = make_sets(B, T, 3)
+                fn = flex_fn(kind, T)
+                fq = time_fwd(fn, sets, args.warmup, args.iters)
+                (f2, t2) = time_fwdbwd(fn, sets, args.warmup, args.iters)
+                r.update(valid=True, fwd_ms=fq[0], fwd_p10_ms=fq[1], fwd_p90_ms=fq[2], fwd_in_fwdbwd_ms=f2[0],
+                         fwdbwd_ms=t2[0], fwdbwd_p10_ms=t2[1], fwdbwd_p90_ms=t2[2])
+                print(f"  flex_{kind:<6} T={T:<5} B={B:<2}  fwd {fq[0]:8.3f} ms  fwd+bwd {t2[0]:8.3f} ms "
+                      f"(p10 {t2[1]:.3f}, p90 {t2[2]:.3f})", flush=True)
+            except torch.cuda.OutOfMemoryError as e:
+                r.update(valid=False, skipped=f"out of memory: {str(e).splitlines()[0]}")
+            except Exception as e:  # noqa: BLE001 - record and go on
+                r.update(valid=False, error=repr(e)[:2000])
+                print(f"  flex_{kind:<6} T={T:<5} B={B:<2}  FAILED: {e!r}"[:500], flush=True)
+            sets = None
+            torch.cuda.empty_cache()
+        out["results"].append(r)
+        write(args.json, out)   # a step cut by its time limit keeps what it measured
     # ---- SDPA
-    try:
-        sets = make_sets(B, T, 3)
-        fq = time_fwd(sdpa, sets, args.warmup, args.iters)
-        (f2, t2) = time_fwdbwd(sdpa, sets, args.warmup, args.iters)
-        r = {"impl": "sdpa_flash", "T": T, "B": B, "fwd_ms": fq[0], "fwd_p10_ms": fq[1], "fwd_p90_ms": fq[2],
-             "fwd_in_fwdbwd_ms": f2[0], "fwdbwd_ms": t2[0], "fwdbwd_p10_ms": t2[1], "fwdbwd_p90_ms": t2[2],
-             "tflops_fwdbwd": sdpa_flop(B, T) * 3.5 / (t2[0] * 1e-3) / 1e12, "valid": True}
-        print(f"  sdpa_flash   T={T:<5} B={B:<2}  fwd {fq[0]:8.3f} ms  fwd+bwd {t2[0]:8.3f} ms "
-              f"(p10 {t2[1]:.3f}, p90 {t2[2]:.3f})  {r['tflops_fwdbwd']:6.1f} TFLOP/s", flush=True)
-    except Exception as e:  # noqa: BLE001 - record and go on
-        r = {"impl": "sdpa_flash", "T": T, "B": B, "valid": False, "error": repr(e)}
-        print(f"  sdpa_flash   T={T:<5} B={B:<2}  FAILED: {e!r}", flush=True)
-    out["results"].append(r)
-    del sets
-    torch.cuda.empty_cache()
+    if "sdpa" in IMPLS:
+        try:
+            sets = make_sets(B, T, 3)
+            fq = time_fwd(sdpa, sets, args.warmup, args.iters)
+            (f2, t2) = time_fwdbwd(sdpa, sets, args.warmup, args.iters)
+            r = {"impl": "sdpa_flash", "T": T, "B": B, "fwd_ms": fq[0], "fwd_p10_ms": fq[1], "fwd_p90_ms": fq[2],
+                 "fwd_in_fwdbwd_ms": f2[0], "fwdbwd_ms": t2[0], "fwdbwd_p10_ms": t2[1], "fwdbwd_p90_ms": t2[2],
+                 "tflops_fwdbwd": sdpa_flop(B, T) * 3.5 / (t2[0] * 1e-3) / 1e12, "valid": True}
+            print(f"  sdpa_flash   T={T:<5} B={B:<2}  fwd {fq[0]:8.3f} ms  fwd+bwd {t2[0]:8.3f} ms "
+                  f"(p10 {t2[1]:.3f}, p90 {t2[2]:.3f})  {r['tflops_fwdbwd']:6.1f} TFLOP/s", flush=True)
+        except Exception as e:  # noqa: BLE001 - record and go on
+            r = {"impl": "sdpa_flash", "T": T, "B": B, "valid": False, "error": repr(e)}
+            print(f"  sdpa_flash   T={T:<5} B={B:<2}  FAILED: {e!r}", flush=True)
+        out["results"].append(r)
+        del sets
+        torch.cuda.empty_cache()
     # ---- plain PyTorch LSSAR
+    if "plain" not in IMPLS:
+        continue
     r = {"impl": "plain_lssar", "T": T, "B": B}
     free, total = torch.cuda.mem_get_info()
     if T > 4096:

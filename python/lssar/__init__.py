@@ -6,8 +6,6 @@
 
 The package is a thin layer over the C library (no second implementation): see docs/pytorch.md.
 """
-import torch
-
 from . import _lib
 from ._lib import Error
 from .functional import attention
@@ -15,11 +13,6 @@ from .nn import CausalSelfAttention
 
 __version__ = _lib.version
 library = _lib.path    # the liblssar.so in use
-
-# torch.compile (PyTorch 2.1+) runs the op eagerly, with a graph break around it, instead of
-# tracing into the ctypes calls
-if hasattr(torch, "compiler") and hasattr(torch.compiler, "disable"):
-    attention = torch.compiler.disable(attention)
 
 
 def cuda_available():

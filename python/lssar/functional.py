@@ -1,10 +1,18 @@
-"""functional.py - lssar.attention: causal attention through liblssar, as a torch.autograd.Function.
+"""functional.py - lssar.attention: causal attention through liblssar.
 
 Layouts: PyTorch's (B, H, T, D) outside, the library's (B, T, H, D) inside (one transpose and copy
 each way). CPU tensors run lssar_attn_forward / _backward (float32); CUDA tensors run the fused
 kernels (lssar_attn_forward_cuda / _backward_cuda; float32 or bfloat16) on PyTorch's current
 stream, with the workspace the forward fills and the backward reads. Nothing goes through the
 host on the CUDA path.
+
+Two registrations of the same C calls (_forward, _backward):
+  - PyTorch 2.4 and later: the custom ops lssar::attention_fwd / lssar::attention_bwd
+    (torch.library.custom_op), with fake implementations (shapes only) and the backward
+    registered for autograd, so torch.compile puts the op in its graph (fullgraph=True works)
+    instead of tracing into ctypes;
+  - older PyTorch (Debian's 1.13): a torch.autograd.Function, and under torch.compile (2.1 to 2.3)
+    a graph break around it (torch.compiler.disable).
 """
 import ctypes
 
@@ -13,32 +21,82 @@ import torch
 from . import _lib
 
 
-def _desc(kind, p, len_norm, train_len, temp_d, s):
-    return _lib.AttnDesc(kind=kind, p=float(p), ssmax_s=s.data_ptr() if s is not None else None,
-                         len_norm=len_norm, train_len=int(train_len), temp_d=int(temp_d))
+def _desc(kind, p, len_norm, train_len, temp_d, s_ptr):
+    return _lib.AttnDesc(kind=kind, p=float(p), ssmax_s=s_ptr, len_norm=len_norm, train_len=int(train_len),
+                         temp_d=int(temp_d))
 
 
 def _stream(t):
     return ctypes.c_void_p(torch.cuda.current_stream(t.device).cuda_stream)
 
 
+def _config(kind, len_norm, has_s):
+    """Kind and len_norm names -> the library's ids; the library refuses unknown names (lssar.Error)."""
+    kid = _lib.parse_kind(kind)
+    ln = _lib.parse_len_norm(len_norm)
+    if has_s != (_lib.stages(kid).score == _lib.SCORE_SSMAX):
+        raise ValueError("lssar.attention: ssmax_s (H per-head scales) goes with the kinds whose score is ssmax "
+                         "('ssmax', 'ssmax+rw', 'lssa+ssmax', ...) and only with them")
+    return kid, ln
+
+
+def _workspace_bytes(q, kid, p, ln, train_len, temp_d, has_s):
+    if not q.is_cuda:
+        return 0
+    B, T, H, D = q.shape
+    dt = _lib.BF16 if q.dtype == torch.bfloat16 else _lib.F32
+    # only the presence of the scales matters to the size, not their address (a fake tensor has none)
+    d = _desc(kid, p, ln, train_len, temp_d, 1 if has_s else None)
+    return _lib.cuda_workspace_size(ctypes.byref(d), dt, B, T, H, D)
+
+
+def _forward(q, k, v, s, kind, p, len_norm, train_len, temp_d):
+    """q, k, v: (B, T, H, D); s: (H,) float32 or None. Returns (out, workspace); the workspace is
+    empty on the CPU."""
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    kid, ln = _config(kind, len_norm, s is not None)
+    B, T, H, D = q.shape
+    d = _desc(kid, p, ln, train_len, temp_d, s.data_ptr() if s is not None else None)
+    out = torch.empty_like(q)
+    ws = torch.empty(_workspace_bytes(q, kid, p, ln, train_len, temp_d, s is not None), dtype=torch.uint8, device=q.device)
+    if q.is_cuda:
+        dt = _lib.BF16 if q.dtype == torch.bfloat16 else _lib.F32
+        rc = _lib.attn_forward_cuda(ctypes.byref(d), dt, B, T, H, D, q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                    out.data_ptr(), ws.data_ptr(), _stream(q))
+        _lib.check(rc, "lssar_attn_forward_cuda")
+    else:
+        rc = _lib.attn_forward(ctypes.byref(d), B, T, H, D, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr())
+        _lib.check(rc, "lssar_attn_forward")
+    return out, ws
+
+
+def _backward(q, k, v, out, dout, s, ws, kind, p, len_norm, train_len, temp_d):
+    """The gradients (dq, dk, dv, ds) of _forward's out; ds is zeros(H) with s, else empty."""
+    q, k, v, out, dout = (t.contiguous() for t in (q, k, v, out, dout))
+    kid, ln = _config(kind, len_norm, s is not None)
+    B, T, H, D = q.shape
+    d = _desc(kid, p, ln, train_len, temp_d, s.data_ptr() if s is not None else None)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    ds = torch.zeros(H if s is not None else 0, dtype=torch.float32, device=q.device)
+    dsp = ds.data_ptr() if s is not None else None
+    if q.is_cuda:
+        dt = _lib.BF16 if q.dtype == torch.bfloat16 else _lib.F32
+        rc = _lib.attn_backward_cuda(ctypes.byref(d), dt, B, T, H, D, q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                     out.data_ptr(), dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                                     dsp, ws.data_ptr(), _stream(q))
+        _lib.check(rc, "lssar_attn_backward_cuda")
+    else:
+        rc = _lib.attn_backward(ctypes.byref(d), B, T, H, D, q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), dsp)
+        _lib.check(rc, "lssar_attn_backward")
+    return dq, dk, dv, ds
+
+
 class _Attention(torch.autograd.Function):
+    """The op for PyTorch without torch.library.custom_op."""
     @staticmethod
     def forward(ctx, q, k, v, s, kind, p, len_norm, train_len, temp_d):
-        # q, k, v: (B, T, H, D) contiguous; s: (H,) float32 or None
-        B, T, H, D = q.shape
-        d = _desc(kind, p, len_norm, train_len, temp_d, s)
-        out = torch.empty_like(q)
-        ws = None
-        if q.is_cuda:
-            dt = _lib.BF16 if q.dtype == torch.bfloat16 else _lib.F32
-            ws = torch.empty(_lib.cuda_workspace_size(ctypes.byref(d), dt, B, T, H, D), dtype=torch.uint8, device=q.device)
-            rc = _lib.attn_forward_cuda(ctypes.byref(d), dt, B, T, H, D, q.data_ptr(), k.data_ptr(), v.data_ptr(),
-                                        out.data_ptr(), ws.data_ptr(), _stream(q))
-            _lib.check(rc, "lssar_attn_forward_cuda")
-        else:
-            rc = _lib.attn_forward(ctypes.byref(d), B, T, H, D, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr())
-            _lib.check(rc, "lssar_attn_forward")
+        out, ws = _forward(q, k, v, s, kind, p, len_norm, train_len, temp_d)
         ctx.save_for_backward(q, k, v, out, s, ws)
         ctx.cfg = (kind, p, len_norm, train_len, temp_d)
         return out
@@ -46,24 +104,65 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, s, ws = ctx.saved_tensors
-        kind, p, len_norm, train_len, temp_d = ctx.cfg
-        B, T, H, D = q.shape
-        d = _desc(kind, p, len_norm, train_len, temp_d, s)
-        dout = dout.contiguous()
-        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        ds = torch.zeros(H, dtype=torch.float32, device=q.device) if s is not None else None
-        dsp = ds.data_ptr() if ds is not None else None
-        if q.is_cuda:
-            dt = _lib.BF16 if q.dtype == torch.bfloat16 else _lib.F32
-            rc = _lib.attn_backward_cuda(ctypes.byref(d), dt, B, T, H, D, q.data_ptr(), k.data_ptr(), v.data_ptr(),
-                                         out.data_ptr(), dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-                                         dsp, ws.data_ptr(), _stream(q))
-            _lib.check(rc, "lssar_attn_backward_cuda")
-        else:
-            rc = _lib.attn_backward(ctypes.byref(d), B, T, H, D, q.data_ptr(), k.data_ptr(), v.data_ptr(),
-                                    dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), dsp)
-            _lib.check(rc, "lssar_attn_backward")
-        return dq, dk, dv, ds, None, None, None, None, None
+        dq, dk, dv, ds = _backward(q, k, v, out, dout, s, ws, *ctx.cfg)
+        return dq, dk, dv, ds if s is not None else None, None, None, None, None, None
+
+
+CUSTOM_OP = hasattr(torch, "library") and hasattr(torch.library, "custom_op") and \
+    hasattr(torch.library, "register_autograd") and hasattr(torch.library, "register_fake")
+
+if CUSTOM_OP:
+    from typing import Optional, Tuple
+
+    @torch.library.custom_op("lssar::attention_fwd", mutates_args=())
+    def _op_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s: Optional[torch.Tensor], kind: str, p: float,
+                len_norm: str, train_len: int, temp_d: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _forward(q, k, v, s, kind, p, len_norm, train_len, temp_d)
+
+    @_op_fwd.register_fake
+    def _(q, k, v, s, kind, p, len_norm, train_len, temp_d):
+        kid, ln = _config(kind, len_norm, s is not None)   # refused names fail while tracing, as in eager
+        if all(isinstance(x, int) for x in q.shape):
+            n = _workspace_bytes(q, kid, p, ln, train_len, temp_d, s is not None)
+        else:   # symbolic shapes: the size is the library's to say, at run time
+            n = 0 if not q.is_cuda else torch.library.get_ctx().new_dynamic_size()
+        return q.new_empty(q.shape), q.new_empty(n, dtype=torch.uint8)
+
+    @torch.library.custom_op("lssar::attention_bwd", mutates_args=())
+    def _op_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, dout: torch.Tensor,
+                s: Optional[torch.Tensor], ws: torch.Tensor, kind: str, p: float, len_norm: str, train_len: int,
+                temp_d: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        return _backward(q, k, v, out, dout, s, ws, kind, p, len_norm, train_len, temp_d)
+
+    @_op_bwd.register_fake
+    def _(q, k, v, out, dout, s, ws, kind, p, len_norm, train_len, temp_d):
+        H = q.shape[2]
+        return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
+                q.new_empty(H if s is not None else 0, dtype=torch.float32))
+
+    def _setup_context(ctx, inputs, output):
+        q, k, v, s, kind, p, len_norm, train_len, temp_d = inputs
+        out, ws = output
+        ctx.save_for_backward(q, k, v, out, s, ws)
+        ctx.cfg = (kind, p, len_norm, train_len, temp_d)
+
+    def _op_backward(ctx, dout, dws):
+        q, k, v, out, s, ws = ctx.saved_tensors
+        dq, dk, dv, ds = _op_bwd(q, k, v, out, dout, s, ws, *ctx.cfg)
+        return dq, dk, dv, ds if s is not None else None, None, None, None, None, None
+
+    torch.library.register_autograd("lssar::attention_fwd", _op_backward, setup_context=_setup_context)
+
+    def _apply(q, k, v, s, kind, p, len_norm, train_len, temp_d):
+        return _op_fwd(q, k, v, s, kind, p, len_norm, train_len, temp_d)[0]
+else:
+    def _apply(q, k, v, s, kind, p, len_norm, train_len, temp_d):
+        return _Attention.apply(q, k, v, s, kind, p, len_norm, train_len, temp_d)
+
+    # torch.compile (PyTorch 2.1 to 2.3) runs the op eagerly, with a graph break around it, instead
+    # of tracing into the ctypes calls
+    if hasattr(torch, "compiler") and hasattr(torch.compiler, "disable"):
+        _apply = torch.compiler.disable(_apply)
 
 
 def attention(q, k, v, kind="lssar", p=15.0, ssmax_s=None, len_norm="train", train_len=None, temp_d=0):
@@ -102,17 +201,13 @@ def attention(q, k, v, kind="lssar", p=15.0, ssmax_s=None, len_norm="train", tra
             raise TypeError("lssar.attention: CUDA tensors must be float32 or bfloat16, got %s" % q.dtype)
     else:
         raise ValueError("lssar.attention: device %s is not supported (cpu or cuda)" % q.device)
-    kid = _lib.parse_kind(kind)
-    ln = _lib.parse_len_norm(len_norm)
     B, H, T, D = q.shape
-    if (ssmax_s is not None) != (_lib.stages(kid).score == _lib.SCORE_SSMAX):
-        raise ValueError("lssar.attention: ssmax_s (H per-head scales) goes with the kinds whose score is ssmax "
-                         "('ssmax', 'ssmax+rw', 'lssa+ssmax', ...) and only with them")
     if ssmax_s is not None:
         if not isinstance(ssmax_s, torch.Tensor) or ssmax_s.shape != (H,) or ssmax_s.dtype != torch.float32 \
                 or ssmax_s.device != q.device:
             raise ValueError("lssar.attention: ssmax_s must be a float32 tensor of shape (%d,) on %s" % (H, q.device))
         ssmax_s = ssmax_s.contiguous()
     qt, kt, vt = (t.transpose(1, 2).contiguous() for t in (q, k, v))   # (B, T, H, D)
-    y = _Attention.apply(qt, kt, vt, ssmax_s, kid, float(p), ln, T if train_len is None else int(train_len), int(temp_d))
+    # kind and len_norm go to the op as names: the library parses them (and refuses bad ones) inside it
+    y = _apply(qt, kt, vt, ssmax_s, str(kind), float(p), str(len_norm), T if train_len is None else int(train_len), int(temp_d))
     return y.transpose(1, 2)
