@@ -286,12 +286,16 @@ FM_FN void flash_params_len(flash_params *fp, int len_row, int train_len) {
 // bf16 rounding (round to nearest, ties to even), returned as the float it represents; NaN stays
 // NaN. The same value as __float2bfloat16_rn.
 FM_FN float flash_bf16(float x) {
+#ifdef __CUDA_ARCH__
+    return __bfloat162float(__float2bfloat16_rn(x));  // the device's conversion instruction: the same value
+#else
     int32_t b = fm_float_to_bits(x);
     if ((b & 0x7f800000) == 0x7f800000 && (b & 0x007fffff)) return x;  // NaN
     uint32_t ub = (uint32_t)b;
     ub += 0x7fffu + ((ub >> 16) & 1u);
     ub &= 0xffff0000u;
     return fm_bits_to_float((int32_t)ub);
+#endif
 }
 
 // Column (0..63) of a 64-wide tile owned by lane q (0..3) of a quad, its t-th (0..15).

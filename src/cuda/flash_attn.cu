@@ -95,10 +95,6 @@ static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 }
 static __device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
 static __device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
-// two separately stored bf16 -> one operand register
-static __device__ __forceinline__ uint32_t pack_raw(uint16_t lo, uint16_t hi) {
-    return (uint32_t)lo | ((uint32_t)hi << 16);
-}
 
 // D (16x8 fp32) += A (16x16 bf16) B (16x8 bf16)
 static __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -201,26 +197,31 @@ template <bool MMA, int D> struct Tile {
 
 // Rows 0..nvalid-1 of a (64, D) tile from global memory (row r at element g_off + r * ld) into
 // shared memory as the operand type; rows past nvalid are zero (a 0 weight times them must be 0,
-// not NaN). 16-byte loads: 8 elements per thread and step.
+// not NaN). 16-byte pieces of 8 elements, a fixed number per thread (fully unrolled: no loop
+// control, the row and column by shifts). bf16 storage into a bf16 tile is copied as it is (the
+// rounding to bf16 is the identity there).
 template <bool MMA, int D>
 static __device__ __forceinline__ void load_tile(typename Op<MMA>::T *s, const void *g, int64_t g_off, int64_t ld,
                                                  int nvalid, int io_bf16) {
-    constexpr int CH = D / 8, LD = Tile<MMA, D>::LD;
-#pragma unroll 4
-    for (int c = threadIdx.x; c < 64 * CH; c += NT) {
-        int r = c / CH, d = (c % CH) * 8;
-        float f[8];
-        if (r < nvalid) load8(g, g_off + (int64_t)r * ld + d, io_bf16, f);
-        else {
+    constexpr int CH = D / 8, LD = Tile<MMA, D>::LD, STEPS = 64 * CH / NT;
+    static_assert(64 * CH % NT == 0, "whole steps of NT pieces");
 #pragma unroll
-            for (int e = 0; e < 8; e++) f[e] = 0.0f;
-        }
+    for (int it = 0; it < STEPS; it++) {
+        const int c = (int)threadIdx.x + it * NT, r = c / CH, d = (c % CH) * 8;
+        const bool in = r < nvalid;
+        const int64_t off = g_off + (int64_t)r * ld + d;
         if constexpr (MMA) {
-            uint4 u;
-            u.x = pack_bf16(f[0], f[1]); u.y = pack_bf16(f[2], f[3]);
-            u.z = pack_bf16(f[4], f[5]); u.w = pack_bf16(f[6], f[7]);
+            uint4 u = make_uint4(0u, 0u, 0u, 0u);
+            if (in && io_bf16) u = __ldg(reinterpret_cast<const uint4 *>(static_cast<const uint16_t *>(g) + off));
+            else if (in) {
+                const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(g) + off);
+                float4 x = __ldg(p), y = __ldg(p + 1);
+                u = make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
+            }
             *reinterpret_cast<uint4 *>(s + r * LD + d) = u;
         } else {
+            float f[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+            if (in) load8(g, off, io_bf16, f);
             *reinterpret_cast<float4 *>(s + r * LD + d) = make_float4(f[0], f[1], f[2], f[3]);
             *reinterpret_cast<float4 *>(s + r * LD + d + 4) = make_float4(f[4], f[5], f[6], f[7]);
         }
@@ -232,7 +233,24 @@ static __device__ __forceinline__ void load_rk(float *rks, const float *rk, int6
     if (threadIdx.x < 64) rks[threadIdx.x] = normed && (int)threadIdx.x < nk ? rk[off + threadIdx.x] : 1.0f;
 }
 
-static __device__ __forceinline__ uint32_t lds32(const uint16_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+/* ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: four 8 x 8 bf16 matrices from shared memory in
+   one instruction; lane l gives the address of row l % 8 of matrix l / 8 (16 bytes, 16-byte
+   aligned) and receives in r[i] row l / 4, elements 2 (l % 4) + {0, 1} of matrix i, or (TRANS) of
+   its transpose: the A and B fragment pairs of mma.m16n8k16, without 16-bit gathers. */
+template <bool TRANS>
+static __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const uint16_t *p) {
+#ifdef LSSAR_CUDA_HOST
+    cuda_host_ldmatrix_x4(r, p, TRANS);  // the shim's warp-collective emulation of the instruction
+#else
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    if constexpr (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+#endif
+}
 
 // ================================================================ warp products
 
@@ -250,15 +268,23 @@ static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename
 #pragma unroll
         for (int e = 0; e < 4; e++) c[nb][e] = 0.0f;
     if constexpr (MMA) {
-        __syncwarp();  // mma.sync.aligned: the whole warp, converged
+        static_assert(NNB % 2 == 0, "ldmatrix.x4 loads two n8 blocks");
+        __syncwarp();  // ldmatrix and mma.sync.aligned: the whole warp, converged
+        // A: matrices (rows 0-7, 8-15) x (cols 0-7, 8-15) give a0..a3; lane l: row l % 16, col 8 (l / 16).
+        // Bt: matrices (n8 block nb, nb + 1) x (cols 0-7, 8-15) give b0, b1 of both blocks; lane l:
+        // row 8 nb + l % 8 + 8 (l / 16), col 8 ((l / 8) % 2).
+        const uint16_t *pa = A + (lane & 15) * LD + 8 * (lane >> 4);
+        const uint16_t *pb = Bt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
-            const uint16_t *a0 = A + g * LD + 16 * kk + 2 * tq, *a1 = a0 + 8 * LD;
-            uint32_t a[4] = {lds32(a0), lds32(a1), lds32(a0 + 8), lds32(a1 + 8)};
+            uint32_t a[4];
+            ldsm_x4<false>(a, pa + 16 * kk);
 #pragma unroll
-            for (int nb = 0; nb < NNB; nb++) {
-                const uint16_t *b = Bt + (8 * nb + g) * LD + 16 * kk + 2 * tq;
-                mma_bf16(c[nb], a, lds32(b), lds32(b + 8));
+            for (int nb = 0; nb < NNB; nb += 2) {
+                uint32_t b[4];
+                ldsm_x4<false>(b, pb + 8 * nb * LD + 16 * kk);
+                mma_bf16(c[nb], a, b[0], b[1]);
+                mma_bf16(c[nb + 1], a, b[2], b[3]);
             }
         }
     } else {
@@ -284,7 +310,8 @@ static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename
 /* acc (16, D) += P B for one chunk of 16 keys (one mma k-step): P the warp's weights of those keys
    as two C fragments (p0: keys 0..7 of the chunk, p1: keys 8..15), Bs the chunk's 16 rows (16, D)
    of the right operand in shared memory. MMA: P rounded to bf16 becomes the A fragment directly
-   (the C layout of keys 16kk..16kk+15 is the A layout of one k-step). SIMT: P goes through the
+   (the C layout of keys 16kk..16kk+15 is the A layout of one k-step), B by ldmatrix.trans.
+   SIMT: P goes through the
    warp's scratch Pw (16 rows x PW_LD floats) so that each lane can read its rows' 16 weights; per
    n8 block the 16 products are summed key by key in order from 0 by FMAs and that k-step partial
    is added to acc (the emulation's acc_product: it rounds into acc n / 16 times, not n). */
@@ -297,11 +324,15 @@ static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const flo
         __syncwarp();
         uint32_t a[4] = {pack_bf16(p0[0], p0[1]), pack_bf16(p0[2], p0[3]), pack_bf16(p1[0], p1[1]),
                          pack_bf16(p1[2], p1[3])};
-        const uint16_t *b = Bs + 2 * tq * LD + g;  // B[k][n] = Bs[k][8 nb + n]: k = 2tq, 2tq+1, +8, +9
+        // B[k][n] = Bs[k][8 nb + n], transposed out of the row-major tile: matrices (keys 0-7, 8-15)
+        // x (n8 blocks nb, nb + 1) give b0, b1 of both blocks; lane l: row l % 16, col 8 (l / 16)
+        const uint16_t *b = Bs + (lane & 15) * LD + 8 * (lane >> 4);
 #pragma unroll
-        for (int nb = 0; nb < D / 8; nb++) {
-            const uint16_t *bn = b + 8 * nb;
-            mma_bf16(acc[nb], a, pack_raw(bn[0], bn[LD]), pack_raw(bn[8 * LD], bn[9 * LD]));
+        for (int nb = 0; nb < D / 8; nb += 2) {
+            uint32_t r[4];
+            ldsm_x4<true>(r, b + 8 * nb);
+            mma_bf16(acc[nb], a, r[0], r[1]);
+            mma_bf16(acc[nb + 1], a, r[2], r[3]);
         }
     } else {
         __syncwarp();  // the previous chunk's readers of Pw are done
@@ -337,7 +368,7 @@ static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const flo
 
 /* acc (16, D) += P^T B over the 64 rows r of a staged (64, 64) matrix Ps[r][j] (r: query rows,
    j: keys) for the warp's 16 keys m0..m0+15, B = Bs (64, D): the dK / dV products of a key-tile
-   CTA. MMA: A[m][k] = Ps[k][m0 + m] gathered as 16-bit pairs. SIMT: per k-step of 16 rows, the
+   CTA. MMA: A[m][k] = Ps[k][m0 + m] and B by ldmatrix.trans. SIMT: per k-step of 16 rows, the
    products summed in r order from 0 by FMAs, then added to acc (the emulation's acc_product_t). */
 template <bool MMA, int D>
 static __device__ __forceinline__ void mm_ptb(float (&acc)[D / 8][4], const typename Op<MMA>::T *Ps, int m0,
@@ -346,16 +377,20 @@ static __device__ __forceinline__ void mm_ptb(float (&acc)[D / 8][4], const type
     const int g = lane >> 2, tq = lane & 3;
     if constexpr (MMA) {
         __syncwarp();
+        // A[m][k] = Ps[16 kk + k][m0 + m], transposed: matrices (cols m0.., m0 + 8..) x (rows 0-7,
+        // 8-15) give a0..a3; lane l: row l % 8 + 8 (l / 16), col m0 + 8 ((l / 8) % 2). B as in mm_pv16.
+        const uint16_t *pa = Ps + ((lane & 7) + 8 * (lane >> 4)) * LDP + m0 + 8 * ((lane >> 3) & 1);
+        const uint16_t *pb = Bs + (lane & 15) * LD + 8 * (lane >> 4);
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
-            const uint16_t *pa = Ps + (16 * kk + 2 * tq) * LDP + m0 + g;
-            uint32_t a[4] = {pack_raw(pa[0], pa[LDP]), pack_raw(pa[8], pa[LDP + 8]),
-                             pack_raw(pa[8 * LDP], pa[9 * LDP]), pack_raw(pa[8 * LDP + 8], pa[9 * LDP + 8])};
-            const uint16_t *b = Bs + (16 * kk + 2 * tq) * LD + g;
+            uint32_t a[4];
+            ldsm_x4<true>(a, pa + 16 * kk * LDP);
 #pragma unroll
-            for (int nb = 0; nb < D / 8; nb++) {
-                const uint16_t *bn = b + 8 * nb;
-                mma_bf16(acc[nb], a, pack_raw(bn[0], bn[LD]), pack_raw(bn[8 * LD], bn[9 * LD]));
+            for (int nb = 0; nb < D / 8; nb += 2) {
+                uint32_t r[4];
+                ldsm_x4<true>(r, pb + 16 * kk * LD + 8 * nb);
+                mma_bf16(acc[nb], a, r[0], r[1]);
+                mma_bf16(acc[nb + 1], a, r[2], r[3]);
             }
         }
     } else {

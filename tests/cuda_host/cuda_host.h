@@ -63,6 +63,9 @@
  *   on a GPU is the real check). Blocks never run concurrently, so races between blocks are not seen at all.
  *   Warps are not in lockstep, so code that relied on implicit warp synchronicity would fail here
  *   (which is right: it is wrong on Volta and later too).
+ * - ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (cuda_host_ldmatrix_x4): a warp collective
+ *   like the mma; each lane's row address is checked (in the block's shared memory, 16-byte
+ *   aligned) and the four matrices are distributed by the PTX ISA's layout.
  * - Not emulated: 2-D / 3-D warp numbering, partial masks, __shfl_up/down, atomics, textures,
  *   streams and events, device memory allocation (pointers are host pointers), async copies,
  *   cooperative groups, clusters. Anything the file uses must be added here first. Linux only
@@ -131,6 +134,7 @@ struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
 struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 
 inline thread_local uint3 threadIdx;  // set for each CUDA thread
 inline thread_local uint3 blockIdx;
@@ -293,7 +297,7 @@ struct Barrier {
 };
 
 // One warp's exchange buffers (two, used alternately by consecutive collectives).
-struct WarpSlot { uint32_t w[6]; };  // a shuffle uses w[0]; mma: a[4], b[2]
+struct WarpSlot { uint32_t w[6]; };  // a shuffle uses w[0]; mma: a[4], b[2]; ldmatrix: an address
 struct Warp {
     Barrier bar;
     WarpSlot buf[2][32];
@@ -578,6 +582,46 @@ static inline void cuda_host_mma_bf16(float (&c)[4], const uint32_t (&a)[4], uin
         float sum = 0.0f;
         for (int k = 0; k < 16; k++) sum = fmaf(A[row][k], B[k][col], sum);  // (the product is exact)
         c[i] = c[i] + sum;
+    }
+}
+
+/* ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 {r0, r1, r2, r3}, [p], one warp. The PTX ISA
+   ("Warp-level matrix load instruction: ldmatrix"): four 8 x 8 matrices of 16-bit elements; lane l
+   gives the address of row l % 8 of matrix l / 8 (8 contiguous elements, 16-byte aligned, in shared
+   memory); lane l receives in r_i the elements 2 (l % 4) and 2 (l % 4) + 1 of row l / 4 of matrix i
+   (the lower index in the low half), or with .trans those of row l / 4 of its transpose: rows
+   2 (l % 4) and 2 (l % 4) + 1, column l / 4. Every lane publishes its row address, then reads the
+   rows it needs from the addresses of the others. An address outside the block's shared memory or
+   not 16-byte aligned is the error it is on a GPU. */
+static inline void cuda_host_ldmatrix_x4(uint32_t (&r)[4], const void *p, bool trans) {
+    const char *what = trans ? "ldmatrix.x4.trans" : "ldmatrix.x4";
+    cuda_host::need_block(what);
+    cuda_host::Block *blk = cuda_host::ts.blk;
+    const unsigned char *c = static_cast<const unsigned char *>(p);
+    bool in_dyn = blk->dyn && c >= blk->dyn && c + 16 <= blk->dyn + blk->dyn_bytes;
+    bool in_stat = c >= blk->stat && c + 16 <= blk->stat + cuda_host::Block::STATIC_BYTES;
+    if (!in_dyn && !in_stat) cuda_host::fatal("%s: lane %ld's row address is not in shared memory", what, (long)cuda_host::ts.lane);
+    if ((uintptr_t)p % 16) cuda_host::fatal("%s: lane %ld's row address is not 16-byte aligned", what, (long)cuda_host::ts.lane);
+    cuda_host::WarpSlot *all, *mine = cuda_host::exchange(&all);
+    uintptr_t u = (uintptr_t)p;
+    mine->w[0] = (uint32_t)u;
+    mine->w[1] = (uint32_t)((uint64_t)u >> 32);
+    blk->warps[cuda_host::ts.warp].bar.wait();
+    auto row = [&](int ln) {  // the 8 elements of the row lane ln published
+        return reinterpret_cast<const uint16_t *>((uintptr_t)((uint64_t)all[ln].w[1] << 32 | all[ln].w[0]));
+    };
+    const int l = cuda_host::ts.lane;
+    for (int i = 0; i < 4; i++) {
+        uint16_t lo, hi;
+        if (!trans) {
+            const uint16_t *rw = row(8 * i + l / 4);
+            lo = rw[2 * (l % 4)];
+            hi = rw[2 * (l % 4) + 1];
+        } else {
+            lo = row(8 * i + 2 * (l % 4))[l / 4];
+            hi = row(8 * i + 2 * (l % 4) + 1)[l / 4];
+        }
+        r[i] = (uint32_t)lo | (uint32_t)hi << 16;
     }
 }
 
