@@ -369,9 +369,9 @@ typedef struct {
     double seconds;
 } lssar_train_result;
 /* Run it; r may be NULL. LSSAR_E_ARG for a bad option (lssar_errmsg names it), LSSAR_E_IO or
-   LSSAR_E_FORMAT for a missing or damaged shard or checkpoint, LSSAR_E_UNSUPPORTED for a device
-   other than the CPU, LSSAR_E_NAN when the loss or the gradient became NaN or infinite (nothing is
-   saved then: the last checkpoint stays intact). */
+   LSSAR_E_FORMAT for a missing or damaged shard or checkpoint, LSSAR_E_UNSUPPORTED for
+   LSSAR_DEVICE_CUDA in a build without CUDA, LSSAR_E_NAN when the loss or the gradient became NaN
+   or infinite (nothing is saved then: the last checkpoint stays intact). */
 int lssar_train(const lssar_train_options *o, lssar_train_result *r);
 
 /* ------------------------------------------------------------- tokenizer */

@@ -243,7 +243,7 @@ static void test_atomic(void) {
 
 static gpt *tiny_model(int dim, lssar_attn_kind kind, uint64_t seed) {
     gpt_config c = {.layers = 2, .heads = 2, .dim = dim, .vocab = 11, .channels = 2, .max_seq = 8,
-                    .pos = GPT_POS_ROPE, .attn = kind, .p = 15.0f, .tied = 0};
+                    .pos = LSSAR_POS_ROPE, .attn = kind, .p = 15.0f, .tied = 0};
     gpt *m = NULL;
     int rc = gpt_create(&c, seed, &m);
     CHECK(rc == 0, "gpt_create: %s", lssar_errmsg());
@@ -334,7 +334,8 @@ static void test_len_norm_roundtrip(void) {
     for (int kind = LSSAR_ATTN_SIGMOID; kind <= LSSAR_ATTN_RELU; kind++)
         for (int ln = 0; ln < 2; ln++) {
             gpt_config c = {.layers = 1, .heads = 2, .dim = 8, .vocab = 11, .channels = 1, .max_seq = 8,
-                            .pos = GPT_POS_ROPE, .attn = kind, .p = 15.0f, .tied = 1, .len_norm = ln};
+                            .pos = LSSAR_POS_ROPE, .attn = kind, .p = 15.0f, .tied = 1,
+                            .len_norm = ln};
             gpt *m = NULL, *l = NULL;
             CHECK_OK(gpt_create(&c, 3, &m));
             if (!m) continue;
@@ -374,7 +375,7 @@ static void test_stages_roundtrip(void) {
     const char *p = tpath("stages.safetensors"), *q = tpath("stages-bad.safetensors");
     for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++) {
         gpt_config c = {.layers = 1, .heads = 2, .dim = 8, .vocab = 11, .channels = 1, .max_seq = 8,
-                        .pos = GPT_POS_ROPE, .attn = kind, .p = 7.0f, .tied = 1};
+                        .pos = LSSAR_POS_ROPE, .attn = kind, .p = 7.0f, .tied = 1};
         gpt *m = NULL, *l = NULL;
         CHECK_OK(gpt_create(&c, 5, &m));
         if (!m) continue;
@@ -403,7 +404,7 @@ static void test_stages_roundtrip(void) {
         gpt_free(m);
     }
     gpt_config c = {.layers = 1, .heads = 2, .dim = 8, .vocab = 11, .channels = 1, .max_seq = 8,
-                    .pos = GPT_POS_ROPE, .attn = LSSAR_ATTN_SOFTMAX_COS_RW, .p = 15.0f, .tied = 1};
+                    .pos = LSSAR_POS_ROPE, .attn = LSSAR_ATTN_SOFTMAX_COS_RW, .p = 15.0f, .tied = 1};
     gpt *m = NULL;
     CHECK_OK(gpt_create(&c, 5, &m));
     if (m) {
@@ -420,7 +421,8 @@ static void test_stages_roundtrip(void) {
 static void test_rope_temp_roundtrip(void) {
     const char *p = tpath("rt.safetensors"), *q = tpath("rt-old.safetensors");
     gpt_config c = {.layers = 1, .heads = 2, .dim = 16, .vocab = 11, .channels = 1, .max_seq = 8,
-                    .pos = GPT_POS_ROPE, .attn = LSSAR_ATTN_LSSAR, .p = 15.0f, .tied = 1, .rope_base = 38.0f, .temp_d = 64};
+                    .pos = LSSAR_POS_ROPE, .attn = LSSAR_ATTN_LSSAR, .p = 15.0f, .tied = 1, .rope_base = 38.0f,
+                    .temp_d = 64};
     gpt *m = NULL, *l = NULL;
     CHECK_OK(gpt_create(&c, 3, &m));
     if (!m) return;

@@ -261,7 +261,7 @@ static void test_docwin(void) {
     CHECK(exp_docs_load("/nonexistent/val_index.json", &d) != 0 && strstr(lssar_errmsg(), "data build"), "missing index names the fix");
 }
 
-static gpt *tiny_model(lssar_attn_kind k, gpt_pos pos, int layers) {
+static gpt *tiny_model(lssar_attn_kind k, lssar_pos pos, int layers) {
     gpt_config c = {.layers = layers, .heads = 2, .dim = 16, .vocab = 20, .channels = 1, .max_seq = 32,
                     .pos = pos, .attn = k, .p = 15.0f, .tied = 1};
     gpt *m = NULL;
@@ -270,7 +270,7 @@ static gpt *tiny_model(lssar_attn_kind k, gpt_pos pos, int layers) {
 }
 
 static void test_eval_windows(void) {
-    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 1);
+    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, LSSAR_POS_ROPE, 1);
     CHECK(m != NULL, "model");
     if (!m) return;
     // a shard file of 200 tokens
@@ -391,7 +391,7 @@ static float *tensor(gpt *m, const char *name) {
 }
 
 static void test_probe_q(void) {
-    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, GPT_POS_NONE, 2);
+    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, LSSAR_POS_NONE, 2);
     if (!m) { CHECK(0, "model"); return; }
     int T = 8, C = 16;
     uint16_t in[8] = {1, 5, 3, 19, 0, 7, 7, 2};
@@ -425,7 +425,7 @@ static void test_probe_q(void) {
 
 static void test_attnstats_uniform(void) {
     // zero query weights and biases: every softmax logit is 0, rows are uniform
-    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 2);
+    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, LSSAR_POS_ROPE, 2);
     if (!m) { CHECK(0, "model"); return; }
     int C = 16;
     for (int l = 0; l < 2; l++) {
@@ -488,7 +488,7 @@ static int ref_layer(void *vc, int layer, const float *q, const float *k, int B,
 }
 
 static void test_attnstats_reference(void) {
-    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 2);
+    gpt *m = tiny_model(LSSAR_ATTN_SOFTMAX, LSSAR_POS_ROPE, 2);
     if (!m) { CHECK(0, "model"); return; }
     // sharpen the attention so rows are far from uniform: scale the q weights up
     int i = gpt_tensor_index(m, "h.1.attn.c_attn.weight");

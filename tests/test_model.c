@@ -18,7 +18,7 @@
 // A library call that returns an error code (0 = success): a failure fails the test, with the
 // library's message, instead of being ignored.
 
-static gpt_config tiny(lssar_attn_kind kind, gpt_pos pos, int tied, int channels) {
+static gpt_config tiny(lssar_attn_kind kind, lssar_pos pos, int tied, int channels) {
     gpt_config c = {.layers = 2, .heads = 2, .dim = 16, .vocab = 11, .channels = channels,
                     .max_seq = 8, .pos = pos, .attn = kind, .p = 15.0f, .tied = tied};
     return c;
@@ -28,7 +28,7 @@ static gpt_config tiny(lssar_attn_kind kind, gpt_pos pos, int tied, int channels
 // its own dims, leaves every other number of the random init alone, gives nearby bins nearby
 // embeddings, and refuses what it cannot lay out.
 static void test_init_ordinal(void) {
-    gpt_config cfg = tiny(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 1, 2);
+    gpt_config cfg = tiny(LSSAR_ATTN_SOFTMAX, LSSAR_POS_ROPE, 1, 2);
     cfg.vocab = 1003; cfg.dim = 32;
     const int bins = 1000, C = cfg.dim, V = cfg.vocab, share = C / 2, P = share / 2;
     gpt *a = NULL, *b = NULL;
@@ -198,7 +198,7 @@ static void gradcheck_config(gpt_config cfg) {
     const double relu_tol = cfg.attn == LSSAR_ATTN_RELU ? 2.0 : 1.0;
     char what[160];
     snprintf(what, sizeof what, "%s%s/%s/%s/ch%d", lssar_attn_name(cfg.attn),
-             (cfg.attn == LSSAR_ATTN_SIGMOID || cfg.attn == LSSAR_ATTN_RELU) && cfg.len_norm == LSSAR_LEN_NORM_ROW ? "(row)" : "", gpt_pos_name(cfg.pos),
+             (cfg.attn == LSSAR_ATTN_SIGMOID || cfg.attn == LSSAR_ATTN_RELU) && cfg.len_norm == LSSAR_LEN_NORM_ROW ? "(row)" : "", lssar_pos_name(cfg.pos),
              cfg.tied ? "tied" : "untied", Ch);
     // 1. along the whole gradient: the derivative is |g|
     double gn = 0;
@@ -258,8 +258,8 @@ static void test_gradients(void) {
             for (int tied = 0; tied < 2; tied++)
                 for (int ch = 1; ch <= 2; ch++)
                 {
-                    if (kind > LSSAR_ATTN_RELU && (pos != GPT_POS_ROPE || tied || ch != 2)) continue;
-                    gpt_config c = tiny((lssar_attn_kind)kind, (gpt_pos)pos, tied, ch);
+                    if (kind > LSSAR_ATTN_RELU && (pos != LSSAR_POS_ROPE || tied || ch != 2)) continue;
+                    gpt_config c = tiny((lssar_attn_kind)kind, (lssar_pos)pos, tied, ch);
                     c.len_norm = (lssar_len_norm)ln;
                     // LSSAR with p = 2 here: u = n alpha - 1 is a small difference of float32
                     // numbers and u^p multiplies its rounding error by p, so at p = 15 the
@@ -308,7 +308,7 @@ static float *train_steps(gpt_config cfg, int steps, int threads, int B, int T, 
    the threads and the elementwise loops span several blocks. */
 static void test_determinism(void) {
     for (int kind = 0; kind <= LSSAR_ATTN_RELU; kind++) {
-        gpt_config cfg = tiny((lssar_attn_kind)kind, GPT_POS_ROPE, 0, 2);
+        gpt_config cfg = tiny((lssar_attn_kind)kind, LSSAR_POS_ROPE, 0, 2);
         cfg.dim = 64; cfg.heads = 4; cfg.vocab = 64; cfg.max_seq = 32;
         const int B = 2, T = 32;
         float l1 = NAN, l2 = NAN, l3 = NAN;
@@ -333,7 +333,7 @@ static void test_determinism(void) {
    model of several GPT_NORM_BLOCKs. One sum over the whole buffer, the old definition of
    gpt_clip_grad_norm, is printed beside it: it may differ in the last bits of the double. */
 static void test_grad_norm_one_definition(void) {
-    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 0, 1);
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, LSSAR_POS_ROPE, 0, 1);
     cfg.dim = 128; cfg.heads = 4; cfg.vocab = 64; cfg.max_seq = 16;
     const int B = 2, T = 16;
     uint16_t in[2 * 16], tg[2 * 16];
@@ -365,7 +365,7 @@ static void test_grad_norm_one_definition(void) {
    NaN gradient gives a NaN norm and scales nothing. Negative control: the block sum of a range
    shifted by one float is not block 0's. */
 static void test_block_norm(void) {
-    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 0, 1);
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, LSSAR_POS_ROPE, 0, 1);
     cfg.dim = 128; cfg.heads = 4; cfg.vocab = 64; cfg.max_seq = 16;
     const int B = 2, T = 16;
     uint16_t in[2 * 16], tg[2 * 16];
@@ -416,7 +416,7 @@ static void test_block_norm(void) {
    staged; a forward with NULL inputs needs a staged batch of its shape. Negative control: the
    other batch's gradients differ. */
 static void test_prefetch(void) {
-    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 0, 2);
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, LSSAR_POS_ROPE, 0, 2);
     cfg.max_seq = 16;
     const int B = 2, T = 16, n = 2 * 16 * 2;
     uint16_t in[3][2 * 16 * 2], tg[3][2 * 16 * 2];
@@ -457,7 +457,7 @@ static void test_prefetch(void) {
    micro-batches, the norm gpt_dp_step reports is bit for bit the norm of g_0 + g_1 added here on
    the host, on a model whose layers span several GPT_NORM_BLOCKs and straddle their boundaries. */
 static void dp_bucketed_case(int recompute, float *norm) {
-    gpt_config cfg = tiny(LSSAR_ATTN_SOFTMAX, GPT_POS_LEARNED, 0, 1);
+    gpt_config cfg = tiny(LSSAR_ATTN_SOFTMAX, LSSAR_POS_LEARNED, 0, 1);
     cfg.dim = 96; cfg.heads = 4; cfg.vocab = 64; cfg.max_seq = 16; cfg.layers = 3;
     const int B = 2, T = 16;
     uint16_t in[2][2 * 16], tg[2][2 * 16];
@@ -554,7 +554,7 @@ static float *recompute_run(gpt_config cfg, int how, int hidden, int B, int T) {
 
 static void test_recompute(void) {
     const lssar_attn_kind kinds[] = {LSSAR_ATTN_SOFTMAX, LSSAR_ATTN_LSSAR};
-    const gpt_pos poss[] = {GPT_POS_LEARNED, GPT_POS_ROPE};
+    const lssar_pos poss[] = {LSSAR_POS_LEARNED, LSSAR_POS_ROPE};
     for (int ki = 0; ki < 2; ki++)
         for (int pi = 0; pi < 2; pi++)
             for (int hidden = 0; hidden < 2; hidden++) {
@@ -573,14 +573,14 @@ static void test_recompute(void) {
                 const char *what = hidden ? "gpt_backward_hidden x 2" : "gpt_backward";
                 if (ref && on && late && norerun && pert) {
                     CHECK(!memcmp(ref, on, n * sizeof(float)), "%s %s %s: recompute changes the bits",
-                          lssar_attn_name(cfg.attn), gpt_pos_name(cfg.pos), what);
+                          lssar_attn_name(cfg.attn), lssar_pos_name(cfg.pos), what);
                     CHECK(!memcmp(ref, late, n * sizeof(float)), "%s %s %s: recompute from step 2 changes the bits",
-                          lssar_attn_name(cfg.attn), gpt_pos_name(cfg.pos), what);
+                          lssar_attn_name(cfg.attn), lssar_pos_name(cfg.pos), what);
                     CHECK(memcmp(ref, norerun, n * sizeof(float)), "%s %s %s: negative control: the shared set "
-                          "without the rerun gives the same gradients", lssar_attn_name(cfg.attn), gpt_pos_name(cfg.pos), what);
+                          "without the rerun gives the same gradients", lssar_attn_name(cfg.attn), lssar_pos_name(cfg.pos), what);
                     CHECK(memcmp(ref + n / 2, pert + n / 2, n / 2 * sizeof(float)) && !memcmp(ref, pert, n / 2 * sizeof(float)),
                           "%s %s %s: negative control: a perturbed saved input leaves the gradients as they were",
-                          lssar_attn_name(cfg.attn), gpt_pos_name(cfg.pos), what);
+                          lssar_attn_name(cfg.attn), lssar_pos_name(cfg.pos), what);
                 }
                 free(ref); free(on); free(late); free(norerun); free(pert);
             }
@@ -590,7 +590,7 @@ static void test_recompute(void) {
    (L - 1) block sets less their res2 (which every block keeps); evaluation is unchanged; a reserve
    allocates what it says. Prints the ratio for GPT-2 small at T = 1024. */
 static void test_recompute_bytes(void) {
-    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 1, 1);
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, LSSAR_POS_ROPE, 1, 1);
     cfg.layers = 5; cfg.dim = 24; cfg.heads = 3; cfg.max_seq = 64;
     const int B = 3, T = 37;   // row counts that are not multiples of 16: the rounding counts
     gpt *m = NULL;
@@ -628,7 +628,7 @@ static void test_recompute_bytes(void) {
     gpt_free(m);
     // GPT-2 small (12 layers, width 768, 12 heads, vocab 50257) at T = 1024, batch 1
     gpt_config g2 = {.layers = 12, .heads = 12, .dim = 768, .vocab = 50257, .channels = 1, .max_seq = 1024,
-                     .pos = GPT_POS_ROPE, .attn = LSSAR_ATTN_LSSAR, .p = 15.0f, .tied = 1};
+                     .pos = LSSAR_POS_ROPE, .attn = LSSAR_ATTN_LSSAR, .p = 15.0f, .tied = 1};
     CHECK_OK(gpt_create_empty(&g2, &m));
     if (!m) return;
     double a0 = gpt_activation_bytes(m, 1, 1024, 1) / 1048576.0, logits = 50257.0 * 1024 * 4 / 1048576.0;
@@ -652,7 +652,7 @@ static void test_recompute_bytes(void) {
 }
 
 static void test_reserve_and_errors(void) {
-    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_LEARNED, 1, 1);
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, LSSAR_POS_LEARNED, 1, 1);
     gpt *m = NULL, *m2 = NULL;
     CHECK(gpt_create(&cfg, 3, &m) == 0, "create");
     uint16_t in[64], tg[64];
@@ -681,7 +681,7 @@ static void test_reserve_and_errors(void) {
     CHECK(gpt_forward(m, in, NULL, 1, 8, &l) == 0, "forward without targets");
     CHECK(gpt_backward(m, 1.0f) != 0, "backward without targets must fail");
     // evaluation-only reservation refuses backward
-    gpt_config c2 = tiny(LSSAR_ATTN_SOFTMAX, GPT_POS_ROPE, 1, 1);
+    gpt_config c2 = tiny(LSSAR_ATTN_SOFTMAX, LSSAR_POS_ROPE, 1, 1);
     gpt *e;
     CHECK_OK(gpt_create(&c2, 3, &e));
     CHECK_OK(gpt_reserve(e, 1, 8, 0));
@@ -690,7 +690,7 @@ static void test_reserve_and_errors(void) {
     gpt_free(e);
     // RoPE and no positions extrapolate: T = 4 x max_seq works in evaluation and decoding
     for (int pos = 0; pos < 3; pos += 2) {
-        gpt_config lc = tiny(LSSAR_ATTN_LSSAR, (gpt_pos)pos, 1, 1);
+        gpt_config lc = tiny(LSSAR_ATTN_LSSAR, (lssar_pos)pos, 1, 1);
         gpt *g;
         CHECK_OK(gpt_create(&lc, 3, &g));
         uint16_t lin[32], ltg[32];
@@ -698,11 +698,11 @@ static void test_reserve_and_errors(void) {
         random_tokens(ltg, 32, lc.vocab, 14);
         float ll = NAN, lg[11];
         CHECK(gpt_reserve(g, 1, 32, 0) == 0 && gpt_forward(g, lin, ltg, 1, 32, &ll) == 0 && isfinite(ll),
-              "%s: T = 32 > max_seq = 8: %s", gpt_pos_name(pos), lssar_errmsg());
+              "%s: T = 32 > max_seq = 8: %s", lssar_pos_name(pos), lssar_errmsg());
         gpt_kvcache *kv;
         int ok = gpt_kvcache_create(g, 1, 32, &kv) == 0;
         for (int t = 0; t < 32 && ok; t++) ok = gpt_decode(g, kv, lin + t, 1, lg) == 0 && isfinite(lg[0]);
-        CHECK(ok, "%s: decoding 32 positions: %s", gpt_pos_name(pos), lssar_errmsg());
+        CHECK(ok, "%s: decoding 32 positions: %s", lssar_pos_name(pos), lssar_errmsg());
         gpt_kvcache_free(kv);
         gpt_free(g);
     }
@@ -729,7 +729,7 @@ static void test_reserve_and_errors(void) {
 }
 
 static void test_ignore_and_accumulation(void) {
-    gpt_config cfg = tiny(LSSAR_ATTN_SSMAX, GPT_POS_ROPE, 0, 2);
+    gpt_config cfg = tiny(LSSAR_ATTN_SSMAX, LSSAR_POS_ROPE, 0, 2);
     gpt *m;
     CHECK_OK(gpt_create(&cfg, 4, &m));
     CHECK_OK(gpt_reserve(m, 2, 8, 1));
@@ -790,7 +790,7 @@ static void test_ignore_and_accumulation(void) {
 
 /* Evaluation (chunked logits, one activation set) must give what the training path gives. */
 static void test_eval_equals_train(void) {
-    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, GPT_POS_ROPE, 1, 2);
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, LSSAR_POS_ROPE, 1, 2);
     cfg.vocab = 300;
     const int B = 2, T = 150;   // 300 rows: three evaluation chunks, the last one partial
     gpt *a, *b;
@@ -881,7 +881,7 @@ static double decode_diff(gpt *m, const uint16_t *in, int B, int T, int P0) {
 static void test_decode(void) {
     for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++)
         for (int pos = 0; pos < 3; pos++) {
-            gpt_config cfg = tiny((lssar_attn_kind)kind, (gpt_pos)pos, kind % 2, 2);
+            gpt_config cfg = tiny((lssar_attn_kind)kind, (lssar_pos)pos, kind % 2, 2);
             cfg.len_norm = (lssar_len_norm)(pos % 2);   // sigmoid / relu: train and row (others ignore it)
             const int T = 8, Ch = 2;
             gpt *m;
@@ -893,11 +893,11 @@ static void test_decode(void) {
             // through two layers and the head: under 1e-4 in log-probability on every CPU
             double md1 = decode_diff(m, in, 1, T, 0), md2 = decode_diff(m, in, 1, T, 5), md3 = decode_diff(m, in, 2, T, 3);
             CHECK(md1 < 1e-4 && md2 < 1e-4 && md3 < 1e-4, "%s/%s: decode log-probs differ from the full forward by "
-                  "%g (one at a time), %g (prompt of 5), %g (2 sequences)", lssar_attn_name(kind), gpt_pos_name(pos),
+                  "%g (one at a time), %g (prompt of 5), %g (2 sequences)", lssar_attn_name(kind), lssar_pos_name(pos),
                   md1, md2, md3);
             gpt_free(m);
         }
-    gpt_config cfg = tiny(LSSAR_ATTN_LSSA, GPT_POS_LEARNED, 0, 1);
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSA, LSSAR_POS_LEARNED, 0, 1);
     gpt *m;
     gpt_kvcache *kv;
     CHECK_OK(gpt_create(&cfg, 1, &m));
@@ -920,7 +920,7 @@ static void test_decode_rows(void) {
     for (int kind = 0; kind <= LSSAR_ATTN_RELU; kind++)
         for (int peaked = 0; peaked < 2; peaked++) {
             if (!peaked && kind != LSSAR_ATTN_LSSAR && kind != LSSAR_ATTN_LSSA) continue;
-            gpt_config cfg = tiny((lssar_attn_kind)kind, GPT_POS_NONE, 0, 1);
+            gpt_config cfg = tiny((lssar_attn_kind)kind, LSSAR_POS_NONE, 0, 1);
             cfg.layers = 1;
             const int C = cfg.dim, V = cfg.vocab, T = 16;
             gpt *m;
@@ -1018,7 +1018,7 @@ static void test_overfit(void) {
     for (int k = 0; k <= LSSAR_ATTN_RELU; k++) {
         lssar_attn_kind kind = (lssar_attn_kind)k;
         gpt_config cfg = {.layers = 2, .heads = 4, .dim = 32, .vocab = 16, .channels = 1, .max_seq = 16,
-                          .pos = GPT_POS_ROPE, .attn = kind, .p = 15.0f, .tied = 1};
+                          .pos = LSSAR_POS_ROPE, .attn = kind, .p = 15.0f, .tied = 1};
         const int B = 4, T = 16;
         gpt *m = NULL;
         if (gpt_create(&cfg, 77, &m) || gpt_reserve(m, B, T, 1)) {
@@ -1059,7 +1059,7 @@ static void test_overfit(void) {
 
 static void test_table_and_init(void) {
     gpt_config cfg = {.layers = 3, .heads = 4, .dim = 64, .vocab = 100, .channels = 2, .max_seq = 32,
-                      .pos = GPT_POS_LEARNED, .attn = LSSAR_ATTN_SSMAX, .p = 15.0f, .tied = 0};
+                      .pos = LSSAR_POS_LEARNED, .attn = LSSAR_ATTN_SSMAX, .p = 15.0f, .tied = 0};
     gpt *m;
     CHECK(gpt_create(&cfg, 1, &m) == 0, "create");
     size_t C = 64, L = 3, V = 100;

@@ -198,7 +198,8 @@ static void test_backward_hidden(void) {
     const lssar_attn_kind kinds[3] = {LSSAR_ATTN_SOFTMAX, LSSAR_ATTN_SSMAX, LSSAR_ATTN_LSSAR};
     for (int kk = 0; kk < 3; kk++) {
         gpt_config cfg = {.layers = 2, .heads = 2, .dim = 8, .vocab = 11, .channels = 2, .max_seq = 6,
-                          .pos = kk == 1 ? GPT_POS_LEARNED : GPT_POS_ROPE, .attn = kinds[kk], .p = 3.0f, .tied = 0};
+                          .pos = kk == 1 ? LSSAR_POS_LEARNED : LSSAR_POS_ROPE, .attn = kinds[kk], .p = 3.0f,
+                          .tied = 0};
         gpt *m;
         CHECK(gpt_create(&cfg, 5 + kk, &m) == 0, "create: %s", lssar_errmsg());
         enum { B = 2, T = 6, C = 8 };
@@ -286,8 +287,8 @@ static void test_backward_hidden(void) {
         free(g1); free(g2);
         gpt_free(m);
     }
-    gpt_config cfg = {.layers = 1, .heads = 1, .dim = 4, .vocab = 5, .channels = 1, .max_seq = 4, .pos = GPT_POS_ROPE,
-                      .attn = LSSAR_ATTN_SOFTMAX, .p = 1, .tied = 1};
+    gpt_config cfg = {.layers = 1, .heads = 1, .dim = 4, .vocab = 5, .channels = 1, .max_seq = 4,
+                      .pos = LSSAR_POS_ROPE, .attn = LSSAR_ATTN_SOFTMAX, .p = 1, .tied = 1};
     gpt *m;
     float d[16] = {0};
     uint16_t in[4] = {1, 2, 3, 4};

@@ -38,14 +38,14 @@
 
 int attn_desc_check(const lssar_attn_desc *a, const char *fn) {
     if (!a) return lssar_fail(LSSAR_E_NULL, "%s: the descriptor is NULL; pass a lssar_attn_desc", fn);
-    lssar_attn_stages st;
-    if ((unsigned)a->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(a->kind, &st))
-        return lssar_fail(LSSAR_E_KIND, "%s: unknown kind %d; use an lssar_attn_kind (0..%d)", fn, (int)a->kind,
-                          LSSAR_ATTN_NKINDS - 1);
+    char what[96];
+    snprintf(what, sizeof what, "%s: kind", fn);
+    int rc = attn_kind_check(a->kind, what);
+    if (rc) return rc;
+    lssar_attn_stages st = attn_stages(a->kind);
     if (st.norm == LSSAR_NORM_LEN) {
-        if ((unsigned)a->len_norm > LSSAR_LEN_NORM_ROW)
-            return lssar_fail(LSSAR_E_ARG, "%s: %s len_norm = %d; use LSSAR_LEN_NORM_TRAIN or _ROW", fn,
-                              lssar_attn_name(a->kind), (int)a->len_norm);
+        snprintf(what, sizeof what, "%s: %s len_norm", fn, lssar_attn_name(a->kind));
+        if ((rc = attn_len_norm_check(a->len_norm, what))) return rc;
         if (a->len_norm == LSSAR_LEN_NORM_TRAIN && a->train_len < 1)
             return lssar_fail(LSSAR_E_ARG, "%s: %s with len_norm train needs train_len >= 1 (the training length L), "
                               "got %d", fn, lssar_attn_name(a->kind), a->train_len);

@@ -7,11 +7,18 @@
 
 #include "lssar.h"
 
+/* The one rule of each enum of attention, a kind and a length normalisation; the _check functions
+   (names.c) fail with a message that names `what` ("gpt config: attn"). */
+static inline int attn_kind_ok(lssar_attn_kind k) { return (unsigned)k < (unsigned)LSSAR_ATTN_NKINDS; }
+static inline int attn_len_norm_ok(lssar_len_norm ln) { return (unsigned)ln <= (unsigned)LSSAR_LEN_NORM_ROW; }
+int attn_kind_check(lssar_attn_kind k, const char *what);       // LSSAR_E_KIND
+int attn_len_norm_check(lssar_len_norm ln, const char *what);   // LSSAR_E_ARG
+
 /* The stages of kind k (lssar_attn_stages_of) for callers that have checked k; all zero (dot, exp,
    l1, no re-weighting) for a value that is not a kind. */
 static inline lssar_attn_stages attn_stages(lssar_attn_kind k) {
     lssar_attn_stages st = {LSSAR_SCORE_DOT, LSSAR_PHI_EXP, LSSAR_NORM_L1, 0};
-    if ((unsigned)k < (unsigned)LSSAR_ATTN_NKINDS) lssar_attn_stages_of(k, &st);
+    if (attn_kind_ok(k)) lssar_attn_stages_of(k, &st);
     return st;
 }
 // The kind has SSMax's per-head scales (a model parameter).

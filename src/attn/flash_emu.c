@@ -619,8 +619,8 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
 // ------------------------------------------------------------------ setup shared by both calls
 
 int flash_emu_check_fused(const lssar_attn_desc *a, const char *fn) {
-    lssar_attn_stages st;
-    if (!a || (unsigned)a->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(a->kind, &st)) return LSSAR_OK;
+    if (!a || !attn_kind_ok(a->kind)) return LSSAR_OK;   // attn_desc_check reports it
+    lssar_attn_stages st = attn_stages(a->kind);
     if (flash_fused_supported(&st)) return LSSAR_OK;
     return lssar_fail(LSSAR_E_UNSUPPORTED, "%s: attention kind %s: the fused GPU kernels do not support it "
                       "yet (it runs on the CPU); see issue 34", fn, lssar_attn_name(a->kind));
@@ -683,8 +683,8 @@ static void ctx_init(emu_ctx *c, const lssar_attn_desc *a, flash_mode mode, int 
 }
 
 size_t flash_emu_stats_floats(const lssar_attn_desc *a, int B, int Tq, int H, int D) {
-    lssar_attn_stages st;
-    if (!a || (unsigned)a->kind >= LSSAR_ATTN_NKINDS || lssar_attn_stages_of(a->kind, &st)) return 0;
+    if (!a || !attn_kind_ok(a->kind)) return 0;
+    lssar_attn_stages st = attn_stages(a->kind);
     if (!flash_fused_supported(&st)) return 0;
     flash_params fp;
     flash_params_init(&fp, &st, a->p, D);

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "lssar.h"
 #include "core/util.h"
+#include "attn/attn.h"
 
 // Indexed by lssar_attn_kind (the values are the public enum: append only). A name is the nearest
 // preset and the stages that differ from it, so that lssar_attn_parse reads it back.
@@ -31,21 +32,27 @@ static const char SPELLING[] =
     "use softmax, ssmax, lssa, lssar, sigmoid or relu, followed by any of +dot, +ssmax, +cos, +exp, +softplus, "
     "+rw, +norw (e.g. softmax+cos+rw)";
 
+int attn_kind_check(lssar_attn_kind k, const char *what) {
+    if (attn_kind_ok(k)) return LSSAR_OK;
+    return lssar_fail(LSSAR_E_KIND, "%s = %d is not an lssar_attn_kind (0..%d)", what, (int)k,
+                      LSSAR_ATTN_NKINDS - 1);
+}
+
 const char *lssar_attn_name(lssar_attn_kind kind) {
-    return (unsigned)kind < (unsigned)LSSAR_ATTN_NKINDS ? KINDS[kind].name : "unknown";
+    return attn_kind_ok(kind) ? KINDS[kind].name : "unknown";
 }
 
 int lssar_attn_stages_of(lssar_attn_kind kind, lssar_attn_stages *out) {
     if (!out) return lssar_fail(LSSAR_E_NULL, "lssar_attn_stages_of: NULL argument");
-    if ((unsigned)kind >= (unsigned)LSSAR_ATTN_NKINDS)
-        return lssar_fail(LSSAR_E_KIND, "attention kind %d is not an lssar_attn_kind (0..%d)", (int)kind, LSSAR_ATTN_NKINDS - 1);
-    *out = KINDS[kind].st;
-    return LSSAR_OK;
+    int rc = attn_kind_check(kind, "attention kind");
+    if (!rc) *out = KINDS[kind].st;
+    return rc;
 }
 
 static const char *const SCORE[] = {"dot", "ssmax", "cos"};
 static const char *const PHI[] = {"exp", "softplus", "sigmoid", "relu"};
 static const char *const NORM[] = {"l1", "len"};
+#define NAMES(a) (sizeof a / sizeof a[0])
 
 // The kind of these stages, or -1.
 static int find_kind(const lssar_attn_stages *st) {
@@ -61,7 +68,8 @@ int lssar_attn_from_stages(const lssar_attn_stages *st, lssar_attn_kind *out) {
     if (!st || !out) return lssar_fail(LSSAR_E_NULL, "lssar_attn_from_stages: NULL argument");
     int k = find_kind(st);
     if (k >= 0) { *out = (lssar_attn_kind)k; return LSSAR_OK; }
-    int ok = (unsigned)st->score < 3 && (unsigned)st->phi < 4 && (unsigned)st->norm < 2;
+    int ok = (unsigned)st->score < NAMES(SCORE) && (unsigned)st->phi < NAMES(PHI) &&
+             (unsigned)st->norm < NAMES(NORM);
     return lssar_fail(LSSAR_E_KIND, "attention stages score %s, phi %s, norm %s, re-weighting %s are not a valid "
                       "combination; valid: %s", ok ? SCORE[st->score] : "?", ok ? PHI[st->phi] : "?",
                       ok ? NORM[st->norm] : "?", st->reweight ? "on" : "off", VALID);
@@ -96,15 +104,20 @@ int lssar_attn_parse(const char *name, lssar_attn_kind *out) {
     return LSSAR_OK;
 }
 
-static const char *const len_norm_names[] = {"train", "row"};
+static const char *const len_norm_names[] = {"train", "row"};   // indexed by lssar_len_norm
+
+int attn_len_norm_check(lssar_len_norm ln, const char *what) {
+    if (attn_len_norm_ok(ln)) return LSSAR_OK;
+    return lssar_fail(LSSAR_E_ARG, "%s = %d is not an lssar_len_norm (train or row)", what, (int)ln);
+}
 
 const char *lssar_len_norm_name(lssar_len_norm ln) {
-    return (unsigned)ln < 2 ? len_norm_names[ln] : "unknown";
+    return attn_len_norm_ok(ln) ? len_norm_names[ln] : "unknown";
 }
 
 int lssar_len_norm_parse(const char *name, lssar_len_norm *out) {
     if (!name || !out) return lssar_fail(LSSAR_E_NULL, "lssar_len_norm_parse: NULL argument");
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i <= LSSAR_LEN_NORM_ROW; i++)
         if (!strcmp(name, len_norm_names[i])) { *out = (lssar_len_norm)i; return 0; }
     return lssar_fail(LSSAR_E_ARG, "length normalisation '%s': use train or row", name);
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include "args.h"
 #include "lssar.h"
+#include "attn/attn.h"
 #include "data/shard.h"
 #include "exp/attnstats.h"
 #include "exp/common.h"
@@ -201,7 +202,7 @@ int cmd_attnstats(int argc, char **argv) {
         else snprintf(labels[mi], sizeof labels[mi], "%.*s (%s)", (int)(end - base), base, lssar_attn_name(c->attn));
         // the configuration the seeds of one kind share (what pool_groups groups by)
         if (c->attn == LSSAR_ATTN_LSSAR) snprintf(keys[mi], sizeof keys[mi], "lssar p=%g", c->p);
-        else if (c->attn == LSSAR_ATTN_SIGMOID || c->attn == LSSAR_ATTN_RELU)
+        else if (attn_stages(c->attn).norm == LSSAR_NORM_LEN)
             snprintf(keys[mi], sizeof keys[mi], "%s len-norm %s", lssar_attn_name(c->attn), lssar_len_norm_name(c->len_norm));
         else snprintf(keys[mi], sizeof keys[mi], "%s", lssar_attn_name(c->attn));
         cJSON *mj = cJSON_CreateObject();

@@ -107,7 +107,7 @@ static double sgemm_gflops(const shape *s, int repeats) {
 }
 
 // One training configuration: res->ms the median ms of a step. Returns 1 on failure (message printed).
-static int time_step(const shape *s, lssar_attn_kind kind, gpt_pos pos, lssar_device device, int recompute,
+static int time_step(const shape *s, lssar_attn_kind kind, lssar_pos pos, lssar_device device, int recompute,
                      int warmup, int repeats, step_result *res) {
     gpt_config cfg = {.layers = s->layers, .heads = s->heads, .dim = s->dim, .vocab = s->vocab, .channels = 1,
                       .max_seq = s->T, .pos = pos, .attn = kind, .p = 15.0f, .tied = 1, .device = device};
@@ -261,7 +261,10 @@ int cmd_bench(int argc, char **argv) {
             const shape *s = &shapes[i];
             int reps = repeats ? repeats : (s->layers >= 12 ? 2 : 3);
             step_result res;
-            if (time_step(s, kinds_list[kk], (gpt_pos)pos, device, recompute, warmup, reps, &res)) { rc = 1; break; }
+            if (time_step(s, kinds_list[kk], (lssar_pos)pos, device, recompute, warmup, reps, &res)) {
+                rc = 1;
+                break;
+            }
             double ms = res.ms, N = (double)res.params;
             double sg = gpu ? NAN : sgemm_gflops(s, 3);
             double flop = (6.0 * N + 12.0 * s->layers * s->dim * s->T) * s->B * s->T;
@@ -281,7 +284,7 @@ int cmd_bench(int argc, char **argv) {
             fflush(stdout);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "attn", lssar_attn_name(kinds_list[kk]));
-            cJSON_AddStringToObject(o, "pos", gpt_pos_name((gpt_pos)pos));
+            cJSON_AddStringToObject(o, "pos", lssar_pos_name((lssar_pos)pos));
             cJSON_AddNumberToObject(o, "layers", s->layers);
             cJSON_AddNumberToObject(o, "dim", s->dim);
             cJSON_AddNumberToObject(o, "heads", s->heads);

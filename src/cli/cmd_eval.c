@@ -6,6 +6,7 @@
 #include <cJSON.h>
 #include "args.h"
 #include "lssar.h"
+#include "attn/attn.h"
 #include "model/gpt.h"
 #include "model/checkpoint.h"
 #include "train/eval.h"
@@ -77,7 +78,7 @@ int cmd_eval(int argc, char **argv) {
     }
     const gpt_config *c = gpt_get_config(m);
     for (int i = 0; i < nT; i++)
-        if (c->pos == GPT_POS_LEARNED && T[i] > c->max_seq) {
+        if (c->pos == LSSAR_POS_LEARNED && T[i] > c->max_seq) {
             int mx = c->max_seq;   // c dies with the model
             gpt_free(m);
             return args_error("eval", "--seq %d: the model has learned positions for up to %d tokens; use lengths <= %d (only rope and none positions extrapolate)",
@@ -92,20 +93,20 @@ int cmd_eval(int argc, char **argv) {
         return 1;
     }
     char kdesc[32];   // sigmoid / relu: their length normalisation instead of the (unused) p
-    if (c->attn == LSSAR_ATTN_SIGMOID || c->attn == LSSAR_ATTN_RELU)
+    if (attn_stages(c->attn).norm == LSSAR_NORM_LEN)
         snprintf(kdesc, sizeof kdesc, "len-norm %s", lssar_len_norm_name(c->len_norm));
     else
         snprintf(kdesc, sizeof kdesc, "p %g", c->p);
     printf("model %s: %s attention (%s), %s positions, trained at seq %d, step %lld\n", mp, lssar_attn_name(c->attn), kdesc,
-           gpt_pos_name(c->pos), c->max_seq, (long long)step);
+           lssar_pos_name(c->pos), c->max_seq, (long long)step);
     printf("%8s %10s %10s %12s %8s\n", "seq", "loss", "ppl", "tokens", "windows");
     cJSON *root = cJSON_CreateObject(), *res = NULL;
     cJSON_AddStringToObject(root, "model", mp);
     cJSON_AddStringToObject(root, "attn", lssar_attn_name(c->attn));
     cJSON_AddNumberToObject(root, "p", c->p);
-    if (c->attn == LSSAR_ATTN_SIGMOID || c->attn == LSSAR_ATTN_RELU)
+    if (attn_stages(c->attn).norm == LSSAR_NORM_LEN)
         cJSON_AddStringToObject(root, "len_norm", lssar_len_norm_name(c->len_norm));
-    cJSON_AddStringToObject(root, "pos", gpt_pos_name(c->pos));
+    cJSON_AddStringToObject(root, "pos", lssar_pos_name(c->pos));
     cJSON_AddNumberToObject(root, "train_seq", c->max_seq);
     cJSON_AddNumberToObject(root, "step", (double)step);
     cJSON_AddStringToObject(root, "data", data);

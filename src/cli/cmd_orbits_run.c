@@ -493,7 +493,7 @@ int cmd_orbits_run(int argc, char **argv) {
         train_opts_default(to);
         to->data = shards; to->val = valpath; to->out = run;
         lssar_attn_parse(kinds[k], &to->attn);  // checked above
-        to->pos = (gpt_pos)gpt_pos_parse(pos);
+        to->pos = (lssar_pos)gpt_pos_parse(pos);
         to->vocab = LSSAR_ORB_VOCAB; to->align = LSSAR_ORB_ROWS;
         to->untied = !sc->ordered; to->ordinal = sc->ordered ? LSSAR_ORB_BINS : 0;
         if (sc->ordered) { to->wd = 0; to->eps = ORDERED_EPS; }

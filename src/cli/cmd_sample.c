@@ -151,7 +151,7 @@ int cmd_sample(int argc, char **argv) {
     for (int i = 0; !rc && i < nids; i++)
         if (ids[i] >= V) rc = args_error("sample", "--prompt-ids: id %d is outside the model's vocabulary (0..%d)", ids[i], V - 1);
     const int P = nids / C, total = P + tokens;
-    if (!rc && c->pos == GPT_POS_LEARNED && total > c->max_seq)
+    if (!rc && c->pos == LSSAR_POS_LEARNED && total > c->max_seq)
         rc = args_error("sample", "prompt (%d positions) + --tokens %d exceeds the %d positions this model learned: use fewer --tokens", P, tokens, c->max_seq);
     if (rc) { gpt_free(m); free(ids); lssar_tokenizer_free(tk); return rc; }
 

@@ -106,7 +106,7 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
                           flag, given, o->out, stored, flag);                                     \
     }
     SAME("attn", given_attn == c.attn, "%s", lssar_attn_name(c.attn), attn);
-    SAME("pos", gpt_pos_parse(pos) == (int)c.pos, "%s", gpt_pos_name(c.pos), pos);
+    SAME("pos", gpt_pos_parse(pos) == (int)c.pos, "%s", lssar_pos_name(c.pos), pos);
     SAME("p", o->p == c.p, "%g", c.p, o->p);
     SAME("len-norm", o->len_norm == c.len_norm, "%s", lssar_len_norm_name(c.len_norm), len_norm);
     SAME("rope-base", o->rope_base == c.rope_base, "%g", c.rope_base, o->rope_base);
@@ -204,7 +204,7 @@ int cmd_train(int argc, char **argv) {
     if (lssar_len_norm_parse(len_norm, &o.len_norm))
         return args_error("train", "--len-norm '%s' is unknown: use train or row", len_norm);
     if (ps < 0) return args_error("train", "--pos '%s' is unknown: use rope, learned or none", pos);
-    o.pos = (gpt_pos)ps;
+    o.pos = (lssar_pos)ps;
     if (!(o.p > 0)) return args_error("train", "--p must be > 0 (the paper uses 15)");
     if (steps < 1) return args_error("train", "--steps must be >= 1");
     if (o.threads < 0) return args_error("train", "--threads must be >= 0");

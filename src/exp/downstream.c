@@ -406,7 +406,7 @@ int ds_run_task(gpt *m, const lssar_tokenizer *tok, const char *name, const char
     if (rc) return rc;
     const gpt_config *c = gpt_get_config(m);
     int W = o->window > 0 ? o->window : c->max_seq;
-    if (c->pos == GPT_POS_LEARNED && W > c->max_seq)
+    if (c->pos == LSSAR_POS_LEARNED && W > c->max_seq)
         return lssar_fail(LSSAR_E_ARG, "the window %d exceeds the training length %d of a model with learned positions", W, c->max_seq);
     double t0 = lssar_now();
     ds_set s;

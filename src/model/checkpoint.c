@@ -110,7 +110,7 @@ static int meta_write(st_writer *w, const meta_field *fields, int n, const void 
         case MF_U64: snprintf(b, sizeof b, "%llu", (unsigned long long)*(const uint64_t *)at); rc = st_writer_meta(w, fd->key, b); break;
         case MF_FLOAT: rc = put_float(w, fd->key, *(const float *)at); break;
         case MF_STR: rc = st_writer_meta(w, fd->key, at); break;
-        case MF_POS: rc = st_writer_meta(w, fd->key, gpt_pos_name(*(const gpt_pos *)at)); break;
+        case MF_POS: rc = st_writer_meta(w, fd->key, lssar_pos_name(*(const lssar_pos *)at)); break;
         case MF_ATTN: rc = st_writer_meta(w, fd->key, lssar_attn_name(*(const lssar_attn_kind *)at)); break;
         case MF_LEN_NORM: rc = st_writer_meta(w, fd->key, lssar_len_norm_name(*(const lssar_len_norm *)at)); break;
         }
@@ -172,7 +172,7 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
     case MF_POS: {
         int k = gpt_pos_parse(v);
         if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'pos' is %s (expected rope, learned or none)", f->path, v);
-        *(gpt_pos *)at = (gpt_pos)k;
+        *(lssar_pos *)at = (lssar_pos)k;
         return 0;
     }
     case MF_LEN_NORM: {
@@ -343,7 +343,7 @@ int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_
     rc = ckpt_config_from_meta(&f, &cfg, &st);
     if (!rc && o->set_attn && o->attn != cfg.attn) {
         lssar_attn_stages a = attn_stages(cfg.attn), b = attn_stages(o->attn);
-        int ok = (unsigned)o->attn < LSSAR_ATTN_NKINDS && a.score == b.score && a.phi == b.phi && a.norm == b.norm;
+        int ok = attn_kind_ok(o->attn) && a.score == b.score && a.phi == b.phi && a.norm == b.norm;
         if (!ok)
             rc = lssar_fail(LSSAR_E_ARG, "%s was trained with %s attention; evaluating it as %s is allowed only with the "
                             "re-weighting switched on or off (lssa <-> lssar, softmax <-> softmax+rw, ...: they share "
@@ -360,8 +360,8 @@ int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_
         // missing or misshapen tensor.)
         double C = cfg.dim, V = cfg.vocab, ch = cfg.channels;
         double per_layer = 13.0 * C + 12.0 * C * C + (attn_has_ssmax_s(cfg.attn) ? cfg.heads : 0);
-        double need = ch * V * C * (cfg.tied ? 1 : 2) + (cfg.pos == GPT_POS_LEARNED ? (double)cfg.max_seq * C : 0) +
-                      cfg.layers * per_layer + 2.0 * C;
+        double wpe = cfg.pos == LSSAR_POS_LEARNED ? (double)cfg.max_seq * C : 0;
+        double need = ch * V * C * (cfg.tied ? 1 : 2) + wpe + cfg.layers * per_layer + 2.0 * C;
         if (need * sizeof(float) > (double)f.buf_len + (16 << 20))
             rc = lssar_fail(LSSAR_E_FORMAT, "%s: its config (layers %d, dim %d, vocab %d, channels %d) needs %.0f bytes of F32 parameters "
                             "but the file holds %zu bytes of data: truncated, or damaged metadata",

@@ -20,26 +20,28 @@
 
 /* ------------------------------------------------------------------ config */
 
-const char *gpt_pos_name(gpt_pos pos) {
-    switch (pos) {
-    case GPT_POS_ROPE: return "rope";
-    case GPT_POS_LEARNED: return "learned";
-    case GPT_POS_NONE: return "none";
-    }
-    return "unknown";
+// Indexed by lssar_pos: the names of the CLI, checkpoints and reports.
+static const char *const POS_NAMES[] = {"rope", "learned", "none"};
+#define N_POS (int)(sizeof POS_NAMES / sizeof POS_NAMES[0])
+
+static int pos_ok(lssar_pos pos) { return (unsigned)pos < (unsigned)N_POS; }
+
+const char *lssar_pos_name(lssar_pos pos) { return pos_ok(pos) ? POS_NAMES[pos] : "unknown"; }
+
+int gpt_pos_check(lssar_pos pos, const char *what) {
+    if (pos_ok(pos)) return 0;
+    return lssar_fail(LSSAR_E_KIND, "%s = %d is not an lssar_pos (rope, learned or none)", what, (int)pos);
 }
 
 int gpt_pos_parse(const char *name) {
-    if (!name) return -1;
-    if (!strcmp(name, "rope")) return GPT_POS_ROPE;
-    if (!strcmp(name, "learned")) return GPT_POS_LEARNED;
-    if (!strcmp(name, "none")) return GPT_POS_NONE;
+    for (int i = 0; name && i < N_POS; i++)
+        if (!strcmp(name, POS_NAMES[i])) return i;
     return -1;
 }
 
 const char *gpt_not_gpt2(const gpt_config *c) {
     return c->attn != LSSAR_ATTN_SOFTMAX ? "its attention is not softmax"
-           : c->pos != GPT_POS_LEARNED  ? "its positions are not learned (GPT-2 has a wpe table)"
+           : c->pos != LSSAR_POS_LEARNED  ? "its positions are not learned (GPT-2 has a wpe table)"
            : !c->tied                   ? "its output head is not tied to the embedding"
            : c->channels != 1           ? "it has more than one token channel"
                                         : NULL;
@@ -53,7 +55,7 @@ int gpt_config_check(const gpt_config *c) {
     if (c->dim < 1 || c->dim % c->heads)
         return lssar_fail(LSSAR_E_SIZE, "gpt config: dim = %d must be a positive multiple of heads = %d",
                           c->dim, c->heads);
-    if (c->pos == GPT_POS_ROPE && (c->dim / c->heads) % 2)
+    if (c->pos == LSSAR_POS_ROPE && (c->dim / c->heads) % 2)
         return lssar_fail(LSSAR_E_SIZE, "gpt config: RoPE needs an even head size, got dim/heads = %d",
                           c->dim / c->heads);
     if (c->vocab < 1 || c->vocab > 65535)
@@ -63,13 +65,10 @@ int gpt_config_check(const gpt_config *c) {
         return lssar_fail(LSSAR_E_SIZE, "gpt config: channels = %d; use 1..%d", c->channels, GPT_MAX_CHANNELS);
     if (c->max_seq < 1)
         return lssar_fail(LSSAR_E_SIZE, "gpt config: max_seq = %d; use >= 1", c->max_seq);
-    if ((unsigned)c->pos > GPT_POS_NONE)
-        return lssar_fail(LSSAR_E_KIND, "gpt config: pos = %d; use rope, learned or none", (int)c->pos);
-    if ((unsigned)c->attn >= LSSAR_ATTN_NKINDS)
-        return lssar_fail(LSSAR_E_KIND, "gpt config: attn = %d is not an lssar_attn_kind (0..%d)", (int)c->attn,
-                          LSSAR_ATTN_NKINDS - 1);
-    if ((unsigned)c->len_norm > LSSAR_LEN_NORM_ROW)
-        return lssar_fail(LSSAR_E_ARG, "gpt config: len_norm = %d; use train or row", (int)c->len_norm);
+    int rc = gpt_pos_check(c->pos, "gpt config: pos");
+    if (!rc) rc = attn_kind_check(c->attn, "gpt config: attn");
+    if (!rc) rc = attn_len_norm_check(c->len_norm, "gpt config: len_norm");
+    if (rc) return rc;
     if (attn_reweights(c->attn) && !(c->p > 0.0f && isfinite(c->p)))
         return lssar_fail(LSSAR_E_P, "gpt config: %s re-weighting power p = %g; use a finite p > 0 (15 in the paper)",
                           lssar_attn_name(c->attn), (double)c->p);
@@ -120,7 +119,7 @@ static void build_table(gpt *m) {
         snprintf(nm, sizeof nm, "wte.%d", ch);
         add_tensor(m, nm, -1, offsetof(gpt_params, wte) + ch * sizeof(float *), 2, V, C, 1, INIT_NORMAL, std);
     }
-    if (c->pos == GPT_POS_LEARNED)
+    if (c->pos == LSSAR_POS_LEARNED)
         add_tensor(m, "wpe", -1, offsetof(gpt_params, wpe), 2, c->max_seq, C, 1, INIT_NORMAL, std);
     for (int l = 0; l < L; l++) {
 #define T1(f, suffix, n, init) \
@@ -340,7 +339,7 @@ static int ensure_opt_state(gpt *m) {
 }
 
 int gpt_ensure_rope(gpt *m, int T) {
-    if (m->cfg.pos != GPT_POS_ROPE || T <= m->rope_T) return 0;
+    if (m->cfg.pos != LSSAR_POS_ROPE || T <= m->rope_T) return 0;
     int HS = m->cfg.dim / m->cfg.heads;
     size_t n = (size_t)T * HS / 2;
     float *hc = malloc(n * sizeof(float)), *hs = malloc(n * sizeof(float));   // host tables
@@ -472,7 +471,7 @@ void gpt_acts_free(gpt *m, gpt_acts *a) {
 int gpt_reserve(gpt *m, int B, int T, int train) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_reserve: model is NULL");
     if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: B = %d, T = %d; both must be >= 1", B, T);
-    if (m->cfg.pos == GPT_POS_LEARNED && T > m->cfg.max_seq)
+    if (m->cfg.pos == LSSAR_POS_LEARNED && T > m->cfg.max_seq)
         return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: T = %d exceeds max_seq = %d of a model with learned "
                           "positions; use T <= %d (or RoPE / no positions)", T, m->cfg.max_seq, m->cfg.max_seq);
     if ((long)B * T > (1L << 30)) return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: B*T = %ld too large", (long)B * T);
@@ -552,7 +551,7 @@ static int block_forward(gpt *m, int l, gpt_block_acts *a, float *scratch, const
     be->matmul_forward(ctx, a->q, a->ln1, w->qkvw, w->qkvb, N, C, C);
     be->matmul_forward(ctx, a->k, a->ln1, w->qkvw + CC, w->qkvb + C, N, C, C);
     be->matmul_forward(ctx, a->v, a->ln1, w->qkvw + 2 * CC, w->qkvb + 2 * C, N, C, C);
-    if (c->pos == GPT_POS_ROPE) {
+    if (c->pos == LSSAR_POS_ROPE) {
         be->rope_forward(ctx, a->q, m->rope_cos, m->rope_sin, B, T, NH, HS, pos0);
         be->rope_forward(ctx, a->k, m->rope_cos, m->rope_sin, B, T, NH, HS, pos0);
     }
@@ -611,7 +610,7 @@ static int block_backward(gpt *m, int l, gpt_acts *acts, const float *x, int B, 
     int rc = be->attention_backward(ctx, acts->dq, acts->dk, acts->dv, g->ssmax_s, acts->datt, a->q, a->k, a->v,
                                     a->att, a->att_stats, &d, B, T, NH, HS);
     if (rc) return rc;
-    if (c->pos == GPT_POS_ROPE) {
+    if (c->pos == LSSAR_POS_ROPE) {
         be->rope_backward(ctx, acts->dq, m->rope_cos, m->rope_sin, B, T, NH, HS);
         be->rope_backward(ctx, acts->dk, m->rope_cos, m->rope_sin, B, T, NH, HS);
     }
@@ -645,7 +644,7 @@ int gpt_trunk_forward(gpt *m, gpt_acts *a, int B, int T, const gpt_kvcache *kv) 
 static int check_batch(gpt *m, const char *fn, const uint16_t *inputs, const uint16_t *targets, int B, int T) {
     const gpt_config *c = &m->cfg;
     if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "%s: B = %d, T = %d; both must be >= 1", fn, B, T);
-    if (c->pos == GPT_POS_LEARNED && T > c->max_seq)
+    if (c->pos == LSSAR_POS_LEARNED && T > c->max_seq)
         return lssar_fail(LSSAR_E_SIZE, "%s: T = %d exceeds max_seq = %d of a model with learned "
                           "positions; use T <= %d", fn, T, c->max_seq, c->max_seq);
     gpt_acts *a = &m->acts;

@@ -30,25 +30,23 @@
 #include <stdint.h>
 #include "lssar.h"
 
-typedef enum { GPT_POS_ROPE = 0, GPT_POS_LEARNED = 1, GPT_POS_NONE = 2 } gpt_pos;
 #define GPT_IGNORE 0xFFFF   /* a target token that contributes no loss */
 
-typedef struct {
-    int layers;          // L
-    int heads;           // NH
-    int dim;             // C (width); head size HS = C / NH
-    int vocab;           // V, per channel
-    int channels;        // token channels per position: 1 for text, 2 for orbits
-    int max_seq;         // training length; the size of wpe with learned positions
-    gpt_pos pos;
-    lssar_attn_kind attn;
-    float p;             // LSSAR power (used by lssar only)
-    int tied;            // 1: output head = wte (per channel)
-    lssar_device device; // where tensors live and kernels run (not saved in checkpoints)
-    lssar_len_norm len_norm; // sigmoid / relu: L = max_seq, fixed at creation (train) or n_i (row)
-    float rope_base;     // RoPE base theta; 0 = GPT_ROPE_BASE (gpt_create stores the value it uses)
-    int temp_d;          // lssa / lssar: the D of ln(D) ln(n); 0 = the head size
-} gpt_config;
+/* The model's config is the public lssar_model_config (include/lssar.h), field for field: layers L,
+   heads NH, dim C (head size HS = C / NH), vocab V per channel, token channels (1 for text, 2 for
+   orbits), max_seq (the training length, wpe's size with learned positions), pos, attn, p, tied,
+   device (where tensors live; not saved in checkpoints), len_norm, rope_base (0 = GPT_ROPE_BASE;
+   gpt_create stores the value it uses) and temp_d (0 = the head size). */
+typedef lssar_model_config gpt_config;
+
+/* Earlier names of lssar_pos and lssar_pos_name, still used by the extrapolation code that is moving
+   to src/exp; new code uses the lssar_ names. */
+typedef lssar_pos gpt_pos;
+#define GPT_POS_ROPE LSSAR_POS_ROPE
+#define GPT_POS_LEARNED LSSAR_POS_LEARNED
+#define GPT_POS_NONE LSSAR_POS_NONE
+#define gpt_pos_name lssar_pos_name
+
 #define GPT_ROPE_BASE 10000.0f
 /* The rule for a given base (the config's 0 means GPT_ROPE_BASE): finite and > 1. */
 static inline int gpt_rope_base_ok(float b) { return b > 1.0f && isfinite(b); }
@@ -60,8 +58,9 @@ int gpt_config_check(const gpt_config *cfg);
 /* NULL if the config is GPT-2's architecture (softmax attention, learned positions, tied head, one
    token channel), which llm.c's and transformers' GPT-2 files hold; else why not. */
 const char *gpt_not_gpt2(const gpt_config *cfg);
-const char *gpt_pos_name(gpt_pos pos);
-int gpt_pos_parse(const char *name);   /* -1 if unknown */
+/* The one rule of an lssar_pos: 0, or LSSAR_E_KIND with a message that names `what`. */
+int gpt_pos_check(lssar_pos pos, const char *what);
+int gpt_pos_parse(const char *name);   /* "rope", "learned", "none" -> lssar_pos; -1 if unknown */
 
 /* Create a model with parameters initialised GPT-2 style from `seed` (N(0, 0.02), residual
    projections scaled by 1/sqrt(2L), LayerNorm 1/0, SSMax scales 0.43). No activations yet. */

@@ -14,7 +14,7 @@ int gpt_kvcache_create(gpt *m, int B, int max_T, gpt_kvcache **out) {
     const gpt_config *c = &m->cfg;
     if (B < 1 || max_T < 1)
         return lssar_fail(LSSAR_E_SIZE, "gpt_kvcache_create: B = %d, max_T = %d; both must be >= 1", B, max_T);
-    if (c->pos == GPT_POS_LEARNED && max_T > c->max_seq)
+    if (c->pos == LSSAR_POS_LEARNED && max_T > c->max_seq)
         return lssar_fail(LSSAR_E_SIZE, "gpt_kvcache_create: max_T = %d exceeds max_seq = %d of a model with "
                           "learned positions; use max_T <= %d", max_T, c->max_seq, c->max_seq);
     if ((long)B * max_T > (1L << 30)) return lssar_fail(LSSAR_E_SIZE, "gpt_kvcache_create: B * max_T too large");

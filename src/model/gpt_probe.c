@@ -31,7 +31,7 @@ int gpt_probe_qk(gpt *m, const uint16_t *inputs, int B, int T, gpt_probe_fn fn, 
     if (!m || !inputs || !fn) return lssar_fail(LSSAR_E_NULL, "gpt_probe_qk: NULL argument");
     const gpt_config *c = &m->cfg;
     if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "gpt_probe_qk: B = %d, T = %d; both must be >= 1", B, T);
-    if (c->pos == GPT_POS_LEARNED && T > c->max_seq)
+    if (c->pos == LSSAR_POS_LEARNED && T > c->max_seq)
         return lssar_fail(LSSAR_E_SIZE, "gpt_probe_qk: T = %d exceeds the %d learned positions of this model", T, c->max_seq);
     int rc = gpt_reserve(m, B, T, 0);
     if (rc) return rc;

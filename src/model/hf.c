@@ -99,7 +99,7 @@ static int write_config_neox(const gpt_config *c, const char *path) {
 }
 
 static int write_config(const gpt_config *c, const char *path) {
-    if (c->pos == GPT_POS_ROPE) return write_config_neox(c, path);
+    if (c->pos == LSSAR_POS_ROPE) return write_config_neox(c, path);
     cJSON *j = cJSON_CreateObject();
     cJSON *a = cJSON_AddArrayToObject(j, "architectures");
     cJSON_AddItemToArray(a, cJSON_CreateString("GPT2LMHeadModel"));
@@ -171,7 +171,7 @@ static int lssar_save(const gpt *m, const char *dir) {
     cJSON_AddNumberToObject(j, "n_layer", c->layers);
     cJSON_AddNumberToObject(j, "n_head", c->heads);
     cJSON_AddNumberToObject(j, "max_seq", c->max_seq);
-    cJSON_AddStringToObject(j, "pos", gpt_pos_name(c->pos));
+    cJSON_AddStringToObject(j, "pos", lssar_pos_name(c->pos));
     cJSON_AddStringToObject(j, "attn", lssar_attn_name(c->attn));
     cJSON_AddNumberToObject(j, "p", c->p);
     cJSON_AddNumberToObject(j, "rope_base", c->rope_base);
@@ -233,7 +233,7 @@ static int save_tensors(const gpt *m, const char *dir, const hf_tensor *tab, int
 int hf_save(const gpt *m, const char *dir) {
     const gpt_config *c = gpt_get_config(m);
     int softmax_tied = c->attn == LSSAR_ATTN_SOFTMAX && c->tied && c->channels == 1;
-    if (softmax_tied && c->pos == GPT_POS_ROPE) return save_tensors(m, dir, NEOX, NNEOX, "");
+    if (softmax_tied && c->pos == LSSAR_POS_ROPE) return save_tensors(m, dir, NEOX, NNEOX, "");
     if (gpt_not_gpt2(c)) return lssar_save(m, dir);   // no transformers architecture: lssar's own model
     return save_tensors(m, dir, MAP, NMAP, "transformer.");
 }
@@ -272,8 +272,8 @@ static int neox_load(const char *dir, cJSON *j, gpt **out) {
         return lssar_fail(LSSAR_E_FORMAT, "%s: vocab_size %g, hidden_size %g, num_hidden_layers %g, num_attention_heads %g, "
                           "max_position_embeddings %g are not a model", path, V, C, L, H, T);
     gpt_config cfg = {.layers = (int)L, .heads = (int)H, .dim = (int)C, .vocab = (int)V, .channels = 1, .max_seq = (int)T,
-                      .pos = GPT_POS_ROPE, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1, .device = LSSAR_DEVICE_CPU,
-                      .rope_base = (float)base};
+                      .pos = LSSAR_POS_ROPE, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1,
+                      .device = LSSAR_DEVICE_CPU, .rope_base = (float)base};
     gpt *m = NULL;
     st_file f;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -346,7 +346,8 @@ int hf_load(const char *dir, gpt **out) {
         return lssar_fail(LSSAR_E_FORMAT, "%s: vocab_size %g, n_positions %g, n_embd %g, n_layer %g, n_head %g are not a "
                           "model (n_head must divide n_embd)", path, V, T, C, L, H);
     gpt_config cfg = {.layers = (int)L, .heads = (int)H, .dim = (int)C, .vocab = (int)V, .channels = 1, .max_seq = (int)T,
-                      .pos = GPT_POS_LEARNED, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1, .device = LSSAR_DEVICE_CPU};
+                      .pos = LSSAR_POS_LEARNED, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1,
+                      .device = LSSAR_DEVICE_CPU};
     gpt *m = NULL;
     st_file f;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);

@@ -79,7 +79,8 @@ int llmc_load(const char *path, gpt **out) {
             rc = lssar_fail(LSSAR_E_FORMAT, "%s: the header's shape needs %zu bytes but the file has %lld: truncated or damaged",
                             path, sizeof h + n * es, (long long)st.st_size);
         gpt_config cfg = {.layers = L, .heads = NH, .dim = C, .vocab = V, .channels = 1, .max_seq = maxT,
-                          .pos = GPT_POS_LEARNED, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1, .device = LSSAR_DEVICE_CPU};
+                          .pos = LSSAR_POS_LEARNED, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1,
+                          .device = LSSAR_DEVICE_CPU};
         if (!rc) rc = gpt_create_empty(&cfg, &m);
     }
     float *buf = rc ? NULL : malloc((size_t)Vp * C * sizeof(float));

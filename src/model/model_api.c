@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lssar.h"
+#include "attn/attn.h"
 #include "model/checkpoint.h"
 #include "model/model_api.h"
 
@@ -14,28 +15,6 @@ int model_api_wrap(gpt *g, int64_t step, lssar_model **out) {
     m->step = step;
     *out = m;
     return 0;
-}
-
-const char *lssar_pos_name(lssar_pos pos) {
-    switch (pos) {
-    case LSSAR_POS_ROPE: return gpt_pos_name(GPT_POS_ROPE);
-    case LSSAR_POS_LEARNED: return gpt_pos_name(GPT_POS_LEARNED);
-    case LSSAR_POS_NONE: return gpt_pos_name(GPT_POS_NONE);
-    }
-    return "unknown";
-}
-
-static int pos_to_gpt(lssar_pos p, gpt_pos *out) {
-    switch (p) {
-    case LSSAR_POS_ROPE: *out = GPT_POS_ROPE; return 0;
-    case LSSAR_POS_LEARNED: *out = GPT_POS_LEARNED; return 0;
-    case LSSAR_POS_NONE: *out = GPT_POS_NONE; return 0;
-    }
-    return lssar_fail(LSSAR_E_KIND, "lssar_model_config.pos = %d is not an lssar_pos (LSSAR_POS_ROPE, _LEARNED or _NONE)", (int)p);
-}
-
-static lssar_pos pos_from_gpt(gpt_pos p) {
-    return p == GPT_POS_LEARNED ? LSSAR_POS_LEARNED : p == GPT_POS_NONE ? LSSAR_POS_NONE : LSSAR_POS_ROPE;
 }
 
 void lssar_model_defaults(lssar_model_config *cfg) {
@@ -55,18 +34,9 @@ void lssar_model_defaults(lssar_model_config *cfg) {
 int lssar_model_create(const lssar_model_config *cfg, uint64_t seed, lssar_model **out) {
     if (!cfg || !out) return lssar_fail(LSSAR_E_NULL, "lssar_model_create: cfg and out must not be NULL");
     *out = NULL;
-    if ((unsigned)cfg->attn >= LSSAR_ATTN_NKINDS)
-        return lssar_fail(LSSAR_E_KIND, "lssar_model_config.attn = %d is not an lssar_attn_kind", (int)cfg->attn);
-    if ((unsigned)cfg->len_norm > LSSAR_LEN_NORM_ROW)
-        return lssar_fail(LSSAR_E_ARG, "lssar_model_config.len_norm = %d is not an lssar_len_norm", (int)cfg->len_norm);
-    gpt_config g = {.layers = cfg->layers, .heads = cfg->heads, .dim = cfg->dim, .vocab = cfg->vocab,
-                    .channels = cfg->channels, .max_seq = cfg->max_seq, .attn = cfg->attn, .p = cfg->p,
-                    .tied = cfg->tied, .device = cfg->device, .len_norm = cfg->len_norm,
-                    .rope_base = cfg->rope_base, .temp_d = cfg->temp_d};
-    int rc = pos_to_gpt(cfg->pos, &g.pos);
+    gpt *m = NULL;   // the model's config is this struct: gpt_create checks it
+    int rc = gpt_create(cfg, seed, &m);
     if (rc) return rc;
-    gpt *m = NULL;
-    if ((rc = gpt_create(&g, seed, &m))) return rc;
     if ((rc = model_api_wrap(m, 0, out))) gpt_free(m);
     return rc;
 }
@@ -77,8 +47,8 @@ int lssar_model_load(const char *path, const lssar_load_options *opt, lssar_mode
     ckpt_load_opts o = {0};
     if (opt) {
         if (!(opt->p >= 0)) return lssar_fail(LSSAR_E_P, "lssar_model_load: p must be > 0 (or 0 to keep the model's)");
-        if (opt->set_attn && (unsigned)opt->attn >= LSSAR_ATTN_NKINDS)
-            return lssar_fail(LSSAR_E_KIND, "lssar_model_load: attn = %d is not an lssar_attn_kind", (int)opt->attn);
+        int rc = opt->set_attn ? attn_kind_check(opt->attn, "lssar_model_load: attn") : 0;
+        if (rc) return rc;
         o.set_attn = opt->set_attn != 0;
         o.attn = opt->attn;
         o.p = opt->p;
@@ -118,8 +88,8 @@ int lssar_model_describe(const lssar_model *m, lssar_model_info *info) {
     memset(info, 0, sizeof *info);
     info->layers = c->layers; info->heads = c->heads; info->dim = c->dim;
     info->vocab = c->vocab; info->channels = c->channels; info->max_seq = c->max_seq;
-    info->pos = gpt_pos_name(c->pos);
-    info->pos_kind = pos_from_gpt(c->pos);
+    info->pos = lssar_pos_name(c->pos);
+    info->pos_kind = c->pos;
     info->attn = c->attn; info->p = c->p; info->tied = c->tied; info->len_norm = c->len_norm;
     info->rope_base = c->rope_base; info->temp_d = c->temp_d;
     info->device = c->device;
@@ -165,7 +135,7 @@ int lssar_decoder_create(lssar_model *m, int max_T, lssar_decoder **out) {
     *out = NULL;
     const gpt_config *c = gpt_get_config(m->g);
     if (max_T < 1) return lssar_fail(LSSAR_E_SIZE, "lssar_decoder_create: max_T must be >= 1 (got %d)", max_T);
-    if (c->pos == GPT_POS_LEARNED && max_T > c->max_seq)
+    if (c->pos == LSSAR_POS_LEARNED && max_T > c->max_seq)
         return lssar_fail(LSSAR_E_SIZE, "lssar_decoder_create: the model has learned positions for %d tokens, so max_T %d is too long", c->max_seq, max_T);
     lssar_decoder *d = calloc(1, sizeof *d);
     if (!d) return lssar_fail(LSSAR_E_NOMEM, "out of memory");

@@ -106,7 +106,7 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
     if (cfg->channels != 2 || cfg->vocab < LSSAR_ORB_VOCAB - 1)
         return lssar_fail(LSSAR_E_ARG, "the model has %d channel(s) and vocabulary %d; the probe needs an orbit model "
                           "(2 channels, vocabulary %d)", cfg->channels, cfg->vocab, LSSAR_ORB_VOCAB);
-    if (cfg->pos == GPT_POS_LEARNED && cfg->max_seq < T)
+    if (cfg->pos == LSSAR_POS_LEARNED && cfg->max_seq < T)
         return lssar_fail(LSSAR_E_ARG, "the force probe reads whole sequences (%d positions) but this model has learned "
                           "positions up to %d; train it with --seq %d (or use rope / none positions)", T, cfg->max_seq, T);
     if (B < 1 || o->steps < 0) return lssar_fail(LSSAR_E_ARG, "probe: batch must be >= 1 and steps >= 0");

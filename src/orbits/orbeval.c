@@ -36,7 +36,7 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
                           c->channels, c->vocab, LSSAR_ORB_VOCAB, LSSAR_ORB_VOCAB);
     if (T < 1 || T > LSSAR_ORB_ROWS - 1)
         return lssar_fail(LSSAR_E_ARG, "--seq must be 1..%d (a sequence has %d rows), got %d", LSSAR_ORB_ROWS - 1, LSSAR_ORB_ROWS, T);
-    if (c->pos == GPT_POS_LEARNED && T > c->max_seq) T = c->max_seq;   // learned positions stop there
+    if (c->pos == LSSAR_POS_LEARNED && T > c->max_seq) T = c->max_seq;   // learned positions stop there
     if (B < 1) B = 1;
     char path[4400];
     orb_meta meta;

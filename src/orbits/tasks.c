@@ -49,7 +49,7 @@ int orb_eval_run(const orb_eval_opts *o, orb_eval_result *r) {
     int rc = ckpt_load_model(o->model, &(ckpt_load_opts){.device = o->device}, &m, NULL);
     if (rc) return rc;
     const gpt_config *cfg = gpt_get_config(m);
-    if (cfg->pos == GPT_POS_LEARNED && o->seq > cfg->max_seq)
+    if (cfg->pos == LSSAR_POS_LEARNED && o->seq > cfg->max_seq)
         fprintf(stderr, "lssar orbits eval: note: learned positions stop at %d; scoring rows 1..%d of each sequence\n",
                 cfg->max_seq, cfg->max_seq);
     double t0 = lssar_now();

@@ -115,7 +115,7 @@ static int shard_eval(gpt *m, const shard *s, int T, int B, int max_windows, int
     if (T < 1 || B < 1) return lssar_fail(LSSAR_E_SIZE, "evaluation needs seq >= 1 and batch >= 1 (got %d, %d)", T, B);
     if (s->channels != C)
         return lssar_fail(LSSAR_E_FORMAT, "%s has %d token channels but the model has %d: use a shard built for this model", s->path, s->channels, C);
-    if (cfg->pos == GPT_POS_LEARNED && T > cfg->max_seq)
+    if (cfg->pos == LSSAR_POS_LEARNED && T > cfg->max_seq)
         return lssar_fail(LSSAR_E_UNSUPPORTED, "this model has learned positions for up to %d tokens, so it cannot be evaluated at --seq %d: use lengths <= %d (rope and none positions extrapolate)",
                           cfg->max_seq, T, cfg->max_seq);
     int nw = eval_num_windows(s, T);

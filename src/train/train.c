@@ -85,8 +85,8 @@ static void print_header(const train_ctx *c, int64_t first, int64_t end) {
              o->recompute ? " (recompute)" : "");
     fprintf(stderr, "lssar train: %s attention%s, %d layers, %d heads, width %d, vocab %d x %d channel%s, "
             "%s positions, %zu parameters\n", lssar_attn_name(cfg->attn), pdesc, cfg->layers, cfg->heads,
-            cfg->dim, cfg->vocab, c->C, c->C > 1 ? "s" : "", gpt_pos_name(cfg->pos), gpt_num_params(c->m));
-    if (cfg->pos == GPT_POS_ROPE && cfg->rope_base != GPT_ROPE_BASE)
+            cfg->dim, cfg->vocab, c->C, c->C > 1 ? "s" : "", lssar_pos_name(cfg->pos), gpt_num_params(c->m));
+    if (cfg->pos == LSSAR_POS_ROPE && cfg->rope_base != GPT_ROPE_BASE)
         fprintf(stderr, "lssar train: RoPE base %g\n", (double)cfg->rope_base);
     fprintf(stderr, "lssar train: steps %lld..%lld of %d, batch %d x %d tokens x accum %d%s, lr %g (warmup "
             "%d, cosine to %g), %s, out %s\n", (long long)first, (long long)end, s->steps, c->B, c->T,

@@ -122,7 +122,7 @@ typedef struct {
     lssar_attn_kind attn;
     float p;
     lssar_len_norm len_norm; // sigmoid / relu (0: train, L = seq)
-    gpt_pos pos;
+    lssar_pos pos;
     float rope_base;       // RoPE base theta (0: 10000)
     int temp_d;            // lssa / lssar: the D of ln(D) ln(n) (0: the head size)
     int layers, heads, dim;
@@ -162,6 +162,11 @@ typedef struct {
 
 /* Defaults that match `lssar train --help`. */
 void train_opts_default(train_opts *o);
+/* The model fields of o as a config, and back: the one mapping between them (tied = !untied).
+   channels and max_seq are 0 in the config (the shards' and seq, known when the run opens); vocab
+   is o's (0: chosen then). */
+gpt_config train_opts_model(const train_opts *o);
+void train_opts_set_model(train_opts *o, const gpt_config *c);
 
 typedef struct {
     int64_t step;          // optimizer steps done when the run ended

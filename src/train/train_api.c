@@ -5,6 +5,7 @@
 #include <string.h>
 #include "lssar.h"
 #include "core/util.h"
+#include "attn/attn.h"
 #include "data/shard.h"
 #include "nn/backend.h"
 #include "train/train.h"
@@ -14,18 +15,9 @@ void lssar_train_defaults(lssar_train_options *o) {
     train_opts t;
     train_opts_default(&t);   // one set of defaults: the trainer's, which `lssar train --help` shows
     memset(o, 0, sizeof *o);
-    o->model.layers = t.layers; o->model.heads = t.heads; o->model.dim = t.dim;
-    o->model.vocab = 0;       // the trainer's choice: the shards' recorded vocabulary, else 50257 if the data fits
-    o->model.channels = 0;    // the shards'
-    o->model.max_seq = 0;     // = seq
-    o->model.pos = (lssar_pos)t.pos;
-    o->model.attn = t.attn;
-    o->model.p = t.p;
-    o->model.len_norm = t.len_norm;
-    o->model.rope_base = GPT_ROPE_BASE;
-    o->model.temp_d = t.temp_d;
-    o->model.tied = !t.untied;
-    o->model.device = LSSAR_DEVICE_CPU;
+    // vocab 0: the shards' recorded vocabulary, else 50257 if the data fits; channels 0: the
+    // shards'; max_seq 0: seq; the CPU
+    o->model = train_opts_model(&t);
     o->align = t.align;
     o->steps = 100;           // `lssar train`'s default
     o->batch = t.batch; o->seq = t.seq; o->accum = t.accum;
@@ -46,9 +38,9 @@ static int check_model(const lssar_train_options *o) {
     const nn_backend *be;   // a device this build has no backend for is refused here, before any data is read
     int rc0 = nn_backend_get(c->device, &be);
     if (rc0) return rc0;
-    if ((unsigned)c->attn >= LSSAR_ATTN_NKINDS) return lssar_fail(LSSAR_E_KIND, "lssar_train: model.attn %d is not an lssar_attn_kind", (int)c->attn);
-    if ((unsigned)c->len_norm > LSSAR_LEN_NORM_ROW) return lssar_fail(LSSAR_E_ARG, "lssar_train: model.len_norm %d is not an lssar_len_norm", (int)c->len_norm);
-    if ((unsigned)c->pos > LSSAR_POS_NONE) return lssar_fail(LSSAR_E_KIND, "lssar_train: model.pos %d is not an lssar_pos", (int)c->pos);
+    if ((rc0 = attn_kind_check(c->attn, "lssar_train: model.attn"))) return rc0;
+    if ((rc0 = attn_len_norm_check(c->len_norm, "lssar_train: model.len_norm"))) return rc0;
+    if ((rc0 = gpt_pos_check(c->pos, "lssar_train: model.pos"))) return rc0;
     if (!(c->p > 0) || !isfinite(c->p)) return lssar_fail(LSSAR_E_P, "lssar_train: model.p must be > 0 (the paper uses 15), got %g", (double)c->p);
     if (c->layers < 1 || c->heads < 1 || c->dim < 1)
         return lssar_fail(LSSAR_E_SIZE, "lssar_train: model.layers, heads and dim must be >= 1 (got %d, %d, %d)", c->layers, c->heads, c->dim);
@@ -97,16 +89,7 @@ int lssar_train(const lssar_train_options *o, lssar_train_result *r) {
     t.val = o->val;
     t.out = o->out;
     t.resume = o->resume;
-    t.attn = o->model.attn;
-    t.p = o->model.p;
-    t.len_norm = o->model.len_norm;
-    t.rope_base = o->model.rope_base;
-    t.temp_d = o->model.temp_d;
-    t.pos = (gpt_pos)o->model.pos;
-    t.layers = o->model.layers; t.heads = o->model.heads; t.dim = o->model.dim;
-    t.vocab = o->model.vocab;
-    t.untied = !o->model.tied;
-    t.device = o->model.device;
+    train_opts_set_model(&t, &o->model);
     t.align = o->align;
     t.passkey_mix = 0;
     t.source = NULL;

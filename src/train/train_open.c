@@ -12,12 +12,26 @@
 
 void train_opts_default(train_opts *o) {
     memset(o, 0, sizeof *o);
-    o->attn = LSSAR_ATTN_LSSAR; o->p = 15.0f; o->pos = GPT_POS_ROPE; o->rope_base = GPT_ROPE_BASE;
+    o->attn = LSSAR_ATTN_LSSAR; o->p = 15.0f; o->pos = LSSAR_POS_ROPE; o->rope_base = GPT_ROPE_BASE;
     o->layers = 4; o->heads = 4; o->dim = 128;
     o->lr = 6e-4f; o->min_lr_frac = 0.1f; o->wd = 0.1f; o->clip = 1.0f;
     o->beta1 = 0.9f; o->beta2 = 0.95f; o->eps = 1e-8f;
     o->warmup = -1; o->steps = 0; o->batch = 8; o->seq = 128; o->accum = 1;
     o->seed = 1337; o->eval_batches = 4; o->align = 1; o->log_every = 1;
+}
+
+gpt_config train_opts_model(const train_opts *o) {
+    gpt_config c = {
+        .layers = o->layers, .heads = o->heads, .dim = o->dim, .vocab = o->vocab, .channels = 0, .max_seq = 0,
+        .pos = o->pos, .attn = o->attn, .p = o->p, .tied = !o->untied, .device = o->device,
+        .len_norm = o->len_norm, .rope_base = o->rope_base, .temp_d = o->temp_d};
+    return c;
+}
+
+void train_opts_set_model(train_opts *o, const gpt_config *c) {
+    o->layers = c->layers; o->heads = c->heads; o->dim = c->dim; o->vocab = c->vocab;
+    o->pos = c->pos; o->attn = c->attn; o->p = c->p; o->untied = !c->tied; o->device = c->device;
+    o->len_norm = c->len_norm; o->rope_base = c->rope_base; o->temp_d = c->temp_d;
 }
 
 static int shard_next_batch(void *ctx, lssar_rng *rng, int B, int T, uint16_t *inputs, uint16_t *targets) {
@@ -81,11 +95,10 @@ static int start_fresh(train_ctx *c) {
                     "(byte tokenizer?): --vocab 257 trains much faster\n", vocab);
     }
     if ((rc = dl_check_vocab(dl, vocab, "--data"))) return rc;
-    gpt_config cfg = {
-        .layers = o->layers, .heads = o->heads, .dim = o->dim, .vocab = vocab,
-        .channels = dl->channels, .max_seq = o->seq, .pos = o->pos, .attn = o->attn, .p = o->p,
-        .tied = !o->untied, .device = o->device, .len_norm = o->len_norm,
-        .rope_base = o->rope_base, .temp_d = o->temp_d};
+    gpt_config cfg = train_opts_model(o);
+    cfg.vocab = vocab;
+    cfg.channels = dl->channels;
+    cfg.max_seq = o->seq;
     if ((rc = gpt_config_check(&cfg))) return rc;
     if ((rc = gpt_create(&cfg, o->seed, &c->m))) return rc;
     if (o->ordinal > 0 && (rc = gpt_init_ordinal(c->m, o->ordinal))) {

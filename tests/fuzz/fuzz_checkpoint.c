@@ -11,7 +11,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     memset(&c, 0, sizeof c);
     // = `lssar train --layers 1 --heads 2 --dim 8 --seq 8 --vocab 16 --attn lssar` (tests/fuzz/README.md)
     c.layers = 1; c.heads = 2; c.dim = 8; c.vocab = 16; c.channels = 1; c.max_seq = 8;
-    c.pos = GPT_POS_ROPE; c.attn = LSSAR_ATTN_LSSAR; c.p = 15; c.tied = 1;
+    c.pos = LSSAR_POS_ROPE; c.attn = LSSAR_ATTN_LSSAR; c.p = 15; c.tied = 1;
     if (gpt_create(&c, 1, &tiny) || gpt_reserve(tiny, 1, 8, 1)) {
         fprintf(stderr, "fuzz_checkpoint: cannot build the tiny model: %s\n", lssar_errmsg());
         exit(1);

@@ -1608,7 +1608,7 @@ static void test_train(void) {
             continue;
         /* e_fwd: one forward, same weights, bf16 GPU vs fp32 CPU, at the start and at the end */
         gpt_config cfg = {.layers = 2, .heads = 4, .dim = 64, .vocab = TR_V, .channels = 1, .max_seq = TR_T,
-                          .pos = GPT_POS_ROPE, .attn = kinds[kk], .p = 15.0f, .tied = 1};
+                          .pos = LSSAR_POS_ROPE, .attn = kinds[kk], .p = 15.0f, .tied = 1};
         gpt *mc = NULL, *mg = NULL;
         if (gpt_create(&cfg, o.seed, &mc)) fatal("gpt_create: %s", lssar_errmsg());
         cfg.device = GD;
