@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_dist_eval.sh - the embarrassingly parallel commands under `mpirun --oversubscribe` (one
-# thread per rank; src/train/eval.h, src/cli/cmd_extrapolate.c, docs/DISTRIBUTED.md):
+# thread per rank; src/train/eval.h, src/exp/extrapolate.c, docs/DISTRIBUTED.md):
 #   1. eval on 2 and on 3 ranks (an uneven split of the batches, and a rank with none) prints and
 #      writes (--json, --per-position) bit for bit what one process does;
 #   2. extrapolate (2 kinds and the lssa->lssar run) on 2 ranks writes the results.json of one

@@ -151,25 +151,6 @@ int args_attn_kind(const char *cmd, const char *name, lssar_attn_kind *out) {
     return 0;
 }
 
-int args_attn_run(const char *cmd, const char *tok, lssar_attn_kind *kind, float *p, int *pinned) {
-    char name[128];
-    const char *dash = strrchr(tok, '-');
-    *pinned = dash && dash[1] == 'p' && dash[2];
-    snprintf(name, sizeof name, "%.*s", *pinned ? (int)(dash - tok) : (int)strlen(tok), tok);
-    if (args_attn_kind(cmd, name, kind)) return 2;
-    if (!*pinned) return 0;
-    char *end;
-    double v = strtod(dash + 2, &end);
-    if (*end || !(v > 0) || !isfinite(v))
-        return args_error(cmd, "--attn: '%s': the power after -p must be a number > 0 (e.g. lssar-p15)", tok);
-    lssar_attn_stages st;
-    lssar_attn_stages_of(*kind, &st);
-    if (!st.reweight)
-        return args_error(cmd, "--attn: '%s': %s does not re-weight, so it takes no power; drop -p%s", tok, name, dash + 2);
-    *p = (float)v;
-    return 0;
-}
-
 int args_rope_temp(const char *cmd, float rope_base, int temp_d) {
     if (!gpt_rope_base_ok(rope_base))
         return args_error(cmd, "--rope-base must be a finite base > 1 (GPT-NeoX and the paper use 10000), got %g", (double)rope_base);

@@ -52,10 +52,6 @@ int args_device(const char *cmd, const char *name, lssar_device *out);
    lssar_attn_parse) -> *out; 0, or 2 after printing what is wrong as args_error. The one place
    the CLI parses --attn. */
 int args_attn_kind(const char *cmd, const char *name, lssar_attn_kind *out);
-/* One run of a list (extrapolate --attn): a kind, optionally with its re-weighting power as a
-   run folder names it ("lssar-p3", "softmax+rw-p15"): *pinned = 1 and *p set then, else
-   *pinned = 0. 0, or 2 after args_error. */
-int args_attn_run(const char *cmd, const char *tok, lssar_attn_kind *kind, float *p, int *pinned);
 /* --rope-base and --temp-d: 0 (printed as args_error, exit 2) when rope_base > 1 and temp_d is 0
    or >= 2 (gpt_config_check's rules, said in the flags' words). */
 int args_rope_temp(const char *cmd, float rope_base, int temp_d);
