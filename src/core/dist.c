@@ -39,7 +39,8 @@ int lssar_dist_init(int *argc, char ***argv) {
 #ifdef LSSAR_MPI
     int provided;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        return lssar_fail(LSSAR_E_IO, "MPI_Init failed: is this lssar run by the mpirun of the Open MPI it was built with?");
+        return lssar_fail(LSSAR_E_IO, "MPI_Init failed: is this lssar run by the mpirun of the Open MPI it "
+                          "was built with?");
     g_mpi = 1;
     // errors come back as codes, so a failed collective is reported instead of aborting silently
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -49,7 +50,9 @@ int lssar_dist_init(int *argc, char ***argv) {
 #else
     (void)argc; (void)argv;
     if (want > 1)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "started by a parallel launcher (%d ranks), but this lssar was built without MPI: install libopenmpi-dev (scripts/deps.sh) and rebuild", want);
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "started by a parallel launcher (%d ranks), but this lssar "
+                          "was built without MPI: install libopenmpi-dev (scripts/deps.sh) and rebuild",
+                          want);
     return 0;
 #endif
 }
@@ -88,9 +91,14 @@ static int mpi_failed(int e, const char *what) {
     char s[MPI_MAX_ERROR_STRING];
     int n = 0;
     MPI_Error_string(e, s, &n);
-    return lssar_fail(LSSAR_E_IO, "rank %d: %s failed: %s (another rank died? see mpirun's message)", g_rank, what, s);
+    return lssar_fail(LSSAR_E_IO, "rank %d: %s failed: %s (another rank died? see mpirun's message)", g_rank,
+                      what, s);
 }
-#define MPI_TRY(call, what) do { int e_ = (call); if (e_ != MPI_SUCCESS) return mpi_failed(e_, what); } while (0)
+#define MPI_TRY(call, what)                                      \
+    do {                                                         \
+        int e_ = (call);                                         \
+        if (e_ != MPI_SUCCESS) return mpi_failed(e_, what);      \
+    } while (0)
 #endif
 
 int lssar_dist_agree(int rc) {
@@ -134,13 +142,15 @@ int lssar_dist_check_same(const char *what, const char *label) {
     if (rc) return rc;
     if (bad < 0) return 0;
     g_shared = 1;
-    return lssar_fail(LSSAR_E_ARG, "rank %d was started with a different %s from rank 0's: every rank must run the same command (one mpirun line, the same flags)", bad, label);
+    return lssar_fail(LSSAR_E_ARG, "rank %d was started with a different %s from rank 0's: every rank must "
+                      "run the same command (one mpirun line, the same flags)", bad, label);
 }
 
 int lssar_dist_bcast(void *buf, size_t bytes, int root) {
     if (g_size == 1) return 0;
 #ifdef LSSAR_MPI
-    if (bytes > INT32_MAX) return lssar_fail(LSSAR_E_SIZE, "lssar_dist_bcast: %zu bytes is too many at once", bytes);
+    if (bytes > INT32_MAX)
+        return lssar_fail(LSSAR_E_SIZE, "lssar_dist_bcast: %zu bytes is too many at once", bytes);
     MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
 #endif
     return 0;
@@ -157,7 +167,8 @@ int lssar_dist_barrier(void) {
 int lssar_dist_allgather_f64(const double *mine, size_t n, double *all) {
     if (g_size == 1) { memcpy(all, mine, n * sizeof(double)); return 0; }
 #ifdef LSSAR_MPI
-    MPI_TRY(MPI_Allgather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, MPI_COMM_WORLD), "MPI_Allgather");
+    MPI_TRY(MPI_Allgather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, MPI_COMM_WORLD),
+            "MPI_Allgather");
 #endif
     return 0;
 }
@@ -216,13 +227,15 @@ int lssar_dist_allgather_f32(float *x, const size_t *off, const size_t *cnt, int
     if (!io) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     int rc = to_int_counts(off, cnt, io, io + g_size);
     if (!rc && root < 0) {
-        int e = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, io + g_size, io, MPI_FLOAT, MPI_COMM_WORLD);
+        int e = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, io + g_size, io, MPI_FLOAT,
+                               MPI_COMM_WORLD);
         if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Allgatherv");
     } else if (!rc) {
         int e = g_rank == root
-                    ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, io + g_size, io, MPI_FLOAT, root, MPI_COMM_WORLD)
-                    : MPI_Gatherv(x + off[g_rank], io[g_size + g_rank], MPI_FLOAT, NULL, NULL, NULL, MPI_FLOAT, root,
-                                  MPI_COMM_WORLD);
+                    ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, io + g_size, io, MPI_FLOAT, root,
+                                  MPI_COMM_WORLD)
+                    : MPI_Gatherv(x + off[g_rank], io[g_size + g_rank], MPI_FLOAT, NULL, NULL, NULL,
+                                  MPI_FLOAT, root, MPI_COMM_WORLD);
         if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Gatherv");
     }
     free(io);
@@ -246,7 +259,9 @@ int lssar_dist_allgather_bytes(const void *mine, size_t n, char **all, size_t *t
         return 0;
     }
 #ifdef LSSAR_MPI
-    if (n > INT32_MAX) return lssar_fail(LSSAR_E_SIZE, "lssar_dist_allgather_bytes: %zu bytes from one rank is too many at once", n);
+    if (n > INT32_MAX)
+        return lssar_fail(LSSAR_E_SIZE, "lssar_dist_allgather_bytes: %zu bytes from one rank is "
+                          "too many at once", n);
     int *io = malloc(sizeof(int) * 2 * g_size);
     if (!io) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     int *icnt = io, *ioff = io + g_size, mine_n = (int)n, rc = 0;
@@ -254,7 +269,8 @@ int lssar_dist_allgather_bytes(const void *mine, size_t n, char **all, size_t *t
     if (e != MPI_SUCCESS) rc = mpi_failed(e, "MPI_Allgather");
     size_t sum = 0;
     for (int r = 0; !rc && r < g_size; r++) {
-        if (sum + (size_t)icnt[r] > INT32_MAX) rc = lssar_fail(LSSAR_E_SIZE, "lssar_dist_allgather_bytes: more than 2^31 bytes in all");
+        if (sum + (size_t)icnt[r] > INT32_MAX)
+            rc = lssar_fail(LSSAR_E_SIZE, "lssar_dist_allgather_bytes: more than 2^31 bytes in all");
         ioff[r] = (int)sum;
         sum += (size_t)icnt[r];
         if (counts) counts[r] = (size_t)icnt[r];

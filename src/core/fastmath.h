@@ -5,11 +5,11 @@
  *
  * glibc's expf/log1pf/powf/tanhf are scalar calls unless the whole build uses -ffast-math (and
  * sqrtf keeps an errno branch), and these run once or twice per attention score and per entry of
- * a 50k vocabulary: at T = 1024 libm was 80% of the attention time. These are plain arithmetic
- * (Cody-Waite range reduction + polynomials in a * b + c form, which GCC turns into vector FMA
- * instructions where the target has FMA), branch-free, accurate to about 2 float32 ulp over the
- * ranges used, and tested against float64 in tests/test_attention.c (test_math_functions) and
- * tests/test_layers.c (test_vmath).
+ * a 50k vocabulary, where libm's scalar calls dominated the attention time (docs/PERF.md). These
+ * are plain arithmetic (Cody-Waite range reduction + polynomials in a * b + c form, which GCC
+ * turns into vector FMA instructions where the target has FMA), branch-free, accurate to about 2
+ * float32 ulp over the ranges used, and tested against float64 in tests/test_attention.c
+ * (test_math_functions) and tests/test_layers.c (test_vmath).
  *
  * Callers must be compiled with -fno-trapping-math (the Makefile sets it for src/attn and src/nn):
  * the selects below (x < -87.3 ? 0 : y, big ? a : b) are turned into branches by earlier passes,
@@ -50,7 +50,8 @@ FM_FN float fm_exp(float x) {
     // n = round(x / ln 2) with the 1.5 * 2^23 trick (exact, no libm call)
     float t = xc * 1.44269504088896341f;
     float n = (t + 12582912.0f) - 12582912.0f;
-    n = n == n ? n : 0.0f;  // x NaN: (int32_t)NaN is UB (INT_MIN on x86, then a negative << 23); y stays NaN via p
+    // x NaN: (int32_t)NaN is UB (INT_MIN on x86, then a negative << 23); y stays NaN via p
+    n = n == n ? n : 0.0f;
     // r = x - n ln2 in two pieces so r keeps full precision
     float r = xc - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;

@@ -19,7 +19,8 @@ const char *lssar_io_hint(int err) {
 #endif
         return "the disk is full: free space on it, or write to another disk";
     case EFBIG:
-        return "the file size limit was reached (ulimit -f, or the file system's largest file); raise it, or write elsewhere";
+        return "the file size limit was reached (ulimit -f, or the file system's largest file); raise it, "
+               "or write elsewhere";
     case EROFS: return "the file system is read-only";
     case EIO: return "an I/O error: the disk may be failing";
     default: return "disk full?";
@@ -34,13 +35,18 @@ int lssar_afile_open(lssar_afile *a, const char *path) {
     size_t n = strlen(path) + 32;
     a->path = strdup(path);
     a->tmp = malloc(n);
-    if (!a->path || !a->tmp) { free(a->path); free(a->tmp); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    if (!a->path || !a->tmp) {
+        free(a->path);
+        free(a->tmp);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    }
     snprintf(a->tmp, n, "%s.tmp.%ld", path, (long)getpid());
     a->f = fopen(a->tmp, "wb");
     if (!a->f) {
         int e = errno;
         free(a->path); free(a->tmp); a->path = a->tmp = NULL;
-        return lssar_fail(LSSAR_E_IO, "cannot create %s.tmp: %s (does the directory exist and is it writable?)", path, strerror(e));
+        return lssar_fail(LSSAR_E_IO, "cannot create %s.tmp: %s (does the directory exist and "
+                          "is it writable?)", path, strerror(e));
     }
     return 0;
 }
@@ -85,7 +91,8 @@ int lssar_fsync_dir_of(const char *path) {
     // error; a real I/O error is
     if (fd >= 0) {
         if (fsync(fd) != 0 && errno == EIO)
-            rc = lssar_fail(LSSAR_E_IO, "syncing the directory of %s failed: %s (%s)", path, strerror(EIO), lssar_io_hint(EIO));
+            rc = lssar_fail(LSSAR_E_IO, "syncing the directory of %s failed: %s (%s)", path, strerror(EIO),
+                            lssar_io_hint(EIO));
         close(fd);
     }
     free(d);
@@ -139,7 +146,8 @@ int lssar_read_file(const char *path, char **data, size_t *len) {
 int lssar_prefix_dir(char *buf, size_t n) {
     Dl_info info;
     char path[PATH_MAX];
-    if (!dladdr((void *)lssar_prefix_dir, &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return 0;
+    if (!dladdr((void *)lssar_prefix_dir, &info) || !info.dli_fname || !realpath(info.dli_fname, path))
+        return 0;
     for (int up = 0; up < 2; up++) {   // the file, then its folder
         char *slash = strrchr(path, '/');
         if (!slash) return 0;

@@ -12,7 +12,8 @@ static void remember_initial(void) { initial_threads = omp_get_max_threads(); }
 
 int lssar_set_threads(int n) {
     pthread_once(&once, remember_initial);
-    if (n < 0) return lssar_fail(LSSAR_E_ARG, "lssar_set_threads: n must be >= 0 (0: the default), got %d", n);
+    if (n < 0)
+        return lssar_fail(LSSAR_E_ARG, "lssar_set_threads: n must be >= 0 (0: the default), got %d", n);
     if (n == 0) n = initial_threads;
     omp_set_num_threads(n);
     openblas_set_num_threads(n);

@@ -96,7 +96,8 @@ static void mem_note(nn_ctx *c, ptrdiff_t bytes) {
     if (c->held > c->held_peak) c->held_peak = c->held;
     size_t fr = 0, total = 0;
     if (bytes <= 0) return;
-    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) cudaGetLastError();   // a statistic: never the context's error
+    // a statistic: never the context's error
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) cudaGetLastError();
     else if (total - fr > c->used_peak) c->used_peak = total - fr;
 }
 
@@ -197,9 +198,9 @@ static int cuda_ctx_create(nn_ctx **out, nn_precision precision) {
         cudaGetDevice(&dev);
         memset(&prop, 0, sizeof prop);
         cudaGetDeviceProperties(&prop, dev);
-        rc = lssar_fail(LSSAR_E_UNSUPPORTED, "cuda backend: cannot run kernels on %s (compute capability %d.%d): %s; "
-                        "use --device cpu or a build for this GPU", prop.name, prop.major, prop.minor,
-                        cudaGetErrorString(e));
+        rc = lssar_fail(LSSAR_E_UNSUPPORTED, "cuda backend: cannot run kernels on %s (compute capability "
+                        "%d.%d): %s; use --device cpu or a build for this GPU", prop.name, prop.major,
+                        prop.minor, cudaGetErrorString(e));
         goto fail;
     }
 #undef CREATE_TRY
@@ -341,7 +342,8 @@ static uint32_t align_of(const void *p) {
 // storage, compute type ct. Returns 0, an lssar_err, or -1 when cuBLASLt has no algorithm for it
 // (CUBLAS_STATUS_NOT_SUPPORTED), for gemm's fallbacks.
 static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const float *bias, int transa,
-                     int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta, cublasComputeType_t ct) {
+                     int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta,
+                     cublasComputeType_t ct) {
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
@@ -371,9 +373,9 @@ static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const 
     LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, ldd));
     for (int i = 0; i < c->ncache && !hit; i++) {
         const mm_entry *e = &c->cache[i];
-        if (e->transa == transa && e->transb == transb && e->m == m && e->n == n && e->k == k && e->lda == lda &&
-            e->ldb == ldb && e->ldd == ldd && e->epilogue == epi && e->compute == (int)ct && e->align_a == aa && e->align_b == ab &&
-            e->align_d == ad)
+        if (e->transa == transa && e->transb == transb && e->m == m && e->n == n && e->k == k &&
+            e->lda == lda && e->ldb == ldb && e->ldd == ldd && e->epilogue == epi && e->compute == (int)ct &&
+            e->align_a == aa && e->align_b == ab && e->align_d == ad)
             hit = e;
     }
     if (hit) {
@@ -383,11 +385,16 @@ static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const 
         cublasLtMatmulHeuristicResult_t res;
         int nres = 0;
         LT(cublasLtMatmulPreferenceCreate(&pref));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad, sizeof ad));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                sizeof ws));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa,
+                                                sizeof aa));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab,
+                                                sizeof ab));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad,
+                                                sizeof ad));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad,
+                                                sizeof ad));
         memset(&res, 0, sizeof res);
         st = cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &res, &nres);
         if (st == CUBLAS_STATUS_SUCCESS && nres == 0) st = CUBLAS_STATUS_NOT_SUPPORTED;
@@ -420,8 +427,8 @@ done:
 // through the epilogue. Where cuBLASLt has no algorithm for a shape and alignment: without the
 // epilogue, then the bias kernel (the same one rounding of acc + bias as the epilogue); and in
 // bf16 mode, at last, in fp32 (more accurate, slower). A shape always takes the same path.
-static int gemm(nn_ctx *c, float *D, const float *A, const float *B, const float *bias, int transa, int transb,
-                int m, int n, int k, int lda, int ldb, int ldd, float beta) {
+static int gemm(nn_ctx *c, float *D, const float *A, const float *B, const float *bias, int transa,
+                int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta) {
     cublasComputeType_t ct = c->precision == NN_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
     int rc = lt_matmul(c, D, A, B, bias, transa, transb, m, n, k, lda, ldb, ldd, beta, ct);
     if (rc != -1) return rc;
@@ -443,8 +450,8 @@ static int gemm(nn_ctx *c, float *D, const float *A, const float *B, const float
 // out (N, OC) = inp (N, IC) @ W^T + bias. W stored (OC, IC) row-major is (IC, OC) column-major,
 // so D = out^T (OC, N) = op_T(W) (OC, IC) x inp^T (IC, N), and the bias (OC) runs down D's
 // columns: along each output row.
-static void cuda_matmul_forward(nn_ctx *c, float *out, const float *inp, const float *weight, const float *bias,
-                                int N, int IC, int OC) {
+static void cuda_matmul_forward(nn_ctx *c, float *out, const float *inp, const float *weight,
+                                const float *bias, int N, int IC, int OC) {
     if (c->err || N <= 0 || OC <= 0) return;
     note(c, gemm(c, out, weight, inp, bias, 1, 0, OC, N, IC, IC, IC, OC, 0.0f));
 }
@@ -454,7 +461,8 @@ static void cuda_matmul_forward(nn_ctx *c, float *out, const float *inp, const f
 // dbias (OC) += column sums of dout: kernels_reduce.cu's fixed two-pass sum (the BGRADB epilogue
 // writes rather than accumulates, and its order is the library's)
 static void cuda_matmul_backward(nn_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                                 const float *inp, const float *weight, int N, int IC, int OC, int accumulate) {
+                                 const float *inp, const float *weight, int N, int IC, int OC,
+                                 int accumulate) {
     if (c->err || N <= 0 || OC <= 0 || IC <= 0) return;
     int rc = 0;
     if (dinp) rc = gemm(c, dinp, weight, dout, NULL, 0, 0, IC, N, OC, IC, OC, IC, accumulate ? 1.0f : 0.0f);
@@ -473,8 +481,8 @@ static void cuda_layernorm_forward_(nn_ctx *c, float *out, float *mean, float *r
     if (!c->err) note(c, cuda_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, c->stream));
 }
 static void cuda_layernorm_backward_(nn_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                                     const float *inp, const float *weight, const float *mean, const float *rstd,
-                                     int N, int C) {
+                                     const float *inp, const float *weight, const float *mean,
+                                     const float *rstd, int N, int C) {
     if (c->err) return;
     void *s = scratch(c, cuda_layernorm_backward_scratch(N, C));
     if (!s) return;
@@ -503,12 +511,12 @@ static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe,
     if (!s) return;
     note(c, cuda_embedding_backward(dwte, dwpe, dout, tokens, B, T, Ch, C, s, c->scratch_bytes, c->stream));
 }
-static void cuda_rope_forward_(nn_ctx *c, float *x, const float *cos_t, const float *sin_t, int B, int T, int NH,
-                               int HS, int pos0) {
+static void cuda_rope_forward_(nn_ctx *c, float *x, const float *cos_t, const float *sin_t, int B, int T,
+                               int NH, int HS, int pos0) {
     if (!c->err) note(c, cuda_rope(x, cos_t, sin_t, B, T, NH, HS, pos0, 0, c->stream));
 }
-static void cuda_rope_backward_(nn_ctx *c, float *dx, const float *cos_t, const float *sin_t, int B, int T, int NH,
-                                int HS) {
+static void cuda_rope_backward_(nn_ctx *c, float *dx, const float *cos_t, const float *sin_t, int B, int T,
+                                int NH, int HS) {
     if (!c->err) note(c, cuda_rope(dx, cos_t, sin_t, B, T, NH, HS, 0, 1, c->stream));
 }
 
@@ -517,8 +525,8 @@ static size_t cuda_attention_stats_floats(const lssar_attn_desc *d, int B, int T
     return cuda_attn_stats_floats(d, B, T, NH, HS);
 }
 static int cuda_attention_forward(nn_ctx *c, float *out, float *stats, const float *q, const float *k,
-                                  const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk, int kv_stride,
-                                  int NH, int HS) {
+                                  const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
+                                  int kv_stride, int NH, int HS) {
     if (c->err) return c->err;
     size_t bytes = cuda_attn_scratch_bytes(d, B, Tq, Tk, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
@@ -526,9 +534,10 @@ static int cuda_attention_forward(nn_ctx *c, float *out, float *stats, const flo
     return cuda_attn_forward(d, c->precision == NN_BF16, B, Tq, Tk, kv_stride, NH, HS, q, k, v, out, stats, s,
                              c->stream);
 }
-static int cuda_attention_backward(nn_ctx *c, float *dq, float *dk, float *dv, float *dscale, const float *dout,
-                                   const float *q, const float *k, const float *v, const float *out,
-                                   const float *stats, const lssar_attn_desc *d, int B, int T, int NH, int HS) {
+static int cuda_attention_backward(nn_ctx *c, float *dq, float *dk, float *dv, float *dscale,
+                                   const float *dout, const float *q, const float *k, const float *v,
+                                   const float *out, const float *stats, const lssar_attn_desc *d, int B,
+                                   int T, int NH, int HS) {
     if (c->err) return c->err;
     size_t bytes = cuda_attn_scratch_bytes(d, B, T, T, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
@@ -538,8 +547,8 @@ static int cuda_attention_backward(nn_ctx *c, float *dq, float *dk, float *dv, f
 }
 
 /* ---- cross-entropy, optimiser */
-static void cuda_xent_forward_(nn_ctx *c, float *logits, float *losses, uint16_t *argmax, const uint16_t *targets,
-                               int tstride, int ostride, int R, int V, double *acc) {
+static void cuda_xent_forward_(nn_ctx *c, float *logits, float *losses, uint16_t *argmax,
+                               const uint16_t *targets, int tstride, int ostride, int R, int V, double *acc) {
     if (c->err) return;
     void *s = scratch(c, cuda_xent_forward_scratch(R));
     if (!s) return;
@@ -549,8 +558,8 @@ static void cuda_xent_backward_(nn_ctx *c, float *probs, const uint16_t *targets
                                 float grad_scale, const double *acc) {
     if (!c->err) note(c, cuda_xent_backward(probs, targets, tstride, R, V, grad_scale, acc, c->stream));
 }
-static void cuda_adamw_(nn_ctx *c, float *params, const float *grads, float *m, float *v, size_t n, int t, float lr,
-                        float beta1, float beta2, float eps, float wd) {
+static void cuda_adamw_(nn_ctx *c, float *params, const float *grads, float *m, float *v, size_t n, int t,
+                        float lr, float beta1, float beta2, float eps, float wd) {
     if (c->err) return;
     float ibc1, ibc2;
     km_adamw_ibc(t, beta1, beta2, &ibc1, &ibc2);   // on the host, with libm's powf, as adamw.c
@@ -562,7 +571,8 @@ static double cuda_sum_squares_(nn_ctx *c, const float *x, size_t n) {
     if (!s) return NAN;
     int rc = cuda_sum_squares(c->result_dev, x, n, s, c->stream);
     if (rc) { note(c, rc); return NAN; }
-    if (CU(c, cudaMemcpyAsync(c->result_host, c->result_dev, sizeof(double), cudaMemcpyDeviceToHost, c->stream)) ||
+    if (CU(c, cudaMemcpyAsync(c->result_host, c->result_dev, sizeof(double), cudaMemcpyDeviceToHost,
+                              c->stream)) ||
         CU(c, cudaStreamSynchronize(c->stream)))
         return NAN;
     return *c->result_host;
@@ -572,7 +582,8 @@ static void cuda_block_sum_squares_(nn_ctx *c, double *out, const float *x, size
     void *s = scratch(c, cuda_block_sum_squares_scratch(n));
     if (s) note(c, cuda_block_sum_squares(out, x, n, block, s, c->stream));
 }
-static void cuda_clip_norm_(nn_ctx *c, float *x, size_t n, const double *ss, size_t nb, float clip, float *norm) {
+static void cuda_clip_norm_(nn_ctx *c, float *x, size_t n, const double *ss, size_t nb, float clip,
+                            float *norm) {
     if (!c->err) note(c, cuda_clip_norm(x, n, ss, nb, clip, norm, c->factor_dev, c->stream));
 }
 static void cuda_scale_(nn_ctx *c, float *x, size_t n, float s) {
@@ -589,7 +600,8 @@ static int cuda_dist_sum_(nn_ctx *c, float *out, const float *x, const size_t *o
                      CU(c, cudaEventCreateWithFlags(&c->summed, cudaEventDisableTiming))))
         return c->err;
     // after the gradients it reads are written; the summed stream order is the call order
-    if (CU(c, cudaEventRecord(c->ready, c->stream)) || CU(c, cudaStreamWaitEvent(c->comm, c->ready, 0))) return c->err;
+    if (CU(c, cudaEventRecord(c->ready, c->stream)) || CU(c, cudaStreamWaitEvent(c->comm, c->ready, 0)))
+        return c->err;
     int rc = cuda_dist_sum(&c->nccl, out, x, off, cnt, accumulate, scratch, c->comm);
     note(c, rc);
     return rc;

@@ -77,7 +77,9 @@ static __device__ __forceinline__ F cuda_block_sum(F v, F *sh) {
     return cuda_warp_sum(t);
 }
 // x rounded to bfloat16 (nearest even) and back: what a bf16 tensor-core operand holds
-static __device__ __forceinline__ float cuda_bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+static __device__ __forceinline__ float cuda_bf16_round(float x) {
+    return __bfloat162float(__float2bfloat16_rn(x));
+}
 #endif
 
 /* ---- launchers (kernels_*.cu) */
@@ -86,8 +88,8 @@ int cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in
                            const float *bias, int N, int C, cudaStream_t stream);
 size_t cuda_layernorm_backward_scratch(int N, int C);
 int cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, const float *mean, const float *rstd, int N, int C, void *scratch,
-                            cudaStream_t stream);
+                            const float *weight, const float *mean, const float *rstd, int N, int C,
+                            void *scratch, cudaStream_t stream);
 // kernels_reduce.cu: dst (C) += column sums of x (N, C); sum of squares into *out (device double)
 size_t cuda_colsum_scratch(int N, int C);
 int cuda_colsum(float *dst, const float *x, int N, int C, void *scratch, cudaStream_t stream);
@@ -98,7 +100,8 @@ int cuda_sum_squares(double *out, const float *x, size_t n, void *scratch, cudaS
 // out[b] = the sum of squares of block b of x (n), blocks of `block` values (a multiple of
 // KM_SS_CHUNK), each with cuda_sum_squares's bits for that block alone
 size_t cuda_block_sum_squares_scratch(size_t n);
-int cuda_block_sum_squares(double *out, const float *x, size_t n, size_t block, void *scratch, cudaStream_t stream);
+int cuda_block_sum_squares(double *out, const float *x, size_t n, size_t block, void *scratch,
+                           cudaStream_t stream);
 // *norm = nn_norm_of_blocks(ss, nb), *factor = nn_clip_factor(*norm, clip) (device floats), then
 // x (n) *= *factor unless it is 1 (cuda_scale_by)
 int cuda_clip_norm(float *x, size_t n, const double *ss, size_t nb, float clip, float *norm, float *factor,
@@ -121,8 +124,8 @@ int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, 
 // out (N, OC) += bias on every row (the matmul's fallback when the bias epilogue is refused)
 int cuda_add_bias(float *out, const float *bias, int N, int OC, cudaStream_t stream);
 // kernels_embedding.cu (wte, dwte: Ch device pointers in a host array)
-int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe, int B, int T,
-                           int Ch, int C, cudaStream_t stream);
+int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe, int B,
+                           int T, int Ch, int C, cudaStream_t stream);
 // 0 and *bytes, or an lssar_err (the sort's size query failed)
 int cuda_embedding_backward_scratch(int B, int T, size_t *bytes);
 int cuda_embedding_backward(float *const *dwte, float *dwpe, const float *dout, const uint16_t *tokens, int B,

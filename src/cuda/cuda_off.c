@@ -3,9 +3,11 @@
 #include "lssar.h"
 #include "core/util.h"
 
-#define NO_CUDA "this liblssar was built without CUDA; rebuild with the CUDA toolkit installed (`make`, which finds nvcc) to use a GPU"
+#define NO_CUDA "this liblssar was built without CUDA; rebuild with the CUDA toolkit installed (`make`, " \
+                "which finds nvcc) to use a GPU"
 
-size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D) {
+size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H,
+                                      int D) {
     (void)a; (void)dtype; (void)B; (void)T; (void)H; (void)D;
     return 0;
 }

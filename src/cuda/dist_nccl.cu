@@ -18,12 +18,14 @@ static void nccl_detail(char *buf, size_t n) {
 static int dist_fail_nccl(ncclResult_t r, const char *what) {
     char detail[512];
     nccl_detail(detail, sizeof detail);
-    return lssar_fail(LSSAR_E_IO, "rank %d: %s failed: %s%s", lssar_dist_rank(), what, ncclGetErrorString(r), detail);
+    return lssar_fail(LSSAR_E_IO, "rank %d: %s failed: %s%s", lssar_dist_rank(), what, ncclGetErrorString(r),
+                      detail);
 }
 static int dist_fail_cuda(cudaError_t e, const char *what) {
     const int size = lssar_dist_size();
     if (size == 1) return lssar_fail(LSSAR_E_IO, "dist_sum: %s failed: %s", what, cudaGetErrorString(e));
-    return lssar_fail(LSSAR_E_IO, "rank %d: dist_sum: %s failed: %s", lssar_dist_rank(), what, cudaGetErrorString(e));
+    return lssar_fail(LSSAR_E_IO, "rank %d: dist_sum: %s failed: %s", lssar_dist_rank(), what,
+                      cudaGetErrorString(e));
 }
 
 /* ---- the rank-order sum */
@@ -31,7 +33,8 @@ static int dist_fail_cuda(cudaError_t e, const char *what) {
 // rounding per addition in that order, as lssar_dist_sum_f32 on the host: the same bits
 static __global__ void sum_pieces_kernel(float *out, const float *p, size_t stride, int npieces, size_t n,
                                          int accumulate) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
         float s = accumulate ? KM_ADD(out[i], p[i]) : p[i];
         for (int k = 1; k < npieces; k++) s = KM_ADD(s, p[(size_t)k * stride + i]);
         out[i] = s;
@@ -71,7 +74,8 @@ static int comm_create(ncclComm_t *comm) {
         nccl_detail(detail, sizeof detail);
         // two ranks on one GPU (which NCCL refuses) is the usual ncclInvalidUsage here
         rc = lssar_fail(LSSAR_E_IO, "ncclCommInitRank (%d ranks, CUDA device %d) failed: %s%s%s", size, dev,
-                        ncclGetErrorString(r), detail, r == ncclInvalidUsage ? " (every rank needs a GPU of its own)" : "");
+                        ncclGetErrorString(r), detail,
+                        r == ncclInvalidUsage ? " (every rank needs a GPU of its own)" : "");
         cm = NULL;   // not made: nothing to free
     }
     if ((rc = lssar_dist_agree(rc))) {
@@ -139,9 +143,13 @@ int cuda_dist_allgather(ncclComm_t *comm, float *x, const size_t *off, const siz
     const char *what = "ncclGroupEnd";
     for (int s = 0; s < size; s++) {
         if (!cnt[s]) continue;
-        if (root < 0) GROUP_CALL(ncclBroadcast(x + off[s], x + off[s], cnt[s], ncclFloat, s, *comm, stream), "ncclBroadcast");
-        else if (rank == root && s != root) GROUP_CALL(ncclRecv(x + off[s], cnt[s], ncclFloat, s, *comm, stream), "ncclRecv");
-        else if (rank == s && s != root) GROUP_CALL(ncclSend(x + off[s], cnt[s], ncclFloat, root, *comm, stream), "ncclSend");
+        if (root < 0)
+            GROUP_CALL(ncclBroadcast(x + off[s], x + off[s], cnt[s], ncclFloat, s, *comm, stream),
+                       "ncclBroadcast");
+        else if (rank == root && s != root)
+            GROUP_CALL(ncclRecv(x + off[s], cnt[s], ncclFloat, s, *comm, stream), "ncclRecv");
+        else if (rank == s && s != root)
+            GROUP_CALL(ncclSend(x + off[s], cnt[s], ncclFloat, root, *comm, stream), "ncclSend");
     }
     ncclResult_t end = ncclGroupEnd();
     if (r == ncclSuccess) r = end;

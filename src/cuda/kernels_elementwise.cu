@@ -8,7 +8,9 @@ static inline unsigned ew_blocks(size_t n) {
     size_t b = (n + KM_EW_THREADS - 1) / KM_EW_THREADS;
     return b < EW_MAX_BLOCKS ? (unsigned)b : EW_MAX_BLOCKS;
 }
-#define EW_LOOP(i, n) for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#define EW_LOOP(i, n)                                                       \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (size_t)gridDim.x * blockDim.x)
 
 static __global__ void gelu_forward_kernel(float *out, const float *inp, size_t n) {
     EW_LOOP(i, n) out[i] = km_gelu(inp[i]);
@@ -30,8 +32,8 @@ static __global__ void scale_by_kernel(float *x, size_t n, const float *s) {
     if (f == 1.0f) return;
     EW_LOOP(i, n) x[i] = KM_MUL(x[i], f);
 }
-static __global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
-                             float beta2, float eps, float wd, float ibc1, float ibc2) {
+static __global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, size_t n, float lr,
+                                    float beta1, float beta2, float eps, float wd, float ibc1, float ibc2) {
     EW_LOOP(i, n) {
         float p = params[i], mi = m[i], vi = v[i];
         km_adamw(&p, &mi, &vi, grads[i], lr, beta1, beta2, eps, wd, ibc1, ibc2);
@@ -77,8 +79,8 @@ int cuda_scale_by(float *x, size_t n, const float *s, cudaStream_t stream) {
 int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, float ibc1, float ibc2, cudaStream_t stream) {
     if (!n) return 0;
-    adamw_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(params, grads, m, v, n, lr, beta1, beta2, eps, wd,
-                                                            ibc1, ibc2);
+    adamw_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(params, grads, m, v, n, lr, beta1, beta2, eps,
+                                                             wd, ibc1, ibc2);
     CUDA_LAUNCHED("adamw_kernel");
     return 0;
 }

@@ -12,9 +12,11 @@ struct emb_tables { const float *p[EMB_MAXCH]; };
 
 // out (B*T, C): one thread per value. Launch ch0 = 0 writes wte[0] (+ wpe) + wte[1..]; a later
 // launch (ch0 > 0) adds its channels to out: the order of embedding.c's loop in every case.
-static __global__ void embedding_forward_kernel(float *out, const uint16_t *tokens, emb_tables wte, const float *wpe,
-                                         size_t n, int T, int Ch, int ch0, int nch, int C) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+static __global__ void embedding_forward_kernel(float *out, const uint16_t *tokens, emb_tables wte,
+                                                const float *wpe, size_t n, int T, int Ch, int ch0, int nch,
+                                                int C) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
         size_t bt = i / C;
         int c = (int)(i % C), k0 = 0;
         const uint16_t *tok = tokens + bt * Ch + ch0;
@@ -36,14 +38,16 @@ static __global__ void embedding_forward_kernel(float *out, const uint16_t *toke
 }
 
 // keys (n) = the tokens of channel ch, rows (n) = 0..n-1
-static __global__ void emb_gather_kernel(uint16_t *keys, int *rows, const uint16_t *tokens, int n, int Ch, int ch) {
+static __global__ void emb_gather_kernel(uint16_t *keys, int *rows, const uint16_t *tokens, int n, int Ch,
+                                         int ch) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) { keys[i] = tokens[(size_t)i * Ch + ch]; rows[i] = i; }
 }
 
 // One block per sorted position i; the block of a run's first position adds the run's rows to
 // dwte[token] (C columns, KM_EMB_THREADS at a time); the others leave at once.
-static __global__ void emb_run_kernel(float *dwte, const float *dout, const uint16_t *keys, const int *rows, int n, int C) {
+static __global__ void emb_run_kernel(float *dwte, const float *dout, const uint16_t *keys, const int *rows,
+                                      int n, int C) {
     int i = blockIdx.x;
     if (!km_emb_run_start(keys, i)) return;
     int e = km_emb_run_end(keys, n, i);
@@ -60,8 +64,8 @@ static __global__ void emb_pos_kernel(float *dwpe, const float *dout, int B, int
     }
 }
 
-int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe, int B, int T,
-                           int Ch, int C, cudaStream_t stream) {
+int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe, int B,
+                           int T, int Ch, int C, cudaStream_t stream) {
     size_t n = (size_t)B * T * C;
     if (!n || Ch <= 0) return 0;
     size_t nb = (n + KM_EW_THREADS - 1) / KM_EW_THREADS;
@@ -70,7 +74,8 @@ int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte
         int nch = Ch - ch0 < EMB_MAXCH ? Ch - ch0 : EMB_MAXCH;
         emb_tables tb = {};
         for (int k = 0; k < nch; k++) tb.p[k] = wte[ch0 + k];
-        embedding_forward_kernel<<<blocks, KM_EW_THREADS, 0, stream>>>(out, tokens, tb, wpe, n, T, Ch, ch0, nch, C);
+        embedding_forward_kernel<<<blocks, KM_EW_THREADS, 0, stream>>>(out, tokens, tb, wpe, n, T, Ch, ch0,
+                                                                       nch, C);
         CUDA_LAUNCHED("embedding_forward_kernel");
     }
     return 0;
@@ -90,7 +95,8 @@ int cuda_embedding_backward_scratch(int B, int T, size_t *bytes) {
     size_t tmp = 0;
     if (n > 0 && (rc = emb_sort_bytes(n, &tmp))) return rc;
     size_t m = (size_t)(n > 0 ? n : 1);
-    *bytes = 2 * cuda_round256(m * sizeof(uint16_t)) + 2 * cuda_round256(m * sizeof(int)) + cuda_round256(tmp);
+    *bytes = 2 * cuda_round256(m * sizeof(uint16_t)) + 2 * cuda_round256(m * sizeof(int)) +
+             cuda_round256(tmp);
     return 0;
 }
 
@@ -101,23 +107,26 @@ int cuda_embedding_backward(float *const *dwte, float *dwpe, const float *dout, 
     size_t tmp = 0;
     if ((rc = emb_sort_bytes(n, &tmp))) return rc;
     char *p = (char *)scratch;
-    uint16_t *kin = (uint16_t *)cuda_carve(&p, n * sizeof(uint16_t)), *kout = (uint16_t *)cuda_carve(&p, n * sizeof(uint16_t));
+    uint16_t *kin = (uint16_t *)cuda_carve(&p, n * sizeof(uint16_t)),
+             *kout = (uint16_t *)cuda_carve(&p, n * sizeof(uint16_t));
     int *rin = (int *)cuda_carve(&p, n * sizeof(int)), *rout = (int *)cuda_carve(&p, n * sizeof(int));
     void *sort_tmp = cuda_carve(&p, tmp);
     if ((size_t)(p - (char *)scratch) > scratch_bytes)
-        return lssar_fail(LSSAR_E_SIZE, "cuda embedding backward: scratch of %zu bytes, %zu needed", scratch_bytes,
-                          (size_t)(p - (char *)scratch));
+        return lssar_fail(LSSAR_E_SIZE, "cuda embedding backward: scratch of %zu bytes, %zu needed",
+                          scratch_bytes, (size_t)(p - (char *)scratch));
     for (int ch = 0; ch < Ch; ch++) {
         // channel by channel, so that the runs of one launch never share a table (and tables shared
         // between channels, which the model never has, would still be race-free)
-        emb_gather_kernel<<<cuda_blocks(n, KM_EW_THREADS), KM_EW_THREADS, 0, stream>>>(kin, rin, tokens, n, Ch, ch);
+        emb_gather_kernel<<<cuda_blocks(n, KM_EW_THREADS), KM_EW_THREADS, 0, stream>>>(
+            kin, rin, tokens, n, Ch, ch);
         CUDA_LAUNCHED("emb_gather_kernel");
         CUDA_TRY(cub::DeviceRadixSort::SortPairs(sort_tmp, tmp, kin, kout, rin, rout, n, 0, 16, stream));
         emb_run_kernel<<<n, KM_EMB_THREADS, 0, stream>>>(dwte[ch], dout, kout, rout, n, C);
         CUDA_LAUNCHED("emb_run_kernel");
     }
     if (dwpe) {
-        emb_pos_kernel<<<cuda_blocks((size_t)T * C, KM_EW_THREADS), KM_EW_THREADS, 0, stream>>>(dwpe, dout, B, T, C);
+        emb_pos_kernel<<<cuda_blocks((size_t)T * C, KM_EW_THREADS), KM_EW_THREADS, 0, stream>>>(
+            dwpe, dout, B, T, C);
         CUDA_LAUNCHED("emb_pos_kernel");
     }
     return 0;

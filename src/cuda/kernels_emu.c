@@ -65,7 +65,8 @@ static float col_reduce_w(const float *dout, const float *inp, const float *mean
     float tw = 0.0f, tb = 0.0f;
     for (int c = 0; c < nch; c++) {
         float pw[KM_COL_TY], pb[KM_COL_TY];
-        for (int ty = 0; ty < KM_COL_TY; ty++) km_ln_param_thread(dout, inp, mean, rstd, N, C, c, ty, j, &pw[ty], &pb[ty]);
+        for (int ty = 0; ty < KM_COL_TY; ty++)
+            km_ln_param_thread(dout, inp, mean, rstd, N, C, c, ty, j, &pw[ty], &pb[ty]);
         // = km_col_finish over part[c][j] = the trees, chunk by chunk from 0
         tw = KM_ADD(tw, km_tree_f(pw, KM_COL_TY));
         tb = KM_ADD(tb, km_tree_f(pb, KM_COL_TY));
@@ -80,7 +81,8 @@ void kemu_layernorm_backward(float *dinp, float *dweight, float *dbias, const fl
     for (int r = 0; r < N; r++) {
         const float *x = inp + (size_t)r * C, *d = dout + (size_t)r * C;
         float *dx = dinp + (size_t)r * C;
-        for (int l = 0; l < KM_WARP; l++) km_ln_bwd_lane(x, d, weight, mean[r], rstd[r], C, l, &la[l], &lb[l]);
+        for (int l = 0; l < KM_WARP; l++)
+            km_ln_bwd_lane(x, d, weight, mean[r], rstd[r], C, l, &la[l], &lb[l]);
         float gm = KM_DIV(km_tree_f(la, KM_WARP), (float)C), gxm = KM_DIV(km_tree_f(lb, KM_WARP), (float)C);
         for (int i = 0; i < C; i++) dx[i] = km_ln_dx(dx[i], d[i], weight[i], x[i], mean[r], rstd[r], gm, gxm);
     }
@@ -199,7 +201,8 @@ void kemu_embedding_forward(float *out, const uint16_t *tokens, float *const *wt
         for (int c = 0; c < C; c++) {
             float o = wte[0][(size_t)tokens[(size_t)bt * Ch] * C + c];
             if (wpe) o = KM_ADD(o, wpe[(size_t)(bt % T) * C + c]);
-            for (int ch = 1; ch < Ch; ch++) o = KM_ADD(o, wte[ch][(size_t)tokens[(size_t)bt * Ch + ch] * C + c]);
+            for (int ch = 1; ch < Ch; ch++)
+                o = KM_ADD(o, wte[ch][(size_t)tokens[(size_t)bt * Ch + ch] * C + c]);
             out[(size_t)bt * C + c] = o;
         }
 }
@@ -270,5 +273,6 @@ void kemu_adamw(float *params, const float *grads, float *m, float *v, size_t n,
                 float beta2, float eps, float wd) {
     float ibc1, ibc2;
     km_adamw_ibc(t, beta1, beta2, &ibc1, &ibc2);
-    for (size_t i = 0; i < n; i++) km_adamw(&params[i], &m[i], &v[i], grads[i], lr, beta1, beta2, eps, wd, ibc1, ibc2);
+    for (size_t i = 0; i < n; i++)
+        km_adamw(&params[i], &m[i], &v[i], grads[i], lr, beta1, beta2, eps, wd, ibc1, ibc2);
 }

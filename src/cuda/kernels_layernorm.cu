@@ -21,8 +21,8 @@ static __global__ void layernorm_forward_kernel(float *out, float *mean, float *
 
 // dinp (N, C) += rstd (dout w - mean(dout w) - xh mean(dout w xh)): one warp per row
 static __global__ void layernorm_backward_dinp_kernel(float *dinp, const float *dout, const float *inp,
-                                               const float *weight, const float *mean, const float *rstd, int N,
-                                               int C) {
+                                               const float *weight, const float *mean, const float *rstd,
+                                               int N, int C) {
     int row = blockIdx.x * KM_LN_WARPS + threadIdx.x / KM_WARP, lane = threadIdx.x % KM_WARP;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C, *d = dout + (size_t)row * C;
@@ -37,8 +37,9 @@ static __global__ void layernorm_backward_dinp_kernel(float *dinp, const float *
 // (tx, ty) sums column j = 32 bx + tx over rows ty, ty + 8, ... of chunk by (coalesced: a warp is
 // 32 consecutive columns of one row); the 8 partials of a column meet in km_tree_f(., 8).
 // part_w, part_b (chunks, C).
-static __global__ void layernorm_param_partials_kernel(float *part_w, float *part_b, const float *dout, const float *inp,
-                                                const float *mean, const float *rstd, int N, int C) {
+static __global__ void layernorm_param_partials_kernel(float *part_w, float *part_b, const float *dout,
+                                                       const float *inp, const float *mean, const float *rstd,
+                                                       int N, int C) {
     __shared__ float sw[KM_COL_TY][KM_COL_TX], sb[KM_COL_TY][KM_COL_TX];
     int tx = threadIdx.x, ty = threadIdx.y, j = blockIdx.x * KM_COL_TX + tx, chunk = blockIdx.y;
     float aw = 0.0f, ab = 0.0f;
@@ -68,8 +69,8 @@ size_t cuda_layernorm_backward_scratch(int N, int C) {
 }
 
 int cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, const float *mean, const float *rstd, int N, int C, void *scratch,
-                            cudaStream_t stream) {
+                            const float *weight, const float *mean, const float *rstd, int N, int C,
+                            void *scratch, cudaStream_t stream) {
     if (N <= 0 || C <= 0) return 0;
     if (dinp) {
         layernorm_backward_dinp_kernel<<<cuda_blocks(N, KM_LN_WARPS), KM_LN_WARPS * KM_WARP, 0, stream>>>(

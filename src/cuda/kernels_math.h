@@ -12,10 +12,11 @@
  * Reductions use KM_ADD / KM_MUL / KM_DIV / KM_SQRT: on the device the _rn intrinsics, which
  * nvcc never contracts into an FMA and which ignore --use_fast_math; on the host plain operators
  * (kernels_emu.c is C11 in ISO mode, where GCC's default is -ffp-contract=off; for clang it sets
- * #pragma STDC FP_CONTRACT OFF; kemu_fp_contract_off() checks the result at run time). So a reduction kernel and its emulation give the
- * same bits for the same inputs: the GPU tests can compare them exactly. The elementwise math that
- * calls fastmath.h (GELU's tanh, AdamW's sqrt, the softmax's exp) uses plain operators instead, as
- * the CPU layers do, and nvcc contracts them: those agree with the emulation to a few ulp.
+ * #pragma STDC FP_CONTRACT OFF; kemu_fp_contract_off() checks the result at run time). So a
+ * reduction kernel and its emulation give the same bits for the same inputs: the GPU tests can
+ * compare them exactly. The elementwise math that calls fastmath.h (GELU's tanh, AdamW's sqrt, the
+ * softmax's exp) uses plain operators instead, as the CPU layers do, and nvcc contracts them: those
+ * agree with the emulation to a few ulp.
  *
  * The trees. A warp sum is the xor butterfly (offsets 16, 8, 4, 2, 1: every lane ends with the
  * same value, since IEEE addition is commutative); lane 0's value is the halving tree

@@ -32,7 +32,9 @@ int cuda_col_finish(float *dst, const float *part, int nchunks, int C, cudaStrea
     return 0;
 }
 
-size_t cuda_colsum_scratch(int N, int C) { return cuda_round256(sizeof(float) * (size_t)km_col_chunks(N) * C); }
+size_t cuda_colsum_scratch(int N, int C) {
+    return cuda_round256(sizeof(float) * (size_t)km_col_chunks(N) * C);
+}
 
 int cuda_colsum(float *dst, const float *x, int N, int C, void *scratch, cudaStream_t stream) {
     if (N <= 0 || C <= 0) return 0;
@@ -82,7 +84,8 @@ int cuda_sum_squares(double *out, const float *x, size_t n, void *scratch, cudaS
 // block starts on a chunk boundary, and only the last block, holding the range's end, has a
 // shorter last chunk). Stage 2: block b of this kernel is sumsq_finish_kernel over block b's
 // chunks. So out[b] has the bits of cuda_sum_squares on that block alone.
-static __global__ void sumsq_blocks_finish_kernel(double *out, const double *part, size_t nchunks, size_t per) {
+static __global__ void sumsq_blocks_finish_kernel(double *out, const double *part, size_t nchunks,
+                                                  size_t per) {
     __shared__ double sh[KM_WARP];
     size_t c0 = (size_t)blockIdx.x * per, nc = nchunks - c0 < per ? nchunks - c0 : per;
     double s = cuda_block_sum(km_ss_finish_thread(part + c0, nc, threadIdx.x), sh);
@@ -91,17 +94,21 @@ static __global__ void sumsq_blocks_finish_kernel(double *out, const double *par
 
 size_t cuda_block_sum_squares_scratch(size_t n) { return cuda_sum_squares_scratch(n); }
 
-int cuda_block_sum_squares(double *out, const float *x, size_t n, size_t block, void *scratch, cudaStream_t stream) {
+int cuda_block_sum_squares(double *out, const float *x, size_t n, size_t block, void *scratch,
+                           cudaStream_t stream) {
     if (block == 0 || block % KM_SS_CHUNK)
-        return lssar_fail(LSSAR_E_ARG, "cuda block_sum_squares: blocks of %zu values; use a multiple of %d", block, KM_SS_CHUNK);
+        return lssar_fail(LSSAR_E_ARG, "cuda block_sum_squares: blocks of %zu values; use a multiple of %d",
+                          block, KM_SS_CHUNK);
     size_t nchunks = (n + KM_SS_CHUNK - 1) / KM_SS_CHUNK, nb = (n + block - 1) / block;
     if (nchunks > 0x7fffffffu)
-        return lssar_fail(LSSAR_E_SIZE, "cuda block_sum_squares: %zu values is more than one launch covers", n);
+        return lssar_fail(LSSAR_E_SIZE, "cuda block_sum_squares: %zu values is more than one launch covers",
+                          n);
     if (!nb) return 0;
     double *part = (double *)scratch;
     sumsq_partials_kernel<<<(unsigned)nchunks, KM_SS_THREADS, 0, stream>>>(part, x, n);
     CUDA_LAUNCHED("sumsq_partials_kernel");
-    sumsq_blocks_finish_kernel<<<(unsigned)nb, KM_SS_THREADS, 0, stream>>>(out, part, nchunks, block / KM_SS_CHUNK);
+    sumsq_blocks_finish_kernel<<<(unsigned)nb, KM_SS_THREADS, 0, stream>>>(out, part, nchunks,
+                                                                           block / KM_SS_CHUNK);
     CUDA_LAUNCHED("sumsq_blocks_finish_kernel");
     return 0;
 }

@@ -4,10 +4,11 @@
 #include "cuda/cuda_common.h"
 
 // x (B, T, NH, HS); pair index i = ((bt * NH + hd) * h + c), h = HS / 2; dir = +1 or -1
-static __global__ void rope_kernel(float *x, const float *cos_t, const float *sin_t, size_t npairs, int T, int NH, int HS,
-                            int pos0, float dir) {
+static __global__ void rope_kernel(float *x, const float *cos_t, const float *sin_t, size_t npairs, int T,
+                                   int NH, int HS, int pos0, float dir) {
     int h = HS / 2;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < npairs; i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < npairs;
+         i += (size_t)gridDim.x * blockDim.x) {
         int c = (int)(i % h);
         size_t rest = i / h;
         int hd = (int)(rest % NH);

@@ -50,7 +50,8 @@ xent_forward_kernel(float *logits, float *losses, uint16_t *argmax, const uint16
 
 // acc[0] += sum of the row losses (double, fixed tree), acc[1] += rows whose target is counted.
 // One block of KM_ACC_THREADS.
-static __global__ void xent_acc_kernel(double *acc, const float *rowloss, const uint16_t *targets, int tstride, int R) {
+static __global__ void xent_acc_kernel(double *acc, const float *rowloss, const uint16_t *targets,
+                                       int tstride, int R) {
     __shared__ double sh[KM_WARP];
     int t = threadIdx.x;
     double s = cuda_block_sum(km_acc_thread(rowloss, R, t), sh);
@@ -64,13 +65,14 @@ static __global__ void xent_acc_kernel(double *acc, const float *rowloss, const 
 }
 
 // probs (R, V) -> dlogits = (grad_scale / acc[1]) (p - onehot); ignored rows 0. One block per row.
-static __global__ void xent_backward_kernel(float *probs, const uint16_t *targets, int tstride, int V, float grad_scale,
-                                     const double *acc) {
+static __global__ void xent_backward_kernel(float *probs, const uint16_t *targets, int tstride, int V,
+                                            float grad_scale, const double *acc) {
     int r = blockIdx.x;
     float *p = probs + (size_t)r * V;
     int tg = targets[(size_t)r * tstride];
     float s = km_xent_scale(grad_scale, acc[1]);
-    for (int j = threadIdx.x; j < V; j += blockDim.x) p[j] = tg == KM_IGNORE ? 0.0f : km_xent_grad(p[j], s, j == tg);
+    for (int j = threadIdx.x; j < V; j += blockDim.x)
+        p[j] = tg == KM_IGNORE ? 0.0f : km_xent_grad(p[j], s, j == tg);
 }
 
 size_t cuda_xent_forward_scratch(int R) { return cuda_round256(sizeof(float) * (size_t)(R > 0 ? R : 1)); }
@@ -79,8 +81,8 @@ int cuda_xent_forward(float *logits, float *losses, uint16_t *argmax, const uint
                       int ostride, int R, int V, double *acc, void *scratch, cudaStream_t stream) {
     if (R <= 0 || V <= 0) return 0;
     float *rowloss = (float *)scratch;
-    xent_forward_kernel<<<R, KM_XENT_THREADS, 0, stream>>>(logits, losses, argmax, targets, tstride, ostride, V,
-                                                          rowloss);
+    xent_forward_kernel<<<R, KM_XENT_THREADS, 0, stream>>>(logits, losses, argmax, targets, tstride, ostride,
+                                                           V, rowloss);
     CUDA_LAUNCHED("xent_forward_kernel");
     // without targets nothing is counted: acc stays (the CPU backend adds 0 and 0)
     if (targets && acc) {

@@ -15,11 +15,15 @@ int shard_open(shard *s, const char *path) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return lssar_fail(LSSAR_E_IO, "cannot open shard %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) { close(fd); return lssar_fail(LSSAR_E_IO, "cannot stat %s: %s", path, strerror(errno)); }
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return lssar_fail(LSSAR_E_IO, "cannot stat %s: %s", path, strerror(errno));
+    }
     size_t len = (size_t)st.st_size, hdr = SHARD_HEADER_INTS * sizeof(int32_t);
     if (len < hdr) {
         close(fd);
-        return lssar_fail(LSSAR_E_FORMAT, "%s is %zu bytes, shorter than the 1024-byte shard header: not a token shard, or truncated", path, len);
+        return lssar_fail(LSSAR_E_FORMAT, "%s is %zu bytes, shorter than the 1024-byte shard header: not a "
+                          "token shard, or truncated", path, len);
     }
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -28,14 +32,18 @@ int shard_open(shard *s, const char *path) {
     int rc = 0;
     int C = h[3] <= 1 ? 1 : h[3];
     if (h[0] != SHARD_MAGIC)
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s: bad magic number %d (expected %d): not an llm.c/lssar token shard", path, h[0], SHARD_MAGIC);
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s: bad magic number %d (expected %d): not an "
+                        "llm.c/lssar token shard", path, h[0], SHARD_MAGIC);
     else if (h[1] != SHARD_VERSION)
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s: shard version %d is not supported (expected %d)", path, h[1], SHARD_VERSION);
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s: shard version %d is not supported (expected %d)", path, h[1],
+                        SHARD_VERSION);
     else if (h[2] < 0 || h[3] < 0 || h[3] > 64 || h[4] < 0 || h[4] > 65536)
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s: corrupt header (count %d, channels %d, vocabulary %d)", path, h[2], h[3], h[4]);
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s: corrupt header (count %d, channels %d, vocabulary %d)", path,
+                        h[2], h[3], h[4]);
     else if (len != hdr + (size_t)h[2] * C * sizeof(uint16_t))
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s: header says %d positions x %d channels (%zu bytes) but the file is %zu bytes: truncated or damaged; rebuild it",
-                        path, h[2], C, hdr + (size_t)h[2] * C * 2, len);
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s: header says %d positions x %d channels (%zu bytes) but the file "
+                        "is %zu bytes: truncated or damaged; rebuild it", path, h[2], C,
+                        hdr + (size_t)h[2] * C * 2, len);
     if (rc) { munmap(map, len); return rc; }
     s->path = strdup(path);
     s->map = map; s->map_len = len;
@@ -54,8 +62,10 @@ void shard_close(shard *s) {
 
 int shard_writer_open(shard_writer *w, const char *path, int channels, int vocab) {
     memset(w, 0, sizeof *w);
-    if (channels < 1 || channels > 64) return lssar_fail(LSSAR_E_ARG, "shard channels must be 1..64, got %d", channels);
-    if (vocab < 0 || vocab > 65536) return lssar_fail(LSSAR_E_ARG, "shard vocabulary must be 0..65536, got %d", vocab);
+    if (channels < 1 || channels > 64)
+        return lssar_fail(LSSAR_E_ARG, "shard channels must be 1..64, got %d", channels);
+    if (vocab < 0 || vocab > 65536)
+        return lssar_fail(LSSAR_E_ARG, "shard vocabulary must be 0..65536, got %d", vocab);
     w->channels = channels;
     w->vocab = vocab;
     int rc = lssar_afile_open(&w->af, path);

@@ -5,7 +5,8 @@
 
 int synth_write_repeat(const char *path, const synth_params *sp, size_t tokens, uint64_t seed) {
     if (sp->alphabet < 2 || sp->alphabet > 65534 || sp->min_len < 1 || sp->max_len < sp->min_len)
-        return lssar_fail(LSSAR_E_ARG, "synthetic task: need alphabet in 2..65534 and 1 <= min_len <= max_len");
+        return lssar_fail(LSSAR_E_ARG, "synthetic task: need alphabet in 2..65534 and 1 <= "
+                          "min_len <= max_len");
     if (tokens == 0) return lssar_fail(LSSAR_E_SIZE, "synthetic task: token count must be > 0");
     shard_writer w;
     int rc = shard_writer_open(&w, path, 1, sp->alphabet + 1);  // end-of-text is id alphabet

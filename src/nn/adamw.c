@@ -5,7 +5,7 @@
 #include "core/fastmath.h"
 
 // PyTorch AdamW: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), on one block of values
-// (fm_sqrt: sqrtf's errno branch keeps the loop scalar, ~7x slower on a 124M model)
+// (fm_sqrt: sqrtf's errno branch would keep the loop scalar; docs/PERF.md)
 LSSAR_HOT static void adamw_block(float *restrict params, const float *restrict grads, float *restrict m,
                         float *restrict v, int n, float lr, float beta1, float beta2, float eps,
                         float wd, float ibc1, float ibc2) {

@@ -12,12 +12,8 @@
  * run in order and a download waits for what came before it). Several backends can be built into
  * one binary and chosen at run time (nn_backend_open), so tests can compare them.
  *
- * Conventions are those of the CPU layer functions (src/nn/nn.h), which the CPU backend wraps:
- *   - tensors are contiguous float32, row-major; N is a number of rows (B * T);
- *   - "dx +=" means the gradient is ACCUMULATED, "dx =" that it is written; parameter gradients
- *     are always accumulated;
- *   - reductions run in a fixed order, independent of the thread count.
- * Shapes are in the comments, as in nn.h.
+ * Conventions (row-major float32, "dx +=" accumulates, reductions in a fixed order) and the shapes
+ * in the comments are those of the CPU layer functions (src/nn/nn.h), which the CPU backend wraps.
  */
 #ifndef LSSAR_NN_BACKEND_H
 #define LSSAR_NN_BACKEND_H

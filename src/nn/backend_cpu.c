@@ -45,7 +45,8 @@ static void cpu_matmul_forward(nn_ctx *ctx, float *out, const float *inp, const 
     matmul_forward(out, inp, weight, bias, N, IC, OC);
 }
 static void cpu_matmul_backward(nn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
-                                const float *inp, const float *weight, int N, int IC, int OC, int accumulate) {
+                                const float *inp, const float *weight, int N, int IC, int OC,
+                                int accumulate) {
     (void)ctx;
     matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, IC, OC, accumulate);
 }
@@ -148,9 +149,11 @@ static void cpu_block_sum_squares(nn_ctx *ctx, double *out, const float *x, size
     (void)ctx;
     size_t nb = (n + block - 1) / block;
     #pragma omp parallel for schedule(static)
-    for (size_t b = 0; b < nb; b++) out[b] = sum_squares(x + b * block, n - b * block < block ? n - b * block : block);
+    for (size_t b = 0; b < nb; b++)
+        out[b] = sum_squares(x + b * block, n - b * block < block ? n - b * block : block);
 }
-static void cpu_clip_norm(nn_ctx *ctx, float *x, size_t n, const double *ss, size_t nb, float clip, float *norm) {
+static void cpu_clip_norm(nn_ctx *ctx, float *x, size_t n, const double *ss, size_t nb, float clip,
+                          float *norm) {
     (void)ctx;
     float nm = nn_norm_of_blocks(ss, nb), f = nn_clip_factor(nm, clip);
     *norm = nm;

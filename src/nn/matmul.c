@@ -4,10 +4,10 @@
 // its own block of output rows (or columns), so the whole model runs on OpenMP's threads alone.
 // With OpenBLAS's OpenMP build (what the Makefile links on Debian) a call inside a parallel region
 // is single-threaded by itself. With the pthreads build, OpenBLAS keeps its own thread pool, which
-// fights OpenMP's spinning threads for the cores (measured: a third of a training step lost in
-// spin-waits), so its thread count is set to 1 around our regions and restored after. (The
-// OpenMP build's openblas_set_num_threads also changes OpenMP's own thread count, so it is only
-// called for the pthreads build.)
+// fights OpenMP's spinning threads for the cores (a training step loses much of its time in
+// spin-waits; docs/PERF.md), so its thread count is set to 1 around our regions and restored
+// after. (The OpenMP build's openblas_set_num_threads also changes OpenMP's own thread count, so
+// it is only called for the pthreads build.)
 // Determinism: the blocks are cut from the shape alone (CHUNK_MIN / CHUNK_PARTS), never from the
 // thread count, and a single thread runs the same block calls one after the other. Cutting by
 // the thread count (as before) gave results that differed between 1 and 2 threads: OpenBLAS

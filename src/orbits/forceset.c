@@ -12,21 +12,25 @@
 
 static const float *row_of(const orb_state *st, int64_t id) { return st->rows + (size_t)id * ORB_S_FIELDS; }
 
-int orb_force_split_make(const orb_state *st, int64_t systems, int labelled, uint64_t seed, orb_force_split *s) {
+int orb_force_split_make(const orb_state *st, int64_t systems, int labelled, uint64_t seed,
+                         orb_force_split *s) {
     memset(s, 0, sizeof *s);
     if (!st || !st->rows) return lssar_fail(LSSAR_E_NULL, "orb_force_split_make: no state file");
     if (systems <= 0 || systems > st->n) systems = st->n;
     if (systems < 2)
         return lssar_fail(LSSAR_E_SIZE, "the force set has %lld systems; the 90%%/10%% split needs >= 2 "
-                          "(simulate more with `lssar orbits simulate --two-body --state --systems N`)", (long long)systems);
+                          "(simulate more with `lssar orbits simulate --two-body --state --systems N`)",
+                          (long long)systems);
     if (labelled < 0 || labelled >= ORB_PLANET_ROWS)
-        return lssar_fail(LSSAR_E_ARG, "labelled rows per test system must be 0..%d, got %d", ORB_PLANET_ROWS - 1, labelled);
+        return lssar_fail(LSSAR_E_ARG, "labelled rows per test system must be 0..%d, got %d",
+                          ORB_PLANET_ROWS - 1, labelled);
     // every planet row of a two-body system is odd: check the file really is a K = 1 set
     for (int64_t i = 0; i < systems; i += systems / 16 + 1) {
         const float *r = row_of(st, i * ORB_ROWS + 2);   // row 2 is the star's first row when K = 1
         if (r[ORB_S_R] != 0.0f || r[ORB_S_MASS] != r[ORB_S_STAR_MASS])
-            return lssar_fail(LSSAR_E_FORMAT, "the force set must have one planet per system (system %lld does not); "
-                              "make it with `lssar orbits simulate --two-body --state`", (long long)i);
+            return lssar_fail(LSSAR_E_FORMAT, "the force set must have one planet per system (system %lld "
+                              "does not); make it with `lssar orbits simulate --two-body --state`",
+                              (long long)i);
     }
     s->systems = systems;
     s->full = (int64_t)floor(0.9 * (double)systems);
@@ -36,7 +40,10 @@ int orb_force_split_make(const orb_state *st, int64_t systems, int labelled, uin
     s->ntest = ntest_sys * (ORB_PLANET_ROWS - labelled);
     s->train = malloc((size_t)(s->ntrain ? s->ntrain : 1) * sizeof(int64_t));
     s->test = malloc((size_t)(s->ntest ? s->ntest : 1) * sizeof(int64_t));
-    if (!s->train || !s->test) { orb_force_split_free(s); return lssar_fail(LSSAR_E_NOMEM, "force split: out of memory"); }
+    if (!s->train || !s->test) {
+        orb_force_split_free(s);
+        return lssar_fail(LSSAR_E_NOMEM, "force split: out of memory");
+    }
     int64_t a = 0, b = 0;
     for (int64_t i = 0; i < s->full; i++)
         for (int j = 0; j < ORB_PLANET_ROWS; j++) s->train[a++] = i * ORB_ROWS + 1 + 2 * j;
@@ -55,7 +62,8 @@ int orb_force_split_make(const orb_state *st, int64_t systems, int labelled, uin
         }
     }
     // standardisation of the state over the labelled rows
-    static const int fields[ORB_FEAT] = {ORB_S_DX, ORB_S_DY, ORB_S_DVX, ORB_S_DVY, ORB_S_MASS, ORB_S_STAR_MASS};
+    static const int fields[ORB_FEAT] = {ORB_S_DX, ORB_S_DY, ORB_S_DVX, ORB_S_DVY, ORB_S_MASS,
+                                         ORB_S_STAR_MASS};
     for (int f = 0; f < ORB_FEAT; f++) {
         double sum = 0, sq = 0;
         for (int64_t k = 0; k < s->ntrain; k++) {
@@ -75,7 +83,8 @@ void orb_force_split_free(orb_force_split *s) {
 }
 
 void orb_force_features(const orb_state *st, const orb_force_split *s, int64_t id, float *out) {
-    static const int fields[ORB_FEAT] = {ORB_S_DX, ORB_S_DY, ORB_S_DVX, ORB_S_DVY, ORB_S_MASS, ORB_S_STAR_MASS};
+    static const int fields[ORB_FEAT] = {ORB_S_DX, ORB_S_DY, ORB_S_DVX, ORB_S_DVY, ORB_S_MASS,
+                                         ORB_S_STAR_MASS};
     const float *r = row_of(st, id);
     for (int f = 0; f < ORB_FEAT; f++) out[f] = (r[fields[f]] - s->mean[f]) / s->sd[f];
 }
@@ -115,7 +124,11 @@ int orb_force_nearest(const orb_state *st, const orb_force_split *s, const orb_k
     qsort(d, (size_t)s->ntest, sizeof *d, cmp_dist);
     if (keep <= 0 || keep > s->ntest) keep = s->ntest;
     *ids = malloc((size_t)keep * sizeof(int64_t));
-    if (!*ids) { free(d); orb_kd_free(own); return lssar_fail(LSSAR_E_NOMEM, "nearest test rows: out of memory"); }
+    if (!*ids) {
+        free(d);
+        orb_kd_free(own);
+        return lssar_fail(LSSAR_E_NOMEM, "nearest test rows: out of memory");
+    }
     for (int64_t k = 0; k < keep; k++) (*ids)[k] = d[k].id;
     *n = keep;
     free(d);
@@ -139,14 +152,16 @@ int orb_knn_predict(const orb_state *st, const orb_force_split *s, const orb_kdt
     return 0;
 }
 
-int orb_forces_write(const char *path, const orb_state *st, const int64_t *ids, const double *pred, int64_t n) {
+int orb_forces_write(const char *path, const orb_state *st, const int64_t *ids, const double *pred,
+                     int64_t n) {
     lssar_afile af;
     int rc = lssar_afile_open(&af, path);
     if (rc) return rc;
     fprintf(af.f, "r,m1,m2,F_pred,F_true\n");
     for (int64_t i = 0; i < n; i++) {
         const float *r = row_of(st, ids[i]);
-        fprintf(af.f, "%.9g,%.9g,%.9g,%.9g,%.9g\n", r[ORB_S_R], r[ORB_S_MASS], r[ORB_S_STAR_MASS], pred[i], r[ORB_S_F]);
+        fprintf(af.f, "%.9g,%.9g,%.9g,%.9g,%.9g\n", r[ORB_S_R], r[ORB_S_MASS], r[ORB_S_STAR_MASS], pred[i],
+                r[ORB_S_F]);
     }
     return lssar_afile_commit(&af);
 }
@@ -164,7 +179,10 @@ int orb_forces_finish(const char *out, const orb_state *st, const orb_force_spli
     cJSON_AddNumberToObject(summary, "kept_rows", (double)n);
     cJSON_AddNumberToObject(summary, "mean_abs_log10_error", *lerr);
     int rc = lssar_mkdirs(out);
-    if (!rc) { snprintf(path, sizeof path, "%s/forces.csv", out); rc = orb_forces_write(path, st, ids, pred, n); }
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/forces.csv", out);
+        rc = orb_forces_write(path, st, ids, pred, n);
+    }
     if (!rc) { snprintf(path, sizeof path, "%s/probe.json", out); rc = lssar_write_json(path, summary); }
     cJSON_Delete(summary);
     return rc;

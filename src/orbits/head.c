@@ -38,30 +38,38 @@ void orb_probe_defaults(orb_probe_opts *o) {
 // All sequences 0..n-1 of a split, (n, 1000, 2) uint16, read shard by shard.
 static int load_sequences(const char *dir, const char *split, int64_t n, uint16_t **out) {
     *out = malloc((size_t)n * LSSAR_ORB_ROWS * 2 * sizeof(uint16_t));
-    if (!*out) return lssar_fail(LSSAR_E_NOMEM, "force probe: out of memory for %lld sequences", (long long)n);
+    if (!*out)
+        return lssar_fail(LSSAR_E_NOMEM, "force probe: out of memory for %lld sequences", (long long)n);
     char path[4400];
     int64_t have = 0;
     for (int64_t i = 0; have < n; i++) {
         shard sh;
-        if (orb_path(path, sizeof path, dir, split, "shard", i)) { free(*out); *out = NULL; return lssar_fail(LSSAR_E_ARG, "path too long: %s", dir); }
+        if (orb_path(path, sizeof path, dir, split, "shard", i)) {
+            free(*out);
+            *out = NULL;
+            return lssar_fail(LSSAR_E_ARG, "path too long: %s", dir);
+        }
         int rc = shard_open(&sh, path);
         if (rc) { free(*out); *out = NULL; return rc; }
         long long bad_tok = -1;   // bins 0..ORB_BINS-1 and the two dt tokens
-        for (size_t t = 0; sh.channels == 2 && t < sh.n * 2 && bad_tok < 0; t++) if (sh.tokens[t] > ORB_BINS + 1) bad_tok = (long long)t;
+        for (size_t t = 0; sh.channels == 2 && t < sh.n * 2 && bad_tok < 0; t++)
+            if (sh.tokens[t] > ORB_BINS + 1) bad_tok = (long long)t;
         if (bad_tok >= 0) {
             int v = sh.tokens[bad_tok];
             shard_close(&sh); free(*out); *out = NULL;
-            return lssar_fail(LSSAR_E_FORMAT, "%s: token %d at row %lld is not an orbit token (0..%d): damaged; regenerate it with `lssar orbits simulate`",
+            return lssar_fail(LSSAR_E_FORMAT, "%s: token %d at row %lld is not an orbit token (0..%d): "
+                              "damaged; regenerate it with `lssar orbits simulate`",
                               path, v, bad_tok / 2, ORB_BINS + 1);
         }
         if (sh.channels != 2 || sh.n % LSSAR_ORB_ROWS || sh.n == 0) {
             shard_close(&sh); free(*out); *out = NULL;
-            return lssar_fail(LSSAR_E_FORMAT, "%s: %d channel(s), %zu rows; orbit shards have 2 channels and whole %d-row sequences",
-                              path, sh.channels, sh.n, LSSAR_ORB_ROWS);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: %d channel(s), %zu rows; orbit shards have 2 channels and "
+                              "whole %d-row sequences", path, sh.channels, sh.n, LSSAR_ORB_ROWS);
         }
         int64_t k = (int64_t)(sh.n / LSSAR_ORB_ROWS);
         if (k > n - have) k = n - have;
-        memcpy(*out + (size_t)have * LSSAR_ORB_ROWS * 2, sh.tokens, (size_t)k * LSSAR_ORB_ROWS * 2 * sizeof(uint16_t));
+        memcpy(*out + (size_t)have * LSSAR_ORB_ROWS * 2, sh.tokens,
+               (size_t)k * LSSAR_ORB_ROWS * 2 * sizeof(uint16_t));
         have += k;
         shard_close(&sh);
     }
@@ -104,16 +112,19 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
     const gpt_config *cfg = gpt_get_config(m);
     const int T = LSSAR_ORB_ROWS - 1, C = cfg->dim, B = o->batch;
     if (cfg->channels != 2 || cfg->vocab < LSSAR_ORB_VOCAB - 1)
-        return lssar_fail(LSSAR_E_ARG, "the model has %d channel(s) and vocabulary %d; the probe needs an orbit model "
-                          "(2 channels, vocabulary %d)", cfg->channels, cfg->vocab, LSSAR_ORB_VOCAB);
+        return lssar_fail(LSSAR_E_ARG, "the model has %d channel(s) and vocabulary %d; the probe needs an "
+                          "orbit model (2 channels, vocabulary %d)", cfg->channels, cfg->vocab,
+                          LSSAR_ORB_VOCAB);
     if (cfg->pos == LSSAR_POS_LEARNED && cfg->max_seq < T)
-        return lssar_fail(LSSAR_E_ARG, "the force probe reads whole sequences (%d positions) but this model has learned "
-                          "positions up to %d; train it with --seq %d (or use rope / none positions)", T, cfg->max_seq, T);
+        return lssar_fail(LSSAR_E_ARG, "the force probe reads whole sequences (%d positions) but this model "
+                          "has learned positions up to %d; train it with --seq %d (or use rope / "
+                          "none positions)", T, cfg->max_seq, T);
     if (B < 1 || o->steps < 0) return lssar_fail(LSSAR_E_ARG, "probe: batch must be >= 1 and steps >= 0");
     int64_t S = s->systems;
     int rc = 0;
     uint16_t *seq = NULL, *in = NULL;
-    float *y = NULL, *h = NULL, *dh = NULL, *pred = NULL, *yb = NULL, *head = NULL, *hg = NULL, *hm = NULL, *hv = NULL;
+    float *y = NULL, *h = NULL, *dh = NULL, *pred = NULL, *yb = NULL, *head = NULL, *hg = NULL, *hm = NULL,
+          *hv = NULL;
     unsigned char *mask = NULL, *mb = NULL;
     if ((rc = load_sequences(force_dir, split, S, &seq))) return rc;
     // labels (S, T): y at input position t = row t; mask says which are labelled
@@ -129,7 +140,10 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
     hg = calloc((size_t)C + 1, sizeof(float));
     hm = calloc((size_t)C + 1, sizeof(float));
     hv = calloc((size_t)C + 1, sizeof(float));
-    if (!y || !mask || !in || !h || !dh || !pred || !yb || !mb || !head || !hg || !hm || !hv) { rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory"); goto done; }
+    if (!y || !mask || !in || !h || !dh || !pred || !yb || !mb || !head || !hg || !hm || !hv) {
+        rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory");
+        goto done;
+    }
     // target transform over the labelled rows
     double sum = 0, sq = 0;
     for (int64_t k = 0; k < s->ntrain; k++) {
@@ -172,10 +186,17 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
         orb_head_forward(pred, h, head, head[C], B * T, C);
         memset(hg, 0, sizeof(float) * (C + 1));
         double loss = orb_head_loss_backward(pred, yb, mb, h, head, B * T, C, dh, hg, hg + C);
-        if (!isfinite(loss)) { rc = lssar_fail(LSSAR_E_NAN, "probe: the loss became %g at step %d; lower --lr", loss, step); goto done; }
+        if (!isfinite(loss)) {
+            rc = lssar_fail(LSSAR_E_NAN, "probe: the loss became %g at step %d; lower --lr", loss, step);
+            goto done;
+        }
         if ((rc = gpt_zero_grad(m)) || (rc = gpt_backward_hidden(m, dh, 1.0f))) goto done;
         float norm = gpt_clip_grad_norm(m, o->clip);
-        if (!isfinite(norm)) { rc = lssar_fail(LSSAR_E_NAN, "probe: the gradient became %g at step %d; lower --lr", (double)norm, step); goto done; }
+        if (!isfinite(norm)) {
+            rc = lssar_fail(LSSAR_E_NAN, "probe: the gradient became %g at step %d; lower --lr", (double)norm,
+                            step);
+            goto done;
+        }
         double f = train_lr_at(&sched, step);
         head_t.lr = (float)(o->head_lr * f);
         if ((rc = train_adamw_step(m, (float)(o->lr * f), &head_t, 1, step, &adam))) goto done;
@@ -199,18 +220,29 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
         for (int64_t k = 0; k < n; k++) cnt[ids[k] / LSSAR_ORB_ROWS + 1]++;
         for (int64_t i = 0; i < S; i++) cnt[i + 1] += cnt[i];
         int64_t *pos = malloc(sizeof(int64_t) * (size_t)(S + 1));
-        if (!pos) { free(order); free(cnt); rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory"); goto done; }
+        if (!pos) {
+            free(order);
+            free(cnt);
+            rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory");
+            goto done;
+        }
         memcpy(pos, cnt, sizeof(int64_t) * (size_t)(S + 1));
         for (int64_t k = 0; k < n; k++) order[pos[ids[k] / LSSAR_ORB_ROWS]++] = k;
         free(pos);
         int64_t *sys_list = malloc(sizeof(int64_t) * (size_t)S);
         int64_t ns = 0;
         for (int64_t i = 0; i < S; i++) if (cnt[i + 1] > cnt[i] && sys_list) sys_list[ns++] = i;
-        if (!sys_list) { free(order); free(cnt); rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory"); goto done; }
+        if (!sys_list) {
+            free(order);
+            free(cnt);
+            rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory");
+            goto done;
+        }
         for (int64_t j0 = 0; j0 < ns && !rc; j0 += B) {
             int b = ns - j0 < B ? (int)(ns - j0) : B;
             for (int k = 0; k < b; k++)
-                memcpy(in + (size_t)k * T * 2, seq + (size_t)sys_list[j0 + k] * LSSAR_ORB_ROWS * 2, sizeof(uint16_t) * T * 2);
+                memcpy(in + (size_t)k * T * 2, seq + (size_t)sys_list[j0 + k] * LSSAR_ORB_ROWS * 2,
+                       sizeof(uint16_t) * T * 2);
             if ((rc = gpt_forward_hidden(m, in, b, T)) || (rc = gpt_get_hidden(m, h))) break;
             orb_head_forward(pred, h, head, head[C], b * T, C);
             for (int k = 0; k < b; k++) {

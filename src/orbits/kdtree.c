@@ -41,7 +41,8 @@ static void select_k(float *p, int64_t *perm, int d, int64_t lo, int64_t hi, int
         int64_t mid = lo + (hi - lo) / 2;
         // median of three as the pivot, moved to hi - 1
         float a = p[lo * d + j], b = p[mid * d + j], c = p[(hi - 1) * d + j];
-        int64_t piv = (a < b) ? ((b < c) ? mid : (a < c ? hi - 1 : lo)) : ((a < c) ? lo : (b < c ? hi - 1 : mid));
+        int64_t piv = (a < b) ? ((b < c) ? mid : (a < c ? hi - 1 : lo))
+                              : ((a < c) ? lo : (b < c ? hi - 1 : mid));
         swap_pts(p, perm, d, piv, hi - 1);
         float pv = p[(hi - 1) * d + j];
         int64_t store = lo;
@@ -77,8 +78,8 @@ static void build(orb_kdtree *t, int64_t h, int64_t lo, int64_t hi) {
 int orb_kd_build(const float *pts, int64_t n, int d, orb_kdtree **out) {
     *out = NULL;
     if (!pts || n < 1 || d < 1 || d > DMAX)
-        return lssar_fail(LSSAR_E_ARG, "orb_kd_build: need n >= 1 points of 1..%d dimensions (n = %lld, d = %d)",
-                          DMAX, (long long)n, d);
+        return lssar_fail(LSSAR_E_ARG, "orb_kd_build: need n >= 1 points of 1..%d dimensions (n "
+                          "= %lld, d = %d)", DMAX, (long long)n, d);
     orb_kdtree *t = calloc(1, sizeof *t);
     if (!t) return lssar_fail(LSSAR_E_NOMEM, "orb_kd_build: out of memory");
     t->d = d; t->n = n;
@@ -90,7 +91,10 @@ int orb_kd_build(const float *pts, int64_t n, int d, orb_kdtree **out) {
     t->perm = malloc((size_t)n * sizeof(int64_t));
     t->dim = malloc((size_t)t->nodes * sizeof(int));
     t->val = malloc((size_t)t->nodes * sizeof(float));
-    if (!t->pts || !t->perm || !t->dim || !t->val) { orb_kd_free(t); return lssar_fail(LSSAR_E_NOMEM, "orb_kd_build: out of memory for %lld points", (long long)n); }
+    if (!t->pts || !t->perm || !t->dim || !t->val) {
+        orb_kd_free(t);
+        return lssar_fail(LSSAR_E_NOMEM, "orb_kd_build: out of memory for %lld points", (long long)n);
+    }
     memcpy(t->pts, pts, (size_t)n * d * sizeof(float));
     for (int64_t i = 0; i < n; i++) t->perm[i] = i;
     build(t, 1, 0, n);

@@ -35,12 +35,12 @@ static inline void sincos_0pi(double x, double *sx, double *cx) {
  * leave it bisects instead, so the solver converges for every e < 1 (e -> 1 near periapsis is the
  * hard case). Halley converges cubically: once a step is below 1e-6 f' the next error is ~1e-16,
  * so a lane stops there (or at the rounding floor of the step when f' is tiny) and rotates its
- * last sin/cos by the final step instead of evaluating them again. On the sampled eccentricities
- * that is 2.7 evaluations per solve on average.
+ * last sin/cos by the final step instead of evaluating them again: few evaluations per solve on
+ * the sampled eccentricities (docs/PERF.md).
  *
  * ORB_LANES equations are solved in lockstep (branch-free lane loops that the compiler vectorises);
- * a block runs until its slowest lane has converged. Latency-bound scalar Newton/Halley with libm's
- * sincos was ~3x slower per solve.
+ * a block runs until its slowest lane has converged, which beats latency-bound scalar Newton/Halley
+ * with libm's sincos.
  */
 #define ORB_LANES 8
 
@@ -49,7 +49,7 @@ static void solve_block(const double *M, double e, double *E_out, double *sin_ou
     double Mr[ORB_LANES], sg[ORB_LANES], E[ORB_LANES], lo[ORB_LANES], hi[ORB_LANES];
     double s[ORB_LANES], c[ORB_LANES], done[ORB_LANES];
     for (int l = 0; l < ORB_LANES; l++) {
-        // M mod 2 pi into [-pi, pi] (remainder() is ~10x slower); 2 pi in two parts keeps the
+        // M mod 2 pi into [-pi, pi] (remainder() is much slower); 2 pi in two parts keeps the
         // reduction exact to ~1e-16 |M| for the |M| < 1e5 that the sequences reach.
         double k = nearbyint(M[l] * (1.0 / (2.0 * M_PI)));
         double m = fma(-k, twopi_hi, M[l]) - k * twopi_lo;

@@ -48,7 +48,8 @@ static int cmp_double(const void *a, const void *b) {
 
 // Median relative change of the law's predictions when feature f is multiplied by 1.1: 0 for a
 // law that ignores it (whether or not the name appears, e.g. m2 - m2).
-static double sensitivity(const char *eq, const double *X, int n, int f, double *base, double *pert, double *work) {
+static double sensitivity(const char *eq, const double *X, int n, int f, double *base, double *pert,
+                          double *work) {
     memcpy(work, X, sizeof(double) * 3 * n);
     for (int i = 0; i < n; i++) work[f * n + i] *= 1.1;
     lssar_sr_eval(eq, X, n, 3, NAMES, base);
@@ -99,7 +100,9 @@ static double m2_rank_corr(const double *X, const double *y, int n) {
     for (int k = 0; k < m; k++) { ma += ra[k]; mb += rb[k]; }
     ma /= m; mb /= m;
     for (int k = 0; k < m; k++) {
-        sab += (ra[k] - ma) * (rb[k] - mb); saa += (ra[k] - ma) * (ra[k] - ma); sbb += (rb[k] - mb) * (rb[k] - mb);
+        sab += (ra[k] - ma) * (rb[k] - mb);
+        saa += (ra[k] - ma) * (ra[k] - ma);
+        sbb += (rb[k] - mb) * (rb[k] - mb);
     }
     rho = saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb) : 0.0;   // constant ratios: no dependence
 out:
@@ -161,7 +164,8 @@ int orb_newton_run(const orb_newton_opts *opt, orb_newton_result *res) {
     FILE *out = lssar_dist_rank() == 0 ? opt->report : NULL;  // rank 0 alone reports
     lssar_sr_options o = opt->sr;
     if (!forces) return lssar_fail(LSSAR_E_ARG, "--forces is required");
-    if (galaxies < 1 || galaxies > 1000) return lssar_fail(LSSAR_E_ARG, "--galaxies must be 1..1000, got %d", galaxies);
+    if (galaxies < 1 || galaxies > 1000)
+        return lssar_fail(LSSAR_E_ARG, "--galaxies must be 1..1000, got %d", galaxies);
     if (rows < 10) return lssar_fail(LSSAR_E_ARG, "--rows must be >= 10, got %d", rows);
     int rc = 0, N = 0, n = 0, col[3] = {-1, -1, -1}, cy = -1, ct = -1, chunk = 0;
     double *Xc = NULL, *yc = NULL, *ytc = NULL, *b1 = NULL, *b2 = NULL, *w = NULL, *cs = NULL;
@@ -189,21 +193,27 @@ int orb_newton_run(const orb_newton_opts *opt, orb_newton_result *res) {
     if (N < 10) { rc = lssar_fail(LSSAR_E_SIZE, "%s has %d rows; need >= 10", forces, N); goto agree; }
     for (int i = 0; i < N; i++)
         if (!(csv.data[(size_t)col[0] * N + i] > 0)) {
-            rc = lssar_fail(LSSAR_E_ARG, "%s: row %d has r = %g; distances must be > 0", forces, i + 2, csv.data[(size_t)col[0] * N + i]);
+            rc = lssar_fail(LSSAR_E_ARG, "%s: row %d has r = %g; distances must be > 0", forces, i + 2,
+                            csv.data[(size_t)col[0] * N + i]);
             goto agree;
         }
     n = rows < N ? rows : N;
     // The searches of `chunk` galaxies run together (sr_search_jobs spreads their restarts over
     // the ranks), so their samples are held at once: all galaxies, up to 64 MiB of them.
     chunk = (int)fmin(galaxies, fmax(1, (64.0 * 1024 * 1024) / (40.0 * n)));
-    Xc = malloc(sizeof(double) * 3 * n * chunk); yc = malloc(sizeof(double) * n * chunk); ytc = malloc(sizeof(double) * n * chunk);
-    b1 = malloc(sizeof(double) * n); b2 = malloc(sizeof(double) * n); w = malloc(sizeof(double) * (3 * n > galaxies ? 3 * n : galaxies));
+    Xc = malloc(sizeof(double) * 3 * n * chunk);
+    yc = malloc(sizeof(double) * n * chunk);
+    ytc = malloc(sizeof(double) * n * chunk);
+    b1 = malloc(sizeof(double) * n);
+    b2 = malloc(sizeof(double) * n);
+    w = malloc(sizeof(double) * (3 * n > galaxies ? 3 * n : galaxies));
     perm = malloc(sizeof(int) * N);
     cs = malloc(sizeof(double) * galaxies * 5);
     og = malloc(sizeof *og * chunk); jobs = malloc(sizeof *jobs * chunk); sres = calloc(chunk, sizeof *sres);
     labels = malloc(sizeof *labels * chunk);
     res->galaxy = calloc((size_t)galaxies, sizeof *res->galaxy);
-    if (!Xc || !yc || !ytc || !b1 || !b2 || !w || !perm || !cs || !og || !jobs || !sres || !labels || !res->galaxy)
+    if (!Xc || !yc || !ytc || !b1 || !b2 || !w || !perm || !cs || !og || !jobs || !sres || !labels ||
+        !res->galaxy)
         rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
 agree:
     if ((rc = lssar_dist_agree(rc))) goto done;
@@ -211,7 +221,8 @@ agree:
     jg = cJSON_CreateArray();
     int dep_m2 = 0, newton_found = 0;
     double t0 = lssar_now();
-    OUT("orbits newton: %s, target %s, %d galaxies of %d rows (of %d); ops %s, maxsize %d, L1, %d iterations, %d restarts, select score\n",
+    OUT("orbits newton: %s, target %s, %d galaxies of %d rows (of %d); ops %s, maxsize %d, L1, %d "
+        "iterations, %d restarts, select score\n",
            forces, target, galaxies, n, N, o.ops, o.maxsize, o.iterations, o.restarts);
     for (int g0 = 0; g0 < galaxies; g0 += chunk) {
         int gn = galaxies - g0 < chunk ? galaxies - g0 : chunk;
@@ -268,17 +279,26 @@ agree:
             fit1 t12 = {NAN, NAN, NAN}, t1 = {NAN, NAN, NAN};
             if (ct >= 0) { t12 = fit_form(X, yt, n, 1, b2); t1 = fit_form(X, yt, n, 0, b2); }
             double rho = m2_rank_corr(X, y, n);
-            cs[g * 5 + 0] = f12.c; cs[g * 5 + 1] = f1.c; cs[g * 5 + 2] = f12.rel; cs[g * 5 + 3] = f1.rel; cs[g * 5 + 4] = rho;
+            cs[g * 5 + 0] = f12.c;
+            cs[g * 5 + 1] = f1.c;
+            cs[g * 5 + 2] = f12.rel;
+            cs[g * 5 + 3] = f1.rel;
+            cs[g * 5 + 4] = rho;
             dep_m2 += dep[2];
             newton_found += newton_rel < 0.01;
-            OUT("galaxy %d: %s   (complexity %d, L1 %.4g, %.1f s)\n", g, e->equation, e->complexity, e->loss, sr->seconds);
-            OUT("  depends on:%s%s%s   (median change for x1.1: r %.3g, m1 %.3g, m2 %.3g); vs G m1 m2/r^2: median rel. diff %.3g\n",
-                   dep[0] ? " r" : "", dep[1] ? " m1" : "", dep[2] ? " m2" : "", sens[0], sens[1], sens[2], newton_rel);
+            OUT("galaxy %d: %s   (complexity %d, L1 %.4g, %.1f s)\n", g, e->equation, e->complexity, e->loss,
+                sr->seconds);
+            OUT("  depends on:%s%s%s   (median change for x1.1: r %.3g, m1 %.3g, m2 %.3g); vs G m1 m2/r^2: "
+                "median rel. diff %.3g\n",
+                dep[0] ? " r" : "", dep[1] ? " m1" : "", dep[2] ? " m2" : "", sens[0], sens[1], sens[2],
+                newton_rel);
             OUT("  forces vs m2: rank correlation of log m2 with log(%s r^2/m1) = %.3f\n", target, rho);
-            OUT("  fits to %s: c m1 m2/r^2: c = %.5g (c/G = %.4f, rel. L1 %.3g)   c m1/r^2: c = %.5g (rel. L1 %.3g)\n",
+            OUT("  fits to %s: c m1 m2/r^2: c = %.5g (c/G = %.4f, rel. L1 %.3g)   c m1/r^2: c = %.5g (rel. "
+                "L1 %.3g)\n",
                    target, f12.c, f12.c / ORB_G, f12.rel, f1.c, f1.rel);
             if (ct >= 0)
-                OUT("  fits to F_true: c m1 m2/r^2: c = %.5g (rel. L1 %.3g)   c m1/r^2: c = %.5g (rel. L1 %.3g)\n", t12.c, t12.rel, t1.c, t1.rel);
+                OUT("  fits to F_true: c m1 m2/r^2: c = %.5g (rel. L1 %.3g)   c m1/r^2: c = %.5g (rel. L1 "
+                    "%.3g)\n", t12.c, t12.rel, t1.c, t1.rel);
             cJSON *jo = cJSON_CreateObject(), *jd = cJSON_CreateArray(), *js = cJSON_CreateObject();
             cJSON_AddNumberToObject(jo, "galaxy", g);
             cJSON_AddNumberToObject(jo, "rows", n);
@@ -325,9 +345,11 @@ agree:
         med[k] = galaxies % 2 ? w[galaxies / 2] : 0.5 * (w[galaxies / 2 - 1] + w[galaxies / 2]);
     }
     const char *prefers = med[2] <= med[3] ? "c*m1*m2/r**2" : "c*m1/r**2";
-    OUT("law audit (%.1f s): c m1 m2/r^2: median c = %.5g = %.4f G (rel. L1 %.3g); c m1/r^2: median c = %.5g (rel. L1 %.3g)\n",
+    OUT("law audit (%.1f s): c m1 m2/r^2: median c = %.5g = %.4f G (rel. L1 %.3g); c m1/r^2: median c = %.5g "
+        "(rel. L1 %.3g)\n",
            lssar_now() - t0, med[0], med[0] / ORB_G, med[2], med[1], med[3]);
-    OUT("  better one-term form: %s; laws depending on m2: %d of %d; laws matching G m1 m2/r^2 within 1%%: %d of %d\n",
+    OUT("  better one-term form: %s; laws depending on m2: %d of %d; laws matching G m1 m2/r^2 within 1%%: "
+        "%d of %d\n",
            prefers, dep_m2, galaxies, newton_found, galaxies);
     OUT("  the forces themselves %s on m2 (median rank correlation of log m2 with log(F r^2/m1): %.3f)\n",
            fabs(med[4]) > 0.5 ? "depend" : "do not depend", med[4]);

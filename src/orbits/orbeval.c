@@ -20,8 +20,10 @@ const double ORB_EVAL_BAND_AU[ORB_EVAL_BANDS] = { 0, 5, 10, 20, 30 };
 // Distance (AU) between the decoded positions of two (x, y) token pairs; ids past the bins
 // (dt tokens, the spare) decode to the nearest edge bin, so a nonsense prediction still costs.
 static double decoded_dist(const uint16_t *a, const uint16_t *b) {
-    int ax = a[0] < LSSAR_ORB_BINS ? a[0] : LSSAR_ORB_BINS - 1, ay = a[1] < LSSAR_ORB_BINS ? a[1] : LSSAR_ORB_BINS - 1;
-    int bx = b[0] < LSSAR_ORB_BINS ? b[0] : LSSAR_ORB_BINS - 1, by = b[1] < LSSAR_ORB_BINS ? b[1] : LSSAR_ORB_BINS - 1;
+    int ax = a[0] < LSSAR_ORB_BINS ? a[0] : LSSAR_ORB_BINS - 1,
+        ay = a[1] < LSSAR_ORB_BINS ? a[1] : LSSAR_ORB_BINS - 1;
+    int bx = b[0] < LSSAR_ORB_BINS ? b[0] : LSSAR_ORB_BINS - 1,
+        by = b[1] < LSSAR_ORB_BINS ? b[1] : LSSAR_ORB_BINS - 1;
     double dx = lssar_orb_unbin(ax) - lssar_orb_unbin(bx), dy = lssar_orb_unbin(ay) - lssar_orb_unbin(by);
     return sqrt(dx * dx + dy * dy);
 }
@@ -31,16 +33,18 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
     memset(r, 0, sizeof *r);
     const gpt_config *c = gpt_get_config(m);
     if (c->channels != 2 || c->vocab < LSSAR_ORB_VOCAB - 1)
-        return lssar_fail(LSSAR_E_ARG, "the model has %d channel(s) and vocabulary %d; an orbit model has 2 channels "
-                          "and vocabulary %d (train it with `lssar train --vocab %d` on orbit shards)",
-                          c->channels, c->vocab, LSSAR_ORB_VOCAB, LSSAR_ORB_VOCAB);
+        return lssar_fail(LSSAR_E_ARG, "the model has %d channel(s) and vocabulary %d; an orbit model has 2 "
+                          "channels and vocabulary %d (train it with `lssar train --vocab %d` "
+                          "on orbit shards)", c->channels, c->vocab, LSSAR_ORB_VOCAB, LSSAR_ORB_VOCAB);
     if (T < 1 || T > LSSAR_ORB_ROWS - 1)
-        return lssar_fail(LSSAR_E_ARG, "--seq must be 1..%d (a sequence has %d rows), got %d", LSSAR_ORB_ROWS - 1, LSSAR_ORB_ROWS, T);
+        return lssar_fail(LSSAR_E_ARG, "--seq must be 1..%d (a sequence has %d rows), got %d",
+                          LSSAR_ORB_ROWS - 1, LSSAR_ORB_ROWS, T);
     if (c->pos == LSSAR_POS_LEARNED && T > c->max_seq) T = c->max_seq;   // learned positions stop there
     if (B < 1) B = 1;
     char path[4400];
     orb_meta meta;
-    if (orb_path(path, sizeof path, dir, split, "systems", 0)) return lssar_fail(LSSAR_E_ARG, "path too long: %s", dir);
+    if (orb_path(path, sizeof path, dir, split, "systems", 0))
+        return lssar_fail(LSSAR_E_ARG, "path too long: %s", dir);
     int rc = orb_meta_open(&meta, path);
     if (rc) return rc;
     int64_t nsys = meta.n;
@@ -48,12 +52,18 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
     if (nsys < 1) { orb_meta_close(&meta); return lssar_fail(LSSAR_E_SIZE, "%s holds no systems", path); }
     if ((rc = gpt_reserve(m, B, T, 0))) { orb_meta_close(&meta); return rc; }
     size_t per = (size_t)B * T * 2;
-    uint16_t *in = malloc(per * sizeof(uint16_t)), *tg = malloc(per * sizeof(uint16_t)), *am = malloc(per * sizeof(uint16_t));
+    uint16_t *in = malloc(per * sizeof(uint16_t)), *tg = malloc(per * sizeof(uint16_t)),
+             *am = malloc(per * sizeof(uint16_t));
     float *ls = malloc(per * sizeof(float));
-    double *dacc = malloc((size_t)nsys * sizeof(double)), *derr = malloc((size_t)nsys * sizeof(double));   // (nsys) per-system differences
+    // (nsys) per-system differences
+    double *dacc = malloc((size_t)nsys * sizeof(double)), *derr = malloc((size_t)nsys * sizeof(double));
     uint16_t *seq = malloc((size_t)B * LSSAR_ORB_ROWS * 2 * sizeof(uint16_t));
-    if (!in || !tg || !am || !ls || !seq || !dacc || !derr) { rc = lssar_fail(LSSAR_E_NOMEM, "orbits eval: out of memory"); goto done; }
-    double loss = 0, accc = 0, accb = 0, err = 0, caccc = 0, caccb = 0, cerr = 0, baccc = 0, baccb = 0, berr = 0;
+    if (!in || !tg || !am || !ls || !seq || !dacc || !derr) {
+        rc = lssar_fail(LSSAR_E_NOMEM, "orbits eval: out of memory");
+        goto done;
+    }
+    double loss = 0, accc = 0, accb = 0, err = 0, caccc = 0, caccb = 0, cerr = 0, baccc = 0, baccb = 0,
+           berr = 0;
     int64_t rows = 0, crow = 0, nd = 0;   // nd: systems with compared rows (dacc, derr)
     shard sh = {0};
     int64_t shard_i = -1, shard_first = 0, shard_count = 0;
@@ -68,15 +78,33 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
                 if (shard_i >= 0) shard_close(&sh);
                 shard_first += shard_count;
                 shard_i++;
-                if (orb_path(path, sizeof path, dir, split, "shard", shard_i)) { rc = lssar_fail(LSSAR_E_ARG, "path too long"); goto done_shard; }
+                if (orb_path(path, sizeof path, dir, split, "shard", shard_i)) {
+                    rc = lssar_fail(LSSAR_E_ARG, "path too long");
+                    goto done_shard;
+                }
                 if ((rc = shard_open(&sh, path))) { shard_i = -1; goto done_shard; }
-                if (sh.channels != 2) { rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d channel(s); orbit shards have 2", path, sh.channels); goto done_shard; }
-                if (sh.n % LSSAR_ORB_ROWS || sh.n == 0) { rc = lssar_fail(LSSAR_E_FORMAT, "%s holds %zu rows, not whole %d-row sequences (damaged: regenerate it with `lssar orbits simulate`)", path, sh.n, LSSAR_ORB_ROWS); goto done_shard; }
+                if (sh.channels != 2) {
+                    rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d channel(s); orbit shards have 2", path,
+                                    sh.channels);
+                    goto done_shard;
+                }
+                if (sh.n % LSSAR_ORB_ROWS || sh.n == 0) {
+                    rc = lssar_fail(LSSAR_E_FORMAT, "%s holds %zu rows, not whole %d-row sequences (damaged: "
+                                    "regenerate it with `lssar orbits simulate`)", path, sh.n,
+                                    LSSAR_ORB_ROWS);
+                    goto done_shard;
+                }
                 for (size_t t = 0; t < sh.n * 2; t++)   // bins 0..ORB_BINS-1 and the two dt tokens
-                    if (sh.tokens[t] > ORB_BINS + 1) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: token %u at row %zu is not an orbit token (0..%d): damaged; regenerate it with `lssar orbits simulate`", path, sh.tokens[t], t / 2, ORB_BINS + 1); goto done_shard; }
+                    if (sh.tokens[t] > ORB_BINS + 1) {
+                        rc = lssar_fail(LSSAR_E_FORMAT, "%s: token %u at row %zu is not an orbit token "
+                                        "(0..%d): damaged; regenerate it with `lssar orbits simulate`", path,
+                                        sh.tokens[t], t / 2, ORB_BINS + 1);
+                        goto done_shard;
+                    }
                 shard_count = (int64_t)(sh.n / LSSAR_ORB_ROWS);
             }
-            memcpy(seq + (size_t)k * LSSAR_ORB_ROWS * 2, sh.tokens + (size_t)(i - shard_first) * LSSAR_ORB_ROWS * 2,
+            memcpy(seq + (size_t)k * LSSAR_ORB_ROWS * 2,
+                   sh.tokens + (size_t)(i - shard_first) * LSSAR_ORB_ROWS * 2,
                    LSSAR_ORB_ROWS * 2 * sizeof(uint16_t));
         }
         for (int k = 0; k < b; k++) {
@@ -129,7 +157,10 @@ int orb_eval_model(gpt *m, const char *dir, const char *split, int64_t max_syste
         exp_mean_ci95(derr, (int)nd, &r->diff_err, &r->diff_err_half);
     }
     for (int i = 0; i < ORB_EVAL_BANDS; i++)   // sums -> means (NaN for an empty band)
-        if (r->band_rows[i]) { r->band_err_au[i] /= r->band_rows[i]; r->band_base_err_au[i] /= r->band_rows[i]; }
+        if (r->band_rows[i]) {
+            r->band_err_au[i] /= r->band_rows[i];
+            r->band_base_err_au[i] /= r->band_rows[i];
+        }
         else r->band_err_au[i] = r->band_base_err_au[i] = NAN;
 done_shard:
     if (shard_i >= 0) shard_close(&sh);

@@ -63,7 +63,8 @@ typedef struct {
 #define ORB_PLANET_ROWS 499
 /* Split the first `systems` systems (0: all) of a force-set state file: the first 90% fully
    labelled, the rest with `labelled` (2) random planet rows each (stream `seed`). */
-int orb_force_split_make(const orb_state *st, int64_t systems, int labelled, uint64_t seed, orb_force_split *s);
+int orb_force_split_make(const orb_state *st, int64_t systems, int labelled, uint64_t seed,
+                         orb_force_split *s);
 void orb_force_split_free(orb_force_split *s);
 /* Standardised features of row id into out[ORB_FEAT]. */
 void orb_force_features(const orb_state *st, const orb_force_split *s, int64_t id, float *out);
@@ -77,7 +78,8 @@ int orb_force_tree(const orb_state *st, const orb_force_split *s, orb_kdtree **o
 int orb_knn_predict(const orb_state *st, const orb_force_split *s, const orb_kdtree *tree, int k,
                     const int64_t *ids, int64_t n, double *pred);
 /* forces.csv: "r,m1,m2,F_pred,F_true", one line per id. */
-int orb_forces_write(const char *path, const orb_state *st, const int64_t *ids, const double *pred, int64_t n);
+int orb_forces_write(const char *path, const orb_state *st, const int64_t *ids, const double *pred,
+                     int64_t n);
 /* The end of `orbits probe` and `orbits oracle`: OUT/forces.csv (orb_forces_write) and
    OUT/probe.json, which is `summary` (the command's own fields; freed here) plus the split's sizes
    and mean_abs_log10_error, the mean |log10 F_pred - log10 F_true| over the rows, also put in *lerr. */

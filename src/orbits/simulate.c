@@ -89,7 +89,8 @@ static int write_batch(writer *w, const batch *b) {
         }
     }
     if ((rc = write_all(w->meta.f, b->sys, sizeof(orb_system) * b->count, w->meta.path))) return rc;
-    if (b->state && (rc = write_all(w->state.f, b->state, sizeof(float) * ORB_ROWS * ORB_S_FIELDS * b->count, w->state.path)))
+    if (b->state && (rc = write_all(w->state.f, b->state, sizeof(float) * ORB_ROWS * ORB_S_FIELDS * b->count,
+                                    w->state.path)))
         return rc;
     if (w->csv) {
         for (int64_t i = 0; i < b->count; i++) {
@@ -102,7 +103,8 @@ static int write_batch(writer *w, const batch *b) {
                         r->vx, r->vy, r->mass, s->star_mass);
             }
         }
-        if (ferror(w->csv)) return lssar_fail(LSSAR_E_IO, "writing %s failed: %s (disk full?)", o->csv_path, strerror(errno));
+        if (ferror(w->csv))
+            return lssar_fail(LSSAR_E_IO, "writing %s failed: %s (disk full?)", o->csv_path, strerror(errno));
     }
     return 0;
 }
@@ -173,13 +175,15 @@ static int write_headers(writer *w, int64_t n, int finish) {
     mh.version = ORB_FORMAT_VERSION; mh.record_size = sizeof(orb_system);
     mh.systems = n; mh.seed = o->seed; mh.preset = o->preset; mh.two_body = o->two_body;
     mh.rows = ORB_ROWS; mh.steps = ORB_STEPS;
-    if (finish && fseek(w->meta.f, 0, SEEK_SET) != 0) return lssar_fail(LSSAR_E_IO, "seek in %s failed", w->meta.path);
+    if (finish && fseek(w->meta.f, 0, SEEK_SET) != 0)
+        return lssar_fail(LSSAR_E_IO, "seek in %s failed", w->meta.path);
     int rc = write_all(w->meta.f, &mh, sizeof mh, w->meta.path);
     if (rc || !o->state) return rc;
     orb_state_header sh = {0};
     memcpy(sh.magic, ORB_STATE_MAGIC, 8);
     sh.version = ORB_FORMAT_VERSION; sh.fields = ORB_S_FIELDS; sh.systems = n; sh.rows = ORB_ROWS;
-    if (finish && fseek(w->state.f, 0, SEEK_SET) != 0) return lssar_fail(LSSAR_E_IO, "seek in %s failed", w->state.path);
+    if (finish && fseek(w->state.f, 0, SEEK_SET) != 0)
+        return lssar_fail(LSSAR_E_IO, "seek in %s failed", w->state.path);
     return write_all(w->state.f, &sh, sizeof sh, w->state.path);
 }
 
@@ -215,13 +219,15 @@ static int write_json(const char *dir, const lssar_orb_opts *o, int64_t nshards)
     }
     snprintf(name, sizeof name, "%s_systems.bin", o->split);
     cJSON_AddStringToObject(j, "systems_file", name);
-    cJSON_AddStringToObject(j, "systems_format", "64-byte header 'LSSORBM1', then per system 464 bytes: int32 K, int32 dt_token, "
-        "f64 dt, star_mass, cx, cy, star_x, star_y, int32 fix_planet, fix_step, 10 x {f64 m, a, e, theta, tau} (src/orbits/sample.h)");
+    cJSON_AddStringToObject(j, "systems_format", "64-byte header 'LSSORBM1', then per system 464 bytes: "
+        "int32 K, int32 dt_token, f64 dt, star_mass, cx, cy, star_x, star_y, int32 fix_planet, fix_step, "
+        "10 x {f64 m, a, e, theta, tau} (src/orbits/sample.h)");
     if (o->state) {
         snprintf(name, sizeof name, "%s_state.bin", o->split);
         cJSON_AddStringToObject(j, "state_file", name);
-        cJSON_AddStringToObject(j, "state_format", "64-byte header 'LSSORBS1', then per system 1000 rows x 12 f32: "
-            "x, y, vx, vy, dx, dy, dvx, dvy, r, mass, star_mass, F; row 0 (dt) zero; rows in token order (src/orbits/format.h)");
+        cJSON_AddStringToObject(j, "state_format", "64-byte header 'LSSORBS1', then per system 1000 rows x "
+            "12 f32: x, y, vx, vy, dx, dy, dvx, dvy, r, mass, star_mass, F; row 0 (dt) zero; rows in token "
+            "order (src/orbits/format.h)");
     }
     rc = lssar_write_json(path, j);
     cJSON_Delete(j);
@@ -240,14 +246,16 @@ static void remove_stale(const char *dir, const lssar_orb_opts *o, int64_t nshar
 
 // The options' errors: every rank finds the same ones by itself (lssar_dist_error_is_shared).
 static int check_opts(const lssar_orb_opts *o) {
-    if (o->systems <= 0) return lssar_fail(LSSAR_E_SIZE, "--systems must be > 0, got %lld", (long long)o->systems);
+    if (o->systems <= 0)
+        return lssar_fail(LSSAR_E_SIZE, "--systems must be > 0, got %lld", (long long)o->systems);
     if (o->preset != ORB_PRESET_CODE && o->preset != ORB_PRESET_PAPER)
         return lssar_fail(LSSAR_E_ARG, "unknown orbits preset %d (0 code, 1 paper)", o->preset);
     if (o->shard_systems <= 0 || o->shard_systems * ORB_ROWS > INT32_MAX)
-        return lssar_fail(LSSAR_E_SIZE, "--shard-systems must be 1..%d (a shard holds at most 2^31-1 rows), got %lld",
-                          INT32_MAX / ORB_ROWS, (long long)o->shard_systems);
+        return lssar_fail(LSSAR_E_SIZE, "--shard-systems must be 1..%d (a shard holds at most 2^31-1 "
+                          "rows), got %lld", INT32_MAX / ORB_ROWS, (long long)o->shard_systems);
     if (!o->split || !*o->split || strchr(o->split, '/'))
-        return lssar_fail(LSSAR_E_ARG, "--split must be a plain file-name prefix such as train or val, got '%s'", o->split ? o->split : "");
+        return lssar_fail(LSSAR_E_ARG, "--split must be a plain file-name prefix such as train "
+                          "or val, got '%s'", o->split ? o->split : "");
     if (o->threads < 0) return lssar_fail(LSSAR_E_ARG, "--threads must be >= 0, got %d", o->threads);
     return 0;
 }
@@ -320,7 +328,8 @@ int lssar_orbits_simulate(const char *dir, const lssar_orb_opts *o, lssar_orb_st
         if ((rc = gather_round(b, first, count))) break;
         if (wdir) {
             w.b = b;
-            if (pthread_create(&th, NULL, writer_main, &w) != 0) rc = write_batch(&w, b);  // no thread: write inline
+            // no thread: write inline
+            if (pthread_create(&th, NULL, writer_main, &w) != 0) rc = write_batch(&w, b);
             else th_running = 1;
         }
         if (o->progress && lead) {
@@ -337,7 +346,8 @@ int lssar_orbits_simulate(const char *dir, const lssar_orb_opts *o, lssar_orb_st
         if (!rc) rc = write_headers(&w, o->systems, 1);
         if (w.meta.f) { if (!rc) rc = lssar_afile_commit(&w.meta); else lssar_afile_abort(&w.meta); }
         if (w.state.f) { if (!rc) rc = lssar_afile_commit(&w.state); else lssar_afile_abort(&w.state); }
-        if (w.csv && fclose(w.csv) != 0 && !rc) rc = lssar_fail(LSSAR_E_IO, "closing %s failed: %s", o->csv_path, strerror(errno));
+        if (w.csv && fclose(w.csv) != 0 && !rc)
+            rc = lssar_fail(LSSAR_E_IO, "closing %s failed: %s", o->csv_path, strerror(errno));
         if (!rc) rc = write_json(wdir, o, w.shard_index);
         if (!rc) remove_stale(wdir, o, w.shard_index);
     }

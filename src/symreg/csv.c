@@ -58,7 +58,12 @@ int sr_csv_read(const char *path, sr_csv *out) {
                 cap = cap ? 2 * cap : 1024;
                 char **nlines = realloc(lines, cap * sizeof(char *));
                 int *nno = realloc(lineno, cap * sizeof(int));
-                if (!nlines || !nno) { free(nlines ? nlines : lines); free(nno ? nno : lineno); free(text); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); }
+                if (!nlines || !nno) {
+                    free(nlines ? nlines : lines);
+                    free(nno ? nno : lineno);
+                    free(text);
+                    return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+                }
                 lines = nlines; lineno = nno;
             }
             lines[nl] = p; lineno[nl] = ln; nl++;
@@ -66,20 +71,37 @@ int sr_csv_read(const char *path, sr_csv *out) {
         p = e ? e + 1 : NULL;
     }
     (void)lineno_base;
-    if (nl == 0) { free(text); free(lines); free(lineno); return lssar_fail(LSSAR_E_FORMAT, "%s is empty: expected a header row of column names, then rows of numbers", path); }
+    if (nl == 0) {
+        free(text);
+        free(lines);
+        free(lineno);
+        return lssar_fail(LSSAR_E_FORMAT, "%s is empty: expected a header row of column names, then "
+                          "rows of numbers", path);
+    }
     enum { MAXCOL = 4096 };
     char **f = malloc(MAXCOL * sizeof(char *));
     if (!f) { free(text); free(lines); free(lineno); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
     int cols = split(lines[0], f, MAXCOL);
-    if (cols > MAXCOL) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: %d columns, at most %d supported", path, cols, MAXCOL); goto fail; }
+    if (cols > MAXCOL) {
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s: %d columns, at most %d supported", path, cols, MAXCOL);
+        goto fail;
+    }
     out->cols = cols;
     out->names = calloc(cols, sizeof(char *));
     if (!out->names) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail; }
     for (int j = 0; j < cols; j++) {
         char *end;
-        if (!*f[j]) { rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d: column %d has an empty name; the first row must name every column", path, lineno[0], j + 1); goto fail; }
+        if (!*f[j]) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d: column %d has an empty name; the first row must "
+                            "name every column", path, lineno[0], j + 1);
+            goto fail;
+        }
         strtod(f[j], &end);
-        if (*end == 0) { rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d: the first row must be a header of column names, found the number '%s'", path, lineno[0], f[j]); goto fail; }
+        if (*end == 0) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d: the first row must be a header of column names, "
+                            "found the number '%s'", path, lineno[0], f[j]);
+            goto fail;
+        }
         out->names[j] = strdup(f[j]);
         if (!out->names[j]) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail; }
     }
@@ -87,16 +109,24 @@ int sr_csv_read(const char *path, sr_csv *out) {
     if (rows == 0) { rc = lssar_fail(LSSAR_E_FORMAT, "%s has a header but no data rows", path); goto fail; }
     out->rows = rows;
     out->data = malloc(sizeof(double) * (size_t)rows * cols);
-    if (!out->data) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for %d x %d values", rows, cols); goto fail; }
+    if (!out->data) {
+        rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for %d x %d values", rows, cols);
+        goto fail;
+    }
     for (int i = 0; i < rows; i++) {
         int n = split(lines[i + 1], f, MAXCOL);
-        if (n != cols) { rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d has %d fields but the header has %d columns: every row needs one value per column", path, lineno[i + 1], n, cols); goto fail; }
+        if (n != cols) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d has %d fields but the header has %d columns: every "
+                            "row needs one value per column", path, lineno[i + 1], n, cols);
+            goto fail;
+        }
         for (int j = 0; j < cols; j++) {
             char *end;
             errno = 0;
             double v = strtod(f[j], &end);
             if (!*f[j] || *end || !isfinite(v)) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d, column '%s': '%s' is not a finite number", path, lineno[i + 1], out->names[j], f[j]);
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d, column '%s': '%s' is not a finite number", path,
+                                lineno[i + 1], out->names[j], f[j]);
                 goto fail;
             }
             out->data[(size_t)j * rows + i] = v;

@@ -265,10 +265,12 @@ static int simplify_impl(sr_prog *p, int full) {
                 double v = apply_op(nd.op, out.n[s].c, 0);
                 if (isfinite(v)) { out.n[s].c = v; continue; }
             }
-            if (full && nd.op == SR_LOG && out.n[out.len - 1].op == SR_EXP) { out.len--; continue; }  // log(exp(x)) -> x
+            // log(exp(x)) -> x
+            if (full && nd.op == SR_LOG && out.n[out.len - 1].op == SR_EXP) { out.len--; continue; }
             // exp(log(x)) -> x: equal wherever log(x) is finite, which the search guarantees on the data.
             if (full && nd.op == SR_EXP && out.n[out.len - 1].op == SR_LOG) { out.len--; continue; }
-            if (full && nd.op == SR_NEG && out.n[out.len - 1].op == SR_NEG) { out.len--; continue; }  // -(-x) -> x
+            // -(-x) -> x
+            if (full && nd.op == SR_NEG && out.n[out.len - 1].op == SR_NEG) { out.len--; continue; }
             out.n[out.len++] = nd;
             continue;
         }
@@ -292,7 +294,8 @@ static int simplify_impl(sr_prog *p, int full) {
             continue;
         }
         // c*(-x), (-x)*c, c/(-x), (-x)/c -> the sign moves into the constant
-        if (full && (nd.op == SR_MUL || nd.op == SR_DIV) && (ca != cb) && out.n[ca ? e - 1 : sb - 1].op == SR_NEG) {
+        if (full && (nd.op == SR_MUL || nd.op == SR_DIV) && (ca != cb) &&
+            out.n[ca ? e - 1 : sb - 1].op == SR_NEG) {
             int xe = ca ? e - 1 : sb - 1;           // the NEG node ending the non-constant operand
             int ci = ca ? sa : sb;
             out.n[ci].c = -out.n[ci].c;
@@ -573,7 +576,12 @@ static void parse_term(parser *ps) {
     for (;;) {
         skip(ps);
         char c = *ps->pos;
-        if (c == '*' && ps->pos[1] != '*') { ps->pos++; parse_unary(ps); sr_node nd = {SR_MUL, 0, 0, 0}; emit(ps, nd); }
+        if (c == '*' && ps->pos[1] != '*') {
+            ps->pos++;
+            parse_unary(ps);
+            sr_node nd = {SR_MUL, 0, 0, 0};
+            emit(ps, nd);
+        }
         else if (c == '/') { ps->pos++; parse_unary(ps); sr_node nd = {SR_DIV, 0, 0, 0}; emit(ps, nd); }
         else return;
         if (ps->err) return;

@@ -117,7 +117,8 @@ double sr_optimize_constants(sr_prog *p, const sr_data *d, double loss0, int ite
         if (r > 0)  // restart from perturbed constants (multiplicative, random sign flips rarely)
             for (int j = 0; j < k; j++) {
                 double c = q.n[ci[j]].c * (1 + 0.5 * lssar_rng_normal(rng));
-                if (lssar_rng_uniform(rng) < 0.25) c = -c;  // e.g. exp(+c x) vs exp(-c x): a basin LM cannot cross
+                // e.g. exp(+c x) vs exp(-c x): a basin LM cannot cross
+                if (lssar_rng_uniform(rng) < 0.25) c = -c;
                 q.n[ci[j]].c = c;
             }
         double l = lm_run(&q, d, ci, k, iters, work);

@@ -65,8 +65,8 @@ static int parse_ops(const char *ops, sr_config *c) {
         if (!*t) continue;
         int op = sr_op_parse(t);
         if (op < 0) {
-            int rc = lssar_fail(LSSAR_E_ARG, "unknown operator '%s' in ops; known: + - * / pow neg sin cos exp "
-                                "log inv sqrt square cube abs", t);
+            int rc = lssar_fail(LSSAR_E_ARG, "unknown operator '%s' in ops; known: + - * / pow neg sin cos "
+                                "exp log inv sqrt square cube abs", t);
             free(s);
             return rc;
         }
@@ -75,7 +75,8 @@ static int parse_ops(const char *ops, sr_config *c) {
     }
     free(s);
     if (c->nbin == 0)
-        return lssar_fail(LSSAR_E_ARG, "ops '%s' has no binary operator: add at least one of + - * /", ops ? ops : "");
+        return lssar_fail(LSSAR_E_ARG, "ops '%s' has no binary operator: add at least one of + - * /",
+                          ops ? ops : "");
     return 0;
 }
 
@@ -87,9 +88,14 @@ static int parse_costs(const char *spec, sr_config *c) {
     for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(t, '=');
         int op = -1, v = 0;
-        if (eq) { *eq = 0; op = !strcmp(t, "const") ? SR_CONST : !strcmp(t, "var") ? SR_VAR : sr_op_parse(t); v = atoi(eq + 1); }
+        if (eq) {
+            *eq = 0;
+            op = !strcmp(t, "const") ? SR_CONST : !strcmp(t, "var") ? SR_VAR : sr_op_parse(t);
+            v = atoi(eq + 1);
+        }
         if (op < 0 || v < 1 || v > 10) {
-            int rc = lssar_fail(LSSAR_E_ARG, "complexity '%s': expected NAME=N with N in 1..10, e.g. \"pow=2,exp=2\"", spec);
+            int rc = lssar_fail(LSSAR_E_ARG, "complexity '%s': expected NAME=N with N in 1..10, e.g. "
+                                "\"pow=2,exp=2\"", spec);
             free(s);
             return rc;
         }
@@ -142,7 +148,10 @@ static int wrap_subtree(lssar_rng *r, const sr_config *c, const sr_data *d, sr_p
     } else if (lssar_rng_uniform(r) < 0.5) {
         memcpy(seq, p->n + s, len * sizeof(sr_node)); m = len; seq[m++] = random_leaf(r, d); seq[m++] = opn;
     } else {
-        seq[m++] = random_leaf(r, d); memcpy(seq + m, p->n + s, len * sizeof(sr_node)); m += len; seq[m++] = opn;
+        seq[m++] = random_leaf(r, d);
+        memcpy(seq + m, p->n + s, len * sizeof(sr_node));
+        m += len;
+        seq[m++] = opn;
     }
     return sr_splice(p, s, e, seq, m);
 }
@@ -317,8 +326,7 @@ static void optimize_member(const ctx *x, island *is, member *m) {
 // (v/c)^2) grown from m0 / (1 - 0.5 (v/c)^2) is a poor fit until k moves to 1, and annealing then
 // drops it. So a share of structurally mutated children get their constants re-fitted first, on a
 // strided subset of the rows (cheap: 1/8 of the work of a full fit at 1000 rows), keeping the new
-// constants only if the loss on ALL rows drops. Measured on the public laws (4 seeds each):
-// relativistic mass 0/10 -> 4/4 and centre of mass 0/10 -> 4/4 at about twice the cost per iteration.
+// constants only if the loss on ALL rows drops. What it bought on the public laws: docs/symreg.md.
 static void refit_quick(const ctx *x, island *is, member *m) {
     int ncon = num_consts(&m->p);
     if (!ncon) return;
@@ -341,7 +349,10 @@ static int tournament(const ctx *x, island *is) {
     int best[32], k = x->cfg->tourn_n < 32 ? x->cfg->tourn_n : 32;
     if (k < 1) k = 1;  // (a tournament of 0 once read best[-1]: selection was silently random)
     double fit[32];
-    for (int j = 0; j < k; j++) { best[j] = (int)lssar_rng_below(&is->rng, is->n); fit[j] = adjusted(x, &is->pop[best[j]]); }
+    for (int j = 0; j < k; j++) {
+        best[j] = (int)lssar_rng_below(&is->rng, is->n);
+        fit[j] = adjusted(x, &is->pop[best[j]]);
+    }
     for (int a = 1; a < k; a++)  // insertion sort by adjusted fitness (small k)
         for (int b = a; b > 0 && fit[b] < fit[b - 1]; b--) {
             double tf = fit[b]; fit[b] = fit[b - 1]; fit[b - 1] = tf;
@@ -382,9 +393,8 @@ static void evolve_step(const ctx *x, island *is, double temp) {
     int ip = tournament(x, is);
     const member *parent = &is->pop[ip];
     // Mutation weights (const, operator, swap, rotate, add, insert, delete, simplify, randomize,
-    // nothing, optimize, leaf). PySR's own (0.048, 0.47, 0.1, 0, 0.79, 5.1, 1.7, 0.002, 0.00023, 0.21, 0)
-    // with annealing off (its default) did no better: with the leaf mutation, relativistic mass 0/4
-    // seeds and centre of mass 3/4, against 1/4 and 3/4 for these weights with annealing.
+    // nothing, optimize, leaf). PySR's own (0.048, 0.47, 0.1, 0, 0.79, 5.1, 1.7, 0.002, 0.00023, 0.21,
+    // 0) with annealing off (its default) did no better on the public laws (docs/PERF.md).
     static const double weights[NMUT] = {0.3, 0.47, 0.1, 0.3, 0.79, 2.0, 1.7, 0.02, 0.002, 0.21, 0.02, 0.5};
     member child;
     int ok = 0, kind = MUT_NOTHING;
@@ -504,21 +514,30 @@ static int run_search(const lssar_sr_options *o, const sr_config *cfg, const sr_
     island *isl = calloc(P, sizeof(island));
     hall *ghof = calloc(1, sizeof(hall));
     double freq[SR_MAXLEN + 1];
-    if (!isl || !ghof) { free(isl); free(ghof); return lssar_fail(LSSAR_E_NOMEM, "out of memory for %d islands", P); }
+    if (!isl || !ghof) {
+        free(isl);
+        free(ghof);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory for %d islands", P);
+    }
     int rc = 0;
     // Every stride-th row, for the quick refits of new children (refit_quick).
     int nsub = d->n < SR_REFIT_ROWS ? d->n : SR_REFIT_ROWS, stride = d->n / nsub;
-    double *subX = malloc(sizeof(double) * (size_t)nsub * (d->nf + 1)), *suby = subX ? subX + (size_t)nsub * d->nf : NULL;
+    double *subX = malloc(sizeof(double) * (size_t)nsub * (d->nf + 1)),
+           *suby = subX ? subX + (size_t)nsub * d->nf : NULL;
     if (!subX) { free(isl); free(ghof); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
     for (int i = 0; i < nsub; i++) {
-        for (int f = 0; f < d->nf; f++) subX[(size_t)f * nsub + i] = d->X[(size_t)f * d->n + (size_t)i * stride];
+        for (int f = 0; f < d->nf; f++)
+            subX[(size_t)f * nsub + i] = d->X[(size_t)f * d->n + (size_t)i * stride];
         suby[i] = d->y[(size_t)i * stride];
     }
     sr_data dsub = {subX, suby, nsub, d->nf, d->loss};
     for (int i = 0; i < P; i++) {
         isl[i].pop = calloc(N, sizeof(member));
         isl[i].work = malloc(sizeof(double) * (SR_MAXC + 3) * (size_t)d->n);
-        if (!isl[i].pop || !isl[i].work) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for the populations"); goto done; }
+        if (!isl[i].pop || !isl[i].work) {
+            rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for the populations");
+            goto done;
+        }
         isl[i].n = N;
         lssar_rng_stream(&isl[i].rng, seed, (uint64_t)i);
     }
@@ -552,7 +571,8 @@ static int run_search(const lssar_sr_options *o, const sr_config *cfg, const sr_
         for (int i = 0; i < P; i++)
             for (int c = 1; c <= cfg->maxsize; c++) if (isl[i].hof.has[c]) hall_offer(ghof, &isl[i].hof.m[c]);
         double cnt[SR_MAXLEN + 1] = {0}, tot = 0;
-        for (int i = 0; i < P; i++) for (int c = 0; c <= cfg->maxsize; c++) { cnt[c] += isl[i].counts[c]; tot += isl[i].counts[c]; }
+        for (int i = 0; i < P; i++)
+            for (int c = 0; c <= cfg->maxsize; c++) { cnt[c] += isl[i].counts[c]; tot += isl[i].counts[c]; }
         if (tot > 0) for (int c = 0; c <= cfg->maxsize; c++) freq[c] = 0.5 * freq[c] + 0.5 * cnt[c] / tot;
 
         front_item fr[SR_MAXLEN + 1];
@@ -633,7 +653,11 @@ static int prune_constants(const sr_config *cfg, const sr_data *d, member *m, do
             for (int side = 0; side < 2 && !again; side++) {
                 int ks, ke;  // the operand kept
                 if (side == 0 && sb == j - 1 && m->p.n[j - 1].op == SR_CONST) { ks = sa; ke = sb - 1; }
-                else if (side == 1 && sa == sb - 1 && m->p.n[sa].op == SR_CONST && (op == SR_MUL || op == SR_ADD)) { ks = sb; ke = j - 1; }
+                else if (side == 1 && sa == sb - 1 && m->p.n[sa].op == SR_CONST &&
+                         (op == SR_MUL || op == SR_ADD)) {
+                    ks = sb;
+                    ke = j - 1;
+                }
                 else continue;
                 sr_prog q = m->p;
                 sr_node seq[SR_MAXLEN];
@@ -678,24 +702,31 @@ void lssar_sr_defaults(lssar_sr_options *o) {
 static int check_options(const lssar_sr_options *o) {
     if (o->maxsize < 1 || o->maxsize > SR_MAXLEN - 4)
         return lssar_fail(LSSAR_E_SIZE, "maxsize %d: must be in 1..%d", o->maxsize, SR_MAXLEN - 4);
-    if ((unsigned)o->loss > LSSAR_SR_REL) return lssar_fail(LSSAR_E_KIND, "loss %d: use LSSAR_SR_L2, _L1, _L1DZ or _REL", o->loss);
-    if ((unsigned)o->select > LSSAR_SR_ACCURACY) return lssar_fail(LSSAR_E_KIND, "select %d: use score, best or accuracy", o->select);
-    if (o->populations < 1 || o->populations > 4096) return lssar_fail(LSSAR_E_SIZE, "populations %d: must be in 1..4096", o->populations);
+    if ((unsigned)o->loss > LSSAR_SR_REL)
+        return lssar_fail(LSSAR_E_KIND, "loss %d: use LSSAR_SR_L2, _L1, _L1DZ or _REL", o->loss);
+    if ((unsigned)o->select > LSSAR_SR_ACCURACY)
+        return lssar_fail(LSSAR_E_KIND, "select %d: use score, best or accuracy", o->select);
+    if (o->populations < 1 || o->populations > 4096)
+        return lssar_fail(LSSAR_E_SIZE, "populations %d: must be in 1..4096", o->populations);
     if (o->population_size < 4 || o->population_size > 64)
         return lssar_fail(LSSAR_E_SIZE, "population size %d: must be in 4..64", o->population_size);
     if (o->iterations < 1 || o->cycles < 1 || o->restarts < 1)
         return lssar_fail(LSSAR_E_SIZE, "iterations, cycles and restarts must be >= 1");
-    if (o->opt_iterations < 0 || o->opt_restarts < 0 || !(o->opt_probability >= 0 && o->opt_probability <= 1) ||
+    if (o->opt_iterations < 0 || o->opt_restarts < 0 || !(o->opt_probability >= 0 &&
+                                                          o->opt_probability <= 1) ||
         !(o->opt_child >= 0 && o->opt_child <= 1))
-        return lssar_fail(LSSAR_E_ARG, "constant optimiser settings out of range (iterations >= 0, restarts >= 0, probabilities in [0, 1])");
-    if (!(o->early_stop >= 0) || !(o->time_limit >= 0)) return lssar_fail(LSSAR_E_ARG, "early_stop and time_limit must be >= 0");
+        return lssar_fail(LSSAR_E_ARG, "constant optimiser settings out of range (iterations >= 0, restarts "
+                          ">= 0, probabilities in [0, 1])");
+    if (!(o->early_stop >= 0) || !(o->time_limit >= 0))
+        return lssar_fail(LSSAR_E_ARG, "early_stop and time_limit must be >= 0");
     return 0;
 }
 
 static int valid_name(const char *s) {
     if (!s || !(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z'))) return 0;
     for (; *s; s++)
-        if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9'))) return 0;
+        if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
+            return 0;
     return 1;
 }
 
@@ -724,7 +755,10 @@ static unsigned char *put(unsigned char *b, const void *v, size_t n) { memcpy(b,
 static size_t pack_outcome(unsigned char *b, const hall *h, int maxsize, const run_stats *st) {
     unsigned char *p = b;
     int32_t it = st->iterations, cnt = 0;
-    p = put(p, &st->evals, 8); p = put(p, &st->node_evals, 8); p = put(p, &st->seconds, 8); p = put(p, &it, 4);
+    p = put(p, &st->evals, 8);
+    p = put(p, &st->node_evals, 8);
+    p = put(p, &st->seconds, 8);
+    p = put(p, &it, 4);
     for (int c = 1; c <= maxsize; c++) cnt += h->has[c];
     p = put(p, &cnt, 4);
     for (int c = 1; c <= maxsize; c++) {
@@ -773,7 +807,8 @@ bad:
 static int job_options(const sr_job *j, job_state *s) {
     const lssar_sr_options *o = j->o;
     memset(s, 0, sizeof *s);
-    if (!o || !j->X || !j->y || !j->names || !j->res) return lssar_fail(LSSAR_E_NULL, "lssar_symreg: NULL argument");
+    if (!o || !j->X || !j->y || !j->names || !j->res)
+        return lssar_fail(LSSAR_E_NULL, "lssar_symreg: NULL argument");
     memset(j->res, 0, sizeof *j->res);
     s->job = j;  // (from here on the result is ours to free on failure)
     int rc = check_options(o);
@@ -782,7 +817,7 @@ static int job_options(const sr_job *j, job_state *s) {
     cfg->maxsize = o->maxsize;
     // Adaptive parsimony as in SymbolicRegression.jl >= 0.22 (1040; 20 before): the tournament
     // fitness is multiplied by exp(1000 x frequency of the complexity), which keeps every size
-    // represented; measured here, Gaussian 2/2 seeds and Kepler 1/2 against 1/2 and 0/2 with 20.
+    // represented; it recovered more laws here than 20 did (docs/PERF.md).
     cfg->parsimony = 0.0032; cfg->adapt_scale = 1000;
     cfg->alpha = 0.1;                       // simulated-annealing temperature scale
     cfg->p_tourn = 0.86; cfg->tourn_n = 12; // tournament: 12 sampled, the fittest taken with p 0.86
@@ -796,16 +831,19 @@ static int job_data(const sr_job *j, job_state *s) {
     const double *X = j->X, *y = j->y;
     int rows = j->rows, nfeat = j->nfeat;
     const char *const *names = j->names;
-    if (rows < 1 || nfeat < 1 || nfeat > 65535) return lssar_fail(LSSAR_E_SIZE, "lssar_symreg: %d rows, %d features: need >= 1 of each", rows, nfeat);
+    if (rows < 1 || nfeat < 1 || nfeat > 65535)
+        return lssar_fail(LSSAR_E_SIZE, "lssar_symreg: %d rows, %d features: need >= 1 of each", rows, nfeat);
     for (int f = 0; f < nfeat; f++)
         if (!valid_name(names[f]))
-            return lssar_fail(LSSAR_E_ARG, "feature name '%s' is not an identifier (letters, digits, _): rename it so "
-                              "SymPy can parse the equations", names[f] ? names[f] : "(null)");
+            return lssar_fail(LSSAR_E_ARG, "feature name '%s' is not an identifier (letters, digits, _): "
+                              "rename it so SymPy can parse the equations", names[f] ? names[f] : "(null)");
     for (int i = 0; i < rows; i++) {
         if (!isfinite(y[i])) return lssar_fail(LSSAR_E_NAN, "target row %d is not finite", i);
-        if (o->loss == LSSAR_SR_REL && y[i] == 0) return lssar_fail(LSSAR_E_ARG, "relative loss needs a non-zero target; row %d is 0", i);
+        if (o->loss == LSSAR_SR_REL && y[i] == 0)
+            return lssar_fail(LSSAR_E_ARG, "relative loss needs a non-zero target; row %d is 0", i);
         for (int f = 0; f < nfeat; f++)
-            if (!isfinite(X[(size_t)f * rows + i])) return lssar_fail(LSSAR_E_NAN, "feature %s row %d is not finite", names[f], i);
+            if (!isfinite(X[(size_t)f * rows + i]))
+                return lssar_fail(LSSAR_E_NAN, "feature %s row %d is not finite", names[f], i);
     }
     s->d = (sr_data){X, y, rows, nfeat, o->loss};
 
@@ -816,7 +854,11 @@ static int job_data(const sr_job *j, job_state *s) {
     double *tmp = malloc(sizeof(double) * rows);
     if (!tmp) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     memcpy(tmp, y, sizeof(double) * rows);
-    for (int i = 1; i < rows; i++) { double v = tmp[i]; int k = i; while (k > 0 && tmp[k - 1] > v) { tmp[k] = tmp[k - 1]; k--; } tmp[k] = v; }
+    for (int i = 1; i < rows; i++) {
+        double v = tmp[i];
+        int k = i;
+        while (k > 0 && tmp[k - 1] > v) { tmp[k] = tmp[k - 1]; k--; } tmp[k] = v;
+    }
     double med = tmp[rows / 2];
     free(tmp);
     s->baseline = fmin(constant_loss(&s->d, mean), constant_loss(&s->d, med));
@@ -837,7 +879,9 @@ static void job_merge(job_state *s, const hall *h, const run_stats *st) {
     // add equivalent forms, so skip them (deterministic: depends on the fronts only).
     double bestl = INFINITY;
     for (int c = 1; c <= s->cfg.maxsize; c++) if (s->final->has[c]) bestl = fmin(bestl, s->final->m[c].loss);
-    if (s->next >= o->restarts || (o->early_stop > 0 && rel_err(o->loss, bestl, s->baseline) <= o->early_stop)) s->done = 1;
+    if (s->next >= o->restarts || (o->early_stop > 0 && rel_err(o->loss, bestl,
+                                                                s->baseline) <= o->early_stop))
+        s->done = 1;
 }
 
 // Final polish of the merged front: simplify for printing (keeping the simplified form only if its
@@ -900,9 +944,13 @@ static int job_finish(job_state *s) {
         e->score = k == 0 ? 0 : -(log(fr[k].eff) - log(fr[k - 1].eff)) / (fr[k].c - fr[k - 1].c);
         if (!e->equation) { lssar_sr_result_free(res); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
         if (e->score > res->front[sel_score].score) sel_score = k;
-        if (fr[k].eff <= 1.5 * minloss && (sel_best < 0 || e->score > res->front[sel_best].score)) sel_best = k;
+        if (fr[k].eff <= 1.5 * minloss && (sel_best < 0 || e->score > res->front[sel_best].score))
+            sel_best = k;
     }
-    res->selected = nf == 0 ? -1 : o->select == LSSAR_SR_SCORE ? sel_score : o->select == LSSAR_SR_BEST ? sel_best : sel_acc;
+    res->selected = nf == 0 ? -1
+                  : o->select == LSSAR_SR_SCORE ? sel_score
+                  : o->select == LSSAR_SR_BEST ? sel_best
+                  : sel_acc;
     if (nf == 0) {
         lssar_sr_result_free(res);
         return lssar_fail(LSSAR_E_NAN, "no expression with a finite loss was found (check the data)");
@@ -955,8 +1003,8 @@ int sr_search_jobs(const sr_job *jobs, int njobs, int *failed) {
             run_stats st = {0};
             memset(h, 0, sizeof *h);
             double ts = lssar_now();
-            rc = run_search(o, &s->cfg, &s->d, s->baseline, o->seed + (uint64_t)r * 0x9e3779b97f4a7c15ULL, h, &st,
-                            t0, r, o->restarts, s->job->label ? s->job->label : "symreg");
+            rc = run_search(o, &s->cfg, &s->d, s->baseline, o->seed + (uint64_t)r * 0x9e3779b97f4a7c15ULL, h,
+                            &st, t0, r, o->restarts, s->job->label ? s->job->label : "symreg");
             st.seconds = lssar_now() - ts;
             if (!rc) len = pack_outcome(mine, h, s->cfg.maxsize, &st);
             else if (failed) *failed = round[me].job;
@@ -968,21 +1016,24 @@ int sr_search_jobs(const sr_job *jobs, int njobs, int *failed) {
         size_t off = 0;
         for (int k = 0; k < nt && !rc; k++) {
             run_stats st;
-            if (!(rc = unpack_outcome((const unsigned char *)all + off, counts[k], h, &st)) && !js[round[k].job].done)
+            if (!(rc = unpack_outcome((const unsigned char *)all + off, counts[k], h, &st)) &&
+                !js[round[k].job].done)
                 job_merge(&js[round[k].job], h, &st);  // (a restart past an early stop is dropped)
             off += counts[k];
         }
         free(all);
         if (rc) goto out;
         // time_limit, between restarts as in one process: rank 0's clock decides for everyone.
-        for (int g = 0; g < njobs; g++) up[g] = jobs[g].o->time_limit > 0 && lssar_now() - t0 >= jobs[g].o->time_limit;
+        for (int g = 0; g < njobs; g++)
+            up[g] = jobs[g].o->time_limit > 0 && lssar_now() - t0 >= jobs[g].o->time_limit;
         if ((rc = lssar_dist_bcast(up, (size_t)njobs, 0))) goto out;
         for (int g = 0; g < njobs; g++) if (up[g]) js[g].done = 1;
     }
     for (int g = 0; g < njobs && !rc; g++)
         if ((rc = job_finish(&js[g])) && failed) *failed = g;
 out:
-    if (rc) for (int g = 0; g < njobs && js; g++) if (jobs[g].res && js[g].job) lssar_sr_result_free(jobs[g].res);
+    if (rc)
+        for (int g = 0; g < njobs && js; g++) if (jobs[g].res && js[g].job) lssar_sr_result_free(jobs[g].res);
     for (int g = 0; g < njobs && js; g++) free(js[g].final);
     free(js); free(round); free(counts); free(mine); free(up); free(h);
     return rc;
@@ -1001,13 +1052,15 @@ void lssar_sr_result_free(lssar_sr_result *res) {
     memset(res, 0, sizeof *res);
 }
 
-int lssar_sr_eval(const char *equation, const double *X, int rows, int nfeat, const char *const *names, double *pred) {
+int lssar_sr_eval(const char *equation, const double *X, int rows, int nfeat, const char *const *names,
+                  double *pred) {
     if (!equation || !X || !names || !pred) return lssar_fail(LSSAR_E_NULL, "lssar_sr_eval: NULL argument");
     if (rows < 1 || nfeat < 0) return lssar_fail(LSSAR_E_SIZE, "lssar_sr_eval: %d rows", rows);
     sr_prog p;
     int rc = sr_parse(equation, names, nfeat, &p);
     if (rc) return rc;
     sr_data d = {X, NULL, rows, nfeat, 0};
-    if (sr_eval(&p, &d, pred)) return lssar_fail(LSSAR_E_NAN, "equation '%s' is not finite on some rows", equation);
+    if (sr_eval(&p, &d, pred))
+        return lssar_fail(LSSAR_E_NAN, "equation '%s' is not finite on some rows", equation);
     return 0;
 }

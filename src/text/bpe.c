@@ -140,7 +140,8 @@ void bpe_free(bpe_model *m) {
 static int load_encoder(bpe_model *m, const char *path, const int inv[512]) {
     char *text; size_t len;
     int rc = lssar_read_file(path, &text, &len);
-    if (rc) return lssar_fail(rc, "GPT-2 encoder: %s (run scripts/fetch-gpt2.sh to fetch it)", lssar_errmsg());
+    if (rc)
+        return lssar_fail(rc, "GPT-2 encoder: %s (run scripts/fetch-gpt2.sh to fetch it)", lssar_errmsg());
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
     if (!root || !cJSON_IsObject(root)) {
@@ -151,13 +152,20 @@ static int load_encoder(bpe_model *m, const char *path, const int inv[512]) {
     int n = cJSON_GetArraySize(root);
     if (n < 256 || n > 65536) {
         cJSON_Delete(root);
-        return lssar_fail(LSSAR_E_FORMAT, "%s has %d tokens; a byte-level BPE vocabulary needs 256..65536", path, n);
+        return lssar_fail(LSSAR_E_FORMAT, "%s has %d tokens; a byte-level BPE vocabulary needs 256..65536",
+                          path, n);
     }
     // First pass: the byte length of every id, to lay the bytes out by id.
     long *blen = malloc(sizeof(long) * n);
     uint8_t *tmp = malloc(4096);
     char **keys = calloc(n, sizeof(char *));
-    if (!blen || !tmp || !keys) { free(blen); free(tmp); free(keys); cJSON_Delete(root); return lssar_fail(LSSAR_E_NOMEM, "out of memory loading %s", path); }
+    if (!blen || !tmp || !keys) {
+        free(blen);
+        free(tmp);
+        free(keys);
+        cJSON_Delete(root);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory loading %s", path);
+    }
     for (int i = 0; i < n; i++) blen[i] = -1;
     rc = 0;
     size_t total = 0;
@@ -165,8 +173,9 @@ static int load_encoder(bpe_model *m, const char *path, const int inv[512]) {
         double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
         if (v < 0 || v >= n || v != (double)(int)v) {
             if (cJSON_IsNumber(it))
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: token \"%.40s\" has id %.17g; ids must be the integers 0..%d "
-                                "(one per token)", path, it->string ? it->string : "", it->valuedouble, n - 1);
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: token \"%.40s\" has id %.17g; ids must be the integers "
+                                "0..%d (one per token)", path, it->string ? it->string : "", it->valuedouble,
+                                n - 1);
             else
                 rc = lssar_fail(LSSAR_E_FORMAT, "%s: token \"%.40s\" has an id that is not a number",
                                 path, it->string ? it->string : "");
@@ -174,10 +183,14 @@ static int load_encoder(bpe_model *m, const char *path, const int inv[512]) {
         }
         int id = (int)v;
         if (blen[id] >= 0) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: id %d appears twice", path, id); break; }
-        if (!it->string || strlen(it->string) > 4000) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: id %d has a bad token", path, id); break; }
+        if (!it->string || strlen(it->string) > 4000) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s: id %d has a bad token", path, id);
+            break;
+        }
         long b = unicode_to_bytes(it->string, inv, tmp);
         if (b <= 0) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: token \"%.40s\" (id %d) is not written in GPT-2's byte alphabet", path, it->string, id);
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s: token \"%.40s\" (id %d) is not written in GPT-2's byte "
+                            "alphabet", path, it->string, id);
             break;
         }
         blen[id] = b; keys[id] = it->string; total += (size_t)b;
@@ -220,15 +233,17 @@ static int build_lookup(bpe_model *m, const char *path) {
         // whole-piece shortcut, so it stays out of the lookup table.
         if (n == sizeof eot_text - 1 && !memcmp(s, eot_text, n)) { m->eot = id; continue; }
         if (bpe_lookup(m, s, n) >= 0)
-            return lssar_fail(LSSAR_E_FORMAT, "%s: two ids (%d and %d) have the same bytes", path, bpe_lookup(m, s, n), id);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: two ids (%d and %d) have the same bytes", path,
+                              bpe_lookup(m, s, n), id);
         uint32_t i = (uint32_t)hash_bytes(s, n) & m->lookup_mask;
         while (m->lookup[i].meta != SLOT_EMPTY) i = (i + 1) & m->lookup_mask;
         m->lookup[i] = (struct bpe_slot){head8(s, n), m->tok_off[id], (uint32_t)n << ID_BITS | (uint32_t)id};
         if (n == 1) m->byte_id[s[0]] = id;
     }
     for (int b = 0; b < 256; b++)
-        if (m->byte_id[b] < 0) return lssar_fail(LSSAR_E_FORMAT, "%s has no token for the single byte 0x%02x; "
-                                                 "a byte-level BPE vocabulary needs all 256", path, b);
+        if (m->byte_id[b] < 0) return lssar_fail(LSSAR_E_FORMAT, "%s has no token for the single byte "
+                                                 "0x%02x; a byte-level BPE vocabulary needs all 256", path,
+                                                 b);
     return 0;
 }
 
@@ -242,7 +257,11 @@ static int load_merges(bpe_model *m, const char *path, const int inv[512]) {
     uint32_t size = table_size_for(lines);
     m->merges = malloc(sizeof(bpe_merge) * size);
     uint8_t *buf = malloc(len + 1);
-    if (!m->merges || !buf) { free(text); free(buf); return lssar_fail(LSSAR_E_NOMEM, "out of memory loading %s", path); }
+    if (!m->merges || !buf) {
+        free(text);
+        free(buf);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory loading %s", path);
+    }
     for (uint32_t i = 0; i < size; i++) m->merges[i].a = UINT32_MAX;
     m->merge_mask = size - 1;
     m->n_merges = 0;
@@ -258,7 +277,8 @@ static int load_merges(bpe_model *m, const char *path, const int inv[512]) {
         if (*p == 0) { p = eol + 1; continue; }  // blank line (the file ends with one)
         char *sp = strchr(p, ' ');
         if (!sp || sp == p || !sp[1] || strchr(sp + 1, ' ')) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d: expected two tokens separated by one space, got \"%.60s\"", path, line, p);
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d: expected two tokens separated by one space, got "
+                            "\"%.60s\"", path, line, p);
             break;
         }
         *sp = 0;
@@ -267,8 +287,9 @@ static int load_merges(bpe_model *m, const char *path, const int inv[512]) {
         int32_t b = nb > 0 ? bpe_lookup(m, buf + na, (size_t)nb) : -1;
         int32_t ab = (a >= 0 && b >= 0) ? bpe_lookup(m, buf, (size_t)(na + nb)) : -1;
         if (a < 0 || b < 0 || ab < 0) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d: merge \"%s %s\" uses or makes a token that is not in encoder.json "
-                            "(mismatched files? rerun scripts/fetch-gpt2.sh)", path, line, p, sp + 1);
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s line %d: merge \"%s %s\" uses or makes a token that is not "
+                            "in encoder.json (mismatched files? rerun scripts/fetch-gpt2.sh)", path, line, p,
+                            sp + 1);
             break;
         }
         if (!find_merge(m, (uint32_t)a, (uint32_t)b)) {  // a repeated pair keeps its first (lowest) rank
@@ -327,7 +348,8 @@ static const bpe_cache_ent *cache_find(const bpe_scratch *sc, const uint8_t *s, 
 }
 
 static void cache_add(bpe_scratch *sc, const uint8_t *s, size_t n, uint64_t h, const int32_t *ids, size_t k) {
-    if (sc->used >= (sc->mask + 1) / 2 || s < sc->text || s + n > sc->text + sc->text_len || n > UINT32_MAX) return;
+    if (sc->used >= (sc->mask + 1) / 2 || s < sc->text || s + n > sc->text + sc->text_len || n > UINT32_MAX)
+        return;
     if (sc->ntoks + k > sc->tcap) {
         size_t cap = sc->tcap ? 2 * sc->tcap : 4096;
         while (cap < sc->ntoks + k) cap *= 2;
@@ -388,7 +410,9 @@ static long merge_small(const bpe_model *m, int32_t *tok, int32_t *rank, int32_t
 // as in the quadratic loop, so both give identical results.
 typedef struct { int32_t rank; uint32_t pos; } heap_ent;
 
-static inline int ent_less(heap_ent x, heap_ent y) { return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos); }
+static inline int ent_less(heap_ent x, heap_ent y) {
+    return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos);
+}
 
 static void heap_push(heap_ent *h, size_t *n, heap_ent e) {
     size_t i = (*n)++;

@@ -14,7 +14,8 @@ static uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | p[1
 
 /* Inflate the zlib stream at src (at most n bytes) into a buffer of want bytes; *used = bytes of
    src consumed, so the next record follows. */
-static int inflate_record(const unsigned char *src, size_t n, size_t want, unsigned char **dst, size_t *used) {
+static int inflate_record(const unsigned char *src, size_t n, size_t want, unsigned char **dst,
+                          size_t *used) {
     unsigned char *out = malloc(want + 1);
     if (!out) return lssar_fail(LSSAR_E_NOMEM, "out of memory (%zu bytes) inflating an R record", want);
     z_stream z;
@@ -48,7 +49,8 @@ static int r_strings(const unsigned char *p, size_t n, corpus_buf *b) {
     if ((flags & 0xff) != 16) return LSSAR_E_FORMAT;            // STRSXP
     int64_t count = (int32_t)be32(p + i + 4);
     i += 8;
-    if (count == -1) { NEED(8); count = (int64_t)be32(p + i) << 32 | be32(p + i + 4); i += 8; }  // long vector
+    // long vector
+    if (count == -1) { NEED(8); count = (int64_t)be32(p + i) << 32 | be32(p + i + 4); i += 8; }
     for (int64_t k = 0; k < count; k++) {
         NEED(8);
         if ((be32(p + i) & 0xff) != 9) return LSSAR_E_FORMAT;  // CHARSXP
@@ -87,7 +89,8 @@ int corpus_load_austen(const char *dir, corpus_docs *out) {
     corpus_path(path, sizeof path, "%s/root/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb", dir);
     char *raw; size_t len;
     if (lssar_read_file(path, &raw, &len))
-        return lssar_fail(LSSAR_E_IO, "corpus 'austen': %s is missing; fetch it with scripts/fetch-corpora.sh austen", path);
+        return lssar_fail(LSSAR_E_IO, "corpus 'austen': %s is missing; fetch it with "
+                          "scripts/fetch-corpora.sh austen", path);
     const unsigned char *p = (const unsigned char *)raw;
     int rc = 0, nrec = 0;
     for (size_t off = 0; off < len && !rc; nrec++) {
@@ -112,7 +115,9 @@ int corpus_load_austen(const char *dir, corpus_docs *out) {
     }
     free(raw);
     if (rc == LSSAR_E_FORMAT)
-        return lssar_fail(rc, "corpus 'austen': record %d of %s is not a zlib-compressed R character vector: damaged or a different package version; delete %s and run scripts/fetch-corpora.sh austen", nrec, path, dir);
+        return lssar_fail(rc, "corpus 'austen': record %d of %s is not a zlib-compressed R character vector: "
+                          "damaged or a different package version; delete %s and run "
+                          "scripts/fetch-corpora.sh austen", nrec, path, dir);
     if (!rc && nrec == 0) return lssar_fail(LSSAR_E_FORMAT, "corpus 'austen': %s holds no records", path);
     return rc;
 }

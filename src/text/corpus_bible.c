@@ -29,7 +29,8 @@ static const char *kjv_books[66][2] = {
     {"2Pet", "2Pet"}, {"1Jn", "1John"}, {"2Jn", "2John"}, {"3Jn", "3John"}, {"Jude", "Jude"}, {"Rev", "Rev"}};
 
 static const char *kjv_osis(const char *abbr, size_t n) {
-    for (int i = 0; i < 66; i++) if (strlen(kjv_books[i][0]) == n && !memcmp(kjv_books[i][0], abbr, n)) return kjv_books[i][1];
+    for (int i = 0; i < 66; i++)
+        if (strlen(kjv_books[i][0]) == n && !memcmp(kjv_books[i][0], abbr, n)) return kjv_books[i][1];
     return NULL;
 }
 
@@ -54,7 +55,8 @@ int corpus_load_kjv(const char *dir, corpus_docs *out) {
     corpus_path(path, sizeof path, "%s/kjv.txt", dir);
     char *raw; size_t len;
     if (lssar_read_file(path, &raw, &len))
-        return lssar_fail(LSSAR_E_IO, "corpus 'kjv': %s is missing; fetch it with scripts/fetch-corpora.sh kjv", path);
+        return lssar_fail(LSSAR_E_IO, "corpus 'kjv': %s is missing; fetch it with "
+                          "scripts/fetch-corpora.sh kjv", path);
     corpus_buf b = {0};
     const char *book = NULL;
     long chapter = -1, lineno = 0;
@@ -74,8 +76,9 @@ int corpus_load_kjv(const char *dir, corpus_docs *out) {
             while (c0 > s + 1 && raw[c0 - 1] >= '0' && raw[c0 - 1] <= '9') c0--;
             const char *osis = colon > s ? kjv_osis(raw + s, c0 - s) : NULL;
             if (!osis) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'kjv': %s line %ld does not start with a verse reference like Ge1:1 (got '%.20s'); delete %s and run scripts/fetch-corpora.sh kjv",
-                                path, lineno, raw + s, dir);
+                rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'kjv': %s line %ld does not start with a verse "
+                                "reference like Ge1:1 (got '%.20s'); delete %s and run "
+                                "scripts/fetch-corpora.sh kjv", path, lineno, raw + s, dir);
                 break;
             }
             long ch = strtol(raw + c0, NULL, 10);
@@ -93,7 +96,8 @@ int corpus_load_kjv(const char *dir, corpus_docs *out) {
     free(b.p);
     free(raw);
     if (!rc && nbooks != 66)
-        rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'kjv': %s has %d books, expected 66: truncated? delete %s and run scripts/fetch-corpora.sh kjv", path, nbooks, dir);
+        rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'kjv': %s has %d books, expected 66: truncated? delete %s "
+                        "and run scripts/fetch-corpora.sh kjv", path, nbooks, dir);
     return rc;
 }
 
@@ -104,7 +108,8 @@ static void attr(const char *t, const char *e, const char *name, char *v, size_t
     size_t nl = strlen(name);
     v[0] = 0;
     for (const char *p = t; p + nl + 2 < e; p++) {
-        if ((p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\n') && !memcmp(p, name, nl) && p[nl] == '=' && (p[nl + 1] == '"' || p[nl + 1] == '\'')) {
+        if ((p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\n') && !memcmp(p, name, nl) && p[nl] == '=' &&
+            (p[nl + 1] == '"' || p[nl + 1] == '\'')) {
             char q = p[nl + 1];
             const char *s = p + nl + 2, *z = s;
             while (z < e && *z != q) z++;
@@ -118,14 +123,16 @@ static void attr(const char *t, const char *e, const char *name, char *v, size_t
 
 // Append text, decoding XML entities.
 static int add_xml_text(corpus_buf *b, const char *s, size_t n) {
-    static const char *ent[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}};
+    static const char *ent[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""},
+                                   {"&apos;", "'"}};
     size_t i = 0, start = 0;
     while (i < n) {
         if (s[i] == '&') {
             for (int k = 0; k < 5; k++) {
                 size_t L = strlen(ent[k][0]);
                 if (i + L <= n && !memcmp(s + i, ent[k][0], L)) {
-                    if (corpus_buf_add(b, s + start, i - start) || corpus_buf_add(b, ent[k][1], 1)) return LSSAR_E_NOMEM;
+                    if (corpus_buf_add(b, s + start, i - start) || corpus_buf_add(b, ent[k][1], 1))
+                        return LSSAR_E_NOMEM;
                     i += L; start = i;
                     goto next;
                 }
@@ -154,7 +161,8 @@ int corpus_osis_to_docs(const char *osis, size_t len, const char *corpus, corpus
             while (q < end && *q != '<') q++;
             if (book[0] && !note && !title_skip && !skip_div[0]) {
                 // A dropped note often took the space between two words with it.
-                if (soft_space && b.n && b.p[b.n - 1] != ' ' && b.p[b.n - 1] != '\n' && is_word_start((unsigned char)*p))
+                if (soft_space && b.n && b.p[b.n - 1] != ' ' && b.p[b.n - 1] != '\n' &&
+                    is_word_start((unsigned char)*p))
                     corpus_buf_addc(&b, ' ');
                 soft_space = 0;
                 rc = add_xml_text(&b, p, q - p);
@@ -238,7 +246,8 @@ static int ztext_testament(const char *mod, const char *t, corpus_buf *osis) {
     if (!rc) rc = lssar_read_file(pbzz, &bzz, &nbzz);
     if (rc) {
         free(bzs); free(bzv); free(bzz);
-        return lssar_fail(LSSAR_E_IO, "corpus 'web': %s; fetch it with scripts/fetch-corpora.sh web", lssar_errmsg());
+        return lssar_fail(LSSAR_E_IO, "corpus 'web': %s; fetch it with scripts/fetch-corpora.sh web",
+                          lssar_errmsg());
     }
     size_t nblocks = nbzs / 12;
     char **block = calloc(nblocks ? nblocks : 1, sizeof *block);
@@ -250,22 +259,38 @@ static int ztext_testament(const char *mod, const char *t, corpus_buf *osis) {
         uint32_t bi = le32(v), off = le32(v + 4);
         uint16_t size = (uint16_t)(v[8] | v[9] << 8);
         if (size == 0) continue;                       // a verse that this versification lacks
-        if (bi >= nblocks) { rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': %s entry %zu names block %u of %zu: damaged module", pbzv, i / 10, bi, nblocks); break; }
+        if (bi >= nblocks) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': %s entry %zu names block %u of %zu: "
+                            "damaged module", pbzv, i / 10, bi, nblocks);
+            break;
+        }
         if (!block[bi]) {
             // .bzs: 12-byte entries (uint32 offset in .bzz, compressed size, inflated size).
             const unsigned char *s = (const unsigned char *)bzs + 12 * bi;
             uint32_t zo = le32(s), zs = le32(s + 4), us = le32(s + 8);
-            if ((size_t)zo + zs > nbzz) { rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': block %u runs past the end of %s: damaged module", bi, pbzz); break; }
+            if ((size_t)zo + zs > nbzz) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': block %u runs past the end of %s: "
+                                "damaged module", bi, pbzz);
+                break;
+            }
             uLongf got = us;
             block[bi] = malloc(us + 1);
-            if (!block[bi]) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory inflating the WEB module"); break; }
+            if (!block[bi]) {
+                rc = lssar_fail(LSSAR_E_NOMEM, "out of memory inflating the WEB module");
+                break;
+            }
             if (uncompress((Bytef *)block[bi], &got, (const Bytef *)bzz + zo, zs) != Z_OK || got != us) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': block %u of %s does not inflate: damaged module; delete it and run scripts/fetch-corpora.sh web", bi, pbzz);
+                rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': block %u of %s does not inflate: damaged "
+                                "module; delete it and run scripts/fetch-corpora.sh web", bi, pbzz);
                 break;
             }
             blen[bi] = us;
         }
-        if ((size_t)off + size > blen[bi]) { rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': verse %zu runs past its block in %s: damaged module", i / 10, pbzv); break; }
+        if ((size_t)off + size > blen[bi]) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': verse %zu runs past its block in %s: "
+                            "damaged module", i / 10, pbzv);
+            break;
+        }
         rc = corpus_buf_add(osis, block[bi] + off, size);
         if (!rc) rc = corpus_buf_addc(osis, ' ');     // verses are separate runs of text
     }
@@ -284,6 +309,7 @@ int corpus_load_web(const char *dir, corpus_docs *out) {
     if (!rc) rc = corpus_osis_to_docs(osis.p, osis.n, "web", out);
     free(osis.p);
     if (!rc && out->n - n0 < 66)
-        rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': only %d books found in %s (expected 66 or more); delete %s and run scripts/fetch-corpora.sh web", out->n - n0, mod, dir);
+        rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'web': only %d books found in %s (expected 66 or more); "
+                        "delete %s and run scripts/fetch-corpora.sh web", out->n - n0, mod, dir);
     return rc;
 }

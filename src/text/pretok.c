@@ -7,7 +7,8 @@
 #include "pretok.h"
 
 // \s as Unicode White_Space (tiktoken's reading of GPT-2's pattern), as a character-class body.
-#define WS "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define WS "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}" \
+           "\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 static const char PATTERN[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|[" WS "]+(?![^" WS "])|[" WS "]+";
 

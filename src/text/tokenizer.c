@@ -25,13 +25,15 @@ static const char EOT_TEXT[] = "<|endoftext|>";
 int lssar_tokenizer_gpt2(const char *encoder_json, const char *vocab_bpe, lssar_tokenizer **out) {
     if (!out) return lssar_fail(LSSAR_E_NULL, "lssar_tokenizer_gpt2: out is NULL");
     *out = NULL;
-    if (!encoder_json || !vocab_bpe) return lssar_fail(LSSAR_E_NULL, "lssar_tokenizer_gpt2: a file path is NULL");
+    if (!encoder_json || !vocab_bpe)
+        return lssar_fail(LSSAR_E_NULL, "lssar_tokenizer_gpt2: a file path is NULL");
     lssar_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return lssar_fail(LSSAR_E_NOMEM, "out of memory creating the GPT-2 tokenizer");
     t->kind = TOK_GPT2;
     int rc = bpe_load(&t->bpe, encoder_json, vocab_bpe);
     if (!rc && t->bpe.eot < 0)
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s has no \"<|endoftext|>\" token (not GPT-2's encoder.json?)", encoder_json);
+        rc = lssar_fail(LSSAR_E_FORMAT, "%s has no \"<|endoftext|>\" token (not GPT-2's encoder.json?)",
+                        encoder_json);
     if (!rc) rc = pretok_new(&t->pre);
     if (rc) { lssar_tokenizer_free(t); return rc; }
     t->vocab_size = t->bpe.n_vocab;
@@ -54,7 +56,8 @@ int lssar_tokenizer_byte(lssar_tokenizer **out) {
 // PREFIX/share/lssar/gpt2, where `make install` puts the files.
 static int share_dir(char *buf, size_t n) {
     char prefix[PATH_MAX];
-    return lssar_prefix_dir(prefix, sizeof prefix) && snprintf(buf, n, "%s/share/lssar/gpt2", prefix) < (int)n;
+    return lssar_prefix_dir(prefix, sizeof prefix) &&
+           snprintf(buf, n, "%s/share/lssar/gpt2", prefix) < (int)n;
 }
 
 int lssar_tokenizer_open(const char *name, lssar_tokenizer **out) {
@@ -74,8 +77,10 @@ int lssar_tokenizer_open(const char *name, lssar_tokenizer **out) {
         if (share_dir(dirs[nd], sizeof dirs[0])) nd++;
     }
     for (int i = 0; i < nd; i++) {
-        int ke = snprintf(enc, sizeof enc, "%s/encoder.json", dirs[i]), kv = snprintf(voc, sizeof voc, "%s/vocab.bpe", dirs[i]);
-        if (ke > 0 && ke < (int)sizeof enc && kv > 0 && kv < (int)sizeof voc && !access(enc, R_OK) && !access(voc, R_OK))
+        int ke = snprintf(enc, sizeof enc, "%s/encoder.json", dirs[i]),
+            kv = snprintf(voc, sizeof voc, "%s/vocab.bpe", dirs[i]);
+        if (ke > 0 && ke < (int)sizeof enc && kv > 0 && kv < (int)sizeof voc && !access(enc, R_OK) &&
+            !access(voc, R_OK))
             return lssar_tokenizer_gpt2(enc, voc, out);
     }
     return lssar_fail(LSSAR_E_IO, "GPT-2 tokenizer files not found: encoder.json and vocab.bpe in %s%s%s; "
@@ -174,8 +179,8 @@ int lssar_encode(const lssar_tokenizer *t, const char *text, size_t len, int all
 
 static int check_id(const lssar_tokenizer *t, const int32_t *ids, size_t i) {
     if (ids[i] < 0 || ids[i] >= t->vocab_size)
-        return lssar_fail(LSSAR_E_ARG, "token id %d at position %zu is out of range: the %s tokenizer has ids 0..%d",
-                          (int)ids[i], i, lssar_tokenizer_name(t), t->vocab_size - 1);
+        return lssar_fail(LSSAR_E_ARG, "token id %d at position %zu is out of range: the %s tokenizer "
+                          "has ids 0..%d", (int)ids[i], i, lssar_tokenizer_name(t), t->vocab_size - 1);
     return 0;
 }
 
