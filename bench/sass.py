@@ -48,7 +48,9 @@ def dyn_smem(kernel, D, mma):
     tile = 64 * (D + pad) * es
     stage = 64 * (64 + pad) * es
     pw = 0 if mma else 4 * 16 * 24 * 4
-    return {"fwd": 3 * tile + 256 + pw, "dq": 4 * tile + 256 + pw, "dkdv": 4 * tile + 2 * stage + 256}[kernel]
+    nbuf = 2 if mma and D <= 64 else 1  # the forward's K / V buffers (Tile<MMA, D>::NBUF)
+    return {"fwd": (1 + 2 * nbuf) * tile + nbuf * 256 + pw, "dq": 4 * tile + 256 + pw,
+            "dkdv": 4 * tile + 2 * stage + 256}[kernel]
 
 
 def run(cmd):

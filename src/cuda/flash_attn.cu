@@ -188,7 +188,10 @@ template <bool MMA, int D> struct Tile {
     static constexpr size_t EPI = (size_t)64 * LDG * sizeof(float);
     // SIMT: each warp's (16, PW_LD) scratch for the weights entering P V / dS K (mm_pv16)
     static constexpr size_t PW = MMA ? 0 : (size_t)FLASH_WARPS * 16 * PW_LD * sizeof(float);
-    static constexpr size_t FWD = 3 * TILE + 64 * sizeof(float) + PW;            // Q K V rk (Pw)
+    // forward K / V buffers: two in MMA mode (the next tile's cp.async beside the current one), one
+    // at D = 128, where the lssar forward's registers leave no room for the copies' addresses
+    static constexpr int NBUF = MMA && D <= 64 ? 2 : 1;
+    static constexpr size_t FWD = (1 + 2 * NBUF) * TILE + NBUF * 64 * sizeof(float) + PW;  // Q (K V)* rk* (Pw)
     static constexpr size_t DQ = 4 * TILE + 64 * sizeof(float) + PW;             // Q dY K V rk (Pw)
     static constexpr size_t DKDV = 4 * TILE + 2 * STAGE + 64 * sizeof(float);    // + W, dS
     static_assert(EPI <= 2 * TILE, "the fp32 epilogue rows reuse two operand tiles");
@@ -225,6 +228,47 @@ static __device__ __forceinline__ void load_tile(typename Op<MMA>::T *s, const v
             *reinterpret_cast<float4 *>(s + r * LD + d) = make_float4(f[0], f[1], f[2], f[3]);
             *reinterpret_cast<float4 *>(s + r * LD + d + 4) = make_float4(f[4], f[5], f[6], f[7]);
         }
+    }
+}
+
+/* cp.async.cg.shared.global (16 bytes; src_size 0 fills zeros and reads nothing), commit_group and
+   wait_group: a tile's copy runs while the warps compute on the previous tile. */
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, unsigned src_size) {
+#ifdef LSSAR_CUDA_HOST
+    cuda_host_cp_async16(dst, src, src_size);  // the shim's model: done at the covering wait
+#else
+    const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(a), "l"(src), "r"(src_size) : "memory");
+#endif
+}
+static __device__ __forceinline__ void cp_async_commit() {
+#ifdef LSSAR_CUDA_HOST
+    cuda_host_cp_async_commit();
+#else
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+static __device__ __forceinline__ void cp_async_wait() {
+#ifdef LSSAR_CUDA_HOST
+    cuda_host_cp_async_wait(N);
+#else
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// load_tile of bf16 storage into a bf16 tile by cp.async: the same pieces, copied as they are (rows
+// past nvalid zero-filled); visible after the covering cp_async_wait and a barrier.
+template <int D>
+static __device__ __forceinline__ void load_tile_async(uint16_t *s, const void *g, int64_t g_off, int64_t ld,
+                                                       int nvalid) {
+    constexpr int CH = D / 8, LD = Tile<true, D>::LD, STEPS = 64 * CH / NT;
+#pragma unroll
+    for (int it = 0; it < STEPS; it++) {
+        const int c = (int)threadIdx.x + it * NT, r = c / CH, d = (c % CH) * 8;
+        const bool in = r < nvalid;
+        const uint16_t *src = static_cast<const uint16_t *>(g) + (in ? g_off + (int64_t)r * ld + d : 0);
+        cp_async16(s + r * LD + d, src, in ? 16u : 0u);
     }
 }
 
@@ -529,9 +573,11 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
     constexpr bool ONLINE = st_online(ST), RW = st_rw(ST), NORMS = st_norms(ST);
     constexpr bool PEXP = st_phi(ST) == LSSAR_PHI_EXP, UNNORMED = st_unnormed(ST);
     FLASH_DYNAMIC_SHARED(smem);
-    T *Qs = reinterpret_cast<T *>(smem), *Ks = Qs + 64 * LD, *Vs = Ks + 64 * LD;  // (64, LD) each
-    float *rks = reinterpret_cast<float *>(Vs + 64 * LD);                        // (64)
-    float *Pw = rks + 64 + (threadIdx.x >> 5) * 16 * PW_LD;                     // SIMT: (16, PW_LD)
+    constexpr int NBUF = Tile<MMA, D>::NBUF;
+    // Q, then NBUF (K, V) pairs, (64, LD) each; the keys' 1/|k| (NBUF, 64); SIMT: Pw
+    T *Qs = reinterpret_cast<T *>(smem), *Ks = Qs + 64 * LD, *Vs = Ks + 64 * LD;  // buffer 0
+    float *rks = reinterpret_cast<float *>(Qs + (1 + 2 * NBUF) * 64 * LD);
+    float *Pw = rks + NBUF * 64 + (threadIdx.x >> 5) * 16 * PW_LD;              // SIMT: (16, PW_LD)
 
     flash_params fp, fpr;
     kind_params<ST>(a.fp, fp, fpr);
@@ -659,14 +705,36 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
 #pragma unroll
         for (int e = 0; e < 4; e++) acc2[nb][e] = 0.0f;
 
-    // ---- the main pass (lssar: pass 2)
+    // ---- the main pass (lssar: pass 2). bf16 storage into bf16 tiles: K, V of tile kt + 1 copied
+    // by cp.async into the other buffer while tile kt is computed on.
+    const bool async = NBUF == 2 && a.io_bf16;
+    T *const K0 = Ks, *const V0 = Vs;
+    float *const rk0 = rks;
     for (int kt = 0; kt < nkt; kt++) {
-        const int j0 = kt * 64, nk = min(64, a.Tk - j0);
-        __syncthreads();
-        load_tile<MMA, D>(Ks, a.k, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_tile<MMA, D>(Vs, a.v, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        const int j0 = kt * 64, nk = min(64, a.Tk - j0), buf = async ? kt & 1 : 0;
+        Ks = K0 + buf * 2 * 64 * LD;
+        Vs = V0 + buf * 2 * 64 * LD;
+        rks = rk0 + buf * 64;
+        __syncthreads();  // the readers of the buffer the next copy goes to (tile kt - 1's) are done
+        if constexpr (NBUF == 2) {
+            if (async) {
+                for (int t = kt == 0 ? 0 : kt + 1; t <= kt + 1 && t < nkt; t++) {  // kt = 0: tiles 0 and 1
+                    const int64_t o = kv_base + (int64_t)t * 64 * HD;
+                    const int b2 = (t & 1) * 2 * 64 * LD, n2 = min(64, a.Tk - t * 64);
+                    load_tile_async<D>(K0 + b2, a.k, o, HD, n2);
+                    load_tile_async<D>(V0 + b2, a.v, o, HD, n2);
+                    cp_async_commit();
+                }
+                if (kt + 1 < nkt) cp_async_wait<1>();  // tile kt's group done, tile kt + 1's may run on
+                else cp_async_wait<0>();
+            }
+        }
+        if (!async) {
+            load_tile<MMA, D>(Ks, a.k, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+            load_tile<MMA, D>(Vs, a.v, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        }
         load_rk(rks, a.rk, rk_base + j0, nk, NORMS);
-        __syncthreads();
+        __syncthreads();  // every thread's copies of tile kt are visible
         if constexpr (ONLINE) {
             // the whole 16 x 64 tile first: its max decides the rescaling before any weight
             float s[8][4];
@@ -1319,7 +1387,7 @@ static int check_sizes(const char *fn, int B, int Tq, int Tk, int kvs, int H, in
 // The kind has score ssmax (its ds output); 0 for a value that is not a kind.
 static bool attn_ssmax_kind(lssar_attn_kind k) {
     lssar_attn_stages st;
-    return (unsigned)k < (unsigned)LSSAR_ATTN_NKINDS && !lssar_attn_stages_of(k, &st) && st.score == LSSAR_SCORE_SSMAX;
+    return attn_kind_ok(k) && !lssar_attn_stages_of(k, &st) && st.score == LSSAR_SCORE_SSMAX;
 }
 static int check_ptr(const char *fn, const char *name, const void *p) {
     if (!p) return lssar_fail(LSSAR_E_NULL, "%s: %s is NULL", fn, name);
@@ -1367,7 +1435,7 @@ static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H,
 
 extern "C" size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T, int H, int D) {
     lssar_attn_stages st;
-    if (!d || B <= 0 || T <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind >= LSSAR_ATTN_NKINDS ||
+    if (!d || B <= 0 || T <= 0 || H <= 0 || D <= 0 || !attn_kind_ok(d->kind) ||
         lssar_attn_stages_of(d->kind, &st) || !flash_fused_supported(&st))
         return 0;  // (a kind the kernels refuse: as flash_emu_stats_floats)
     const flash_params fp = desc_params(d, D);
@@ -1375,7 +1443,7 @@ extern "C" size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T,
 }
 
 extern "C" size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D) {
-    if (!d || B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0 || D <= 0 || (unsigned)d->kind >= LSSAR_ATTN_NKINDS) return 0;
+    if (!d || B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0 || D <= 0 || !attn_kind_ok(d->kind)) return 0;
     // the backward's layout includes the forward's (Tq = Tk there)
     return carve(d, B, Tq, Tk, H, NULL, 1).bytes;
 }

@@ -66,8 +66,11 @@
  * - ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (cuda_host_ldmatrix_x4): a warp collective
  *   like the mma; each lane's row address is checked (in the block's shared memory, 16-byte
  *   aligned) and the four matrices are distributed by the PTX ISA's layout.
+ * - cp.async (16 bytes, zero fill), commit_group, wait_group (cuda_host_cp_async16 and after):
+ *   per thread, done as late as the PTX ISA allows (at the covering wait_group), the destination
+ *   holding NaN bytes until then, so a read before the wait or its barrier is seen.
  * - Not emulated: 2-D / 3-D warp numbering, partial masks, __shfl_up/down, atomics, textures,
- *   streams and events, device memory allocation (pointers are host pointers), async copies,
+ *   streams and events, device memory allocation (pointers are host pointers), bulk and TMA copies,
  *   cooperative groups, clusters. Anything the file uses must be added here first. Linux only
  *   (futex, CPU affinity).
  */
@@ -319,6 +322,11 @@ struct ThreadState {
     unsigned tid = 0, warp = 0, lane = 0;
     unsigned phase = 0;       // collectives so far in this block (selects the exchange buffer)
     size_t stat_used = 0;     // static shared bytes handed out so far (same order in every thread)
+    // cp.async: this thread's copies not yet waited for, each with the group it was committed in
+    // (group -1: issued, not yet committed)
+    struct Copy { unsigned char *dst; const unsigned char *src; unsigned n, fill; long group; };
+    std::vector<Copy> copies;
+    long groups = 0;          // groups committed so far
 };
 inline thread_local ThreadState ts;
 
@@ -468,6 +476,10 @@ inline bool launch(const void *kernel, dim3 grid, dim3 block, size_t smem, const
                 threadIdx = uint3{tid, 0, 0};
                 blockIdx = bi;
                 body();
+                if (!ts.copies.empty())
+                    fatal("%s: thread %ld ended with %ld copies not waited for", "cp.async", (long)tid,
+                          (long)ts.copies.size());
+                ts.groups = 0;
                 blk->warps[ts.warp].bar.retire();
                 blk->bar.retire();
                 ts.blk = nullptr;
@@ -623,6 +635,49 @@ static inline void cuda_host_ldmatrix_x4(uint32_t (&r)[4], const void *p, bool t
         }
         r[i] = (uint32_t)lo | (uint32_t)hi << 16;
     }
+}
+
+/* cp.async.cg.shared.global [dst], [src], 16, src_size; cp.async.commit_group; cp.async.wait_group N
+   (the PTX ISA's "Data Movement: cp.async"), per thread: a copy of 16 bytes from global to shared
+   memory, of which the first src_size (0 or 16 here) come from src and the rest are zeros, lands
+   at some time before the thread's wait_group that covers its group. Modelled as late as allowed:
+   the copy is done at that wait_group, and until then the destination holds 0xff bytes (NaN as
+   fp32 and bf16), so a read before the wait (or before the barrier that makes other threads'
+   copies visible) shows up in the results. A copy outside the block's shared memory or not
+   16-byte aligned, and a thread that ends with copies not waited for, are errors. */
+static inline void cuda_host_cp_async16(void *dst, const void *src, unsigned src_size) {
+    cuda_host::need_block("cp.async");
+    cuda_host::Block *blk = cuda_host::ts.blk;
+    unsigned char *d = static_cast<unsigned char *>(dst);
+    bool in_dyn = blk->dyn && d >= blk->dyn && d + 16 <= blk->dyn + blk->dyn_bytes;
+    bool in_stat = d >= blk->stat && d + 16 <= blk->stat + cuda_host::Block::STATIC_BYTES;
+    if (!in_dyn && !in_stat) cuda_host::fatal("%s: thread %ld's destination is not in shared memory", "cp.async", (long)cuda_host::ts.tid);
+    if ((uintptr_t)dst % 16 || (src_size && (uintptr_t)src % 16))
+        cuda_host::fatal("%s: thread %ld's addresses are not 16-byte aligned", "cp.async", (long)cuda_host::ts.tid);
+    if (src_size != 0 && src_size != 16) cuda_host::fatal("%s: src_size %ld is not emulated", "cp.async", (long)src_size);
+    memset(d, 0xff, 16);
+    cuda_host::ts.copies.push_back({d, static_cast<const unsigned char *>(src), 16, src_size, -1});
+}
+static inline void cuda_host_cp_async_commit(void) {
+    cuda_host::need_block("cp.async.commit_group");
+    for (auto &c : cuda_host::ts.copies)
+        if (c.group < 0) c.group = cuda_host::ts.groups;
+    cuda_host::ts.groups++;
+}
+// Wait until at most n of this thread's most recent groups are pending (copies not yet committed
+// are pending too, as in the PTX ISA).
+static inline void cuda_host_cp_async_wait(int n) {
+    cuda_host::need_block("cp.async.wait_group");
+    std::vector<cuda_host::ThreadState::Copy> left;
+    for (auto &c : cuda_host::ts.copies) {
+        if (c.group >= 0 && c.group < cuda_host::ts.groups - n) {
+            memset(c.dst, 0, c.n);
+            if (c.fill) memcpy(c.dst, c.src, c.fill);
+        } else {
+            left.push_back(c);
+        }
+    }
+    cuda_host::ts.copies.swap(left);
 }
 
 /* ---- shared memory (src/cuda/flash_attn.cu's FLASH_DYNAMIC_SHARED / FLASH_SHARED_ARRAY) */
