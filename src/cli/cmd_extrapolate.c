@@ -88,7 +88,7 @@ static int check_flags(extrap_opts *o, const char *device, const char *task, con
         return args_error(cmd, "missing --data DIR (a folder written by `lssar data build`)");
     int ps = gpt_pos_parse(pos);
     if (ps < 0) return args_error(cmd, "--pos '%s' is unknown: use rope, learned or none", pos);
-    t->pos = (gpt_pos)ps;
+    t->pos = (lssar_pos)ps;
     if (t->steps < 1 || t->seq < 1 || t->batch < 1 || t->accum < 1)
         return args_error(cmd, "--steps, --seq, --batch and --accum must be >= 1");
     if (t->layers < 1 || t->heads < 1 || t->dim % t->heads)
@@ -130,7 +130,7 @@ static int parse_lists(extrap_opts *o, const char *factors, const char *lssar_p)
     o->nfactors = args_int_list(cmd, "--factors", factors, o->factors, EXTRAP_MAX_LENGTHS);
     if (o->nfactors < 1) return 2;
     for (int i = 0; i < o->nfactors; i++)
-        if (o->train.pos == GPT_POS_LEARNED && o->factors[i] > 1)
+        if (o->train.pos == LSSAR_POS_LEARNED && o->factors[i] > 1)
             return args_error(cmd, "learned positions cannot go past --seq: use --pos rope or none, or "
                                    "--factors 1");
     o->npowers = exp_parse_doubles(lssar_p, o->powers, EXTRAP_MAX_POWERS);

@@ -39,14 +39,6 @@
    gpt_create stores the value it uses) and temp_d (0 = the head size). */
 typedef lssar_model_config gpt_config;
 
-/* Earlier names of lssar_pos and lssar_pos_name, still used by the extrapolation code that is moving
-   to src/exp; new code uses the lssar_ names. */
-typedef lssar_pos gpt_pos;
-#define GPT_POS_ROPE LSSAR_POS_ROPE
-#define GPT_POS_LEARNED LSSAR_POS_LEARNED
-#define GPT_POS_NONE LSSAR_POS_NONE
-#define gpt_pos_name lssar_pos_name
-
 #define GPT_ROPE_BASE 10000.0f
 /* The rule for a given base (the config's 0 means GPT_ROPE_BASE): finite and > 1. */
 static inline int gpt_rope_base_ok(float b) { return b > 1.0f && isfinite(b); }
