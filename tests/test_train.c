@@ -47,7 +47,7 @@ static void base_opts(train_opts *o, const char *out) {
     o->data = tpath("train.bin");
     o->val = tpath("val.bin");
     o->out = out;
-    o->layers = 2; o->heads = 2; o->dim = 32; o->vocab = 16;
+    o->model.layers = 2; o->model.heads = 2; o->model.dim = 32; o->model.vocab = 16;
     o->seq = 32; o->batch = 4; o->steps = 20; o->lr = 3e-3f; o->warmup = 4;
     o->threads = 1; o->quiet = 1;
 }
@@ -346,7 +346,7 @@ static void test_nan_stops(void) {
 static void test_bad_inputs(void) {
     train_opts o;
     base_opts(&o, tpath("bad"));
-    o.vocab = 8;   // the pattern uses ids up to 15
+    o.model.vocab = 8;   // the pattern uses ids up to 15
     int rc = train_run(&o, NULL);
     CHECK(rc == LSSAR_E_FORMAT && strstr(lssar_errmsg(), "train.bin") && strstr(lssar_errmsg(), "--vocab"), "vocab: %s", lssar_errmsg());
     base_opts(&o, tpath("bad"));

@@ -80,7 +80,7 @@ static const char *ABOUT =
 static int check_flags(extrap_opts *o, const char *device, const char *task, const char *pos) {
     const char *cmd = "extrapolate";
     train_opts *t = &o->train;
-    if (args_device(cmd, device, &t->device)) return 2;
+    if (args_device(cmd, device, &t->model.device)) return 2;
     o->mqar = !strcmp(task, "mqar");
     if (!o->mqar && strcmp(task, "text"))
         return args_error(cmd, "--task '%s' is unknown: use text or mqar", task);
@@ -88,17 +88,17 @@ static int check_flags(extrap_opts *o, const char *device, const char *task, con
         return args_error(cmd, "missing --data DIR (a folder written by `lssar data build`)");
     int ps = gpt_pos_parse(pos);
     if (ps < 0) return args_error(cmd, "--pos '%s' is unknown: use rope, learned or none", pos);
-    t->pos = (lssar_pos)ps;
+    t->model.pos = (lssar_pos)ps;
     if (t->steps < 1 || t->seq < 1 || t->batch < 1 || t->accum < 1)
         return args_error(cmd, "--steps, --seq, --batch and --accum must be >= 1");
-    if (t->layers < 1 || t->heads < 1 || t->dim % t->heads)
+    if (t->model.layers < 1 || t->model.heads < 1 || t->model.dim % t->model.heads)
         return args_error(cmd, "--heads must divide --dim (and both be >= 1)");
     if (o->eval_batch < 1) return args_error(cmd, "--eval-batch must be >= 1");
     if (o->seeds < 1 || o->seeds > EXTRAP_MAX_RUNS)
         return args_error(cmd, "--seeds must be in 1..%d (got %d)", EXTRAP_MAX_RUNS, o->seeds);
     if (!(t->passkey_mix >= 0 && t->passkey_mix <= 1))
         return args_error(cmd, "--passkey-mix must be in [0, 1] (got %g)", t->passkey_mix);
-    if (args_rope_temp(cmd, t->rope_base, t->temp_d)) return 2;
+    if (args_rope_temp(cmd, t->model.rope_base, t->model.temp_d)) return 2;
     if (o->mqar && t->passkey_mix > 0)
         return args_error(cmd, "--passkey-mix needs text data: drop it for --task mqar");
     return 0;
@@ -130,7 +130,7 @@ static int parse_lists(extrap_opts *o, const char *factors, const char *lssar_p)
     o->nfactors = args_int_list(cmd, "--factors", factors, o->factors, EXTRAP_MAX_LENGTHS);
     if (o->nfactors < 1) return 2;
     for (int i = 0; i < o->nfactors; i++)
-        if (o->train.pos == LSSAR_POS_LEARNED && o->factors[i] > 1)
+        if (o->train.model.pos == LSSAR_POS_LEARNED && o->factors[i] > 1)
             return args_error(cmd, "learned positions cannot go past --seq: use --pos rope or none, or "
                                    "--factors 1");
     o->npowers = exp_parse_doubles(lssar_p, o->powers, EXTRAP_MAX_POWERS);
@@ -165,6 +165,7 @@ int cmd_extrapolate(int argc, char **argv) {
     train_opts *t = &o.train;
     const char *factors = "1,2,4,8,16", *lssar_p = "15", *pos = "rope", *task = "text", *downstream = NULL;
     const char *device_name = "cpu";
+    int untied = 0;
     arg_spec sp[] = {
         {"task", ARG_STR, &task, "text (held-out documents) or mqar (associative recall)", 0, 0},
         {"data", ARG_STR, &o.data, "folder from `lssar data build` (text task)", 0, 0},
@@ -196,15 +197,15 @@ int cmd_extrapolate(int argc, char **argv) {
         {"mqar-train-seqs", ARG_INT, &o.mqar_train_seqs,
          "mqar: training sequences (0: steps x batch x accum x 2)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
-        {"rope-base", ARG_FLOAT, &t->rope_base,
+        {"rope-base", ARG_FLOAT, &t->model.rope_base,
          "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
-        {"temp-d", ARG_INT, &t->temp_d,
+        {"temp-d", ARG_INT, &t->model.temp_d,
          "lssa/lssar: the D of the ln(D) ln(n) temperature (0: the head size, as the paper)", 0, 0},
-        {"layers", ARG_INT, &t->layers, "transformer blocks", 0, 0},
-        {"heads", ARG_INT, &t->heads, "attention heads", 0, 0},
-        {"dim", ARG_INT, &t->dim, "model width", 0, 0},
-        {"vocab", ARG_INT, &t->vocab, "token ids (0: from the data; byte data wants 257)", 0, 0},
-        {"untied", ARG_BOOL, &t->untied, "separate output head", 0, 0},
+        {"layers", ARG_INT, &t->model.layers, "transformer blocks", 0, 0},
+        {"heads", ARG_INT, &t->model.heads, "attention heads", 0, 0},
+        {"dim", ARG_INT, &t->model.dim, "model width", 0, 0},
+        {"vocab", ARG_INT, &t->model.vocab, "token ids (0: from the data; byte data wants 257)", 0, 0},
+        {"untied", ARG_BOOL, &untied, "separate output head", 0, 0},
         {"seq", ARG_INT, &t->seq, "training length T", 0, 0},
         {"batch", ARG_INT, &t->batch, "sequences per micro-batch", 0, 0},
         {"accum", ARG_INT, &t->accum, "micro-batches per step", 0, 0},
@@ -223,6 +224,7 @@ int cmd_extrapolate(int argc, char **argv) {
         {0}};
     int rc = args_parse("extrapolate", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
+    t->model.tied = !untied;   // the flag names the exception, the config the default
     if ((rc = check_flags(&o, device_name, task, pos)) || (rc = resolve_tasks(&o, downstream)) ||
         (rc = parse_lists(&o, factors, lssar_p)))
         return rc;

@@ -159,7 +159,9 @@ static int other_model(const char *run, const train_opts *to) {
     int rc = ckpt_config_from_meta(&f, &c, NULL);
     st_close(&f);
     if (rc) return 0;
-    if (c.attn == to->attn && c.layers == to->layers && c.heads == to->heads && c.dim == to->dim && c.tied == !to->untied) {
+    const gpt_config *tc = &to->model;
+    if (c.attn == tc->attn && c.layers == tc->layers && c.heads == tc->heads && c.dim == tc->dim &&
+        c.tied == tc->tied) {
         train_state ts;   // the same model; was it trained with the same optimizer?
         snprintf(mp, sizeof mp, "%s/" CKPT_TRAINER_FILE, run);
         if (ckpt_read_train_state(mp, &ts) || (ts.eps == to->eps && ts.wd == to->wd)) return 0;   // unreadable: resume reports it
@@ -170,8 +172,8 @@ static int other_model(const char *run, const train_opts *to) {
     }
     lssar_fail(LSSAR_E_ARG, "%s holds a %s model of %d layers, %d heads, width %d, %s heads from an earlier run; this scale "
                "trains %s, %d layers, %d heads, width %d, %s heads: remove %s (or pass another --out) to train it afresh",
-               run, lssar_attn_name(c.attn), c.layers, c.heads, c.dim, c.tied ? "tied" : "untied", lssar_attn_name(to->attn),
-               to->layers, to->heads, to->dim, to->untied ? "untied" : "tied", run);
+               run, lssar_attn_name(c.attn), c.layers, c.heads, c.dim, c.tied ? "tied" : "untied",
+               lssar_attn_name(tc->attn), tc->layers, tc->heads, tc->dim, tc->tied ? "tied" : "untied", run);
     return 1;
 }
 
@@ -492,14 +494,14 @@ int cmd_orbits_run(int argc, char **argv) {
         train_opts *to = &sa.train;
         train_opts_default(to);
         to->data = shards; to->val = valpath; to->out = run;
-        lssar_attn_parse(kinds[k], &to->attn);  // checked above
-        to->pos = (lssar_pos)gpt_pos_parse(pos);
-        to->vocab = LSSAR_ORB_VOCAB; to->align = LSSAR_ORB_ROWS;
-        to->untied = !sc->ordered; to->ordinal = sc->ordered ? LSSAR_ORB_BINS : 0;
+        lssar_attn_parse(kinds[k], &to->model.attn);  // checked above
+        to->model.pos = (lssar_pos)gpt_pos_parse(pos);
+        to->model.vocab = LSSAR_ORB_VOCAB; to->align = LSSAR_ORB_ROWS;
+        to->model.tied = sc->ordered != 0; to->ordinal = sc->ordered ? LSSAR_ORB_BINS : 0;
         if (sc->ordered) { to->wd = 0; to->eps = ORDERED_EPS; }
-        to->layers = sc->layers; to->heads = sc->heads; to->dim = sc->dim;
+        to->model.layers = sc->layers; to->model.heads = sc->heads; to->model.dim = sc->dim;
         to->seq = sc->seq; to->batch = sc->batch; to->steps = train_steps; to->lr = sc->lr;
-        to->quiet = 1; to->threads = threads; to->device = device;
+        to->quiet = 1; to->threads = threads; to->model.device = device;
         to->seed = defaults.seed + (uint64_t)s;
         snprintf(path, sizeof path, "%s/" CKPT_MODEL_FILE, run);
         if (!g_dry && !access(path, F_OK)) {   // an earlier run of this pipeline: continue it (or find it done)

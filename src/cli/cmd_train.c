@@ -107,15 +107,15 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     }
     SAME("attn", given_attn == c.attn, "%s", lssar_attn_name(c.attn), attn);
     SAME("pos", gpt_pos_parse(pos) == (int)c.pos, "%s", lssar_pos_name(c.pos), pos);
-    SAME("p", o->p == c.p, "%g", c.p, o->p);
-    SAME("len-norm", o->len_norm == c.len_norm, "%s", lssar_len_norm_name(c.len_norm), len_norm);
-    SAME("rope-base", o->rope_base == c.rope_base, "%g", c.rope_base, o->rope_base);
-    SAME("temp-d", o->temp_d == c.temp_d, "%d", c.temp_d, o->temp_d);
-    SAME("layers", o->layers == c.layers, "%d", c.layers, o->layers);
-    SAME("heads", o->heads == c.heads, "%d", c.heads, o->heads);
-    SAME("dim", o->dim == c.dim, "%d", c.dim, o->dim);
-    SAME("vocab", o->vocab == c.vocab, "%d", c.vocab, o->vocab);
-    SAME("untied", o->untied == !c.tied, "%d", !c.tied, o->untied);
+    SAME("p", o->model.p == c.p, "%g", c.p, o->model.p);
+    SAME("len-norm", o->model.len_norm == c.len_norm, "%s", lssar_len_norm_name(c.len_norm), len_norm);
+    SAME("rope-base", o->model.rope_base == c.rope_base, "%g", c.rope_base, o->model.rope_base);
+    SAME("temp-d", o->model.temp_d == c.temp_d, "%d", c.temp_d, o->model.temp_d);
+    SAME("layers", o->model.layers == c.layers, "%d", c.layers, o->model.layers);
+    SAME("heads", o->model.heads == c.heads, "%d", c.heads, o->model.heads);
+    SAME("dim", o->model.dim == c.dim, "%d", c.dim, o->model.dim);
+    SAME("vocab", o->model.vocab == c.vocab, "%d", c.vocab, o->model.vocab);
+    SAME("untied", o->model.tied == c.tied, "%d", !c.tied, !o->model.tied);
     SAME("seq", o->seq == s.seq, "%d", s.seq, o->seq);
     SAME("batch", o->batch == s.batch, "%d", s.batch, o->batch);
     // the checkpoint's accum counts the micro-batches of a step over all ranks
@@ -144,7 +144,7 @@ int cmd_train(int argc, char **argv) {
     train_opts o;
     train_opts_default(&o);
     const char *attn = "lssar", *pos = "rope", *len_norm = "train";
-    int steps = 100, no_plot = 0;
+    int steps = 100, no_plot = 0, untied = 0;
     const char *device_name = "cpu";
     arg_spec sp[] = {
         {"data", ARG_STR, &o.data, "training shards TRAIN.bin[,MORE.bin] (required unless --resume)", 0, 0},
@@ -154,16 +154,20 @@ int cmd_train(int argc, char **argv) {
         {"attn", ARG_STR, &attn, "attention: softmax, ssmax, lssa, lssar, sigmoid or relu, or a preset with other "
                                  "stages: +dot, +ssmax, +cos (score), +exp, +softplus (phi), +rw, +norw (re-weighting), "
                                  "e.g. softmax+cos+rw", 0, 0},
-        {"p", ARG_FLOAT, &o.p, "re-weighting power p (the kinds that re-weight: lssar, softmax+rw, ...)", 0, 0},
+        {"p", ARG_FLOAT, &o.model.p,
+         "re-weighting power p (the kinds that re-weight: lssar, softmax+rw, ...)", 0, 0},
         {"len-norm", ARG_STR, &len_norm, "sigmoid/relu length normalisation: train (L = --seq) or row (L = n)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
-        {"rope-base", ARG_FLOAT, &o.rope_base, "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
-        {"temp-d", ARG_INT, &o.temp_d, "lssa/lssar: the D of the ln(D) ln(n) temperature (0: the head size, as the paper)", 0, 0},
-        {"layers", ARG_INT, &o.layers, "transformer blocks", 0, 0},
-        {"heads", ARG_INT, &o.heads, "attention heads (must divide --dim)", 0, 0},
-        {"dim", ARG_INT, &o.dim, "model width", 0, 0},
-        {"vocab", ARG_INT, &o.vocab, "token ids per channel (0: what the shards record, else 50257: see above)", 0, 0},
-        {"untied", ARG_BOOL, &o.untied, "separate output head instead of the token embedding", 0, 0},
+        {"rope-base", ARG_FLOAT, &o.model.rope_base,
+         "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
+        {"temp-d", ARG_INT, &o.model.temp_d,
+         "lssa/lssar: the D of the ln(D) ln(n) temperature (0: the head size, as the paper)", 0, 0},
+        {"layers", ARG_INT, &o.model.layers, "transformer blocks", 0, 0},
+        {"heads", ARG_INT, &o.model.heads, "attention heads (must divide --dim)", 0, 0},
+        {"dim", ARG_INT, &o.model.dim, "model width", 0, 0},
+        {"vocab", ARG_INT, &o.model.vocab,
+         "token ids per channel (0: what the shards record, else 50257: see above)", 0, 0},
+        {"untied", ARG_BOOL, &untied, "separate output head instead of the token embedding", 0, 0},
         {"ordinal", ARG_INT, &o.ordinal, "token ids 0..N-1 are ordered bins (orbits: 7000): their embeddings start as sinusoids of the id, each channel in its own share of the width (fresh runs only)", 0, 0},
         {"seq", ARG_INT, &o.seq, "training sequence length T", 0, 0},
         {"batch", ARG_INT, &o.batch, "sequences per micro-batch", 0, 0},
@@ -197,15 +201,16 @@ int cmd_train(int argc, char **argv) {
     if (rc >= 0) return rc;
     lssar_device device;
     if (args_device("train", device_name, &device)) return 2;
-    if (args_rope_temp("train", o.rope_base, o.temp_d)) return 2;
-    o.device = device;
+    if (args_rope_temp("train", o.model.rope_base, o.model.temp_d)) return 2;
+    o.model.device = device;
+    o.model.tied = !untied;   // the flag names the exception, the config the default
     int ps = gpt_pos_parse(pos);
-    if (args_attn_kind("train", attn, &o.attn)) return 2;
-    if (lssar_len_norm_parse(len_norm, &o.len_norm))
+    if (args_attn_kind("train", attn, &o.model.attn)) return 2;
+    if (lssar_len_norm_parse(len_norm, &o.model.len_norm))
         return args_error("train", "--len-norm '%s' is unknown: use train or row", len_norm);
     if (ps < 0) return args_error("train", "--pos '%s' is unknown: use rope, learned or none", pos);
-    o.pos = (lssar_pos)ps;
-    if (!(o.p > 0)) return args_error("train", "--p must be > 0 (the paper uses 15)");
+    o.model.pos = (lssar_pos)ps;
+    if (!(o.model.p > 0)) return args_error("train", "--p must be > 0 (the paper uses 15)");
     if (steps < 1) return args_error("train", "--steps must be >= 1");
     if (o.threads < 0) return args_error("train", "--threads must be >= 0");
     if (o.stop_at < 0) return args_error("train", "--stop-at must be >= 0");
@@ -233,10 +238,14 @@ int cmd_train(int argc, char **argv) {
         o.steps = seen(sp, "steps") ? steps : 0;   // 0: keep the stored schedule
     } else {
         if (!o.data) return args_error("train", "missing --data TRAIN.bin[,MORE.bin] (see lssar train --help)");
-        if (o.layers < 1 || o.heads < 1 || o.dim < 1) return args_error("train", "--layers, --heads and --dim must be >= 1");
-        if (o.dim % o.heads) return args_error("train", "--heads %d must divide --dim %d", o.heads, o.dim);
+        const gpt_config *mc = &o.model;
+        if (mc->layers < 1 || mc->heads < 1 || mc->dim < 1)
+            return args_error("train", "--layers, --heads and --dim must be >= 1");
+        if (mc->dim % mc->heads)
+            return args_error("train", "--heads %d must divide --dim %d", mc->heads, mc->dim);
         if (o.seq < 1 || o.batch < 1 || o.accum < 1) return args_error("train", "--seq, --batch and --accum must be >= 1");
-        if (o.vocab < 0 || o.vocab > 65535) return args_error("train", "--vocab must be in 1..65535 (or 0 for the default)");
+        if (mc->vocab < 0 || mc->vocab > 65535)
+            return args_error("train", "--vocab must be in 1..65535 (or 0 for the default)");
         if (!(o.lr > 0)) return args_error("train", "--lr must be > 0");
         o.steps = steps;
     }

@@ -9,7 +9,7 @@
 
 // How a run's model is loaded: a zero-shot run (eval_only) switches the kind.
 static ckpt_load_opts load_opts(const extrap *x, const extrap_run *r) {
-    ckpt_load_opts o = {.device = x->base.device};
+    ckpt_load_opts o = {.device = x->base.model.device};
     if (r->eval_only) { o.set_attn = 1; o.attn = r->attn; o.p = r->p; }
     return o;
 }

@@ -45,8 +45,10 @@ static void add_call(cJSON *root, const extrap *x) {
         cJSON_AddNumberToObject(root, "test_sequences", o->mqar_eval);
     }
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
-    cJSON_AddNumberToObject(cfg, "layers", t->layers); cJSON_AddNumberToObject(cfg, "heads", t->heads);
-    cJSON_AddNumberToObject(cfg, "dim", t->dim); cJSON_AddStringToObject(cfg, "pos", lssar_pos_name(t->pos));
+    const gpt_config *mc = &t->model;
+    cJSON_AddNumberToObject(cfg, "layers", mc->layers); cJSON_AddNumberToObject(cfg, "heads", mc->heads);
+    cJSON_AddNumberToObject(cfg, "dim", mc->dim);
+    cJSON_AddStringToObject(cfg, "pos", lssar_pos_name(mc->pos));
     cJSON_AddNumberToObject(cfg, "seq", t->seq); cJSON_AddNumberToObject(cfg, "batch", t->batch);
     cJSON_AddNumberToObject(cfg, "accum", t->accum); cJSON_AddNumberToObject(cfg, "steps", t->steps);
     cJSON_AddNumberToObject(cfg, "lr", t->lr); cJSON_AddNumberToObject(cfg, "seed", (double)t->seed);

@@ -17,13 +17,14 @@ static int file_exists(const char *p) { struct stat st; return stat(p, &st) == 0
 // model's.
 static int check_folder(const train_opts *base, const char *dir, const extrap_run *r, int64_t *step) {
     gpt *g = NULL;
-    int rc = ckpt_load_model(dir, &(ckpt_load_opts){.device = base->device}, &g, step);
+    int rc = ckpt_load_model(dir, &(ckpt_load_opts){.device = base->model.device}, &g, step);
     if (rc) return rc;
     const gpt_config *c = gpt_get_config(g);
-    int same = c->layers == base->layers && c->heads == base->heads && c->dim == base->dim &&
-               (base->vocab == 0 || c->vocab == base->vocab) && (int)c->attn == r->attn &&
-               (!attn_reweights(r->attn) || c->p == r->p) && c->pos == base->pos && c->max_seq == base->seq &&
-               c->rope_base == base->rope_base && c->temp_d == base->temp_d;
+    const gpt_config *b = &base->model;
+    int same = c->layers == b->layers && c->heads == b->heads && c->dim == b->dim &&
+               (b->vocab == 0 || c->vocab == b->vocab) && (int)c->attn == r->attn &&
+               (!attn_reweights(r->attn) || c->p == r->p) && c->pos == b->pos && c->max_seq == base->seq &&
+               c->rope_base == b->rope_base && c->temp_d == b->temp_d;
     gpt_free(g);
     if (!same)
         return lssar_fail(LSSAR_E_ARG, "%s holds a model with another configuration (layers, heads, dim, "
@@ -54,8 +55,8 @@ static int check_folder(const train_opts *base, const char *dir, const extrap_ru
 static int train_in(const train_opts *base, const char *dir, extrap_run *r, int resume) {
     train_opts o = *base;
     o.out = dir;
-    o.attn = r->attn;
-    o.p = r->p;
+    o.model.attn = r->attn;
+    o.model.p = r->p;
     o.seed = base->seed + (uint64_t)r->seed_ix;   // seed index K: the same init and data order for every kind
     o.resume = resume;
     if (!base->quiet && resume) fprintf(stderr, "extrapolate: resuming %s\n", r->name);

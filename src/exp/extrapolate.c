@@ -30,9 +30,9 @@ static int setup_mqar(extrap *x) {
     const extrap_opts *o = x->o;
     const mqar_params *mp = &o->mqar_task;
     train_opts *b = &x->base;
-    if (b->vocab == 0) b->vocab = mqar_vocab(mp);
-    if (b->vocab < mqar_vocab(mp))
-        return lssar_fail(LSSAR_E_ARG, "--vocab %d is smaller than the mqar vocabulary %d", b->vocab,
+    if (b->model.vocab == 0) b->model.vocab = mqar_vocab(mp);
+    if (b->model.vocab < mqar_vocab(mp))
+        return lssar_fail(LSSAR_E_ARG, "--vocab %d is smaller than the mqar vocabulary %d", b->model.vocab,
                           mqar_vocab(mp));
     char tp[4200];
     int ns = o->mqar_train_seqs > 0 ? o->mqar_train_seqs : 2 * b->steps * b->batch * b->accum;
@@ -69,17 +69,17 @@ static int setup_text(extrap *x) {
                         "cross documents\n", idxp);
     b->val = x->val_path;
     exp_manifest_hash(o->data, x->hash);
-    if (b->vocab == 0) {
-        b->vocab = exp_manifest_vocab(o->data);   // 257 for byte data, 50257 for GPT-2
-        if (b->vocab < 0 || b->vocab > 65535)
+    if (b->model.vocab == 0) {
+        b->model.vocab = exp_manifest_vocab(o->data);   // 257 for byte data, 50257 for GPT-2
+        if (b->model.vocab < 0 || b->model.vocab > 65535)
             return lssar_fail(LSSAR_E_ARG, "%s/manifest.json: tokenizer vocab_size %d is outside 1..65535 "
                                            "(damaged): rebuild the folder with `lssar data build`, or give "
-                                           "--vocab", o->data, b->vocab);
+                                           "--vocab", o->data, b->model.vocab);
     }
-    if (o->ntasks && b->vocab && (b->vocab < 50257 || b->vocab > 50304))
+    if (o->ntasks && b->model.vocab && (b->model.vocab < 50257 || b->model.vocab > 50304))
         return lssar_fail(LSSAR_E_ARG, "--downstream needs models with the GPT-2 tokenizer (vocabulary "
                                        "50257..50304), %s has vocabulary %d (byte-level data?)",
-                          o->data, b->vocab);
+                          o->data, b->model.vocab);
     return 0;
 }
 

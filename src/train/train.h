@@ -118,19 +118,12 @@ typedef struct {
     const char *data;      // comma-separated training shards (on --resume: NULL = the stored ones)
     const char *val;       // validation shard or NULL
     const char *out;       // run directory
-    // model (ignored on resume: the checkpoint's config is used)
-    lssar_attn_kind attn;
-    float p;
-    lssar_len_norm len_norm; // sigmoid / relu (0: train, L = seq)
-    lssar_pos pos;
-    float rope_base;       // RoPE base theta (0: 10000)
-    int temp_d;            // lssa / lssar: the D of ln(D) ln(n) (0: the head size)
-    int layers, heads, dim;
-    int vocab;             // 0: 50257 (GPT-2) if every id fits, else an error asking for --vocab
-    int untied;
+    // The model of a fresh run; on resume the checkpoint's, but for model.device, which applies to
+    // both. model.vocab 0: the shards' recorded vocabulary, else 50257 (GPT-2) if every id fits;
+    // model.channels and max_seq are ignored (the shards' and seq, set when the run opens).
+    gpt_config model;
     int ordinal;           // > 0: ids 0..ordinal-1 are ordered bins, embeddings start as sinusoids
                            // of the id (gpt_init_ordinal); fresh runs only, resume keeps the weights
-    lssar_device device;   // where the model runs (fresh and resumed runs alike)
     int align;             // windows start at multiples of this (1: anywhere; orbits: 1000)
     float passkey_mix;     // share of training windows the source replaces by passkey sequences
     int passkey_prompt;    // their prompt: 0 full, 1 short (src/exp/passkey.h)
@@ -162,12 +155,6 @@ typedef struct {
 
 /* Defaults that match `lssar train --help`. */
 void train_opts_default(train_opts *o);
-/* The model fields of o as a config, and back: the one mapping between them (tied = !untied).
-   channels and max_seq are 0 in the config (the shards' and seq, known when the run opens); vocab
-   is o's (0: chosen then). */
-gpt_config train_opts_model(const train_opts *o);
-void train_opts_set_model(train_opts *o, const gpt_config *c);
-
 typedef struct {
     int64_t step;          // optimizer steps done when the run ended
     float train_loss;      // mean micro-batch loss of the last step (NaN when no step ran)

@@ -17,7 +17,7 @@ void lssar_train_defaults(lssar_train_options *o) {
     memset(o, 0, sizeof *o);
     // vocab 0: the shards' recorded vocabulary, else 50257 if the data fits; channels 0: the
     // shards'; max_seq 0: seq; the CPU
-    o->model = train_opts_model(&t);
+    o->model = t.model;
     o->align = t.align;
     o->steps = 100;           // `lssar train`'s default
     o->batch = t.batch; o->seq = t.seq; o->accum = t.accum;
@@ -89,7 +89,7 @@ int lssar_train(const lssar_train_options *o, lssar_train_result *r) {
     t.val = o->val;
     t.out = o->out;
     t.resume = o->resume;
-    train_opts_set_model(&t, &o->model);
+    t.model = o->model;
     t.align = o->align;
     t.passkey_mix = 0;
     t.source = NULL;

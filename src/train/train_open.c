@@ -12,26 +12,13 @@
 
 void train_opts_default(train_opts *o) {
     memset(o, 0, sizeof *o);
-    o->attn = LSSAR_ATTN_LSSAR; o->p = 15.0f; o->pos = LSSAR_POS_ROPE; o->rope_base = GPT_ROPE_BASE;
-    o->layers = 4; o->heads = 4; o->dim = 128;
+    gpt_config *c = &o->model;   // vocab, channels and max_seq 0: the run's data and seq choose them
+    c->attn = LSSAR_ATTN_LSSAR; c->p = 15.0f; c->pos = LSSAR_POS_ROPE; c->rope_base = GPT_ROPE_BASE;
+    c->layers = 4; c->heads = 4; c->dim = 128; c->tied = 1;
     o->lr = 6e-4f; o->min_lr_frac = 0.1f; o->wd = 0.1f; o->clip = 1.0f;
     o->beta1 = 0.9f; o->beta2 = 0.95f; o->eps = 1e-8f;
     o->warmup = -1; o->steps = 0; o->batch = 8; o->seq = 128; o->accum = 1;
     o->seed = 1337; o->eval_batches = 4; o->align = 1; o->log_every = 1;
-}
-
-gpt_config train_opts_model(const train_opts *o) {
-    gpt_config c = {
-        .layers = o->layers, .heads = o->heads, .dim = o->dim, .vocab = o->vocab, .channels = 0, .max_seq = 0,
-        .pos = o->pos, .attn = o->attn, .p = o->p, .tied = !o->untied, .device = o->device,
-        .len_norm = o->len_norm, .rope_base = o->rope_base, .temp_d = o->temp_d};
-    return c;
-}
-
-void train_opts_set_model(train_opts *o, const gpt_config *c) {
-    o->layers = c->layers; o->heads = c->heads; o->dim = c->dim; o->vocab = c->vocab;
-    o->pos = c->pos; o->attn = c->attn; o->p = c->p; o->untied = !c->tied; o->device = c->device;
-    o->len_norm = c->len_norm; o->rope_base = c->rope_base; o->temp_d = c->temp_d;
 }
 
 static int shard_next_batch(void *ctx, lssar_rng *rng, int B, int T, uint16_t *inputs, uint16_t *targets) {
@@ -84,7 +71,8 @@ static int start_fresh(train_ctx *c) {
     int rc = dl_open(&c->dl, o->data, o->seq, o->align, "--data");
     if (rc) return rc;
     const dataloader *dl = &c->dl;
-    int vocab = o->vocab > 0 ? o->vocab : dl_vocab(dl), mx = dl_max_token(dl);  // else what the shards record
+    // no --vocab: what the shards record
+    int vocab = o->model.vocab > 0 ? o->model.vocab : dl_vocab(dl), mx = dl_max_token(dl);
     if (vocab <= 0) {
         if (mx >= GPT2_VOCAB)
             return lssar_fail(LSSAR_E_ARG, "the training shards hold token ids up to %d: pass --vocab (at "
@@ -95,7 +83,7 @@ static int start_fresh(train_ctx *c) {
                     "(byte tokenizer?): --vocab 257 trains much faster\n", vocab);
     }
     if ((rc = dl_check_vocab(dl, vocab, "--data"))) return rc;
-    gpt_config cfg = train_opts_model(o);
+    gpt_config cfg = o->model;
     cfg.vocab = vocab;
     cfg.channels = dl->channels;
     cfg.max_seq = o->seq;
@@ -137,7 +125,7 @@ static int load_checkpoint(const train_opts *o, gpt **m, train_state *s) {
                           "--resume first", o->out, CKPT_MODEL_FILE, CKPT_TRAINER_FILE);
     int64_t mstep;
     int rc = ckpt_read_train_state(tp, s);
-    if (!rc) rc = ckpt_load_model(mp, &(ckpt_load_opts){.device = o->device}, m, &mstep);
+    if (!rc) rc = ckpt_load_model(mp, &(ckpt_load_opts){.device = o->model.device}, m, &mstep);
     if (!rc && mstep != s->step)
         rc = lssar_fail(LSSAR_E_FORMAT, "%s is at step %lld but %s at step %lld (a run stopped between "
                         "writing the two?): cannot resume exactly; start a new --out", mp, (long long)mstep,

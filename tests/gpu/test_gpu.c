@@ -1487,11 +1487,11 @@ static void tr_opts(train_opts *o, const char *sub, lssar_attn_kind kind, lssar_
     train_opts_default(o);
     o->data = data;
     o->out = op;
-    o->attn = kind;
-    o->layers = 2; o->heads = 4; o->dim = 64; o->vocab = TR_V;
+    o->model.attn = kind;
+    o->model.layers = 2; o->model.heads = 4; o->model.dim = 64; o->model.vocab = TR_V;
     o->seq = TR_T; o->batch = TR_B;
     o->steps = steps; o->warmup = steps / 10; o->lr = lr;
-    o->device = dev;
+    o->model.device = dev;
     o->seed = 7;
     o->quiet = 1;
 }
