@@ -198,17 +198,21 @@ int cmd_attnstats(int argc, char **argv) {
         while (base > names[mi] && base[-1] == '/') base--;
         const char *end = base;
         while (base > names[mi] && base[-1] != '/') base--;
-        if (c->attn == LSSAR_ATTN_LSSAR) snprintf(labels[mi], sizeof labels[mi], "%.*s (lssar p=%g)", (int)(end - base), base, c->p);
+        // (a kind that re-weights with its power: runs of other powers are other configurations)
+        const int rw = attn_reweights(c->attn);
+        if (rw)
+            snprintf(labels[mi], sizeof labels[mi], "%.*s (%s p=%g)", (int)(end - base), base,
+                     lssar_attn_name(c->attn), c->p);
         else snprintf(labels[mi], sizeof labels[mi], "%.*s (%s)", (int)(end - base), base, lssar_attn_name(c->attn));
         // the configuration the seeds of one kind share (what pool_groups groups by)
-        if (c->attn == LSSAR_ATTN_LSSAR) snprintf(keys[mi], sizeof keys[mi], "lssar p=%g", c->p);
+        if (rw) snprintf(keys[mi], sizeof keys[mi], "%s p=%g", lssar_attn_name(c->attn), c->p);
         else if (attn_stages(c->attn).norm == LSSAR_NORM_LEN)
             snprintf(keys[mi], sizeof keys[mi], "%s len-norm %s", lssar_attn_name(c->attn), lssar_len_norm_name(c->len_norm));
         else snprintf(keys[mi], sizeof keys[mi], "%s", lssar_attn_name(c->attn));
         cJSON *mj = cJSON_CreateObject();
         cJSON_AddStringToObject(mj, "model", names[mi]);
         cJSON_AddStringToObject(mj, "attn", lssar_attn_name(c->attn));
-        if (c->attn == LSSAR_ATTN_LSSAR) cJSON_AddNumberToObject(mj, "p", c->p);
+        if (rw) cJSON_AddNumberToObject(mj, "p", c->p);
         cJSON_AddNumberToObject(mj, "train_seq", c->max_seq);
         cJSON *rj = cJSON_AddArrayToObject(mj, "results");
         cJSON_AddItemToArray(ma, mj);
