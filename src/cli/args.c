@@ -81,7 +81,8 @@ int args_parse(const char *cmd, const char *about, arg_spec *specs, int argc, ch
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_help(cmd, about, specs); return 0; }
         if (strncmp(a, "--", 2) != 0)
-            return args_error(cmd, "unexpected argument '%s': flags start with -- (see lssar %s --help)", a, cmd);
+            return args_error(cmd, "unexpected argument '%s': flags start with -- (see lssar %s --help)", a,
+                              cmd);
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         arg_spec *s = specs;
@@ -111,8 +112,10 @@ int args_int_list(const char *cmd, const char *flag, const char *s, int *out, in
         char *end;
         errno = 0;
         long x = strtol(p, &end, 10);
-        if (end == p || errno || x <= 0 || x > 1 << 30 || (*end && *end != ','))
-            { args_error(cmd, "--%s expects positive integers separated by commas, got '%s'", flag, s); return -1; }
+        if (end == p || errno || x <= 0 || x > 1 << 30 || (*end && *end != ',')) {
+            args_error(cmd, "--%s expects positive integers separated by commas, got '%s'", flag, s);
+            return -1;
+        }
         if (n == max) { args_error(cmd, "--%s: at most %d values", flag, max); return -1; }
         out[n++] = (int)x;
         p = *end ? end + 1 : end;
@@ -142,25 +145,33 @@ int args_device(const char *cmd, const char *name, lssar_device *out) {
     if (*out == LSSAR_DEVICE_CUDA && gpus == 0)
         return args_error(cmd, "--device cuda: %s; use --device cpu (or auto)",
                           LSSAR_HAVE_CUDA ? "no CUDA GPU found (none visible to the CUDA runtime)"
-                                          : "this build has no CUDA backend (rebuild where nvcc is installed)");
+                                          : "this build has no CUDA backend (rebuild where nvcc is "
+                                            "installed)");
     return 0;
 }
 
 int args_attn_kind(const char *cmd, const char *name, lssar_attn_kind *out) {
-    if (!name || lssar_attn_parse(name, out)) return args_error(cmd, "--attn: %s", name ? lssar_errmsg() : "missing");
+    if (!name || lssar_attn_parse(name, out))
+        return args_error(cmd, "--attn: %s", name ? lssar_errmsg() : "missing");
     return 0;
 }
 
 int args_rope_temp(const char *cmd, float rope_base, int temp_d) {
     if (!gpt_rope_base_ok(rope_base))
-        return args_error(cmd, "--rope-base must be a finite base > 1 (GPT-NeoX and the paper use 10000), got %g", (double)rope_base);
+        return args_error(cmd,
+                          "--rope-base must be a finite base > 1 (GPT-NeoX and the paper use 10000), got %g",
+                          (double)rope_base);
     if (!attn_temp_d_ok(temp_d))
-        return args_error(cmd, "--temp-d must be 0 (ln of the head size, the paper) or a head size >= 2, got %d", temp_d);
+        return args_error(
+            cmd, "--temp-d must be 0 (ln of the head size, the paper) or a head size >= 2, got %d", temp_d);
     return 0;
 }
 
 int cli_alone_under_ranks(const char *cmd) {
-    fprintf(stderr, "lssar %s: runs in one process; under mpirun only train, eval, extrapolate, symreg, orbits simulate and orbits newton share their work over the %d ranks (docs/DISTRIBUTED.md): run it without mpirun\n",
+    fprintf(stderr,
+            "lssar %s: runs in one process; under mpirun only train, eval, extrapolate, symreg, orbits "
+            "simulate and orbits newton share their work over the %d ranks (docs/DISTRIBUTED.md): run it "
+            "without mpirun\n",
             cmd, lssar_dist_size());
     lssar_dist_error_is_shared();
     return 2;

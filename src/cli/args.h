@@ -41,7 +41,9 @@ int args_int_list(const char *cmd, const char *flag, const char *s, int *out, in
 int args_fail_inputs(const char *cmd, const char *model, const char *data);
 /* --device NAME -> *out: 0, or 2 after printing the error. Every command that builds or loads a
    model takes --device (ARGS_DEVICE_HELP); a build without CUDA refuses cuda when the model is made. */
-#define ARGS_DEVICE_HELP "where the model runs: cpu, cuda (a GPU; a build with the CUDA backend), or auto (the GPU if there is one)"
+#define ARGS_DEVICE_HELP                                                                                    \
+    "where the model runs: cpu, cuda (a GPU; a build with the CUDA backend), or auto (the GPU if there is " \
+    "one)"
 #ifdef LSSAR_CUDA
 #define LSSAR_HAVE_CUDA 1
 #else

@@ -32,7 +32,8 @@ static const char *ABOUT =
     "  sink      weight on the window's first token\n"
     "  top1      largest weight of the row\n"
     "--attn lssar [--p P] evaluates an lssa model with LSSAR re-weighting (and back).\n"
-    "--json FILE: {\"models\": [{\"model\", \"attn\", \"p\", \"results\": [{\"seq\", \"layers\": [{\"layer\",\n"
+    "--json FILE: {\"models\": [{\"model\", \"attn\", \"p\", \"results\": [{\"seq\", \"layers\": "
+    "[{\"layer\",\n"
     "\"entropy\", \"entropy_norm\", \"sink\", \"top1\"}], \"mean\": {...}}]}]}.\n"
     "Seeds: models of one configuration (the same kind, p and length normalisation; e.g. the seeds\n"
     "of `lssar extrapolate --seeds 3`, given in seed order) are pooled: per length the mean of each\n"
@@ -52,8 +53,9 @@ static const char *STAT_NAMES[NSTAT] = {"entropy", "entropy_norm", "sink", "top1
 /* The pooled table and JSON groups: models with the same configuration key, in first-seen order;
    v[model][length][stat] the layer means. Writes each group's mean and interval into gm / gh
    (for the plot). Returns the number of groups, 0 when no group has two models (nothing to pool). */
-static int pool_groups(int nm, char **names, const char keys[][64], double v[][MAXT][NSTAT], int nt, const int *seqs,
-                       char glabel[][64], double gm[][MAXT][NSTAT], double gh[][MAXT][NSTAT], cJSON *root) {
+static int pool_groups(int nm, char **names, const char keys[][64], double v[][MAXT][NSTAT], int nt,
+                       const int *seqs, char glabel[][64], double gm[][MAXT][NSTAT], double gh[][MAXT][NSTAT],
+                       cJSON *root) {
     int gid[MAXM], ng = 0, size[MAXM] = {0}, biggest = 0;
     for (int i = 0; i < nm; i++) {
         int g = 0;
@@ -66,10 +68,12 @@ static int pool_groups(int nm, char **names, const char keys[][64], double v[][M
     int soft = -1;
     for (int g = 0; g < ng; g++) if (!strcmp(glabel[g], "softmax")) soft = g;
     printf("\npooled over the models of each kind (seeds): mean [95%% t interval]%s\n",
-           soft >= 0 ? "; vs softmax: paired difference (model i - softmax model i), * = interval excludes 0" : "");
+           soft >= 0 ? "; vs softmax: paired difference (model i - softmax model i), * = interval excludes 0"
+                     : "");
     int w = 4;   // the kind column: as wide as the longest label ("sigmoid len-norm train")
     for (int g = 0; g < ng; g++) if ((int)strlen(glabel[g]) > w) w = (int)strlen(glabel[g]);
-    printf("%-*s %-6s %3s %26s %26s %26s%s\n", w, "kind", "T", "n", "ent/ln n", "sink", "top1", soft >= 0 ? "   d ent/ln n vs softmax" : "");
+    printf("%-*s %-6s %3s %26s %26s %26s%s\n", w, "kind", "T", "n", "ent/ln n", "sink", "top1",
+           soft >= 0 ? "   d ent/ln n vs softmax" : "");
     cJSON *ga = cJSON_AddArrayToObject(root, "groups");
     for (int g = 0; g < ng; g++) {
         int idx[MAXM], n = 0, sidx[MAXM], ns = 0;
@@ -95,7 +99,9 @@ static int pool_groups(int nm, char **names, const char keys[][64], double v[][M
                 gh[g][t][st] = isnan(h) ? 0 : h;
                 cJSON *o = cJSON_AddObjectToObject(tj, STAT_NAMES[st]);
                 cJSON_AddNumberToObject(o, "mean", m);
-                cJSON_AddItemToObject(o, "ci95", isnan(h) ? cJSON_CreateNull() : cJSON_CreateDoubleArray((double[]){m - h, m + h}, 2));
+                cJSON_AddItemToObject(o, "ci95",
+                                      isnan(h) ? cJSON_CreateNull()
+                                               : cJSON_CreateDoubleArray((double[]){m - h, m + h}, 2));
                 if (isnan(h)) snprintf(cell[st], sizeof cell[st], "%.4f", m);
                 else snprintf(cell[st], sizeof cell[st], "%.4f [%.4f, %.4f]", m, m - h, m + h);
                 if (!paired) continue;
@@ -104,16 +110,21 @@ static int pool_groups(int nm, char **names, const char keys[][64], double v[][M
                 const int excl = !isnan(dh) && (dm - dh > 0 || dm + dh < 0);
                 cJSON *e = cJSON_AddObjectToObject(dj, STAT_NAMES[st]);
                 cJSON_AddNumberToObject(e, "mean", dm);
-                cJSON_AddItemToObject(e, "ci95", isnan(dh) ? cJSON_CreateNull() : cJSON_CreateDoubleArray((double[]){dm - dh, dm + dh}, 2));
+                cJSON_AddItemToObject(e, "ci95",
+                                      isnan(dh) ? cJSON_CreateNull()
+                                                : cJSON_CreateDoubleArray((double[]){dm - dh, dm + dh}, 2));
                 cJSON_AddBoolToObject(e, "excludes_zero", excl);
                 if (st == 1) {
                     if (isnan(dh)) snprintf(dcell, sizeof dcell, "   %+.4f", dm);
-                    else snprintf(dcell, sizeof dcell, "   %+.4f [%+.4f, %+.4f]%s", dm, dm - dh, dm + dh, excl ? " *" : "");
+                    else
+                        snprintf(dcell, sizeof dcell, "   %+.4f [%+.4f, %+.4f]%s", dm, dm - dh, dm + dh,
+                                 excl ? " *" : "");
                 }
             }
             if (dj) cJSON_AddItemToObject(tj, "diff_vs_softmax", dj);
             cJSON_AddItemToArray(rj, tj);
-            printf("%-*s %-6d %3d %26s %26s %26s%s\n", w, glabel[g], seqs[t], n, cell[1], cell[2], cell[3], dcell);
+            printf("%-*s %-6d %3d %26s %26s %26s%s\n", w, glabel[g], seqs[t], n, cell[1], cell[2], cell[3],
+                   dcell);
         }
     }
     return ng;
@@ -168,7 +179,11 @@ int cmd_attnstats(int argc, char **argv) {
     char *names[MAXM];
     int nm = 0;
     for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
-        if (nm == MAXM) { shard_close(&s); exp_docs_free(&docs); return args_error("attnstats", "--model: at most %d models", MAXM); }
+        if (nm == MAXM) {
+            shard_close(&s);
+            exp_docs_free(&docs);
+            return args_error("attnstats", "--model: at most %d models", MAXM);
+        }
         names[nm++] = t;
     }
     static double ent[MAXM][MAXT], sink[MAXM][MAXT], xs[MAXM][MAXT], v[MAXM][MAXT][NSTAT];
@@ -180,15 +195,24 @@ int cmd_attnstats(int argc, char **argv) {
     cJSON_AddNumberToObject(root, "rows", rows);
     cJSON_AddBoolToObject(root, "document_windows", have_docs);
     cJSON *ma = cJSON_AddArrayToObject(root, "models");
-    printf("attention statistics (rows in [T/2, T), %d windows per length%s)\n", windows, have_docs ? ", inside held-out documents" : "");
+    printf("attention statistics (rows in [T/2, T), %d windows per length%s)\n", windows,
+           have_docs ? ", inside held-out documents" : "");
     for (int mi = 0; mi < nm && !rc; mi++) {
         gpt *g = NULL;
         if ((rc = ckpt_load_model(names[mi], &lo, &g, NULL))) break;
         const gpt_config *c = gpt_get_config(g);
-        if (c->channels != s.channels) { rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d channels but the model has %d", data, s.channels, c->channels); gpt_free(g); break; }
-        for (size_t t = 0; t < s.n * (size_t)s.channels; t++)   // one pass: a damaged or foreign shard fails here, naming it
+        if (c->channels != s.channels) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d channels but the model has %d", data, s.channels,
+                            c->channels);
+            gpt_free(g);
+            break;
+        }
+        // one pass: a damaged or foreign shard fails here, naming it
+        for (size_t t = 0; t < s.n * (size_t)s.channels; t++)
             if (s.tokens[t] >= c->vocab) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: token %d at position %zu is outside the vocabulary of %s (0..%d): damaged, or data for another model",
+                rc = lssar_fail(LSSAR_E_FORMAT,
+                                "%s: token %d at position %zu is outside the vocabulary of %s (0..%d): "
+                                "damaged, or data for another model",
                                 data, s.tokens[t], t / s.channels, names[mi], c->vocab - 1);
                 break;
             }
@@ -203,11 +227,14 @@ int cmd_attnstats(int argc, char **argv) {
         if (rw)
             snprintf(labels[mi], sizeof labels[mi], "%.*s (%s p=%g)", (int)(end - base), base,
                      lssar_attn_name(c->attn), c->p);
-        else snprintf(labels[mi], sizeof labels[mi], "%.*s (%s)", (int)(end - base), base, lssar_attn_name(c->attn));
+        else
+            snprintf(labels[mi], sizeof labels[mi], "%.*s (%s)", (int)(end - base), base,
+                     lssar_attn_name(c->attn));
         // the configuration the seeds of one kind share (what pool_groups groups by)
         if (rw) snprintf(keys[mi], sizeof keys[mi], "%s p=%g", lssar_attn_name(c->attn), c->p);
         else if (attn_stages(c->attn).norm == LSSAR_NORM_LEN)
-            snprintf(keys[mi], sizeof keys[mi], "%s len-norm %s", lssar_attn_name(c->attn), lssar_len_norm_name(c->len_norm));
+            snprintf(keys[mi], sizeof keys[mi], "%s len-norm %s", lssar_attn_name(c->attn),
+                     lssar_len_norm_name(c->len_norm));
         else snprintf(keys[mi], sizeof keys[mi], "%s", lssar_attn_name(c->attn));
         cJSON *mj = cJSON_CreateObject();
         cJSON_AddStringToObject(mj, "model", names[mi]);
@@ -216,20 +243,29 @@ int cmd_attnstats(int argc, char **argv) {
         cJSON_AddNumberToObject(mj, "train_seq", c->max_seq);
         cJSON *rj = cJSON_AddArrayToObject(mj, "results");
         cJSON_AddItemToArray(ma, mj);
-        printf("\n%s: %s\n%-8s %-6s %9s %9s %9s %9s\n", names[mi], labels[mi], "T", "layer", "entropy", "ent/ln n", "sink", "top1");
+        printf("\n%s: %s\n%-8s %-6s %9s %9s %9s %9s\n", names[mi], labels[mi], "T", "layer", "entropy",
+               "ent/ln n", "sink", "top1");
         attn_layer_stats *st = calloc(c->layers, sizeof *st);
         uint16_t *win = NULL;
         for (int ti = 0; ti < nt && !rc; ti++) {
             int T = seqs[ti];
             size_t *starts = NULL;
             int nw = 0;
-            if ((rc = have_docs ? exp_doc_windows(&docs, T, windows, &starts, &nw) : exp_plain_windows(s.n, T, windows, &starts, &nw))) break;
+            if ((rc = have_docs ? exp_doc_windows(&docs, T, windows, &starts, &nw)
+                                : exp_plain_windows(s.n, T, windows, &starts, &nw)))
+                break;
             xs[mi][ti] = T;
             ent[mi][ti] = sink[mi][ti] = NAN;
             for (int k = 0; k < NSTAT; k++) v[mi][ti][k] = NAN;
-            if (nw == 0) { printf("%-8d (no window of %d tokens in %s)\n", T, T + 1, data); free(starts); continue; }
+            if (nw == 0) {
+                printf("%-8d (no window of %d tokens in %s)\n", T, T + 1, data);
+                free(starts);
+                continue;
+            }
             win = realloc(win, sizeof(uint16_t) * (size_t)nw * T * c->channels);
-            for (int w = 0; w < nw; w++) memcpy(win + (size_t)w * T * c->channels, s.tokens + starts[w] * c->channels, sizeof(uint16_t) * T * c->channels);
+            for (int w = 0; w < nw; w++)
+                memcpy(win + (size_t)w * T * c->channels, s.tokens + starts[w] * c->channels,
+                       sizeof(uint16_t) * T * c->channels);
             free(starts);
             if ((rc = attn_stats(g, win, nw, T, rows, st))) break;
             cJSON *tj = cJSON_CreateObject();
@@ -245,7 +281,8 @@ int cmd_attnstats(int argc, char **argv) {
                 cJSON_AddNumberToObject(e, "sink", st[l].sink);
                 cJSON_AddNumberToObject(e, "top1", st[l].top1);
                 cJSON_AddItemToArray(lj, e);
-                printf("%-8d %-6d %9.4f %9.4f %9.4f %9.4f\n", T, l, st[l].entropy, st[l].entropy_norm, st[l].sink, st[l].top1);
+                printf("%-8d %-6d %9.4f %9.4f %9.4f %9.4f\n", T, l, st[l].entropy, st[l].entropy_norm,
+                       st[l].sink, st[l].top1);
                 me += st[l].entropy; men += st[l].entropy_norm; ms += st[l].sink; mt += st[l].top1;
             }
             int L = c->layers;
@@ -268,7 +305,11 @@ int cmd_attnstats(int argc, char **argv) {
     if (rc) { cJSON_Delete(root); fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg()); return 1; }
     const int ng = pool_groups(nm, names, keys, v, nt, seqs, glabel, gm, gh, root);
     if (json) {
-        if ((rc = lssar_write_json(json, root))) { cJSON_Delete(root); fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg()); return 1; }
+        if ((rc = lssar_write_json(json, root))) {
+            cJSON_Delete(root);
+            fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg());
+            return 1;
+        }
         printf("\njson: %s\n", json);
     }
     cJSON_Delete(root);
@@ -291,9 +332,14 @@ int cmd_attnstats(int argc, char **argv) {
             ss[i] = (plot_series){glabel[i], nt, gx[i], gy[1][i], ge[1][i]};
         }
         char sp2[4200];
-        snprintf(sp2, sizeof sp2, "%.*s_sink.png", (int)(strlen(plot) > 4 && !strcmp(plot + strlen(plot) - 4, ".png") ? strlen(plot) - 4 : strlen(plot)), plot);
-        if (plot_lines(plot, "attention entropy / ln(n), mean over layers (1 = uniform)", "length T", "normalised entropy", 1, se, nl) ||
-            plot_lines(sp2, "weight on the first token (attention sink), mean over layers", "length T", "sink weight", 1, ss, nl)) {
+        snprintf(sp2, sizeof sp2, "%.*s_sink.png",
+                 (int)(strlen(plot) > 4 && !strcmp(plot + strlen(plot) - 4, ".png") ? strlen(plot) - 4
+                                                                                    : strlen(plot)),
+                 plot);
+        if (plot_lines(plot, "attention entropy / ln(n), mean over layers (1 = uniform)", "length T",
+                       "normalised entropy", 1, se, nl) ||
+            plot_lines(sp2, "weight on the first token (attention sink), mean over layers", "length T",
+                       "sink weight", 1, ss, nl)) {
             fprintf(stderr, "lssar attnstats: %s\n", lssar_errmsg());
             return 1;
         }

@@ -41,7 +41,8 @@ static const char *ABOUT =
     "\"ms_per_step\", \"gflops\", \"tokens_per_s\", \"peak_tflops\", \"mfu\" (null: peak unknown),\n"
     "\"sgemm_gflops\", \"sgemm_ratio\" (null on a GPU), \"peak_rss_bytes\" (CPU), \"device_name\",\n"
     "\"device_held_peak_bytes\", \"device_used_peak_bytes\", \"device_total_bytes\" (GPU)}, ...],\n"
-    "\"attention\": [{\"kind\", \"T\", \"heads\", \"head_dim\", \"fwd_bwd_ms\", \"ratio_vs_softmax\"}, ...]}.";
+    "\"attention\": [{\"kind\", \"T\", \"heads\", \"head_dim\", \"fwd_bwd_ms\", \"ratio_vs_softmax\"}, "
+    "...]}.";
 
 typedef struct { int layers, dim, heads, vocab, B, T; } shape;
 
@@ -84,7 +85,8 @@ static double sgemm_gflops(const shape *s, int repeats) {
         {3 * C, C, L}, {C, C, L}, {4 * C, C, L}, {C, 4 * C, L}, {s->vocab, C, 1}};
     size_t maxA = (size_t)M * 4 * C, maxW = (size_t)(s->vocab > 4 * C ? s->vocab : 4 * C) * 4 * C;
     size_t maxO = (size_t)M * (s->vocab > 4 * C ? s->vocab : 4 * C);
-    float *A = malloc(maxA * sizeof(float)), *W = malloc(maxW * sizeof(float)), *O = malloc(maxO * sizeof(float));
+    float *A = malloc(maxA * sizeof(float)), *W = malloc(maxW * sizeof(float)),
+          *O = malloc(maxO * sizeof(float));
     if (!A || !W || !O) { free(A); free(W); free(O); return NAN; }
     lssar_rng r;
     lssar_rng_seed(&r, 7);
@@ -96,7 +98,8 @@ static double sgemm_gflops(const shape *s, int repeats) {
         int n = repeats < 16 ? repeats : 16;
         for (int k = -1; k < n; k++) {   // k = -1: warm-up
             double t0 = lssar_now();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, g[i].N, g[i].K, 1.0f, A, g[i].K, W, g[i].K, 0.0f, O, g[i].N);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, g[i].N, g[i].K, 1.0f, A, g[i].K, W,
+                        g[i].K, 0.0f, O, g[i].N);
             if (k >= 0) t[k] = lssar_now() - t0;
         }
         flops += g[i].weight * 2.0 * M * g[i].N * g[i].K;
@@ -128,10 +131,14 @@ static int time_step(const shape *s, lssar_attn_kind kind, lssar_pos pos, lssar_
     int lnf = gpt_tensor_index(m, "ln_f.bias");   // (C): read back after each step
     lssar_rng r;
     lssar_rng_seed(&r, 3);
-    for (size_t i = 0; i < n; i++) { in[i] = (uint16_t)lssar_rng_below(&r, s->vocab); tg[i] = (uint16_t)lssar_rng_below(&r, s->vocab); }
+    for (size_t i = 0; i < n; i++) {
+        in[i] = (uint16_t)lssar_rng_below(&r, s->vocab);
+        tg[i] = (uint16_t)lssar_rng_below(&r, s->vocab);
+    }
     double t[64];
     int rc = 0;
-    for (int k = -warmup; k < repeats && !rc; k++) {   // k < 0: warm-up (first touch of every buffer, GEMM plans)
+    // k < 0: warm-up (first touch of every buffer, GEMM plans)
+    for (int k = -warmup; k < repeats && !rc; k++) {
         double t0 = lssar_now();
         float loss;
         rc = gpt_zero_grad(m);
@@ -146,7 +153,8 @@ static int time_step(const shape *s, lssar_attn_kind kind, lssar_pos pos, lssar_
     if (rc) fprintf(stderr, "lssar bench: %s\n", lssar_errmsg());
     else {
         res->ms = 1e3 * median(t, repeats);
-        res->have_dev = !gpt_device_stats(m, res->dev_name, sizeof res->dev_name, &res->held_peak, &res->used_peak, &res->total);
+        res->have_dev = !gpt_device_stats(m, res->dev_name, sizeof res->dev_name, &res->held_peak,
+                                          &res->used_peak, &res->total);
     }
     gpt_free(m);
     free(in); free(tg); free(sync);
@@ -158,7 +166,8 @@ static double time_attn(lssar_attn_kind kind, int T, int H, int D, int repeats) 
     size_t n = (size_t)T * H * D;
     float *buf = malloc(8 * n * sizeof(float));
     if (!buf) return NAN;
-    float *q = buf, *k = q + n, *v = k + n, *o = v + n, *dout = o + n, *dq = dout + n, *dk = dq + n, *dv = dk + n;
+    float *q = buf, *k = q + n, *v = k + n, *o = v + n, *dout = o + n, *dq = dout + n, *dk = dq + n,
+          *dv = dk + n;
     lssar_rng r;
     lssar_rng_seed(&r, 5);
     fill(buf, 8 * n, &r, 1);
@@ -186,17 +195,27 @@ int cmd_bench(int argc, char **argv) {
         {"json", ARG_STR, &json, "write the results as JSON to this file", 0, 0},
         {"quick", ARG_BOOL, &quick, "tiny shapes (seconds; for tests)", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
-        {"attn", ARG_STR, &attn, "attention kinds of the timed training steps, a list (e.g. softmax,lssar): one row per kind and shape", 0, 0},
-        {"layers", ARG_INT, &layers, "time one shape of your own: layers (0: the default shapes; an unset shape flag takes GPT-2 small's)", 0, 0},
+        {"attn", ARG_STR, &attn,
+         "attention kinds of the timed training steps, a list (e.g. softmax,lssar): one row per kind and "
+         "shape",
+         0, 0},
+        {"layers", ARG_INT, &layers,
+         "time one shape of your own: layers (0: the default shapes; an unset shape flag takes GPT-2 "
+         "small's)",
+         0, 0},
         {"dim", ARG_INT, &dim, "its width (0: 768 with a shape of your own)", 0, 0},
         {"heads", ARG_INT, &heads, "its heads (0: 12 with a shape of your own)", 0, 0},
         {"vocab", ARG_INT, &vocab, "its vocabulary, <= 65535 (0: 50304)", 0, 0},
         {"batch", ARG_INT, &batch, "sequences per step, B (0: 4, or 2 with --quick)", 0, 0},
         {"seq", ARG_INT, &seq, "sequence length, T (0: 256, or the tiny shapes' with --quick)", 0, 0},
         {"pos", ARG_STR, &pos_name, "positions: rope, learned (GPT-2's) or none", 0, 0},
-        {"peak-tflops", ARG_FLOAT, &peak_tflops, "the device's peak TFLOP/s for MFU (0: a known GPU's dense bf16 peak from its name; none on the CPU)", 0, 0},
+        {"peak-tflops", ARG_FLOAT, &peak_tflops,
+         "the device's peak TFLOP/s for MFU (0: a known GPU's dense bf16 peak from its name; none on the "
+         "CPU)",
+         0, 0},
         {"warmup", ARG_INT, &warmup, "untimed runs before each measurement", 0, 0},
-        {"repeats", ARG_INT, &repeats, "timed runs per measurement, at most 64 (0: 3, or 2 for a 12-layer step)", 0, 0},
+        {"repeats", ARG_INT, &repeats,
+         "timed runs per measurement, at most 64 (0: 3, or 2 for a 12-layer step)", 0, 0},
         {"threads", ARG_INT, &threads, "CPU threads (0: all cores)", 0, 0},
         {"no-train", ARG_BOOL, &no_train, "skip the training steps", 0, 0},
         {"no-attn", ARG_BOOL, &no_attn, "skip the attention kernels", 0, 0},
@@ -215,7 +234,9 @@ int cmd_bench(int argc, char **argv) {
             if (args_attn_kind("bench", tok, &kinds_list[nkinds])) return 2;
             nkinds++;
         }
-        if (!nkinds) return args_error("bench", "--attn is empty: give a kind, e.g. --attn lssar or --attn softmax,lssar");
+        if (!nkinds)
+            return args_error("bench", "--attn is empty: give a kind, e.g. --attn lssar or --attn "
+                                       "softmax,lssar");
     }
     int pos = gpt_pos_parse(pos_name);
     if (pos < 0) return args_error("bench", "--pos '%s' is unknown: use rope, learned or none", pos_name);
@@ -223,9 +244,11 @@ int cmd_bench(int argc, char **argv) {
     if (warmup < 0) return args_error("bench", "--warmup must be >= 0");
     if (threads < 0) return args_error("bench", "--threads must be >= 0");
     if (layers < 0 || dim < 0 || heads < 0 || vocab < 0 || batch < 0 || seq < 0)
-        return args_error("bench", "--layers, --dim, --heads, --vocab, --batch and --seq must be >= 0 (0: the default)");
+        return args_error("bench", "--layers, --dim, --heads, --vocab, --batch and --seq must be >= 0 (0: "
+                                   "the default)");
     if (vocab > 65535) return args_error("bench", "--vocab %d: tokens are 16-bit, use at most 65535", vocab);
-    if (!(peak_tflops >= 0) || !isfinite(peak_tflops)) return args_error("bench", "--peak-tflops must be a number >= 0 (0: from the GPU's name)");
+    if (!(peak_tflops >= 0) || !isfinite(peak_tflops))
+        return args_error("bench", "--peak-tflops must be a number >= 0 (0: from the GPU's name)");
     lssar_device device;
     if (args_device("bench", device_name, &device)) return 2;
     const int gpu = device == LSSAR_DEVICE_CUDA;
@@ -251,10 +274,10 @@ int cmd_bench(int argc, char **argv) {
     cJSON_AddStringToObject(root, "train_attn", attn);
     cJSON *tr = cJSON_AddArrayToObject(root, "train"), *at = cJSON_AddArrayToObject(root, "attention");
     if (!no_train) {
-        printf("training step on %s (forward + backward + clip + AdamW%s), median of runs:\n", gpu ? "cuda (bf16)" : "cpu",
-               recompute ? ", activations recomputed" : "");
-        printf("%-8s %6s %6s %6s %4s %6s %10s %10s %12s %7s %10s %7s %10s\n", "attn", "layers", "dim", "heads", "B", "T",
-               "ms/step", "GFLOP/s", "sgemm GF/s", "ratio", "tok/s", "MFU", "peak MiB");
+        printf("training step on %s (forward + backward + clip + AdamW%s), median of runs:\n",
+               gpu ? "cuda (bf16)" : "cpu", recompute ? ", activations recomputed" : "");
+        printf("%-8s %6s %6s %6s %4s %6s %10s %10s %12s %7s %10s %7s %10s\n", "attn", "layers", "dim",
+               "heads", "B", "T", "ms/step", "GFLOP/s", "sgemm GF/s", "ratio", "tok/s", "MFU", "peak MiB");
     }
     for (int kk = 0; kk < nkinds && !no_train && !rc; kk++)
         for (int i = 0; i < nshapes && !rc; i++) {
@@ -269,18 +292,22 @@ int cmd_bench(int argc, char **argv) {
             double sg = gpu ? NAN : sgemm_gflops(s, 3);
             double flop = (6.0 * N + 12.0 * s->layers * s->dim * s->T) * s->B * s->T;
             double gf = flop / (ms * 1e-3) / 1e9, tps = s->B * s->T / (ms * 1e-3);
-            double peak = peak_tflops > 0 ? peak_tflops : (gpu && res.have_dev ? gpu_peak_tflops(res.dev_name) : 0);
+            double peak =
+                peak_tflops > 0 ? peak_tflops : (gpu && res.have_dev ? gpu_peak_tflops(res.dev_name) : 0);
             double mfu = peak > 0 ? gf / (peak * 1e3) : NAN;
             struct rusage ru;
             getrusage(RUSAGE_SELF, &ru);
             double rss = (double)ru.ru_maxrss * 1024.0;   // Linux: kilobytes
             double mem = res.have_dev ? (double)res.held_peak : rss;
             char sgs[32] = "-", rats[32] = "-", mfus[32] = "-";   // "-": not measured (GPU) or no peak known
-            if (isfinite(sg)) { snprintf(sgs, sizeof sgs, "%.1f", sg); snprintf(rats, sizeof rats, "%.3f", gf / sg); }
+            if (isfinite(sg)) {
+                snprintf(sgs, sizeof sgs, "%.1f", sg);
+                snprintf(rats, sizeof rats, "%.3f", gf / sg);
+            }
             if (isfinite(mfu)) snprintf(mfus, sizeof mfus, "%.3f", mfu);
             printf("%-8s %6d %6d %6d %4d %6d %10.1f %10.1f %12s %7s %10.0f %7s %10.0f\n",
-                   lssar_attn_name(kinds_list[kk]), s->layers, s->dim, s->heads, s->B, s->T, ms, gf, sgs, rats, tps,
-                   mfus, mem / 1048576.0);
+                   lssar_attn_name(kinds_list[kk]), s->layers, s->dim, s->heads, s->B, s->T, ms, gf, sgs,
+                   rats, tps, mfus, mem / 1048576.0);
             fflush(stdout);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "attn", lssar_attn_name(kinds_list[kk]));
@@ -312,9 +339,11 @@ int cmd_bench(int argc, char **argv) {
             }
             cJSON_AddItemToArray(tr, o);
         }
-    if (!no_attn && !rc && gpu) printf("attention kernels: not timed on the GPU here (bench/gpu_attn times them: make gpu-bench)\n");
+    if (!no_attn && !rc && gpu)
+        printf("attention kernels: not timed on the GPU here (bench/gpu_attn times them: make gpu-bench)\n");
     if (!no_attn && !rc && !gpu) {
-        printf("attention forward + backward, B = 1, H = %d, D = %d:\n%8s %8s %12s %10s\n", H, D, "kind", "T", "ms", "vs softmax");
+        printf("attention forward + backward, B = 1, H = %d, D = %d:\n%8s %8s %12s %10s\n", H, D, "kind", "T",
+               "ms", "vs softmax");
         lssar_attn_kind kinds[] = {LSSAR_ATTN_SOFTMAX, LSSAR_ATTN_LSSAR};
         for (int j = 0; j < nT && !rc; j++) {
             double base = NAN;

@@ -47,7 +47,8 @@ int cmd_downstream(int argc, char **argv) {
         {"model", ARG_STR, &model, "run directory or model .safetensors file", 1, 0},
         {"tasks", ARG_STR, &tasks, "comma-separated tasks (" DS_ALL_TASKS "), all, NAME=FILE or FILE", 1, 0},
         {"limit", ARG_INT, &limit, "documents per task at most, the first ones (0: all)", 0, 0},
-        {"evals", ARG_STR, &evals, "folder of scripts/fetch-evals.sh (default $LSSAR_DATA/evals or ./data/evals)", 0, 0},
+        {"evals", ARG_STR, &evals,
+         "folder of scripts/fetch-evals.sh (default $LSSAR_DATA/evals or ./data/evals)", 0, 0},
         {"batch", ARG_INT, &batch, "sequences per forward pass", 0, 0},
         {"window", ARG_INT, &window, "context window in tokens (0: the model's training length)", 0, 0},
         {"attn", ARG_STR, &attn, "evaluate with this attention kind instead (lssa <-> lssar only)", 0, 0},
@@ -72,7 +73,9 @@ int cmd_downstream(int argc, char **argv) {
     if (threads > 0) lssar_set_threads(threads);
     char evdir[4096];
     if (evals) snprintf(evdir, sizeof evdir, "%s", evals);
-    else snprintf(evdir, sizeof evdir, "%s/evals", getenv("LSSAR_DATA") && *getenv("LSSAR_DATA") ? getenv("LSSAR_DATA") : "data");
+    else
+        snprintf(evdir, sizeof evdir, "%s/evals",
+                 getenv("LSSAR_DATA") && *getenv("LSSAR_DATA") ? getenv("LSSAR_DATA") : "data");
 
     // the task list (resolved before the model loads, so a typo fails at once)
     char list[4096];
@@ -91,12 +94,28 @@ int cmd_downstream(int argc, char **argv) {
 
     gpt *m = NULL;
     int64_t step = 0;
-    if ((rc = ckpt_load_model(model, &lo, &m, &step))) { fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg()); return 1; }
-    if ((rc = ds_check_model(m))) { fprintf(stderr, "lssar downstream: %s: %s\n", model, lssar_errmsg()); gpt_free(m); return 2; }
+    if ((rc = ckpt_load_model(model, &lo, &m, &step))) {
+        fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg());
+        return 1;
+    }
+    if ((rc = ds_check_model(m))) {
+        fprintf(stderr, "lssar downstream: %s: %s\n", model, lssar_errmsg());
+        gpt_free(m);
+        return 2;
+    }
     lssar_tokenizer *tok = NULL;
-    if ((rc = lssar_tokenizer_open("gpt2", &tok))) { fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg()); gpt_free(m); return 1; }
+    if ((rc = lssar_tokenizer_open("gpt2", &tok))) {
+        fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg());
+        gpt_free(m);
+        return 1;
+    }
     lssar_afile af = {0};
-    if (reqout && lssar_afile_open(&af, reqout)) { fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg()); lssar_tokenizer_free(tok); gpt_free(m); return 1; }
+    if (reqout && lssar_afile_open(&af, reqout)) {
+        fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg());
+        lssar_tokenizer_free(tok);
+        gpt_free(m);
+        return 1;
+    }
     ds_opts o = {limit, batch, window, quiet, reqout ? af.f : NULL};
     ds_result *res = calloc(nt, sizeof *res);
     const gpt_config *c = gpt_get_config(m);
@@ -104,13 +123,22 @@ int cmd_downstream(int argc, char **argv) {
     for (int i = 0; i < nt && !rc; i++) {
         if ((rc = ds_run_task(m, tok, names[i], paths[i], &o, &res[i]))) {
             fprintf(stderr, "lssar downstream: %s: %s\n", names[i], lssar_errmsg());
-            rc = rc == LSSAR_E_FORMAT || rc == LSSAR_E_IO ? 1 : rc == LSSAR_E_ARG || rc == LSSAR_E_UNSUPPORTED ? 2 : 1;
+            rc = rc == LSSAR_E_FORMAT || rc == LSSAR_E_IO         ? 1
+                 : rc == LSSAR_E_ARG || rc == LSSAR_E_UNSUPPORTED ? 2
+                                                                  : 1;
         }
     }
-    if (reqout) { if (rc) lssar_afile_abort(&af); else if (lssar_afile_commit(&af)) { fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg()); rc = 1; } }
+    if (reqout) {
+        if (rc) lssar_afile_abort(&af);
+        else if (lssar_afile_commit(&af)) {
+            fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg());
+            rc = 1;
+        }
+    }
     if (!rc) {
         int W = window > 0 ? window : c->max_seq;
-        printf("Zero-shot downstream accuracy of %s (%s attention, %lld steps, window %d tokens); 95%% Wilson intervals.\n\n",
+        printf("Zero-shot downstream accuracy of %s (%s attention, %lld steps, window %d tokens); 95%% "
+               "Wilson intervals.\n\n",
                model, lssar_attn_name(c->attn), (long long)step, W);
         ds_table_header(stdout);
         for (int i = 0; i < nt; i++) ds_table_row(stdout, &res[i]);
@@ -127,13 +155,19 @@ int cmd_downstream(int argc, char **argv) {
             cJSON_AddNumberToObject(root, "steps", (double)step);
             cJSON_AddNumberToObject(root, "window", W);
             cJSON_AddNumberToObject(root, "limit", limit);
-            cJSON_AddStringToObject(root, "tokenization", "harness: context and continuation encoded separately, left truncation");
-            cJSON_AddStringToObject(root, "acc_norm", "log-likelihood / characters of the choice (lm-evaluation-harness's divisor)");
+            cJSON_AddStringToObject(root, "tokenization",
+                                    "harness: context and continuation encoded separately, left truncation");
+            cJSON_AddStringToObject(root, "acc_norm",
+                                    "log-likelihood / characters of the choice (lm-evaluation-harness's "
+                                    "divisor)");
             cJSON_AddStringToObject(root, "interval", "Wilson 95%");
             cJSON *a = cJSON_AddArrayToObject(root, "results");
             for (int i = 0; i < nt; i++) cJSON_AddItemToArray(a, ds_result_json(&res[i]));
             cJSON_AddNumberToObject(root, "seconds", lssar_now() - t0);
-            if (lssar_write_json(json, root)) { fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg()); rc = 1; }
+            if (lssar_write_json(json, root)) {
+                fprintf(stderr, "lssar downstream: %s\n", lssar_errmsg());
+                rc = 1;
+            }
             cJSON_Delete(root);
         }
     }

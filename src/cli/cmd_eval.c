@@ -81,7 +81,9 @@ int cmd_eval(int argc, char **argv) {
         if (c->pos == LSSAR_POS_LEARNED && T[i] > c->max_seq) {
             int mx = c->max_seq;   // c dies with the model
             gpt_free(m);
-            return args_error("eval", "--seq %d: the model has learned positions for up to %d tokens; use lengths <= %d (only rope and none positions extrapolate)",
+            return args_error("eval",
+                              "--seq %d: the model has learned positions for up to %d tokens; use lengths <= "
+                              "%d (only rope and none positions extrapolate)",
                               T[i], mx, mx);
         }
     shard s;
@@ -97,8 +99,8 @@ int cmd_eval(int argc, char **argv) {
         snprintf(kdesc, sizeof kdesc, "len-norm %s", lssar_len_norm_name(c->len_norm));
     else
         snprintf(kdesc, sizeof kdesc, "p %g", c->p);
-    printf("model %s: %s attention (%s), %s positions, trained at seq %d, step %lld\n", mp, lssar_attn_name(c->attn), kdesc,
-           lssar_pos_name(c->pos), c->max_seq, (long long)step);
+    printf("model %s: %s attention (%s), %s positions, trained at seq %d, step %lld\n", mp,
+           lssar_attn_name(c->attn), kdesc, lssar_pos_name(c->pos), c->max_seq, (long long)step);
     printf("%8s %10s %10s %12s %8s\n", "seq", "loss", "ppl", "tokens", "windows");
     cJSON *root = cJSON_CreateObject(), *res = NULL;
     cJSON_AddStringToObject(root, "model", mp);
@@ -117,7 +119,8 @@ int cmd_eval(int argc, char **argv) {
         double t0 = lssar_now();
         rc = eval_shard_ranks(m, &s, T[i], batch, batches * batch, &er, pp);   // a collective
         if (rc) { fprintf(stderr, "lssar eval: --seq %d: %s\n", T[i], lssar_errmsg()); free(pp); break; }
-        printf("%8d %10.4f %10.3f %12zu %8d   (%.1f s)\n", T[i], er.loss, exp(er.loss), er.tokens, er.windows, lssar_now() - t0);
+        printf("%8d %10.4f %10.3f %12zu %8d   (%.1f s)\n", T[i], er.loss, exp(er.loss), er.tokens, er.windows,
+               lssar_now() - t0);
         fflush(stdout);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "seq", T[i]);
@@ -135,8 +138,8 @@ int cmd_eval(int argc, char **argv) {
     char dname[96];
     size_t held_peak, used_peak, total;
     if (!rc && !gpt_device_stats(m, dname, sizeof dname, &held_peak, &used_peak, &total)) {   // a GPU
-        printf("device %s: peak %.0f MiB held by the model, peak %.0f MiB in use on the device (of %.0f)\n", dname,
-               held_peak / 1048576.0, used_peak / 1048576.0, total / 1048576.0);
+        printf("device %s: peak %.0f MiB held by the model, peak %.0f MiB in use on the device (of %.0f)\n",
+               dname, held_peak / 1048576.0, used_peak / 1048576.0, total / 1048576.0);
         cJSON_AddStringToObject(root, "device_name", dname);
         cJSON_AddNumberToObject(root, "device_held_peak_bytes", (double)held_peak);
         cJSON_AddNumberToObject(root, "device_used_peak_bytes", (double)used_peak);

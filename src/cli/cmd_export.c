@@ -31,16 +31,19 @@ int cmd_export(int argc, char **argv) {
     int rc = args_parse("export", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
     int hf = !strcmp(format, "hf");
-    if (!hf && strcmp(format, "llmc")) return args_error("export", "--format '%s': use llmc (llm.c's model file) or hf (a transformers folder)", format);
+    if (!hf && strcmp(format, "llmc"))
+        return args_error(
+            "export", "--format '%s': use llmc (llm.c's model file) or hf (a transformers folder)", format);
     gpt *m = NULL;
-    if ((rc = ckpt_load_model(model, &(ckpt_load_opts){.device = LSSAR_DEVICE_CPU}, &m, NULL)) || (rc = hf ? hf_save(m, out) : llmc_save(m, out))) {
+    if ((rc = ckpt_load_model(model, &(ckpt_load_opts){.device = LSSAR_DEVICE_CPU}, &m, NULL)) ||
+        (rc = hf ? hf_save(m, out) : llmc_save(m, out))) {
         fprintf(stderr, "lssar export: %s\n", lssar_errmsg());
         gpt_free(m);
         return rc == LSSAR_E_UNSUPPORTED ? 2 : 1;
     }
     const gpt_config *c = gpt_get_config(m);
-    printf("wrote %s: %s (L %d, NH %d, C %d, V %d, maxT %d)\n", out, hf ? "transformers folder" : "llm.c model",
-           c->layers, c->heads, c->dim, c->vocab, c->max_seq);
+    printf("wrote %s: %s (L %d, NH %d, C %d, V %d, maxT %d)\n", out,
+           hf ? "transformers folder" : "llm.c model", c->layers, c->heads, c->dim, c->vocab, c->max_seq);
     gpt_free(m);
     return 0;
 }

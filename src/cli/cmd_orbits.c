@@ -35,7 +35,10 @@ static void usage(FILE *f) {
 
 int cmd_orbits(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return 2; }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
     for (int i = 0; i < NSUBS; i++) {
         if (strcmp(argv[1], subs[i].name)) continue;
         if (!subs[i].ranks && lssar_dist_size() > 1) {
@@ -59,31 +62,44 @@ int cmd_orbits_simulate(int argc, char **argv) {
     int two_body = 0, state = 0, threads = 0, quiet = 0;
     arg_spec specs[] = {
         {"systems", ARG_U64, &systems, "number of systems = sequences of 1000 rows", 0, 0},
-        {"seed", ARG_U64, &o.seed, "random seed; system i uses stream (seed, i), so any --threads gives the same files", 0, 0},
-        {"two-body", ARG_BOOL, &two_body, "one planet per system (K = 1; with --state: a force set for the probe)", 0, 0},
+        {"seed", ARG_U64, &o.seed,
+         "random seed; system i uses stream (seed, i), so any --threads gives the same files", 0, 0},
+        {"two-body", ARG_BOOL, &two_body,
+         "one planet per system (K = 1; with --state: a force set for the probe)", 0, 0},
         {"preset", ARG_STR, &preset, "distributions: code (the released code) or paper (the appendix)", 0, 0},
         {"out", ARG_STR, &out, "output directory (layout: src/orbits/format.h)", 1, 0},
-        {"split", ARG_STR, &split, "file-name prefix: NAME_000000.bin, NAME_systems.bin, NAME.json (use its own --seed)", 0, 0},
-        {"state", ARG_BOOL, &state, "also write NAME_state.bin: per-row positions, velocities, r, masses, |F| (48 bytes a row: 48 kB a system)", 0, 0},
-        {"csv", ARG_STR, &csv, "also write continuous values: system,body,step,t,x,y,vx,vy,mass,star_mass", 0, 0},
+        {"split", ARG_STR, &split,
+         "file-name prefix: NAME_000000.bin, NAME_systems.bin, NAME.json (use its own --seed)", 0, 0},
+        {"state", ARG_BOOL, &state,
+         "also write NAME_state.bin: per-row positions, velocities, r, masses, |F| (48 bytes a row: 48 kB a "
+         "system)",
+         0, 0},
+        {"csv", ARG_STR, &csv, "also write continuous values: system,body,step,t,x,y,vx,vy,mass,star_mass", 0,
+         0},
         {"shard-systems", ARG_U64, &shard_systems, "sequences per token shard", 0, 0},
         {"threads", ARG_INT, &threads, "worker threads (0: all cores / OMP_NUM_THREADS)", 0, 0},
         {"quiet", ARG_BOOL, &quiet, "no progress lines", 0, 0},
         {0}};
     int rc = args_parse("orbits simulate",
-                        "Sample planetary systems (Kepler orbits) and write one 1000-row, 2-channel token sequence per\n"
-                        "system: row 0 the dt token (7000 = 1 week, 7001 = 6 months), then x, y binned into 7000 bins over\n"
-                        "[-50, 50] AU, time-major and body-minor (planets, then the star). Deterministic per --seed.\n"
-                        "Under `mpirun -np N` the ranks split the systems and rank 0 writes the same files as one\n"
+                        "Sample planetary systems (Kepler orbits) and write one 1000-row, 2-channel token "
+                        "sequence per\n"
+                        "system: row 0 the dt token (7000 = 1 week, 7001 = 6 months), then x, y binned into "
+                        "7000 bins over\n"
+                        "[-50, 50] AU, time-major and body-minor (planets, then the star). Deterministic per "
+                        "--seed.\n"
+                        "Under `mpirun -np N` the ranks split the systems and rank 0 writes the same files "
+                        "as one\n"
                         "process, byte for byte (--threads is per rank; docs/DISTRIBUTED.md).",
                         specs, argc, argv);
     if (rc >= 0) return rc;
     if ((o.preset = orb_preset_parse(preset)) < 0)
         return args_error("orbits simulate", "--preset must be code or paper, got '%s'", preset);
     if (systems == 0 || systems > (uint64_t)1 << 40)
-        return args_error("orbits simulate", "--systems must be 1..2^40, got %llu", (unsigned long long)systems);
+        return args_error("orbits simulate", "--systems must be 1..2^40, got %llu",
+                          (unsigned long long)systems);
     if (shard_systems == 0 || shard_systems > 2147483)
-        return args_error("orbits simulate", "--shard-systems must be 1..2147483 (a shard holds < 2^31 rows), got %llu",
+        return args_error("orbits simulate",
+                          "--shard-systems must be 1..2147483 (a shard holds < 2^31 rows), got %llu",
                           (unsigned long long)shard_systems);
     if (threads < 0) return args_error("orbits simulate", "--threads must be >= 0, got %d", threads);
     o.systems = (int64_t)systems;
@@ -126,15 +142,20 @@ int cmd_orbits_bench(int argc, char **argv) {
         {"json", ARG_STR, &json, "also write the figures to this JSON file", 0, 0},
         {0}};
     int rc = args_parse("orbits bench",
-                        "Rows/s of the orbit simulator (a row = one token row; a system = 1000 rows): compute only on\n"
-                        "1 thread and on --threads threads, optionally with the files written; and the projected time\n"
-                        "for the published 10M-system set (1e10 rows) here, and on 16 cores at the measured per-core rate.",
+                        "Rows/s of the orbit simulator (a row = one token row; a system = 1000 rows): "
+                        "compute only on\n"
+                        "1 thread and on --threads threads, optionally with the files written; and the "
+                        "projected time\n"
+                        "for the published 10M-system set (1e10 rows) here, and on 16 cores at the measured "
+                        "per-core rate.",
                         specs, argc, argv);
     if (rc >= 0) return rc;
     lssar_orb_opts o;
     lssar_orb_defaults(&o);
-    if ((o.preset = orb_preset_parse(preset)) < 0) return args_error("orbits bench", "--preset must be code or paper, got '%s'", preset);
-    if (systems == 0 || systems > 100000000) return args_error("orbits bench", "--systems must be 1..1e8, got %llu", (unsigned long long)systems);
+    if ((o.preset = orb_preset_parse(preset)) < 0)
+        return args_error("orbits bench", "--preset must be code or paper, got '%s'", preset);
+    if (systems == 0 || systems > 100000000)
+        return args_error("orbits bench", "--systems must be 1..1e8, got %llu", (unsigned long long)systems);
     if (threads < 0) return args_error("orbits bench", "--threads must be >= 0, got %d", threads);
     int T = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (T < 1) T = 1;
@@ -143,32 +164,47 @@ int cmd_orbits_bench(int argc, char **argv) {
     const double full_rows = 1e10;  // 10M systems x 1000 rows
     lssar_orb_stats s1, sT, sW = {0, 0};
     o.threads = 1;
-    if (lssar_orbits_simulate(NULL, &o, &s1)) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
+    if (lssar_orbits_simulate(NULL, &o, &s1)) {
+        fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg());
+        return 1;
+    }
     o.threads = T;
-    if (lssar_orbits_simulate(NULL, &o, &sT)) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
+    if (lssar_orbits_simulate(NULL, &o, &sT)) {
+        fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg());
+        return 1;
+    }
     double r1 = s1.rows / s1.seconds, rT = sT.rows / sT.seconds;
-    printf("orbits bench: %llu systems (%lld rows), preset %s\n", (unsigned long long)systems, (long long)s1.rows, preset);
-    printf("  compute, 1 thread   : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h\n", r1, s1.seconds, full_rows / r1 / 3600);
-    printf("  compute, %2d threads : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h  (%.2fx of 1 thread)\n",
+    printf("orbits bench: %llu systems (%lld rows), preset %s\n", (unsigned long long)systems,
+           (long long)s1.rows, preset);
+    printf("  compute, 1 thread   : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h\n", r1, s1.seconds,
+           full_rows / r1 / 3600);
+    printf("  compute, %2d threads : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h  (%.2fx of 1 "
+           "thread)\n",
            T, rT, sT.seconds, full_rows / rT / 3600, rT / r1);
     if (write) {
         o.split = "bench";
         o.progress = 0;
         char tmpl[4096];
         snprintf(tmpl, sizeof tmpl, "%s/lssar-orbits-bench-XXXXXX", dir ? dir : "/tmp");
-        if (!mkdtemp(tmpl)) { fprintf(stderr, "lssar orbits bench: cannot create a directory under %s\n", dir ? dir : "/tmp"); return 1; }
+        if (!mkdtemp(tmpl)) {
+            fprintf(stderr, "lssar orbits bench: cannot create a directory under %s\n", dir ? dir : "/tmp");
+            return 1;
+        }
         rc = lssar_orbits_simulate(tmpl, &o, &sW);
         remove_run(tmpl, o.systems, o.shard_systems);
         rmdir(tmpl);
         if (rc) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
         double rW = sW.rows / sW.seconds;
-        printf("  written, %2d threads : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h (%.1f MB/s of tokens)\n",
+        printf("  written, %2d threads : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h (%.1f MB/s of "
+               "tokens)\n",
                T, rW, sW.seconds, full_rows / rW / 3600, rW * 4 / 1e6);
     }
     double per_core = rT / T > r1 ? rT / T : r1;  // shared cores: take the better per-core figure
-    printf("  per core            : %10.3g rows/s -> 10M systems on 16 cores in %.2f h of compute (goal: 1 h; 2.5M rows/s/core)\n",
+    printf("  per core            : %10.3g rows/s -> 10M systems on 16 cores in %.2f h of compute (goal: 1 "
+           "h; 2.5M rows/s/core)\n",
            per_core, full_rows / (per_core * 16) / 3600);
-    printf("  published Python generator (anchors.md): 5.3k rows/s on 2 cores -> %.0fx slower than this run's %d threads\n",
+    printf("  published Python generator (anchors.md): 5.3k rows/s on 2 cores -> %.0fx slower than this "
+           "run's %d threads\n",
            rT / 5.3e3, T);
     if (json) {
         cJSON *j = cJSON_CreateObject();
@@ -180,7 +216,8 @@ int cmd_orbits_bench(int argc, char **argv) {
         cJSON_AddNumberToObject(j, "rows_per_s_threads", rT);
         if (write) cJSON_AddNumberToObject(j, "rows_per_s_written", sW.rows / sW.seconds);
         cJSON_AddNumberToObject(j, "rows_per_s_per_core", per_core);
-        cJSON_AddNumberToObject(j, "hours_10M_systems_here", full_rows / (write ? sW.rows / sW.seconds : rT) / 3600);
+        cJSON_AddNumberToObject(j, "hours_10M_systems_here",
+                                full_rows / (write ? sW.rows / sW.seconds : rT) / 3600);
         cJSON_AddNumberToObject(j, "hours_10M_systems_16_cores", full_rows / (per_core * 16) / 3600);
         int jrc = lssar_write_json(json, j);
         cJSON_Delete(j);

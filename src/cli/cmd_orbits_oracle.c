@@ -18,18 +18,25 @@ int cmd_orbits_oracle(int argc, char **argv) {
         {"data", ARG_STR, &data, "directory holding the force set (simulate --two-body --state)", 1, 0},
         {"split", ARG_STR, &split, "the force set's file prefix in --data", 0, 0},
         {"out", ARG_STR, &out, "output directory: OUT/forces.csv", 1, 0},
-        {"systems", ARG_U64, &systems, "use the first N force-set systems (0: all; 90% fully labelled, 10% with 2 rows)", 0, 0},
-        {"keep", ARG_U64, &keep, "test rows kept: those nearest (1-NN, standardised state) to a labelled row", 0, 0},
+        {"systems", ARG_U64, &systems,
+         "use the first N force-set systems (0: all; 90% fully labelled, 10% with 2 rows)", 0, 0},
+        {"keep", ARG_U64, &keep, "test rows kept: those nearest (1-NN, standardised state) to a labelled row",
+         0, 0},
         {"k", ARG_INT, &k, "neighbours averaged", 0, 0},
         {"seed", ARG_U64, &seed, "seed of the 2 labelled rows per test system", 0, 0},
         {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
         {0}};
     int rc = args_parse("orbits oracle",
-                        "The control of the force probe (Vafa et al. 2025): a k-nearest-neighbour regressor (k = 2) on the\n"
-                        "standardised true state [dx, dy, dvx, dvy, m1, m2] (position and velocity relative to the star,\n"
-                        "planet and star mass; standardised over the labelled rows) predicts |F| for the force set's test\n"
-                        "rows. Labelled: every planet row of systems 0..90%, 2 random planet rows of each other system; the\n"
-                        "other planet rows are test rows, of which the --keep nearest to a labelled state are written to\n"
+                        "The control of the force probe (Vafa et al. 2025): a k-nearest-neighbour regressor "
+                        "(k = 2) on the\n"
+                        "standardised true state [dx, dy, dvx, dvy, m1, m2] (position and velocity relative "
+                        "to the star,\n"
+                        "planet and star mass; standardised over the labelled rows) predicts |F| for the "
+                        "force set's test\n"
+                        "rows. Labelled: every planet row of systems 0..90%, 2 random planet rows of each "
+                        "other system; the\n"
+                        "other planet rows are test rows, of which the --keep nearest to a labelled state "
+                        "are written to\n"
                         "OUT/forces.csv (r,m1,m2,F_pred,F_true), the same rows `lssar orbits probe` writes.",
                         specs, argc, argv);
     if (rc >= 0) return rc;

@@ -32,9 +32,11 @@ static const char *ABOUT =
     "pooled: per cell the successes and trials summed over the models, the Wilson interval of the\n"
     "pooled proportion, and each model's overall accuracy under the table. The seeds of an\n"
     "`lssar extrapolate --seeds 3` run: --model out/lssar-p15,out/lssar-p15-s1,out/lssar-p15-s2.\n"
-    "--json FILE: {\"results\": [{\"length\", \"depth\", \"accuracy\", \"digit_accuracy\", \"place_accuracy\" (the\n"
+    "--json FILE: {\"results\": [{\"length\", \"depth\", \"accuracy\", \"digit_accuracy\", "
+    "\"place_accuracy\" (the\n"
     "5 digits of the key, each right how often), \"trials\", \"lo\",\n"
-    "\"hi\", \"successes\", \"per_model\": [{\"model\", \"accuracy\", \"digit_accuracy\"}]}], \"passkey_mix\": F,\n"
+    "\"hi\", \"successes\", \"per_model\": [{\"model\", \"accuracy\", \"digit_accuracy\"}]}], "
+    "\"passkey_mix\": F,\n"
     "\"trials\": keys per cell and model, \"models\": [...]} (a cell's \"trials\" and \"successes\" are\n"
     "pooled over the models). --plot FILE.png: heatmap of the (pooled) accuracy, length x depth.";
 
@@ -85,7 +87,8 @@ int cmd_passkey(int argc, char **argv) {
     uint64_t seed = 1;
     const char *device_name = "cpu";
     arg_spec sp[] = {
-        {"model", ARG_STR, &model, "run directory (or .safetensors file); several, comma-separated, are pooled", 1, 0},
+        {"model", ARG_STR, &model,
+         "run directory (or .safetensors file); several, comma-separated, are pooled", 1, 0},
         {"lengths", ARG_STR, &lengths_s, "sequence lengths L1,L2,... (tokens the model reads)", 1, 0},
         {"depths", ARG_INT, &depths, "needle depths, evenly spaced from 0% to 100%", 0, 0},
         {"trials", ARG_INT, &trials, "random keys per length and depth (and model)", 0, 0},
@@ -113,39 +116,56 @@ int cmd_passkey(int argc, char **argv) {
 
     // --model A,B,C: the models to pool (one is the plain single-model test)
     static char list[8192];
-    if (strlen(model) >= sizeof list) return args_error("passkey", "--model is longer than %zu characters", sizeof list - 1);
+    if (strlen(model) >= sizeof list)
+        return args_error("passkey", "--model is longer than %zu characters", sizeof list - 1);
     snprintf(list, sizeof list, "%s", model);
     char *names[MAXM];
     int nm = 0;
     for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
         if (nm == MAXM) return args_error("passkey", "--model names more than %d models", MAXM);
         for (int j = 0; j < nm; j++)
-            if (!strcmp(names[j], t)) return args_error("passkey", "--model names %s twice: pooling it twice would count the same trials twice", t);
+            if (!strcmp(names[j], t))
+                return args_error("passkey",
+                                  "--model names %s twice: pooling it twice would count the same trials "
+                                  "twice",
+                                  t);
         names[nm++] = t;
     }
     if (nm < 1) return args_error("passkey", "--model names no model");
     static pk_info info[MAXM];
     for (int m = 0; m < nm; m++) {
-        if ((rc = pk_read_info(names[m], &load, &info[m]))) return args_error("passkey", "%s", lssar_errmsg());
+        if ((rc = pk_read_info(names[m], &load, &info[m])))
+            return args_error("passkey", "%s", lssar_errmsg());
         if (m == 0) continue;
         const pk_info *a = &info[0], *b = &info[m];
         if (b->vocab != a->vocab)
-            return args_error("passkey", "%s has a vocabulary of %d ids but %s has %d: the models pooled by --model must share the tokenizer",
+            return args_error("passkey",
+                              "%s has a vocabulary of %d ids but %s has %d: the models pooled by --model "
+                              "must share the tokenizer",
                               names[m], b->vocab, names[0], a->vocab);
-        if (strcmp(b->kind, a->kind) || b->max_seq != a->max_seq || fabs(b->mix - a->mix) > 1e-9 || b->prompt != a->prompt)
-            return args_error("passkey", "%s (%s attention, trained at T=%d, passkey mix %g) differs from %s (%s, T=%d, mix %g): --model pools only the seeds of one configuration",
+        if (strcmp(b->kind, a->kind) || b->max_seq != a->max_seq || fabs(b->mix - a->mix) > 1e-9 ||
+            b->prompt != a->prompt)
+            return args_error("passkey",
+                              "%s (%s attention, trained at T=%d, passkey mix %g) differs from %s (%s, T=%d, "
+                              "mix %g): --model pools only the seeds of one configuration",
                               names[m], b->kind, b->max_seq, b->mix, names[0], a->kind, a->max_seq, a->mix);
     }
-    if (info[0].channels != 1) return args_error("passkey", "the passkey test needs a one-channel text model");
+    if (info[0].channels != 1)
+        return args_error("passkey", "the passkey test needs a one-channel text model");
     lssar_tokenizer *tok = NULL;
-    if ((rc = passkey_tokenizer_for_vocab(info[0].vocab, &tok))) return args_error("passkey", "%s", lssar_errmsg());
+    if ((rc = passkey_tokenizer_for_vocab(info[0].vocab, &tok)))
+        return args_error("passkey", "%s", lssar_errmsg());
     passkey_pieces pp;
     // the prompt the models were trained with (a model trained without passkeys: the full one)
-    if ((rc = passkey_pieces_init(&pp, tok, (passkey_prompt)info[0].prompt))) { lssar_tokenizer_free(tok); return args_error("passkey", "%s", lssar_errmsg()); }
+    if ((rc = passkey_pieces_init(&pp, tok, (passkey_prompt)info[0].prompt))) {
+        lssar_tokenizer_free(tok);
+        return args_error("passkey", "%s", lssar_errmsg());
+    }
     int minlen = passkey_min_len(&pp) - 1;
     for (int i = 0; i < nl; i++)
         if (lens[i] < minlen) {
-            rc = args_error("passkey", "--lengths %d is too short: the prompt needs at least %d %s tokens", lens[i], minlen, lssar_tokenizer_name(tok));
+            rc = args_error("passkey", "--lengths %d is too short: the prompt needs at least %d %s tokens",
+                            lens[i], minlen, lssar_tokenizer_name(tok));
             passkey_pieces_free(&pp); lssar_tokenizer_free(tok);
             return rc; }
     const int nc = nl * depths;
@@ -160,16 +180,25 @@ int cmd_passkey(int argc, char **argv) {
         gpt *g = NULL;
         if ((rc = ckpt_load_model(names[m], &load, &g, NULL))) break;
         // the metadata was read from this file a moment ago; the loaded model must still agree
-        if (gpt_get_config(g)->vocab != info[0].vocab) rc = lssar_fail(LSSAR_E_FORMAT, "%s changed while it was read", names[m]);
-        if (!rc) rc = passkey_eval(g, &pp, lens, nl, depths, trials, batch, seed, mok + (size_t)m * nc, mds + (size_t)m * nc,
-                                   mpl + (size_t)m * nc * PASSKEY_DIGITS, &pg, (double)m * nc);
+        if (gpt_get_config(g)->vocab != info[0].vocab)
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s changed while it was read", names[m]);
+        if (!rc)
+            rc = passkey_eval(g, &pp, lens, nl, depths, trials, batch, seed, mok + (size_t)m * nc,
+                              mds + (size_t)m * nc, mpl + (size_t)m * nc * PASSKEY_DIGITS, &pg,
+                              (double)m * nc);
         gpt_free(g);
     }
     passkey_pieces_free(&pp);
     char tokname[16];
     snprintf(tokname, sizeof tokname, "%s", lssar_tokenizer_name(tok));
     lssar_tokenizer_free(tok);
-    if (rc) { free(mok); free(mds); free(mpl); fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
+    if (rc) {
+        free(mok);
+        free(mds);
+        free(mpl);
+        fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg());
+        return 1;
+    }
 
     // pooled over the models: every model has `trials` keys per cell, the same keys
     const int ntr = nm * trials;
@@ -181,7 +210,8 @@ int cmd_passkey(int argc, char **argv) {
         for (int m = 0; m < nm; m++) { ok += mok[(size_t)m * nc + k]; ds += mds[(size_t)m * nc + k]; }
         for (int c = 0; c < PASSKEY_DIGITS; c++) {
             place_n[k * PASSKEY_DIGITS + c] = 0;
-            for (int m = 0; m < nm; m++) place_n[k * PASSKEY_DIGITS + c] += mpl[((size_t)m * nc + k) * PASSKEY_DIGITS + c];
+            for (int m = 0; m < nm; m++)
+                place_n[k * PASSKEY_DIGITS + c] += mpl[((size_t)m * nc + k) * PASSKEY_DIGITS + c];
         }
         ok_n[k] = ok;
         acc[k] = (double)ok / ntr;
@@ -197,11 +227,15 @@ int cmd_passkey(int argc, char **argv) {
 
     // table: accuracy per length x depth, then per length overall with its Wilson interval
     if (nm == 1)
-        printf("passkey retrieval: %s (%s attention, trained at T=%d, passkey mix %g), %d trials per cell, %s tokens, %s prompt\n",
-               model, kind, train_T, mix, trials, tokname, passkey_prompt_name((passkey_prompt)info[0].prompt));
+        printf("passkey retrieval: %s (%s attention, trained at T=%d, passkey mix %g), %d trials per cell, "
+               "%s tokens, %s prompt\n",
+               model, kind, train_T, mix, trials, tokname,
+               passkey_prompt_name((passkey_prompt)info[0].prompt));
     else
-        printf("passkey retrieval: %d models pooled (%s attention, trained at T=%d, passkey mix %g), %d trials per cell (%d per model), %s tokens, %s prompt\n",
-               nm, kind, train_T, mix, ntr, trials, tokname, passkey_prompt_name((passkey_prompt)info[0].prompt));
+        printf("passkey retrieval: %d models pooled (%s attention, trained at T=%d, passkey mix %g), %d "
+               "trials per cell (%d per model), %s tokens, %s prompt\n",
+               nm, kind, train_T, mix, ntr, trials, tokname,
+               passkey_prompt_name((passkey_prompt)info[0].prompt));
     printf("%-8s", "length");
     for (int d = 0; d < depths; d++) printf(" %5.0f%%", 100 * dv[d]);
     printf(" | %-6s %-13s %-6s %s\n", "all", "95% CI", "digits", "by place (1st..5th)");
@@ -209,7 +243,12 @@ int cmd_passkey(int argc, char **argv) {
         printf("%-8d", lens[li]);
         int tot = 0;
         double ds = 0;
-        for (int d = 0; d < depths; d++) { int k = li * depths + d; printf(" %6.2f", acc[k]); tot += ok_n[k]; ds += dacc[k]; }
+        for (int d = 0; d < depths; d++) {
+            int k = li * depths + d;
+            printf(" %6.2f", acc[k]);
+            tot += ok_n[k];
+            ds += dacc[k];
+        }
         double l, h;
         wilson_interval(tot, ntr * depths, 1.96, &l, &h);
         printf(" | %6.3f [%.2f, %.2f] %6.3f", (double)tot / (ntr * depths), l, h, ds / depths);
@@ -250,7 +289,8 @@ int cmd_passkey(int argc, char **argv) {
                 cJSON_AddNumberToObject(e, "digit_accuracy", dacc[k]);
                 cJSON *pa = cJSON_AddArrayToObject(e, "place_accuracy");
                 for (int c = 0; c < PASSKEY_DIGITS; c++)
-                    cJSON_AddItemToArray(pa, cJSON_CreateNumber((double)place_n[k * PASSKEY_DIGITS + c] / ntr));
+                    cJSON_AddItemToArray(pa,
+                                         cJSON_CreateNumber((double)place_n[k * PASSKEY_DIGITS + c] / ntr));
                 cJSON_AddNumberToObject(e, "trials", ntr);
                 cJSON_AddNumberToObject(e, "lo", lo[k]);
                 cJSON_AddNumberToObject(e, "hi", hi[k]);
@@ -267,7 +307,13 @@ int cmd_passkey(int argc, char **argv) {
             }
         rc = lssar_write_json(json, root);
         cJSON_Delete(root);
-        if (rc) { free(mok); free(mds); free(mpl); fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg()); return 1; }
+        if (rc) {
+            free(mok);
+            free(mds);
+            free(mpl);
+            fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg());
+            return 1;
+        }
         printf("json: %s\n", json);
     }
     free(mok); free(mds); free(mpl);
@@ -275,8 +321,12 @@ int cmd_passkey(int argc, char **argv) {
         double dp[MAXD];
         for (int d = 0; d < depths; d++) dp[d] = round(100 * dv[d]);
         char title[256];
-        if (nm == 1) snprintf(title, sizeof title, "passkey accuracy, %s (trained at T=%d, mix %g)", kind, train_T, mix);
-        else snprintf(title, sizeof title, "passkey accuracy, %s, %d models pooled (trained at T=%d, mix %g)", kind, nm, train_T, mix);
+        if (nm == 1)
+            snprintf(title, sizeof title, "passkey accuracy, %s (trained at T=%d, mix %g)", kind, train_T,
+                     mix);
+        else
+            snprintf(title, sizeof title, "passkey accuracy, %s, %d models pooled (trained at T=%d, mix %g)",
+                     kind, nm, train_T, mix);
         if (plot_heatmap(plot, title, "needle depth (%)", "length (tokens)", nl, lv, depths, dp, acc, 0, 1)) {
             fprintf(stderr, "lssar passkey: %s\n", lssar_errmsg());
             return 1;

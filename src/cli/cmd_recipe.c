@@ -21,9 +21,11 @@
 static const char *ABOUT =
     "The paper's runs as one command each, on the GPU (--device cuda, or auto when one is found).\n"
     "\n"
-    "  gpt2-124m    GPT-2 124M (12 layers, 12 heads, width 768, T = 1024) with RoPE and the chosen attention,\n"
+    "  gpt2-124m    GPT-2 124M (12 layers, 12 heads, width 768, T = 1024) with RoPE and the chosen "
+    "attention,\n"
     "               with llm.c's 124M hyper-parameters: 524288 tokens per step (--batch x 1024 x the\n"
-    "               accumulation that makes it up), AdamW lr 6e-4, betas 0.9/0.95, weight decay 0.1, clip 1,\n"
+    "               accumulation that makes it up), AdamW lr 6e-4, betas 0.9/0.95, weight decay 0.1, clip "
+    "1,\n"
     "               700 warmup steps then cosine to 0 over 19073 steps (10B tokens: llm.c's FineWeb-10B\n"
     "               shards, --data 'fineweb_train_*.bin' listed with commas, --val fineweb_val_000000.bin);\n"
     "               then the loss at 1K, 2K, 4K, 8K and 16K tokens (lssar eval) and passkey retrieval at\n"
@@ -41,8 +43,10 @@ static const char *ABOUT =
     "rerun or changed by hand. Rerunning the recipe continues: training resumes from OUT/train (bit for\n"
     "bit as an uninterrupted run), and eval / passkey are skipped when their JSON is newer than the model.\n"
     "Writes OUT/train/ (checkpoints, log.jsonl), OUT/eval.json, OUT/passkey.json, OUT/passkey.png,\n"
-    "OUT/RESULTS.md and OUT/recipe.json {\"recipe\", \"attn\", \"device\", \"smoke\", \"stages\": [{\"name\",\n"
-    "\"command\", \"exit\", \"seconds\", \"skipped\"}], \"train\": {\"step\", \"loss\", \"val_loss\"}, \"eval\":\n"
+    "OUT/RESULTS.md and OUT/recipe.json {\"recipe\", \"attn\", \"device\", \"smoke\", \"stages\": "
+    "[{\"name\",\n"
+    "\"command\", \"exit\", \"seconds\", \"skipped\"}], \"train\": {\"step\", \"loss\", \"val_loss\"}, "
+    "\"eval\":\n"
     "[{\"seq\", \"loss\"}], \"passkey\": [{\"length\", \"accuracy\", \"lo\", \"hi\", \"trials\"}]}.\n"
     "Exit status: 0 done, 2 bad flags, 3 training stopped on a NaN (checkpoint intact), 1 a stage failed.";
 
@@ -176,7 +180,9 @@ static cJSON *passkey_summary(const char *path) {
     return out;
 }
 
-static double num(const cJSON *o, const char *key) { return cJSON_GetNumberValue(cJSON_GetObjectItem(o, key)); }
+static double num(const cJSON *o, const char *key) {
+    return cJSON_GetNumberValue(cJSON_GetObjectItem(o, key));
+}
 
 static int write_report(const char *out, cJSON *rep) {
     char path[4200];
@@ -187,16 +193,25 @@ static int write_report(const char *out, cJSON *rep) {
     if (rc || (rc = lssar_afile_open(&af, path))) return rc;
     FILE *f = af.f;
     const cJSON *tr = cJSON_GetObjectItem(rep, "train");
-    fprintf(f, "# lssar recipe %s, %s attention, on %s%s\n\n", cJSON_GetStringValue(cJSON_GetObjectItem(rep, "recipe")),
-            cJSON_GetStringValue(cJSON_GetObjectItem(rep, "attn")), cJSON_GetStringValue(cJSON_GetObjectItem(rep, "device")),
-            cJSON_IsTrue(cJSON_GetObjectItem(rep, "smoke")) ? " (--smoke: a toy model; these numbers check the recipe, not the model)" : "");
-    if (tr) fprintf(f, "Training: step %.0f, train loss %.4f, validation loss %.4f.\n\n", num(tr, "step"), num(tr, "loss"), num(tr, "val_loss"));
+    fprintf(f, "# lssar recipe %s, %s attention, on %s%s\n\n",
+            cJSON_GetStringValue(cJSON_GetObjectItem(rep, "recipe")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(rep, "attn")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(rep, "device")),
+            cJSON_IsTrue(cJSON_GetObjectItem(rep, "smoke")) ? " (--smoke: a toy model; these numbers check "
+                                                              "the recipe, not the model)"
+                                                            : "");
+    if (tr)
+        fprintf(f, "Training: step %.0f, train loss %.4f, validation loss %.4f.\n\n", num(tr, "step"),
+                num(tr, "loss"), num(tr, "val_loss"));
     const cJSON *ev = cJSON_GetObjectItem(rep, "eval"), *e;
     if (ev && cJSON_GetArraySize(ev) > 0) {
         double base = num(cJSON_GetArrayItem(ev, 0), "loss");
-        fprintf(f, "## Loss against context length (lssar eval)\n\n| tokens | loss | minus loss at %.0f |\n|---:|---:|---:|\n",
+        fprintf(f,
+                "## Loss against context length (lssar eval)\n\n| tokens | loss | minus loss at %.0f "
+                "|\n|---:|---:|---:|\n",
                 num(cJSON_GetArrayItem(ev, 0), "seq"));
-        cJSON_ArrayForEach(e, ev) fprintf(f, "| %.0f | %.4f | %+.4f |\n", num(e, "seq"), num(e, "loss"), num(e, "loss") - base);
+        cJSON_ArrayForEach(e, ev)
+            fprintf(f, "| %.0f | %.4f | %+.4f |\n", num(e, "seq"), num(e, "loss"), num(e, "loss") - base);
         fprintf(f, "\n");
     }
     const cJSON *pk = cJSON_GetObjectItem(rep, "passkey");
@@ -204,14 +219,15 @@ static int write_report(const char *out, cJSON *rep) {
         fprintf(f, "## Passkey retrieval (lssar passkey; all depths pooled, 95%% Wilson interval)\n\n"
                    "| tokens | accuracy | 95%% interval | trials |\n|---:|---:|:---:|---:|\n");
         cJSON_ArrayForEach(e, pk)
-            fprintf(f, "| %.0f | %.3f | %.3f-%.3f | %.0f |\n", num(e, "length"), num(e, "accuracy"), num(e, "lo"), num(e, "hi"), num(e, "trials"));
+            fprintf(f, "| %.0f | %.3f | %.3f-%.3f | %.0f |\n", num(e, "length"), num(e, "accuracy"),
+                    num(e, "lo"), num(e, "hi"), num(e, "trials"));
         fprintf(f, "\n");
     }
     fprintf(f, "## Stages (OUT/commands.sh)\n\n| stage | seconds | exit | command |\n|---|---:|---:|---|\n");
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "stages"))
         fprintf(f, "| %s | %s%.1f | %.0f | `%s` |\n", cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")),
-                cJSON_IsTrue(cJSON_GetObjectItem(e, "skipped")) ? "done earlier, " : "", num(e, "seconds"), num(e, "exit"),
-                cJSON_GetStringValue(cJSON_GetObjectItem(e, "command")));
+                cJSON_IsTrue(cJSON_GetObjectItem(e, "skipped")) ? "done earlier, " : "", num(e, "seconds"),
+                num(e, "exit"), cJSON_GetStringValue(cJSON_GetObjectItem(e, "command")));
     return lssar_afile_commit(&af);
 }
 
@@ -236,40 +252,65 @@ static int recipe_gpt2(const gpt2_args *g, runner *r) {
     snprintf(ejson, sizeof ejson, "%s/eval.json", g->out);
     snprintf(pjson, sizeof pjson, "%s/passkey.json", g->out);
     for (int m = 1; m <= 16; m *= 2)
-        snprintf(lengths + strlen(lengths), sizeof lengths - strlen(lengths), "%s%d", m > 1 ? "," : "", m * z->seq);
+        snprintf(lengths + strlen(lengths), sizeof lengths - strlen(lengths), "%s%d", m > 1 ? "," : "",
+                 m * z->seq);
     const int resume = !r->dry && mtime_of(model_file) >= 0;
     args_vec a = {0};
     // 1. training (a rerun resumes; at the last step train says there is nothing to do)
     args_add(&a, "train");
     if (resume) {
-        args_add(&a, "--resume"); args_add(&a, "--out"); args_add(&a, "%s", run); args_add(&a, "--steps"); args_add(&a, "%d", steps);
+        args_add(&a, "--resume");
+        args_add(&a, "--out"); args_add(&a, "%s", run);
+        args_add(&a, "--steps"); args_add(&a, "%d", steps);
     } else {
-        args_add(&a, "--data"); args_add(&a, "%s", g->data); args_add(&a, "--val"); args_add(&a, "%s", g->val); args_add(&a, "--out"); args_add(&a, "%s", run);
+        args_add(&a, "--data"); args_add(&a, "%s", g->data);
+        args_add(&a, "--val"); args_add(&a, "%s", g->val);
+        args_add(&a, "--out"); args_add(&a, "%s", run);
         args_add(&a, "--attn"); args_add(&a, "%s", g->attn);
         if (g->p > 0) { args_add(&a, "--p"); args_add(&a, "%g", (double)g->p); }
         args_add(&a, "--pos"); args_add(&a, "rope");
-        args_add(&a, "--layers"); args_add(&a, "%d", z->layers); args_add(&a, "--heads"); args_add(&a, "%d", z->heads); args_add(&a, "--dim"); args_add(&a, "%d", z->dim);
+        args_add(&a, "--layers"); args_add(&a, "%d", z->layers);
+        args_add(&a, "--heads"); args_add(&a, "%d", z->heads);
+        args_add(&a, "--dim"); args_add(&a, "%d", z->dim);
         if (g->vocab > 0) { args_add(&a, "--vocab"); args_add(&a, "%d", g->vocab); }
-        args_add(&a, "--seq"); args_add(&a, "%d", z->seq); args_add(&a, "--batch"); args_add(&a, "%d", batch); args_add(&a, "--accum"); args_add(&a, "%d", accum);
-        args_add(&a, "--steps"); args_add(&a, "%d", steps); args_add(&a, "--lr"); args_add(&a, "0.0006"); args_add(&a, "--warmup"); args_add(&a, "%d", z->warmup);
-        args_add(&a, "--lr-floor"); args_add(&a, "0"); args_add(&a, "--wd"); args_add(&a, "0.1"); args_add(&a, "--clip"); args_add(&a, "1");
+        args_add(&a, "--seq"); args_add(&a, "%d", z->seq);
+        args_add(&a, "--batch"); args_add(&a, "%d", batch);
+        args_add(&a, "--accum"); args_add(&a, "%d", accum);
+        args_add(&a, "--steps"); args_add(&a, "%d", steps);
+        args_add(&a, "--lr"); args_add(&a, "0.0006");
+        args_add(&a, "--warmup"); args_add(&a, "%d", z->warmup);
+        args_add(&a, "--lr-floor"); args_add(&a, "0");
+        args_add(&a, "--wd"); args_add(&a, "0.1");
+        args_add(&a, "--clip"); args_add(&a, "1");
         args_add(&a, "--beta1"); args_add(&a, "0.9"); args_add(&a, "--beta2"); args_add(&a, "0.95");
     }
-    args_add(&a, "--eval-every"); args_add(&a, "%d", z->eval_every); args_add(&a, "--eval-batches"); args_add(&a, "%d", z->val_batches);
-    args_add(&a, "--save-every"); args_add(&a, "%d", z->save_every); args_add(&a, "--device"); args_add(&a, "%s", g->dev);
+    args_add(&a, "--eval-every"); args_add(&a, "%d", z->eval_every);
+    args_add(&a, "--eval-batches"); args_add(&a, "%d", z->val_batches);
+    args_add(&a, "--save-every"); args_add(&a, "%d", z->save_every);
+    args_add(&a, "--device"); args_add(&a, "%s", g->dev);
     if (g->threads > 0) { args_add(&a, "--threads"); args_add(&a, "%d", g->threads); }
     int rc = stage(r, "train", "", cmd_train, &a, NULL);
     if (rc) return rc;
     // 2. loss at 1x..16x of the training length (batch 1: one 16K sequence at a time, O(T) memory)
-    args_add(&a, "eval"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--data"); args_add(&a, "%s", g->val);
-    args_add(&a, "--seq"); args_add(&a, "%s", lengths); args_add(&a, "--batch"); args_add(&a, "1"); args_add(&a, "--batches"); args_add(&a, "%d", z->eval_batches);
+    args_add(&a, "eval");
+    args_add(&a, "--model"); args_add(&a, "%s", run);
+    args_add(&a, "--data"); args_add(&a, "%s", g->val);
+    args_add(&a, "--seq"); args_add(&a, "%s", lengths);
+    args_add(&a, "--batch"); args_add(&a, "1");
+    args_add(&a, "--batches"); args_add(&a, "%d", z->eval_batches);
     args_add(&a, "--json"); args_add(&a, "%s", ejson); args_add(&a, "--device"); args_add(&a, "%s", g->dev);
     if (g->threads > 0) { args_add(&a, "--threads"); args_add(&a, "%d", g->threads); }
     if ((rc = stage(r, "eval", "", cmd_eval, &a, r->dry ? NULL : done_reason(ejson, model_file)))) return rc;
     // 3. passkey at the same lengths
-    args_add(&a, "passkey"); args_add(&a, "--model"); args_add(&a, "%s", run); args_add(&a, "--lengths"); args_add(&a, "%s", lengths);
-    args_add(&a, "--depths"); args_add(&a, "%d", z->pk_depths); args_add(&a, "--trials"); args_add(&a, "%d", z->pk_trials); args_add(&a, "--batch"); args_add(&a, "1");
-    args_add(&a, "--json"); args_add(&a, "%s", pjson); args_add(&a, "--plot"); args_add(&a, "%s/passkey.png", g->out); args_add(&a, "--device"); args_add(&a, "%s", g->dev);
+    args_add(&a, "passkey");
+    args_add(&a, "--model"); args_add(&a, "%s", run);
+    args_add(&a, "--lengths"); args_add(&a, "%s", lengths);
+    args_add(&a, "--depths"); args_add(&a, "%d", z->pk_depths);
+    args_add(&a, "--trials"); args_add(&a, "%d", z->pk_trials);
+    args_add(&a, "--batch"); args_add(&a, "1");
+    args_add(&a, "--json"); args_add(&a, "%s", pjson);
+    args_add(&a, "--plot"); args_add(&a, "%s/passkey.png", g->out);
+    args_add(&a, "--device"); args_add(&a, "%s", g->dev);
     if (g->threads > 0) { args_add(&a, "--threads"); args_add(&a, "%d", g->threads); }
     return stage(r, "passkey", "", cmd_passkey, &a, r->dry ? NULL : done_reason(pjson, model_file));
 }
@@ -282,13 +323,16 @@ int cmd_recipe(int argc, char **argv) {
         {"attn", ARG_STR, &attn, "attention kind: softmax, ssmax, lssa, lssar, sigmoid or relu", 0, 0},
         {"p", ARG_FLOAT, &p, "LSSAR power (0: the trainer's default, 15)", 0, 0},
         {"data", ARG_STR, &data, "gpt2-124m: training shards A.bin,B.bin,... (llm.c format)", 0, 0},
-        {"val", ARG_STR, &val, "gpt2-124m: validation shard (eval and passkey lengths need 16 x 1024 + 1 tokens)", 0, 0},
-        {"vocab", ARG_INT, &vocab, "gpt2-124m: token ids (0: what the shards record, else the trainer's default)", 0, 0},
+        {"val", ARG_STR, &val,
+         "gpt2-124m: validation shard (eval and passkey lengths need 16 x 1024 + 1 tokens)", 0, 0},
+        {"vocab", ARG_INT, &vocab,
+         "gpt2-124m: token ids (0: what the shards record, else the trainer's default)", 0, 0},
         {"out", ARG_STR, &out, "output directory [default runs/recipe-NAME-ATTN]", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
         {"smoke", ARG_BOOL, &smoke, "the same stages at toy size (seconds, CPU): checks the recipe", 0, 0},
         {"steps", ARG_INT, &steps, "training steps (0: the recipe's)", 0, 0},
-        {"batch", ARG_INT, &batch, "gpt2-124m: sequences per micro-batch (0: 16); accumulation keeps 524288 tokens per step", 0, 0},
+        {"batch", ARG_INT, &batch,
+         "gpt2-124m: sequences per micro-batch (0: 16); accumulation keeps 524288 tokens per step", 0, 0},
         {"threads", ARG_INT, &threads, "CPU threads (0: all)", 0, 0},
         {"dry-run", ARG_BOOL, &dry, "print the commands without running them", 0, 0},
         {0}};
@@ -297,27 +341,37 @@ int cmd_recipe(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (!name) return args_error("recipe", "name a recipe: lssar recipe gpt2-124m|orbits-109m [flags]");
     int is_gpt2 = !strcmp(name, "gpt2-124m"), is_orbits = !strcmp(name, "orbits-109m");
-    if (!is_gpt2 && !is_orbits) return args_error("recipe", "unknown recipe '%s': gpt2-124m or orbits-109m", name);
+    if (!is_gpt2 && !is_orbits)
+        return args_error("recipe", "unknown recipe '%s': gpt2-124m or orbits-109m", name);
     lssar_attn_kind kind;
     if (args_attn_kind("recipe", attn, &kind)) return 2;
     if (steps < 0 || batch < 0 || vocab < 0 || threads < 0 || p < 0)
         return args_error("recipe", "--steps, --batch, --vocab, --threads and --p must be >= 0");
-    if (is_gpt2 && (!data || !val)) return args_error("recipe", "gpt2-124m needs --data TRAIN.bin[,...] and --val VAL.bin");
+    if (is_gpt2 && (!data || !val))
+        return args_error("recipe", "gpt2-124m needs --data TRAIN.bin[,...] and --val VAL.bin");
     if (is_orbits && (data || val || vocab || batch))
-        return args_error("recipe", "orbits-109m simulates its own data: --data, --val, --vocab and --batch are for gpt2-124m");
+        return args_error("recipe", "orbits-109m simulates its own data: --data, --val, --vocab and --batch "
+                                    "are for gpt2-124m");
     lssar_device device;
     if (args_device("recipe", device_name, &device)) return 2;
     const char *dev = lssar_device_name(device);
     char outbuf[4096];
-    if (!out) { snprintf(outbuf, sizeof outbuf, "runs/recipe-%s-%s%s", name, attn, smoke ? "-smoke" : ""); out = outbuf; }
+    if (!out) {
+        snprintf(outbuf, sizeof outbuf, "runs/recipe-%s-%s%s", name, attn, smoke ? "-smoke" : "");
+        out = outbuf;
+    }
     if (!smoke && device == LSSAR_DEVICE_CPU && !dry) {
-        printf("# lssar recipe %s is a GPU recipe: on the CPU it would take weeks, so it is printed, not run.\n"
-               "# --device cuda runs it on a GPU; --smoke runs the same stages at toy size here.\n", name);
+        printf("# lssar recipe %s is a GPU recipe: on the CPU it would take weeks, so it is printed, not "
+               "run.\n"
+               "# --device cuda runs it on a GPU; --smoke runs the same stages at toy size here.\n",
+               name);
         dry = 1;
     }
     if (is_orbits) {   // the orbits pipeline at the paper's scale is `orbits run --scale paper`
         args_vec a = {0};
-        args_add(&a, "run"); args_add(&a, "--scale"); args_add(&a, "%s", smoke ? "smoke" : "paper"); args_add(&a, "--attn"); args_add(&a, "%s", attn);
+        args_add(&a, "run");
+        args_add(&a, "--scale"); args_add(&a, "%s", smoke ? "smoke" : "paper");
+        args_add(&a, "--attn"); args_add(&a, "%s", attn);
         args_add(&a, "--out"); args_add(&a, "%s", out); args_add(&a, "--device"); args_add(&a, "%s", dev);
         if (steps) { args_add(&a, "--steps"); args_add(&a, "%d", steps); }
         if (threads) { args_add(&a, "--threads"); args_add(&a, "%d", threads); }
@@ -332,8 +386,11 @@ int cmd_recipe(int argc, char **argv) {
         char path[4200];
         snprintf(path, sizeof path, "%s/commands.sh", out);
         r.log = fopen(path, "a");   // a rerun appends what it ran
-        if (!r.log) fprintf(stderr, "lssar recipe: warning: cannot open %s; the commands are only printed\n", path);
-        else fprintf(r.log, "# lssar recipe %s --attn %s --device %s%s\n", name, attn, dev, smoke ? " --smoke" : "");
+        if (!r.log)
+            fprintf(stderr, "lssar recipe: warning: cannot open %s; the commands are only printed\n", path);
+        else
+            fprintf(r.log, "# lssar recipe %s --attn %s --device %s%s\n", name, attn, dev,
+                    smoke ? " --smoke" : "");
         rep = cJSON_CreateObject();
         cJSON_AddStringToObject(rep, "recipe", name);
         cJSON_AddStringToObject(rep, "attn", attn);
@@ -361,9 +418,14 @@ int cmd_recipe(int argc, char **argv) {
         cJSON_Delete(rep);
     }
     if (rc) {
-        fprintf(stderr, "lssar recipe: a stage failed (exit %d); its command is above; rerun the recipe to continue\n", rc);
+        fprintf(stderr,
+                "lssar recipe: a stage failed (exit %d); its command is above; rerun the recipe to "
+                "continue\n",
+                rc);
         return rc;
     }
-    if (!dry) printf("\nrecipe %s (%s, %s): done in %.1f s -> %s/RESULTS.md, %s/recipe.json\n", name, attn, dev, lssar_now() - t0, out, out);
+    if (!dry)
+        printf("\nrecipe %s (%s, %s): done in %.1f s -> %s/RESULTS.md, %s/recipe.json\n", name, attn, dev,
+               lssar_now() - t0, out, out);
     return 0;
 }

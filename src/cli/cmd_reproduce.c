@@ -52,13 +52,48 @@ typedef struct {
 } repro_scale;
 
 static const repro_scale SCALES[] = {
-    {.name = "smoke", .about = "every job at toy size in about a minute: checks the plan, says nothing about attention",
-     .seeds = 2, .x_layers = 1, .x_heads = 2, .x_dim = 128, .x_seq = 32, .x_batch = 2, .x_steps = 4, .x_warmup = 1,
-     .x_windows = 2, .x_lr = 3e-3f, .factors = "1,2", .s_heads = 4, .s_dim = 64, .s_factors = "1,2",
-     .sweep = "16,32", .sweep_factors = "1,2", .a_windows = 1, .a_rows = 8,
-     .p_layers = 1, .p_heads = 2, .p_dim = 16, .p_seq = 260, .p_batch = 2, .p_steps = 3, .p_warmup = 1, .p_depths = 2,
-     .p_trials = 2, .p_seeds = 1, .p_lr = 3e-3f, .p_mix = 0.75f, .p_short = 1, .p_factors = "1,2",
-     .orbits = "smoke", .o_heads = 0, .c_data = 5, .c_extrap = 5, .c_small = 5, .c_attnstats = 5, .c_ptrain = 5, .c_peval = 5,
+    {.name = "smoke",
+     .about = "every job at toy size in about a minute: checks the plan, says nothing about attention",
+     .seeds = 2,
+     .x_layers = 1,
+     .x_heads = 2,
+     .x_dim = 128,
+     .x_seq = 32,
+     .x_batch = 2,
+     .x_steps = 4,
+     .x_warmup = 1,
+     .x_windows = 2,
+     .x_lr = 3e-3f,
+     .factors = "1,2",
+     .s_heads = 4,
+     .s_dim = 64,
+     .s_factors = "1,2",
+     .sweep = "16,32",
+     .sweep_factors = "1,2",
+     .a_windows = 1,
+     .a_rows = 8,
+     .p_layers = 1,
+     .p_heads = 2,
+     .p_dim = 16,
+     .p_seq = 260,
+     .p_batch = 2,
+     .p_steps = 3,
+     .p_warmup = 1,
+     .p_depths = 2,
+     .p_trials = 2,
+     .p_seeds = 1,
+     .p_lr = 3e-3f,
+     .p_mix = 0.75f,
+     .p_short = 1,
+     .p_factors = "1,2",
+     .orbits = "smoke",
+     .o_heads = 0,
+     .c_data = 5,
+     .c_extrap = 5,
+     .c_small = 5,
+     .c_attnstats = 5,
+     .c_ptrain = 5,
+     .c_peval = 5,
      .c_orbits = 20},
     // The extrapolation model is docs/EARLIER_RESULTS.md run A (2 layers, 1000 steps) at width 128
     // with 2 heads: the head size of GPT-2 small, D = 64 (issue 33). The first studies used width 64
@@ -66,17 +101,53 @@ static const repro_scale SCALES[] = {
     // models are section 1's shape with the short prompt, one seed: in 4000 steps they retrieve most
     // digits at 1x but few whole keys (docs/REPRODUCE.md lists the shapes tried), and three seeds
     // (or more steps) would take the plan past 3 hours on 2 cores.
-    {.name = "laptop", .about = "the whole comparison on 2 CPU cores in about 3.5 hours (resumable): at the paper's head size "
-                                "D = 64, 7 attention kinds x 3 seeds for the length extrapolation (and again at D = 16), a "
-                                "head-size sweep with the experiments that separate its causes, the ablation of the "
-                                "attention's stages, passkey models that first learn the task at 1x, and the orbits laptop scale",
-     .seeds = 3, .x_layers = 2, .x_heads = 2, .x_dim = 128, .x_seq = 128, .x_batch = 16, .x_steps = 1000, .x_warmup = 50,
-     .x_windows = 32, .x_lr = 3e-3f, .factors = "1,2,4,8,16,32,64", .s_heads = 4, .s_dim = 64, .s_factors = "1,2,4,8,16,32",
-     .sweep = "16,32,128", .sweep_factors = "1,2,4,8,16,32", .a_windows = 4, .a_rows = 64,
-     .p_layers = 2, .p_heads = 2, .p_dim = 128, .p_seq = 320, .p_batch = 16, .p_steps = 4000, .p_warmup = 100, .p_depths = 5,
-     .p_trials = 10, .p_seeds = 1, .p_lr = 3e-3f, .p_mix = 0.75f, .p_short = 1, .p_factors = "1,2,4,8,16",
-     .orbits = "laptop", .o_heads = 1, .c_data = 40, .c_extrap = 140, .c_small = 50, .c_attnstats = 150, .c_ptrain = 1100,
-     .c_peval = 40, .c_orbits = 3100},
+    {.name = "laptop",
+     .about = "the whole comparison on 2 CPU cores in about 3.5 hours (resumable): at the paper's head size "
+              "D = 64, 7 attention kinds x 3 seeds for the length extrapolation (and again at D = 16), a "
+              "head-size sweep with the experiments that separate its causes, the ablation of the "
+              "attention's stages, passkey models that first learn the task at 1x, and the orbits laptop "
+              "scale",
+     .seeds = 3,
+     .x_layers = 2,
+     .x_heads = 2,
+     .x_dim = 128,
+     .x_seq = 128,
+     .x_batch = 16,
+     .x_steps = 1000,
+     .x_warmup = 50,
+     .x_windows = 32,
+     .x_lr = 3e-3f,
+     .factors = "1,2,4,8,16,32,64",
+     .s_heads = 4,
+     .s_dim = 64,
+     .s_factors = "1,2,4,8,16,32",
+     .sweep = "16,32,128",
+     .sweep_factors = "1,2,4,8,16,32",
+     .a_windows = 4,
+     .a_rows = 64,
+     .p_layers = 2,
+     .p_heads = 2,
+     .p_dim = 128,
+     .p_seq = 320,
+     .p_batch = 16,
+     .p_steps = 4000,
+     .p_warmup = 100,
+     .p_depths = 5,
+     .p_trials = 10,
+     .p_seeds = 1,
+     .p_lr = 3e-3f,
+     .p_mix = 0.75f,
+     .p_short = 1,
+     .p_factors = "1,2,4,8,16",
+     .orbits = "laptop",
+     .o_heads = 1,
+     .c_data = 40,
+     .c_extrap = 140,
+     .c_small = 50,
+     .c_attnstats = 150,
+     .c_ptrain = 1100,
+     .c_peval = 40,
+     .c_orbits = 3100},
 };
 #define NSCALES (int)(sizeof SCALES / sizeof SCALES[0])
 
@@ -95,8 +166,15 @@ static const struct { const char *attn; int p; const char *run; } KINDS[] = {
    - the ln(D) factor of the temperature alone (the other D's ln);
    - the spread of unrelated scores, ln(D) ln(n) cos with sd(cos) ~ 1/sqrt(D): a temperature D' with
      ln(D')/sqrt(D) equal to the other head size's ln(D)/sqrt(D). */
-static const struct { const char *name, *what; int D; float rope_base; int temp_d; const char *attn; } CAUSES[] = {
-    {"d64-rope38", "D = 64, RoPE base 38: 5 pairs turn slower than T, as at D = 16", 64, 38, 0, "softmax,lssar"},
+static const struct {
+    const char *name, *what;
+    int D;
+    float rope_base;
+    int temp_d;
+    const char *attn;
+} CAUSES[] = {
+    {"d64-rope38", "D = 64, RoPE base 38: 5 pairs turn slower than T, as at D = 16", 64, 38, 0,
+     "softmax,lssar"},
     {"d16-temp64", "D = 16 with D = 64's temperature, ln(64) ln(n)", 16, 0, 64, "lssar"},
     {"d64-temp16", "D = 64 with D = 16's temperature, ln(16) ln(n)", 64, 0, 16, "lssar"},
     {"d16-temp8", "D = 16 with D = 64's score spread: ln(8)/4 = ln(64)/8", 16, 0, 8, "lssar"},
@@ -170,12 +248,17 @@ static const char *ABOUT =
     "cached evaluations). A failed job stops only the jobs that need it; its log is OUT/logs/NAME.log.\n"
     "Writes OUT/commands.sh (the plan, runnable one job after another), OUT/REPORT.md (every table,\n"
     "plot links, data SHA-256, commands and wall times) and OUT/report.json {\"scale\", \"version\",\n"
-    "\"machine\", \"jobs\": [{\"name\", \"command\", \"exit\", \"seconds\", \"reused\"}], \"wall_seconds\", \"data\":\n"
-    "[{\"file\", \"bytes\", \"sha256\"}], \"extrapolate\", \"extrapolate_d16\", \"head_size\": [{\"D\", \"heads\",\n"
-    "\"softmax\" and \"lssar-p15\": {\"loss_1x\", \"loss_rx\", \"rise\": {\"mean\", \"ci95\"}}, \"lssar_minus_softmax_rx\"}]\n"
-    "(rx: head_size_rise_factor, 16x at laptop scale), \"causes\": {NAME: {\"change\", KIND: {\"loss_1x\", \"loss_rx\",\n"
+    "\"machine\", \"jobs\": [{\"name\", \"command\", \"exit\", \"seconds\", \"reused\"}], \"wall_seconds\", "
+    "\"data\":\n"
+    "[{\"file\", \"bytes\", \"sha256\"}], \"extrapolate\", \"extrapolate_d16\", \"head_size\": [{\"D\", "
+    "\"heads\",\n"
+    "\"softmax\" and \"lssar-p15\": {\"loss_1x\", \"loss_rx\", \"rise\": {\"mean\", \"ci95\"}}, "
+    "\"lssar_minus_softmax_rx\"}]\n"
+    "(rx: head_size_rise_factor, 16x at laptop scale), \"causes\": {NAME: {\"change\", KIND: {\"loss_1x\", "
+    "\"loss_rx\",\n"
     "\"rise\", \"rise_minus_unchanged\"}}},\n"
-    "\"passkey_training\", \"attnstats\", \"attnstats_d16\", \"passkey\": {RUN: ...}, \"orbits\": {RUN: {\"eval\",\n"
+    "\"passkey_training\", \"attnstats\", \"attnstats_d16\", \"passkey\": {RUN: ...}, \"orbits\": {RUN: "
+    "{\"eval\",\n"
     "\"newton\"}}} (the JSON the commands wrote; the head-size rises computed from it).\n"
     "Exit status: 0 done, 2 bad flags, 1 a job failed (the others ran; rerun to continue).";
 
@@ -186,7 +269,8 @@ typedef struct {
     const char *out, *data;
 } planner;
 
-static void add_model_flags(args_vec *a, int layers, int heads, int dim, int seq, int batch, int steps, int warmup, float lr) {
+static void add_model_flags(args_vec *a, int layers, int heads, int dim, int seq, int batch, int steps,
+                            int warmup, float lr) {
     args_add(a, "--layers"); args_add(a, "%d", layers); args_add(a, "--heads"); args_add(a, "%d", heads);
     args_add(a, "--dim"); args_add(a, "%d", dim); args_add(a, "--seq"); args_add(a, "%d", seq);
     args_add(a, "--batch"); args_add(a, "%d", batch); args_add(a, "--steps"); args_add(a, "%d", steps);
@@ -198,8 +282,9 @@ static void add_model_flags(args_vec *a, int layers, int heads, int dim, int seq
 // `heads` heads and width `dim`, evaluated at `factors`; passkey selects the passkey models (their
 // own sizes). Jobs of one kind share OUT/DIR with the other kinds: only the gathering call (plot)
 // draws.
-static void extrapolate_args(const planner *pl, args_vec *a, const char *dir, const char *attn, const char *lssar_p, int plot,
-                             int heads, int dim, const char *factors, int passkey) {
+static void extrapolate_args(const planner *pl, args_vec *a, const char *dir, const char *attn,
+                             const char *lssar_p, int plot, int heads, int dim, const char *factors,
+                             int passkey) {
     const repro_scale *sc = pl->sc;
     args_add(a, "extrapolate"); args_add(a, "--data"); args_add(a, "%s", pl->data);
     args_add(a, "--out"); args_add(a, "%s/%s", pl->out, dir);
@@ -207,21 +292,25 @@ static void extrapolate_args(const planner *pl, args_vec *a, const char *dir, co
     if (lssar_p) { args_add(a, "--lssar-p"); args_add(a, "%s", lssar_p); }
     if (!plot) args_add(a, "--no-plot");
     if (passkey) {
-        add_model_flags(a, sc->p_layers, sc->p_heads, sc->p_dim, sc->p_seq, sc->p_batch, sc->p_steps, sc->p_warmup, sc->p_lr);
+        add_model_flags(a, sc->p_layers, sc->p_heads, sc->p_dim, sc->p_seq, sc->p_batch, sc->p_steps,
+                        sc->p_warmup, sc->p_lr);
         args_add(a, "--passkey-mix"); args_add(a, "%g", (double)sc->p_mix);
         if (sc->p_short) args_add(a, "--passkey-short");
         args_add(a, "--factors"); args_add(a, "1"); args_add(a, "--seeds"); args_add(a, "%d", sc->p_seeds);
     } else {
-        add_model_flags(a, sc->x_layers, heads, dim, sc->x_seq, sc->x_batch, sc->x_steps, sc->x_warmup, sc->x_lr);
-        args_add(a, "--factors"); args_add(a, "%s", factors); args_add(a, "--seeds"); args_add(a, "%d", sc->seeds);
+        add_model_flags(a, sc->x_layers, heads, dim, sc->x_seq, sc->x_batch, sc->x_steps, sc->x_warmup,
+                        sc->x_lr);
+        args_add(a, "--factors"); args_add(a, "%s", factors);
+        args_add(a, "--seeds"); args_add(a, "%d", sc->seeds);
     }
     args_add(a, "--max-windows"); args_add(a, "%d", sc->x_windows); args_add(a, "--quiet");
 }
 
 // The comparison of every kind into OUT/DIR: one job per kind, then the gathering call; returns
-// the gathering job; the jobs are PREFIX/RUN and PREFIX/all. passkey: the passkey models (their jobs need nothing but the data).
-static int kinds_jobs(planner *pl, const char *dir, const char *prefix, int heads, int dim, const char *factors, int passkey, double cost,
-                      const int *data, int nd, int *per_kind) {
+// the gathering job; the jobs are PREFIX/RUN and PREFIX/all. passkey: the passkey models (their
+// jobs need nothing but the data).
+static int kinds_jobs(planner *pl, const char *dir, const char *prefix, int heads, int dim,
+                      const char *factors, int passkey, double cost, const int *data, int nd, int *per_kind) {
     args_vec a = {0};
     char name[64], p[16];
     for (int k = 0; k < NKINDS; k++) {
@@ -230,7 +319,8 @@ static int kinds_jobs(planner *pl, const char *dir, const char *prefix, int head
         snprintf(name, sizeof name, "%s/%s", prefix, KINDS[k].run);
         per_kind[k] = jobs_add(pl->p, name, cost * (k == LSSA ? 1.2 : 1), data, nd, &a);
     }
-    extrapolate_args(pl, &a, dir, "softmax,ssmax,sigmoid,relu,lssa,lssar", "15,3", 1, heads, dim, factors, passkey);
+    extrapolate_args(pl, &a, dir, "softmax,ssmax,sigmoid,relu,lssa,lssar", "15,3", 1, heads, dim, factors,
+                     passkey);
     snprintf(name, sizeof name, "%s/all", prefix);
     return jobs_add(pl->p, name, 10, per_kind, NKINDS, &a);
 }
@@ -241,7 +331,8 @@ static void seed_list(char *buf, size_t cap, const char *out, const char *dir, c
     buf[0] = 0;
     for (int s = 0; s < seeds && k < cap; s++) {
         if (s) k += (size_t)snprintf(buf + k, cap - k, ",");
-        if (k < cap) k += (size_t)snprintf(buf + k, cap - k, s ? "%s/%s/%s-s%d" : "%s/%s/%s", out, dir, run, s);
+        if (k < cap)
+            k += (size_t)snprintf(buf + k, cap - k, s ? "%s/%s/%s-s%d" : "%s/%s/%s", out, dir, run, s);
     }
 }
 
@@ -259,7 +350,8 @@ static void attnstats_job(planner *pl, const char *dir, const char *suffix, int 
     args_add(&a, "attnstats"); args_add(&a, "--model"); args_add(&a, "%s", models);
     args_add(&a, "--data"); args_add(&a, "%s/val.bin", pl->data);
     args_add(&a, "--seq"); args_add(&a, "%d,%d,%d", sc->x_seq, 4 * sc->x_seq, 16 * sc->x_seq);
-    args_add(&a, "--windows"); args_add(&a, "%d", sc->a_windows); args_add(&a, "--rows"); args_add(&a, "%d", sc->a_rows);
+    args_add(&a, "--windows"); args_add(&a, "%d", sc->a_windows);
+    args_add(&a, "--rows"); args_add(&a, "%d", sc->a_rows);
     args_add(&a, "--json"); args_add(&a, "%s/attnstats%s.json", pl->out, suffix);
     args_add(&a, "--plot"); args_add(&a, "%s/attnstats%s.png", pl->out, suffix);
     args_add(&a, "--threads"); args_add(&a, "1");
@@ -277,14 +369,18 @@ static int build_plan(planner *pl) {
     snprintf(path, sizeof path, "%s/manifest.json", pl->data);
     if (access(path, F_OK)) {
         args_add(&a, "data"); args_add(&a, "build"); args_add(&a, "--corpus"); args_add(&a, "sotu");
-        args_add(&a, "--tokenizer"); args_add(&a, "byte"); args_add(&a, "--out"); args_add(&a, "%s", pl->data); args_add(&a, "--quiet");
+        args_add(&a, "--tokenizer"); args_add(&a, "byte");
+        args_add(&a, "--out"); args_add(&a, "%s", pl->data);
+        args_add(&a, "--quiet");
         data = jobs_add(p, "data", sc->c_data, NULL, 0, &a);
     }
     const int nd = data >= 0;
     // 1. extrapolation at D = x_dim / x_heads, 1b. at D = s_dim / s_heads; 2. their attention statistics
     int xk[NKINDS], sk[NKINDS], pk[NKINDS];
-    int xall = kinds_jobs(pl, "extrapolate", "extrapolate", sc->x_heads, sc->x_dim, sc->factors, 0, sc->c_extrap * sc->seeds, &data, nd, xk);
-    int sall = kinds_jobs(pl, "extrapolate-d16", "extrapolate-d16", sc->s_heads, sc->s_dim, sc->s_factors, 0, sc->c_small * sc->seeds, &data, nd, sk);
+    int xall = kinds_jobs(pl, "extrapolate", "extrapolate", sc->x_heads, sc->x_dim, sc->factors, 0,
+                          sc->c_extrap * sc->seeds, &data, nd, xk);
+    int sall = kinds_jobs(pl, "extrapolate-d16", "extrapolate-d16", sc->s_heads, sc->s_dim, sc->s_factors, 0,
+                          sc->c_small * sc->seeds, &data, nd, sk);
     attnstats_job(pl, "extrapolate", "", xall);
     attnstats_job(pl, "extrapolate-d16", "_d16", sall);
     // 1c. head size at the width of 1: softmax and lssar p = 15 per D, then the cause experiments
@@ -292,14 +388,18 @@ static int build_plan(planner *pl) {
     for (int i = 0; i < nds; i++) {
         char dir[64];
         snprintf(dir, sizeof dir, "headsize/d%d", ds[i]);
-        extrapolate_args(pl, &a, dir, "softmax,lssar", "15", 1, sc->x_dim / ds[i], sc->x_dim, sc->sweep_factors, 0);
+        extrapolate_args(pl, &a, dir, "softmax,lssar", "15", 1, sc->x_dim / ds[i], sc->x_dim,
+                         sc->sweep_factors, 0);
         jobs_add(p, dir, 2 * sc->c_extrap * sc->seeds, &data, nd, &a);
     }
     for (int i = 0; i < NCAUSES; i++) {
         char dir[64];
         snprintf(dir, sizeof dir, "causes/%s", CAUSES[i].name);
-        extrapolate_args(pl, &a, dir, CAUSES[i].attn, "15", 1, sc->x_dim / CAUSES[i].D, sc->x_dim, sc->sweep_factors, 0);
-        if (CAUSES[i].rope_base > 0) { args_add(&a, "--rope-base"); args_add(&a, "%g", (double)CAUSES[i].rope_base); }
+        extrapolate_args(pl, &a, dir, CAUSES[i].attn, "15", 1, sc->x_dim / CAUSES[i].D, sc->x_dim,
+                         sc->sweep_factors, 0);
+        if (CAUSES[i].rope_base > 0) {
+            args_add(&a, "--rope-base"); args_add(&a, "%g", (double)CAUSES[i].rope_base);
+        }
         if (CAUSES[i].temp_d > 0) { args_add(&a, "--temp-d"); args_add(&a, "%d", CAUSES[i].temp_d); }
         jobs_add(p, dir, (strchr(CAUSES[i].attn, ',') ? 2 : 1) * sc->c_extrap * sc->seeds, &data, nd, &a);
     }
@@ -309,7 +409,8 @@ static int build_plan(planner *pl) {
         char all[1024];
         size_t k = 0;
         for (int i = 0; i < NABLATION; i++) {
-            extrapolate_args(pl, &a, "ablation", ABLATION[i].run, NULL, 0, sc->x_heads, sc->x_dim, sc->sweep_factors, 0);
+            extrapolate_args(pl, &a, "ablation", ABLATION[i].run, NULL, 0, sc->x_heads, sc->x_dim,
+                             sc->sweep_factors, 0);
             snprintf(name, sizeof name, "ablation/%s", ABLATION[i].run);
             ab[i] = jobs_add(p, name, sc->c_extrap * sc->seeds, &data, nd, &a);
             k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? "," : "", ABLATION[i].run);
@@ -323,7 +424,8 @@ static int build_plan(planner *pl) {
     {
         int f[8], nf = args_int_list("reproduce", "factors", sc->p_factors, f, 8);
         size_t k = 0;
-        for (int i = 0; i < nf; i++) k += (size_t)snprintf(lengths + k, sizeof lengths - k, "%s%d", i ? "," : "", f[i] * sc->p_seq);
+        for (int i = 0; i < nf; i++)
+            k += (size_t)snprintf(lengths + k, sizeof lengths - k, "%s%d", i ? "," : "", f[i] * sc->p_seq);
     }
     for (int k = 0; k <= NKINDS; k++) {
         // the last: the lssa models scored with LSSAR re-weighting switched on (the fine-tuning-free claim)
@@ -333,9 +435,15 @@ static int build_plan(planner *pl) {
         seed_list(models, sizeof models, pl->out, "passkey", KINDS[src].run, sc->p_seeds);
         zeroshot_label(zsl, sizeof zsl);
         const char *label = zs ? zsl : KINDS[k].run;
-        args_add(&a, "passkey"); args_add(&a, "--model"); args_add(&a, "%s", models); args_add(&a, "--lengths"); args_add(&a, "%s", lengths);
-        args_add(&a, "--depths"); args_add(&a, "%d", sc->p_depths); args_add(&a, "--trials"); args_add(&a, "%d", sc->p_trials);
-        if (zs) { args_add(&a, "--attn"); args_add(&a, "lssar"); args_add(&a, "--p"); args_add(&a, "%d", KINDS[LSSA].p); }
+        args_add(&a, "passkey");
+        args_add(&a, "--model"); args_add(&a, "%s", models);
+        args_add(&a, "--lengths"); args_add(&a, "%s", lengths);
+        args_add(&a, "--depths"); args_add(&a, "%d", sc->p_depths);
+        args_add(&a, "--trials"); args_add(&a, "%d", sc->p_trials);
+        if (zs) {
+            args_add(&a, "--attn"); args_add(&a, "lssar");
+            args_add(&a, "--p"); args_add(&a, "%d", KINDS[LSSA].p);
+        }
         args_add(&a, "--json"); args_add(&a, "%s/passkey/passkey-%s.json", pl->out, label);
         args_add(&a, "--plot"); args_add(&a, "%s/passkey/passkey-%s.png", pl->out, label);
         args_add(&a, "--threads"); args_add(&a, "1");
@@ -365,7 +473,11 @@ static void include_md(FILE *f, const char *out, const char *sub, const char *fi
         if (line[0] == '#') fputc('#', f);
         for (char *c = line; *c; c++) {
             fputc(*c, f);
-            if (c[0] == ']' && c[1] == '(' && strncmp(c + 2, "http", 4)) { fputc('(', f); fprintf(f, "%s/", sub); c++; }
+            if (c[0] == ']' && c[1] == '(' && strncmp(c + 2, "http", 4)) {
+                fputc('(', f);
+                fprintf(f, "%s/", sub);
+                c++;
+            }
         }
     }
     fclose(in);
@@ -445,9 +557,13 @@ static void passkey_table(FILE *f, const char *out, const repro_scale *sc, cJSON
             const cJSON *nm = cJSON_GetObjectItemCaseSensitive(g, "name");
             if (!cJSON_IsString(nm) || strcmp(nm->valuestring, label)) continue;
             const cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(g, "results"), 0);
-            const cJSON *m = cJSON_GetObjectItemCaseSensitive(r0, "mean"), *ci = cJSON_GetObjectItemCaseSensitive(r0, "ci95");
+            const cJSON *m = cJSON_GetObjectItemCaseSensitive(r0, "mean"),
+                        *ci = cJSON_GetObjectItemCaseSensitive(r0, "ci95");
             if (cJSON_IsNumber(m)) val = m->valuedouble;
-            if (cJSON_GetArraySize(ci) == 2) { lo = cJSON_GetArrayItem(ci, 0)->valuedouble; hi = cJSON_GetArrayItem(ci, 1)->valuedouble; }
+            if (cJSON_GetArraySize(ci) == 2) {
+                lo = cJSON_GetArrayItem(ci, 0)->valuedouble;
+                hi = cJSON_GetArrayItem(ci, 1)->valuedouble;
+            }
         }
         if (isnan(val)) fprintf(f, "| %s | - |", label);  // its training has not run
         else fprintf(f, "| %s | %.3f [%.3f, %.3f] |", label, val, lo, hi);
@@ -457,21 +573,26 @@ static void passkey_table(FILE *f, const char *out, const repro_scale *sc, cJSON
             cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(j, "results")) {
                 const cJSON *L = cJSON_GetObjectItemCaseSensitive(r, "length");
                 if (!cJSON_IsNumber(L) || L->valueint != f_[i] * sc->p_seq) continue;
-                const cJSON *succ = cJSON_GetObjectItemCaseSensitive(r, "successes"), *tr = cJSON_GetObjectItemCaseSensitive(r, "trials");
+                const cJSON *succ = cJSON_GetObjectItemCaseSensitive(r, "successes"),
+                            *tr = cJSON_GetObjectItemCaseSensitive(r, "trials");
                 if (cJSON_IsNumber(succ) && cJSON_IsNumber(tr)) { ok += succ->valueint; n += tr->valueint; }
             }
             if (!n) { fprintf(f, " - |"); continue; }
             double wl, wh;
             wilson_interval(ok, n, 1.96, &wl, &wh);
-            fprintf(f, " %s%d/%d = %.2f [%.2f, %.2f]%s |", ok * 10 >= n * 9 ? "**" : "", ok, n, (double)ok / n, wl, wh, ok * 10 >= n * 9 ? "**" : "");
+            fprintf(f, " %s%d/%d = %.2f [%.2f, %.2f]%s |", ok * 10 >= n * 9 ? "**" : "", ok, n,
+                    (double)ok / n, wl, wh, ok * 10 >= n * 9 ? "**" : "");
         }
         fprintf(f, "\n");
         if (j) cJSON_AddItemToObject(pj, label, j);
     }
-    fprintf(f, "\nEach cell: keys retrieved over every depth (and seed) / trials, the share and its 95%% Wilson interval; bold: at least 90%%. "
-               "The validation loss is the same models' mean next-token loss on held-out documents at the training length "
-               "(%s; `passkey/results.md`). Heatmaps: `passkey/passkey-MODEL.png`.\n\n",
-            sc->p_seeds > 1 ? "mean over seeds, 95% t interval over seeds" : "one seed: 95% interval over the windows");
+    fprintf(f,
+            "\nEach cell: keys retrieved over every depth (and seed) / trials, the share and its 95%% Wilson "
+            "interval; bold: at least 90%%. The validation loss is the same models' mean next-token loss on "
+            "held-out documents at the training length (%s; `passkey/results.md`). Heatmaps: "
+            "`passkey/passkey-MODEL.png`.\n\n",
+            sc->p_seeds > 1 ? "mean over seeds, 95% t interval over seeds"
+                            : "one seed: 95% interval over the windows");
     cJSON_Delete(train);
 }
 
@@ -507,7 +628,8 @@ static int rise_factor(const repro_scale *sc) {
 
 // The rise of a group's loss from T to R T, per seed (rise[k]); the count of seeds (0: missing).
 #define MAXS 16
-static int group_rise(const cJSON *res, const char *group, int T, int R, double *l1, double *l16, double *rise) {
+static int group_rise(const cJSON *res, const char *group, int T, int R, double *l1, double *l16,
+                      double *rise) {
     int n1 = group_seeds(res, group, T, l1, MAXS), n16 = group_seeds(res, group, R * T, l16, MAXS);
     if (n1 < 1 || n1 != n16) return 0;
     for (int k = 0; k < n1; k++) rise[k] = l16[k] - l1[k];
@@ -555,20 +677,27 @@ static void ablation_tables(FILE *f, const char *out, const repro_scale *sc, cJS
     snprintf(path, sizeof path, "%s/ablation/results.json", out);
     cJSON *res = lssar_read_json(path);
     cJSON *o = cJSON_AddObjectToObject(root, "ablation_rise");
-    fprintf(f, "Each run's rise: the loss at %dx minus the loss at 1x, per seed, then the mean [95%% t interval over %d seeds].\n\n"
-               "| run | 1x | %dx | %dx | rise to %dx |\n|---|---|---|---|---|\n", R, sc->seeds, R, F, R);
+    fprintf(f,
+            "Each run's rise: the loss at %dx minus the loss at 1x, per seed, then the mean [95%% t interval "
+            "over %d seeds].\n\n"
+            "| run | 1x | %dx | %dx | rise to %dx |\n|---|---|---|---|---|\n",
+            R, sc->seeds, R, F, R);
     for (int i = 0; i < NABLATION; i++) {
         double l1[MAXS], lr[MAXS], r[MAXS], lf[MAXS];
-        int n = group_rise(res, ABLATION[i].run, T, R, l1, lr, r), nl = group_seeds(res, ABLATION[i].run, F * T, lf, MAXS);
+        int n = group_rise(res, ABLATION[i].run, T, R, l1, lr, r),
+            nl = group_seeds(res, ABLATION[i].run, F * T, lf, MAXS);
         char buf[96];
         cJSON *e = cJSON_AddObjectToObject(o, ABLATION[i].run);
-        fprintf(f, "| %s | %.3f | %.3f | %.3f | %s |\n", ABLATION[i].run, mean_of(l1, n), mean_of(lr, n), mean_of(lf, nl),
-                mean_ci(buf, sizeof buf, r, n, e, "rise"));
+        fprintf(f, "| %s | %.3f | %.3f | %.3f | %s |\n", ABLATION[i].run, mean_of(l1, n), mean_of(lr, n),
+                mean_of(lf, nl), mean_ci(buf, sizeof buf, r, n, e, "rise"));
     }
     cJSON *so = cJSON_AddObjectToObject(root, "ablation_stages");
-    fprintf(f, "\nEach stage's effect: the run with it minus the run without it, paired by seed (negative: the stage lowers "
-               "the loss), at 1x, %dx and %dx, and on the rise to %dx.\n\n"
-               "| stage | from -> to | at 1x | at %dx | at %dx | on the rise to %dx |\n|---|---|---|---|---|---|\n", R, F, R, R, F, R);
+    fprintf(f,
+            "\nEach stage's effect: the run with it minus the run without it, paired by seed (negative: the "
+            "stage lowers the loss), at 1x, %dx and %dx, and on the rise to %dx.\n\n"
+            "| stage | from -> to | at 1x | at %dx | at %dx | on the rise to %dx "
+            "|\n|---|---|---|---|---|---|\n",
+            R, F, R, R, F, R);
     for (int i = 0; i < NSTAGE_STEPS; i++) {
         cJSON *e = cJSON_AddObjectToObject(so, STAGE_STEPS[i].stage);
         cJSON_AddStringToObject(e, "from", STAGE_STEPS[i].from);
@@ -578,14 +707,16 @@ static void ablation_tables(FILE *f, const char *out, const repro_scale *sc, cJS
         const int at[3] = {1, R, F};
         for (int c = 0; c < 3; c++) {
             double a[MAXS], b[MAXS], d[MAXS];
-            int na = group_seeds(res, STAGE_STEPS[i].from, at[c] * T, a, MAXS), nb = group_seeds(res, STAGE_STEPS[i].to, at[c] * T, b, MAXS);
+            int na = group_seeds(res, STAGE_STEPS[i].from, at[c] * T, a, MAXS),
+                nb = group_seeds(res, STAGE_STEPS[i].to, at[c] * T, b, MAXS);
             int n = na == nb ? na : 0;
             for (int k = 0; k < n; k++) d[k] = b[k] - a[k];
             char buf[96];
             fprintf(f, " %s |", mean_ci(buf, sizeof buf, d, n, e, KEY[c]));
         }
         double a1[MAXS], ar[MAXS], ra[MAXS], b1[MAXS], br[MAXS], rb[MAXS], d[MAXS];
-        int na = group_rise(res, STAGE_STEPS[i].from, T, R, a1, ar, ra), nb = group_rise(res, STAGE_STEPS[i].to, T, R, b1, br, rb);
+        int na = group_rise(res, STAGE_STEPS[i].from, T, R, a1, ar, ra),
+            nb = group_rise(res, STAGE_STEPS[i].to, T, R, b1, br, rb);
         int n = na == nb ? na : 0;
         for (int k = 0; k < n; k++) d[k] = rb[k] - ra[k];
         char buf[96];
@@ -605,11 +736,14 @@ static void headsize_tables(FILE *f, const char *out, const repro_scale *sc, cJS
         for (int j = i; j > 0 && ds[j] < ds[j - 1]; j--) { int t = ds[j]; ds[j] = ds[j - 1]; ds[j - 1] = t; }
     cJSON *arr = cJSON_AddArrayToObject(root, "head_size");
     cJSON_AddNumberToObject(root, "head_size_rise_factor", R);
-    fprintf(f, "Width %d, 2 kinds x %d seeds per head size D = %d / heads, trained at T = %d. Rise: the loss at %dx (T = %d) "
-               "minus the loss at 1x, per seed, then the mean [95%% t interval over seeds]. lssar - softmax: the paired "
-               "difference at %dx.\n\n"
-               "| D | heads | softmax 1x | softmax %dx | softmax rise | lssar p=15 1x | lssar p=15 %dx | lssar p=15 rise | lssar - softmax at %dx |\n"
-               "|---|---|---|---|---|---|---|---|---|\n", sc->x_dim, sc->seeds, sc->x_dim, T, R, R * T, R, R, R, R);
+    fprintf(f,
+            "Width %d, 2 kinds x %d seeds per head size D = %d / heads, trained at T = %d. Rise: the loss at "
+            "%dx (T = %d) minus the loss at 1x, per seed, then the mean [95%% t interval over seeds]. lssar "
+            "- softmax: the paired difference at %dx.\n\n"
+            "| D | heads | softmax 1x | softmax %dx | softmax rise | lssar p=15 1x | lssar p=15 %dx | lssar "
+            "p=15 rise | lssar - softmax at %dx |\n"
+            "|---|---|---|---|---|---|---|---|---|\n",
+            sc->x_dim, sc->seeds, sc->x_dim, T, R, R * T, R, R, R, R);
     for (int i = 0; i < nds; i++) {
         cJSON *res = headsize_results(out, sc, ds[i]);
         cJSON *o = cJSON_CreateObject();
@@ -625,7 +759,8 @@ static void headsize_tables(FILE *f, const char *out, const repro_scale *sc, cJS
             cJSON *e = cJSON_AddObjectToObject(o, G[g]);
             cJSON_AddItemToObject(e, "loss_1x", lssar_json_number(mean_of(l1[g], n[g])));
             cJSON_AddItemToObject(e, "loss_rx", lssar_json_number(mean_of(l16[g], n[g])));
-            fprintf(f, " %.3f | %.3f | %s |", mean_of(l1[g], n[g]), mean_of(l16[g], n[g]), mean_ci(buf, sizeof buf, r[g], n[g], e, "rise"));
+            fprintf(f, " %.3f | %.3f | %s |", mean_of(l1[g], n[g]), mean_of(l16[g], n[g]),
+                    mean_ci(buf, sizeof buf, r[g], n[g], e, "rise"));
         }
         char buf[96];
         int nd = n[0] == n[1] ? n[0] : 0;
@@ -634,9 +769,13 @@ static void headsize_tables(FILE *f, const char *out, const repro_scale *sc, cJS
         cJSON_AddItemToArray(arr, o);
         cJSON_Delete(res);
     }
-    fprintf(f, "\nThe causes: each experiment changes one thing in a model of head size D (same width, data, seeds); "
-               "its rise is set against the unchanged model of that D, paired by seed (change - unchanged).\n\n"
-               "| experiment | change | kind | 1x | %dx | rise | rise - unchanged rise |\n|---|---|---|---|---|---|---|\n", R);
+    fprintf(f,
+            "\nThe causes: each experiment changes one thing in a model of head size D (same width, data, "
+            "seeds); its rise is set against the unchanged model of that D, paired by seed (change - "
+            "unchanged).\n\n"
+            "| experiment | change | kind | 1x | %dx | rise | rise - unchanged rise "
+            "|\n|---|---|---|---|---|---|---|\n",
+            R);
     cJSON *co = cJSON_AddObjectToObject(root, "causes");
     for (int i = 0; i < NCAUSES; i++) {
         char path[4400];
@@ -656,8 +795,9 @@ static void headsize_tables(FILE *f, const char *out, const repro_scale *sc, cJS
             cJSON_AddItemToObject(e, "loss_1x", lssar_json_number(mean_of(l1, n)));
             cJSON_AddItemToObject(e, "loss_rx", lssar_json_number(mean_of(l16, n)));
             char b_1[96], b_2[96];
-            fprintf(f, "| %s | %s | %s | %.3f | %.3f | %s | %s |\n", CAUSES[i].name, CAUSES[i].what, G[g], mean_of(l1, n),
-                    mean_of(l16, n), mean_ci(b_1, sizeof b_1, r, n, e, "rise"), mean_ci(b_2, sizeof b_2, d, nb, e, "rise_minus_unchanged"));
+            fprintf(f, "| %s | %s | %s | %.3f | %.3f | %s | %s |\n", CAUSES[i].name, CAUSES[i].what, G[g],
+                    mean_of(l1, n), mean_of(l16, n), mean_ci(b_1, sizeof b_1, r, n, e, "rise"),
+                    mean_ci(b_2, sizeof b_2, d, nb, e, "rise_minus_unchanged"));
         }
         cJSON_Delete(res);
         cJSON_Delete(base);
@@ -700,37 +840,51 @@ static int write_report(const job_plan *p, const repro_scale *sc, const char *ou
     int ok = 0;
     for (int i = 0; i < p->n; i++) { sum += p->jobs[i].seconds; ok += p->jobs[i].state == JOB_DONE; }
     fprintf(f, "# lssar reproduce --scale %s\n\n%s.\n\n", sc->name, sc->about);
-    fprintf(f, "lssar %s, %s, %s; %d jobs at a time, each on one core. %d of %d jobs finished; their wall times sum to %.0f s "
-               "(%.2f h of one core); this call took %.0f s. Every job's command: `commands.sh`; its output: `logs/`.\n\n",
+    fprintf(f,
+            "lssar %s, %s, %s; %d jobs at a time, each on one core. %d of %d jobs finished; their wall times "
+            "sum to %.0f s (%.2f h of one core); this call took %.0f s. Every job's command: `commands.sh`; "
+            "its output: `logs/`.\n\n",
             LSSAR_VERSION, when, mach, p->workers, ok, p->n, sum, sum / 3600, p->wall);
     fprintf(f, "## Data\n\n| file | bytes | SHA-256 |\n|---|---|---|\n");
     cJSON *darr = cJSON_AddArrayToObject(root, "data");
     hash_dir(f, darr, data);
     snprintf(path, sizeof path, "%s/orbits/data", out);
     hash_dir(f, darr, path);
-    fprintf(f, "\n## 1. Length extrapolation at head size D = %d (%d heads, width %d)\n\n", sc->x_dim / sc->x_heads, sc->x_heads, sc->x_dim);
+    fprintf(f, "\n## 1. Length extrapolation at head size D = %d (%d heads, width %d)\n\n",
+            sc->x_dim / sc->x_heads, sc->x_heads, sc->x_dim);
     include_md(f, out, "extrapolate", "results.md");
-    fprintf(f, "![loss against length](extrapolate/loss_vs_length.png)\n\n![loss by position](extrapolate/loss_vs_position.png)\n\n");
-    fprintf(f, "## 1b. The same at head size D = %d (%d heads, width %d), as in our first studies\n\n", sc->s_dim / sc->s_heads, sc->s_heads, sc->s_dim);
+    fprintf(f, "![loss against length](extrapolate/loss_vs_length.png)\n\n![loss by "
+               "position](extrapolate/loss_vs_position.png)\n\n");
+    fprintf(f, "## 1b. The same at head size D = %d (%d heads, width %d), as in our first studies\n\n",
+            sc->s_dim / sc->s_heads, sc->s_heads, sc->s_dim);
     include_md(f, out, "extrapolate-d16", "results.md");
-    fprintf(f, "![loss against length](extrapolate-d16/loss_vs_length.png)\n\n![loss by position](extrapolate-d16/loss_vs_position.png)\n\n");
+    fprintf(f, "![loss against length](extrapolate-d16/loss_vs_length.png)\n\n![loss by "
+               "position](extrapolate-d16/loss_vs_position.png)\n\n");
     fprintf(f, "## 1c. Why head size matters\n\n");
     headsize_tables(f, out, sc, root);
-    fprintf(f, "## 1d. Which stage carries the flat loss: the ablation at D = %d\n\n| run | what changes |\n|---|---|\n",
+    fprintf(f,
+            "## 1d. Which stage carries the flat loss: the ablation at D = %d\n\n| run | what changes "
+            "|\n|---|---|\n",
             sc->x_dim / sc->x_heads);
     for (int i = 0; i < NABLATION; i++) fprintf(f, "| %s | %s |\n", ABLATION[i].run, ABLATION[i].what);
     fprintf(f, "\n");
     ablation_tables(f, out, sc, root);
     include_md(f, out, "ablation", "results.md");
-    fprintf(f, "![loss against length](ablation/loss_vs_length.png)\n\n![loss by position](ablation/loss_vs_position.png)\n\n");
+    fprintf(f, "![loss against length](ablation/loss_vs_length.png)\n\n![loss by "
+               "position](ablation/loss_vs_position.png)\n\n");
     fprintf(f, "## 2. Attention statistics (seeds pooled)\n\nAt D = %d:\n\n", sc->x_dim / sc->x_heads);
     include_log(f, out, "attnstats", "pooled over");
     fprintf(f, "At D = %d:\n\n", sc->s_dim / sc->s_heads);
     include_log(f, out, "attnstats_d16", "pooled over");
-    fprintf(f, "Plots: `attnstats.png`, `attnstats_sink.png` (D = %d: `attnstats_d16*.png`); numbers: `attnstats*.json`.\n\n## 3. Passkey retrieval\n\n"
-               "Models of %d layers, %d heads, width %d, trained at T = %d for %d steps with %.0f%% of the windows replaced by passkey "
-               "sequences (%s prompt), %d seed(s) per kind; %d depths x %d keys per length and model.\n\n",
-            sc->s_dim / sc->s_heads, sc->p_layers, sc->p_heads, sc->p_dim, sc->p_seq, sc->p_steps, 100.0 * sc->p_mix, sc->p_short ? "short: no task sentence" : "full", sc->p_seeds, sc->p_depths, sc->p_trials);
+    fprintf(f,
+            "Plots: `attnstats.png`, `attnstats_sink.png` (D = %d: `attnstats_d16*.png`); numbers: "
+            "`attnstats*.json`.\n\n## 3. Passkey retrieval\n\n"
+            "Models of %d layers, %d heads, width %d, trained at T = %d for %d steps with %.0f%% of the "
+            "windows replaced by passkey sequences (%s prompt), %d seed(s) per kind; %d depths x %d keys per "
+            "length and model.\n\n",
+            sc->s_dim / sc->s_heads, sc->p_layers, sc->p_heads, sc->p_dim, sc->p_seq, sc->p_steps,
+            100.0 * sc->p_mix, sc->p_short ? "short: no task sentence" : "full", sc->p_seeds, sc->p_depths,
+            sc->p_trials);
     passkey_table(f, out, sc, cJSON_AddObjectToObject(root, "passkey"));
     fprintf(f, "### The passkey models' validation loss at 1x\n\n");
     include_md(f, out, "passkey", "results.md");
@@ -740,14 +894,19 @@ static int write_report(const job_plan *p, const repro_scale *sc, const char *ou
     cJSON *jarr = cJSON_AddArrayToObject(root, "jobs");
     for (int i = 0; i < p->n; i++) {
         const job *j = &p->jobs[i];
-        const char *what = j->state == JOB_DONE ? (j->reused ? "finished in an earlier call" : "")
-                         : j->state == JOB_FAILED ? "FAILED" : j->state == JOB_WAITING ? "not run yet" : "not run (a job it needs failed)";
+        const char *what = j->state == JOB_DONE      ? (j->reused ? "finished in an earlier call" : "")
+                           : j->state == JOB_FAILED  ? "FAILED"
+                           : j->state == JOB_WAITING ? "not run yet"
+                                                     : "not run (a job it needs failed)";
         fprintf(f, "| %s | %d | %.1f | %s |\n", j->name, j->exit, j->seconds, what);
         char *cmd = jobs_command(j);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", j->name);
         cJSON_AddStringToObject(o, "command", cmd ? cmd : "");
-        cJSON_AddStringToObject(o, "state", j->state == JOB_DONE ? "done" : j->state == JOB_FAILED ? "failed" : "not run");
+        cJSON_AddStringToObject(o, "state",
+                                j->state == JOB_DONE     ? "done"
+                                : j->state == JOB_FAILED ? "failed"
+                                                         : "not run");
         cJSON_AddNumberToObject(o, "exit", j->exit);
         cJSON_AddNumberToObject(o, "seconds", j->seconds);
         cJSON_AddBoolToObject(o, "reused", j->reused);
@@ -761,7 +920,8 @@ static int write_report(const job_plan *p, const repro_scale *sc, const char *ou
     static const struct { const char *key, *file; } PARTS[] = {
         {"extrapolate", "extrapolate/results.json"}, {"extrapolate_d16", "extrapolate-d16/results.json"},
         {"ablation", "ablation/results.json"},
-        {"passkey_training", "passkey/results.json"}, {"attnstats", "attnstats.json"}, {"attnstats_d16", "attnstats_d16.json"}};
+        {"passkey_training", "passkey/results.json"}, {"attnstats", "attnstats.json"},
+        {"attnstats_d16", "attnstats_d16.json"}};
     for (int i = 0; i < (int)(sizeof PARTS / sizeof PARTS[0]); i++) {
         snprintf(path, sizeof path, "%s/%s", out, PARTS[i].file);
         cJSON *j = lssar_read_json(path);
@@ -794,7 +954,8 @@ int cmd_reproduce(int argc, char **argv) {
         {"data", ARG_STR, &data, "byte-level data folder (built by a first job when missing)", 0, 0},
         {"jobs", ARG_INT, &workers, "jobs at a time (one core each)", 0, 0},
         {"dry-run", ARG_BOOL, &dry, "print the plan's commands, run nothing", 0, 0},
-        {"report-only", ARG_BOOL, &report_only, "write REPORT.md and report.json from what OUT holds now, run nothing", 0, 0},
+        {"report-only", ARG_BOOL, &report_only,
+         "write REPORT.md and report.json from what OUT holds now, run nothing", 0, 0},
         {0}};
     int rc = args_parse("reproduce", ABOUT, specs, argc, argv);
     if (rc >= 0) return rc;
@@ -811,27 +972,36 @@ int cmd_reproduce(int argc, char **argv) {
     plan.out = out;
     plan.workers = workers;
     planner pl = {&plan, sc, out, data};
-    if ((rc = build_plan(&pl))) { fprintf(stderr, "lssar reproduce: %s\n", lssar_errmsg()); jobs_free(&plan); return 1; }
+    if ((rc = build_plan(&pl))) {
+        fprintf(stderr, "lssar reproduce: %s\n", lssar_errmsg());
+        jobs_free(&plan);
+        return 1;
+    }
     if (report_only) {   // where the plan stands: the tables of whatever has been written
         int done = jobs_load(&plan);
         rc = write_report(&plan, sc, out, data);
         if (rc) fprintf(stderr, "lssar reproduce: %s\n", lssar_errmsg());
-        else printf("reproduce (%s): %d of %d jobs recorded as done; report -> %s/REPORT.md, %s/report.json\n", sc->name, done,
-                    plan.n, out, out);
+        else
+            printf("reproduce (%s): %d of %d jobs recorded as done; report -> %s/REPORT.md, %s/report.json\n",
+                   sc->name, done, plan.n, out, out);
         jobs_free(&plan);
         return rc ? 1 : 0;
     }
     if (!dry) {
         double total = 0;
         for (int i = 0; i < plan.n; i++) total += plan.jobs[i].cost;
-        fprintf(stderr, "reproduce --scale %s: %d jobs, about %.1f h of one core, %d at a time -> %s\n", sc->name, plan.n,
-                total / 3600, workers, out);
+        fprintf(stderr, "reproduce --scale %s: %d jobs, about %.1f h of one core, %d at a time -> %s\n",
+                sc->name, plan.n, total / 3600, workers, out);
     }
     rc = jobs_run(&plan, dry);
     if (rc < 0) { fprintf(stderr, "lssar reproduce: %s\n", lssar_errmsg()); jobs_free(&plan); return 1; }
     if (!dry) {
-        if (write_report(&plan, sc, out, data)) { fprintf(stderr, "lssar reproduce: %s\n", lssar_errmsg()); rc = 1; }
-        else printf("reproduce (%s): %s -> %s/REPORT.md, %s/report.json\n", sc->name, rc ? "some jobs failed (above)" : "done", out, out);
+        if (write_report(&plan, sc, out, data)) {
+            fprintf(stderr, "lssar reproduce: %s\n", lssar_errmsg());
+            rc = 1;
+        } else
+            printf("reproduce (%s): %s -> %s/REPORT.md, %s/report.json\n", sc->name,
+                   rc ? "some jobs failed (above)" : "done", out, out);
     }
     jobs_free(&plan);
     return rc;

@@ -32,10 +32,20 @@ static int parse_ids(const char *s, int **out) {
         long x = strtol(p, &end, 10);
         if (end == p || errno || x < 0 || x > 65534 || (*end && *end != ',')) {
             free(ids);
-            args_error("sample", "--prompt-ids expects token ids (0..65534) separated by commas, got '%s'", s);
+            args_error("sample", "--prompt-ids expects token ids (0..65534) separated by commas, got '%s'",
+                       s);
             return -1;
         }
-        if (n == cap) { cap *= 2; int *t = realloc(ids, cap * sizeof *ids); if (!t) { free(ids); ids = NULL; break; } ids = t; }
+        if (n == cap) {
+            cap *= 2;
+            int *t = realloc(ids, cap * sizeof *ids);
+            if (!t) {
+                free(ids);
+                ids = NULL;
+                break;
+            }
+            ids = t;
+        }
         ids[n++] = (int)x;
         p = *end ? end + 1 : end;
     }
@@ -63,14 +73,17 @@ static int pick(const float *logits, int V, float temp, lssar_rng *rng) {
 static lssar_tokenizer *text_tokenizer(const char *name, int V) {
     if (!name) name = V == 257 ? "byte" : V == 50257 || V == 50304 ? "gpt2" : NULL;
     if (!name) {
-        lssar_fail(LSSAR_E_ARG, "the model's vocabulary (%d) is neither byte's (257) nor GPT-2's (50257, 50304): "
-                   "give --tokenizer, or the prompt as --prompt-ids", V);
+        lssar_fail(LSSAR_E_ARG,
+                   "the model's vocabulary (%d) is neither byte's (257) nor GPT-2's (50257, 50304): give "
+                   "--tokenizer, or the prompt as --prompt-ids",
+                   V);
         return NULL;
     }
     lssar_tokenizer *t = NULL;
     if (lssar_tokenizer_open(name, &t)) return NULL;
     if (lssar_tokenizer_vocab_size(t) > V) {
-        lssar_fail(LSSAR_E_ARG, "tokenizer %s has %d ids but the model only %d", name, lssar_tokenizer_vocab_size(t), V);
+        lssar_fail(LSSAR_E_ARG, "tokenizer %s has %d ids but the model only %d", name,
+                   lssar_tokenizer_vocab_size(t), V);
         lssar_tokenizer_free(t);
         return NULL;
     }
@@ -97,7 +110,8 @@ int cmd_sample(int argc, char **argv) {
         {"model", ARG_STR, &model, "run directory or model .safetensors file", 1, 0},
         {"prompt", ARG_STR, &text, "prompt text (printed back: the continuation as text)", 0, 0},
         {"prompt-ids", ARG_STR, &prompt, "prompt token ids, comma-separated (channels interleaved)", 0, 0},
-        {"tokenizer", ARG_STR, &tok_name, "--prompt's tokenizer: gpt2 or byte (default: from the vocabulary)", 0, 0},
+        {"tokenizer", ARG_STR, &tok_name, "--prompt's tokenizer: gpt2 or byte (default: from the vocabulary)",
+         0, 0},
         {"tokens", ARG_INT, &tokens, "positions to generate", 0, 0},
         {"temperature", ARG_FLOAT, &temp, "sampling temperature (0: greedy)", 0, 0},
         {"seed", ARG_U64, &seed, "sampling seed", 0, 0},
@@ -111,14 +125,19 @@ int cmd_sample(int argc, char **argv) {
     if (tokens < 0) return args_error("sample", "--tokens must be >= 0");
     if (temp < 0) return args_error("sample", "--temperature must be >= 0 (0: greedy)");
     if (threads < 0) return args_error("sample", "--threads must be >= 0");
-    if (!prompt == !text) return args_error("sample", "give the prompt as --prompt TEXT or as --prompt-ids IDS (one of the two)");
+    if (!prompt == !text)
+        return args_error("sample", "give the prompt as --prompt TEXT or as --prompt-ids IDS (one of the "
+                                    "two)");
     if (tok_name && !text) return args_error("sample", "--tokenizer goes with --prompt (text)");
     int *ids = NULL;
     int nids = 0;
     if (prompt) {
         nids = parse_ids(prompt, &ids);
         if (nids < 0) return 2;
-        if (nids == 0) { free(ids); return args_error("sample", "--prompt-ids is empty: give at least one position"); }
+        if (nids == 0) {
+            free(ids);
+            return args_error("sample", "--prompt-ids is empty: give at least one position");
+        }
     }
     if (threads > 0) lssar_set_threads(threads);
 
@@ -135,7 +154,9 @@ int cmd_sample(int argc, char **argv) {
     if (text) {   // encode the prompt: the ids of the text, or end-of-text alone for an empty one
         int32_t *enc = NULL;
         size_t ne = 0;
-        if (C != 1) rc = args_error("sample", "--prompt is text, but this model has %d token channels: give --prompt-ids", C);
+        if (C != 1)
+            rc = args_error("sample",
+                            "--prompt is text, but this model has %d token channels: give --prompt-ids", C);
         else if (!(tk = text_tokenizer(tok_name, V)) || lssar_encode(tk, text, strlen(text), 0, &enc, &ne)) {
             fprintf(stderr, "lssar sample: %s\n", lssar_errmsg());
             rc = 2;
@@ -147,12 +168,21 @@ int cmd_sample(int argc, char **argv) {
         }
         lssar_free(enc);
     }
-    if (nids % C) rc = args_error("sample", "--prompt-ids has %d ids but the model has %d channels: give whole positions (a multiple of %d ids, interleaved)", nids, C, C);
+    if (nids % C)
+        rc = args_error("sample",
+                        "--prompt-ids has %d ids but the model has %d channels: give whole positions (a "
+                        "multiple of %d ids, interleaved)",
+                        nids, C, C);
     for (int i = 0; !rc && i < nids; i++)
-        if (ids[i] >= V) rc = args_error("sample", "--prompt-ids: id %d is outside the model's vocabulary (0..%d)", ids[i], V - 1);
+        if (ids[i] >= V)
+            rc = args_error("sample", "--prompt-ids: id %d is outside the model's vocabulary (0..%d)", ids[i],
+                            V - 1);
     const int P = nids / C, total = P + tokens;
     if (!rc && c->pos == LSSAR_POS_LEARNED && total > c->max_seq)
-        rc = args_error("sample", "prompt (%d positions) + --tokens %d exceeds the %d positions this model learned: use fewer --tokens", P, tokens, c->max_seq);
+        rc = args_error("sample",
+                        "prompt (%d positions) + --tokens %d exceeds the %d positions this model learned: "
+                        "use fewer --tokens",
+                        P, tokens, c->max_seq);
     if (rc) { gpt_free(m); free(ids); lssar_tokenizer_free(tk); return rc; }
 
     uint16_t *tok = malloc(sizeof(uint16_t) * (P > 1 ? P : 1) * C);   // (P, C) the prompt, then (C)

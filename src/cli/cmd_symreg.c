@@ -68,7 +68,9 @@ static int load(const char *csv, const char *target, const char *features, sr_cs
         for (int j = 0; j < c->cols; j++) if (j != *ti) fi[nf++] = j;
     }
     *nf_out = nf;
-    if (nf == 0) return lssar_fail(LSSAR_E_ARG, "no feature columns: the CSV needs at least one column besides the target");
+    if (nf == 0)
+        return lssar_fail(LSSAR_E_ARG, "no feature columns: the CSV needs at least one column besides the "
+                                       "target");
     double *X = *X_out = malloc(sizeof(double) * (size_t)nf * c->rows);
     const char **names = *names_out = malloc(sizeof(char *) * nf);
     if (!X || !names) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
@@ -100,8 +102,10 @@ int cmd_symreg(int argc, char **argv) {
         {"cycles", ARG_INT, &o.cycles, "mutations per island per iteration", 0, 0},
         {"restarts", ARG_INT, &o.restarts, "independent searches whose fronts are merged", 0, 0},
         {"opt-restarts", ARG_INT, &o.opt_restarts, "extra starts of the constant optimiser", 0, 0},
-        {"opt-child", ARG_FLOAT, &opt_child, "share of new children whose constants are re-fitted before they compete", 0, 0},
-        {"early-stop", ARG_FLOAT, &early_stop, "stop when the error relative to a constant fit is below this (0: never)", 0, 0},
+        {"opt-child", ARG_FLOAT, &opt_child,
+         "share of new children whose constants are re-fitted before they compete", 0, 0},
+        {"early-stop", ARG_FLOAT, &early_stop,
+         "stop when the error relative to a constant fit is below this (0: never)", 0, 0},
         {"seed", ARG_U64, &seed, "random seed (same seed and threads: same result)", 0, 0},
         {"threads", ARG_INT, &threads, "OpenMP threads (0: all)", 0, 0},
         {"time-limit", ARG_FLOAT, &time_limit, "seconds, checked between iterations (0: none)", 0, 0},
@@ -109,11 +113,17 @@ int cmd_symreg(int argc, char **argv) {
         {"json", ARG_STR, &json, "write {selected, pareto} to this JSON file", 0, 0},
         {"quiet", ARG_BOOL, &quiet, "no progress lines", 0, 0},
         {0}};
-    int rc = args_parse("symreg", "Symbolic regression (PySR-style evolution on islands) on a CSV file.\n"
-                        "Prints the Pareto front (complexity, loss, score, equation); equations parse with SymPy.",
+    int rc = args_parse("symreg",
+                        "Symbolic regression (PySR-style evolution on islands) on a CSV file.\n"
+                        "Prints the Pareto front (complexity, loss, score, equation); equations parse with "
+                        "SymPy.",
                         specs, argc, argv);
     if (rc >= 0) return rc;
-    o.seed = seed; o.threads = threads; o.time_limit = time_limit; o.early_stop = early_stop; o.verbose = !quiet;
+    o.seed = seed;
+    o.threads = threads;
+    o.time_limit = time_limit;
+    o.early_stop = early_stop;
+    o.verbose = !quiet;
     o.opt_child = opt_child;
     if (!strcmp(loss, "l2")) o.loss = LSSAR_SR_L2;
     else if (!strcmp(loss, "l1")) o.loss = LSSAR_SR_L1;
@@ -149,8 +159,8 @@ int cmd_symreg(int argc, char **argv) {
         for (int k = 0; k < r.n; k++)
             printf("%-10d %-12.6g %-10.4g %s%s\n", r.front[k].complexity, r.front[k].loss, r.front[k].score,
                    r.front[k].equation, k == r.selected ? "   <- selected" : "");
-        fprintf(stderr, "symreg: %d iterations in %.1f s, %.3g evaluations, %.3g node-evals/s\n", r.iterations,
-                r.seconds, r.evaluations, r.node_evals_per_s);
+        fprintf(stderr, "symreg: %d iterations in %.1f s, %.3g evaluations, %.3g node-evals/s\n",
+                r.iterations, r.seconds, r.evaluations, r.node_evals_per_s);
         int wrc = json && lssar_dist_rank() == 0 ? write_json(json, &r) : 0;
         if (lssar_dist_agree(wrc)) { args_error("symreg", "%s", lssar_errmsg()); rc = 2; }
         lssar_sr_result_free(&r);

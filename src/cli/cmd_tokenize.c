@@ -59,7 +59,10 @@ static int parse_ids(const char *s, size_t len, int32_t **ids, size_t *n) {
     if (!out) return lssar_fail(LSSAR_E_NOMEM, "out of memory parsing ids");
     const char *p = s, *end = s + len;
     while (p < end) {
-        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',' || *p == '[' || *p == ']') { p++; continue; }
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',' || *p == '[' || *p == ']') {
+            p++;
+            continue;
+        }
         char *e;
         errno = 0;
         long v = strtol(p, &e, 10);
@@ -67,8 +70,10 @@ static int parse_ids(const char *s, size_t len, int32_t **ids, size_t *n) {
             const char *q = p;
             while (q < end && !strchr(" \t\n\r,[]", *q)) q++;
             free(out);
-            return lssar_fail(LSSAR_E_ARG, "'%.*s' (id number %zu) is not a token id: --decode expects non-negative "
-                              "integers separated by spaces or commas", (int)(q - p > 40 ? 40 : q - p), p, k + 1);
+            return lssar_fail(LSSAR_E_ARG,
+                              "'%.*s' (id number %zu) is not a token id: --decode expects non-negative "
+                              "integers separated by spaces or commas",
+                              (int)(q - p > 40 ? 40 : q - p), p, k + 1);
         }
         if (k == cap) {
             int32_t *nb = realloc(out, sizeof(int32_t) * (cap *= 2));
@@ -89,7 +94,9 @@ static int shard_ids(const char *path, int32_t **ids, size_t *n) {
     if (rc) return rc;
     if (s.channels != 1) {
         shard_close(&s);
-        return lssar_fail(LSSAR_E_ARG, "%s has %d channels per position; --decode reads 1-channel token shards", path, s.channels);
+        return lssar_fail(LSSAR_E_ARG,
+                          "%s has %d channels per position; --decode reads 1-channel token shards", path,
+                          s.channels);
     }
     int32_t *out = malloc(sizeof(int32_t) * (s.n ? s.n : 1));
     if (!out) { shard_close(&s); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); }
@@ -110,13 +117,17 @@ static int is_shard(const char *path) {
 
 static int write_bytes(const char *path, const char *data, size_t len) {
     if (!path) {
-        if (len && fwrite(data, 1, len, stdout) != len) return lssar_fail(LSSAR_E_IO, "writing to standard output failed");
+        if (len && fwrite(data, 1, len, stdout) != len)
+            return lssar_fail(LSSAR_E_IO, "writing to standard output failed");
         return fflush(stdout) ? lssar_fail(LSSAR_E_IO, "writing to standard output failed") : 0;
     }
     lssar_afile af;
     int rc = lssar_afile_open(&af, path);
     if (rc) return rc;
-    if (len && fwrite(data, 1, len, af.f) != len) { lssar_afile_abort(&af); return lssar_fail(LSSAR_E_IO, "writing %s failed (disk full?)", path); }
+    if (len && fwrite(data, 1, len, af.f) != len) {
+        lssar_afile_abort(&af);
+        return lssar_fail(LSSAR_E_IO, "writing %s failed (disk full?)", path);
+    }
     return lssar_afile_commit(&af);
 }
 
@@ -143,14 +154,16 @@ static int encode_jsonl(const lssar_tokenizer *t, char *data, size_t len, int al
         const cJSON *s = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "text") : j;
         if (!cJSON_IsString(s)) {
             cJSON_Delete(j);
-            return lssar_fail(LSSAR_E_FORMAT, "--jsonl: line %d is neither a JSON string (\"...\") nor an object "
-                              "with a \"text\" string ({\"text\": \"...\"}): %.*s", line,
-                              (int)(eol - p > 40 ? 40 : eol - p), p);
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "--jsonl: line %d is neither a JSON string (\"...\") nor an object with a "
+                              "\"text\" string ({\"text\": \"...\"}): %.*s",
+                              line, (int)(eol - p > 40 ? 40 : eol - p), p);
         }
         // cJSON strings stop at a NUL: a document with \u0000 would be cut short, so refuse it.
         const char *doc = cJSON_GetStringValue(s);
         if (memmem(p, (size_t)(eol - p), "\\u0000", 6))
-            rc = lssar_fail(LSSAR_E_FORMAT, "--jsonl: line %d contains \\u0000, which this reader cannot keep", line);
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "--jsonl: line %d contains \\u0000, which this reader cannot keep", line);
         int32_t *ids = NULL; size_t n = 0;
         if (!rc) rc = lssar_encode(t, doc, strlen(doc), allow_special, &ids, &n);
         if (!rc) rc = print_ids(ids, n);
@@ -186,16 +199,22 @@ int cmd_tokenize(int argc, char **argv) {
         {"out", ARG_STR, &out, "write a 1-channel token shard here instead (with --decode: the text)", 0, 0},
         {"decode", ARG_BOOL, &decode, "ids -> text", 0, 0},
         {"allow-special", ARG_BOOL, &allow_special, "encode \"<|endoftext|>\" as the EOT id", 0, 0},
-        {"jsonl", ARG_BOOL, &jsonl, "input lines are JSON strings or {\"text\": ...} objects, each encoded alone; one line of ids each", 0, 0},
+        {"jsonl", ARG_BOOL, &jsonl,
+         "input lines are JSON strings or {\"text\": ...} objects, each encoded alone; one line of ids each",
+         0, 0},
         {0}};
     int rc = args_parse(CMD, ABOUT, specs, argc, argv);
     if (rc >= 0) return rc;
     if (strcmp(name, "gpt2") && strcmp(name, "byte"))
         return args_error(CMD, "--tokenizer must be gpt2 or byte, got '%s'", name);
-    if (ids_flag && out) return args_error(CMD, "--ids prints ids and --out writes a shard: give one of them");
+    if (ids_flag && out)
+        return args_error(CMD, "--ids prints ids and --out writes a shard: give one of them");
     if (ids_flag && decode) return args_error(CMD, "--ids is for encoding; --decode prints text");
-    if (jsonl && (decode || out)) return args_error(CMD, "--jsonl prints ids; it cannot be combined with --decode or --out");
-    if (decode && allow_special) return args_error(CMD, "--allow-special is for encoding (decoding always turns the EOT id into \"<|endoftext|>\")");
+    if (jsonl && (decode || out))
+        return args_error(CMD, "--jsonl prints ids; it cannot be combined with --decode or --out");
+    if (decode && allow_special)
+        return args_error(CMD, "--allow-special is for encoding (decoding always turns the EOT id into "
+                               "\"<|endoftext|>\")");
 
     lssar_tokenizer *t = NULL;
     char *data = NULL, *text = NULL;
@@ -218,15 +237,21 @@ int cmd_tokenize(int argc, char **argv) {
     } else if (!rc) {
         rc = read_input(in, &data, &len);
         if (!rc) rc = lssar_encode(t, data, len, allow_special, &ids, &n);
-        if (!rc && out && n == 0) rc = lssar_fail(LSSAR_E_ARG, "the input%s%s is empty: nothing to write to %s", in ? " " : "", in ? in : "", out);
+        if (!rc && out && n == 0)
+            rc = lssar_fail(LSSAR_E_ARG, "the input%s%s is empty: nothing to write to %s", in ? " " : "",
+                            in ? in : "", out);
         if (!rc && out) {
             in_stage = 0;
             rc = write_shard(out, ids, n, lssar_tokenizer_vocab_size(t));
-            if (!rc) fprintf(stderr, "lssar tokenize: %zu bytes -> %zu %s tokens in %.2f s -> %s\n", len, n, name, lssar_now() - t0, out);
+            if (!rc)
+                fprintf(stderr, "lssar tokenize: %zu bytes -> %zu %s tokens in %.2f s -> %s\n", len, n, name,
+                        lssar_now() - t0, out);
         } else if (!rc) rc = print_ids(ids, n);
     }
-    if (rc && in_stage && !strstr(lssar_errmsg(), in ? in : "standard input"))   // name the input the message is about
-        fprintf(stderr, "lssar tokenize: %s%s: %s\n", in ? "--in " : "", in ? in : "standard input", lssar_errmsg());
+    // name the input the message is about
+    if (rc && in_stage && !strstr(lssar_errmsg(), in ? in : "standard input"))
+        fprintf(stderr, "lssar tokenize: %s%s: %s\n", in ? "--in " : "", in ? in : "standard input",
+                lssar_errmsg());
     else if (rc) fprintf(stderr, "lssar tokenize: %s\n", lssar_errmsg());
     free(data); free(text); free(ids);
     lssar_tokenizer_free(t);

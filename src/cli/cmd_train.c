@@ -88,7 +88,10 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     // a missing or damaged checkpoint is a file error (exit 1); a flag that disagrees with it is a
     // usage error (exit 2, below)
     if (e == LSSAR_E_IO) {
-        fprintf(stderr, "lssar train: --resume: %s (train without --resume first, or point --out at an existing run)\n", lssar_errmsg());
+        fprintf(stderr,
+                "lssar train: --resume: %s (train without --resume first, or point --out at an existing "
+                "run)\n",
+                lssar_errmsg());
         return 1;
     }
     if (e) { fprintf(stderr, "lssar train: --resume: %s\n", lssar_errmsg()); return 1; }
@@ -99,11 +102,14 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
     char stored[64], given[64];
     lssar_attn_kind given_attn = c.attn;
     if (seen(sp, "attn") && args_attn_kind("train", attn, &given_attn)) return 2;
-#define SAME(flag, cond, sfmt, sval, gval)                                                        \
-    if (seen(sp, flag) && !(cond)) {                                                              \
-        snprintf(stored, sizeof stored, sfmt, sval); snprintf(given, sizeof given, sfmt, gval);   \
-        return args_error("train", "--%s %s differs from the checkpoint in %s (%s): --resume continues the stored run; drop --%s, or start a new run in another --out", \
-                          flag, given, o->out, stored, flag);                                     \
+#define SAME(flag, cond, sfmt, sval, gval)                                                                 \
+    if (seen(sp, flag) && !(cond)) {                                                                       \
+        snprintf(stored, sizeof stored, sfmt, sval);                                                       \
+        snprintf(given, sizeof given, sfmt, gval);                                                         \
+        return args_error("train",                                                                         \
+                          "--%s %s differs from the checkpoint in %s (%s): --resume continues the stored " \
+                          "run; drop --%s, or start a new run in another --out",                           \
+                          flag, given, o->out, stored, flag);                                              \
     }
     SAME("attn", given_attn == c.attn, "%s", lssar_attn_name(c.attn), attn);
     SAME("pos", gpt_pos_parse(pos) == (int)c.pos, "%s", lssar_pos_name(c.pos), pos);
@@ -151,12 +157,14 @@ int cmd_train(int argc, char **argv) {
         {"val", ARG_STR, &o.val, "validation shard", 0, 0},
         {"out", ARG_STR, &o.out, "run directory (checkpoints, log.jsonl)", 1, 0},
         {"resume", ARG_BOOL, &o.resume, "continue the run in --out from its checkpoint", 0, 0},
-        {"attn", ARG_STR, &attn, "attention: softmax, ssmax, lssa, lssar, sigmoid or relu, or a preset with other "
-                                 "stages: +dot, +ssmax, +cos (score), +exp, +softplus (phi), +rw, +norw (re-weighting), "
-                                 "e.g. softmax+cos+rw", 0, 0},
+        {"attn", ARG_STR, &attn,
+         "attention: softmax, ssmax, lssa, lssar, sigmoid or relu, or a preset with other stages: +dot, "
+         "+ssmax, +cos (score), +exp, +softplus (phi), +rw, +norw (re-weighting), e.g. softmax+cos+rw",
+         0, 0},
         {"p", ARG_FLOAT, &o.model.p,
          "re-weighting power p (the kinds that re-weight: lssar, softmax+rw, ...)", 0, 0},
-        {"len-norm", ARG_STR, &len_norm, "sigmoid/relu length normalisation: train (L = --seq) or row (L = n)", 0, 0},
+        {"len-norm", ARG_STR, &len_norm,
+         "sigmoid/relu length normalisation: train (L = --seq) or row (L = n)", 0, 0},
         {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
         {"rope-base", ARG_FLOAT, &o.model.rope_base,
          "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
@@ -168,7 +176,10 @@ int cmd_train(int argc, char **argv) {
         {"vocab", ARG_INT, &o.model.vocab,
          "token ids per channel (0: what the shards record, else 50257: see above)", 0, 0},
         {"untied", ARG_BOOL, &untied, "separate output head instead of the token embedding", 0, 0},
-        {"ordinal", ARG_INT, &o.ordinal, "token ids 0..N-1 are ordered bins (orbits: 7000): their embeddings start as sinusoids of the id, each channel in its own share of the width (fresh runs only)", 0, 0},
+        {"ordinal", ARG_INT, &o.ordinal,
+         "token ids 0..N-1 are ordered bins (orbits: 7000): their embeddings start as sinusoids of the id, "
+         "each channel in its own share of the width (fresh runs only)",
+         0, 0},
         {"seq", ARG_INT, &o.seq, "training sequence length T", 0, 0},
         {"batch", ARG_INT, &o.batch, "sequences per micro-batch", 0, 0},
         {"accum", ARG_INT, &o.accum, "micro-batches per optimizer step (gradient accumulation)", 0, 0},
@@ -182,20 +193,31 @@ int cmd_train(int argc, char **argv) {
         {"beta2", ARG_FLOAT, &o.beta2, "AdamW beta2", 0, 0},
         {"eps", ARG_FLOAT, &o.eps, "AdamW epsilon", 0, 0},
         {"seed", ARG_U64, &o.seed, "seed of the initialisation and the data order", 0, 0},
-        {"align", ARG_INT, &o.align, "windows start at multiples of this (sequences of fixed length, e.g. 1000 for orbits)", 0, 0},
-        {"passkey-mix", ARG_FLOAT, &o.passkey_mix, "replace this share of training windows by passkey sequences (lssar passkey; text models)", 0, 0},
-        {"passkey-short", ARG_BOOL, &o.passkey_prompt, "passkey sequences without the task sentence (byte models: whole filler units fit short windows)", 0, 0},
+        {"align", ARG_INT, &o.align,
+         "windows start at multiples of this (sequences of fixed length, e.g. 1000 for orbits)", 0, 0},
+        {"passkey-mix", ARG_FLOAT, &o.passkey_mix,
+         "replace this share of training windows by passkey sequences (lssar passkey; text models)", 0, 0},
+        {"passkey-short", ARG_BOOL, &o.passkey_prompt,
+         "passkey sequences without the task sentence (byte models: whole filler units fit short windows)", 0,
+         0},
         {"eval-every", ARG_INT, &o.eval_every, "validation every N steps (0: only at the end)", 0, 0},
         {"eval-batches", ARG_INT, &o.eval_batches, "validation batches (of --batch windows)", 0, 0},
         {"save-every", ARG_INT, &o.save_every, "checkpoint every N steps (0: only at the end)", 0, 0},
-        {"log-every", ARG_INT, &o.log_every, "read the loss and gradient norm back from the device every N steps (log.jsonl still has every step; the same results for any N)", 0, 0},
-        {"stop-at", ARG_INT, &o.stop_at, "stop and save after this step, keeping the --steps schedule (0: off)", 0, 0},
+        {"log-every", ARG_INT, &o.log_every,
+         "read the loss and gradient norm back from the device every N steps (log.jsonl still has every "
+         "step; the same results for any N)",
+         0, 0},
+        {"stop-at", ARG_INT, &o.stop_at,
+         "stop and save after this step, keeping the --steps schedule (0: off)", 0, 0},
         {"threads", ARG_INT, &o.threads, "CPU threads for OpenMP and OpenBLAS (0: all cores)", 0, 0},
         {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
         {"no-plot", ARG_BOOL, &no_plot, "do not draw OUT/loss.png", 0, 0},
         {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
-        {"recompute", ARG_BOOL, &o.recompute, "recompute activations in the backward: less memory, up to 4/3 the FLOPs, same weights (see above)", 0, 0},
-        {"zero", ARG_INT, &o.zero, "under mpirun: 1 shards the AdamW state over the ranks (ZeRO-1), 0 keeps it whole on each", 0, 0},
+        {"recompute", ARG_BOOL, &o.recompute,
+         "recompute activations in the backward: less memory, up to 4/3 the FLOPs, same weights (see above)",
+         0, 0},
+        {"zero", ARG_INT, &o.zero,
+         "under mpirun: 1 shards the AdamW state over the ranks (ZeRO-1), 0 keeps it whole on each", 0, 0},
         {0}};
     int rc = args_parse("train", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
@@ -237,13 +259,15 @@ int cmd_train(int argc, char **argv) {
         }
         o.steps = seen(sp, "steps") ? steps : 0;   // 0: keep the stored schedule
     } else {
-        if (!o.data) return args_error("train", "missing --data TRAIN.bin[,MORE.bin] (see lssar train --help)");
+        if (!o.data)
+            return args_error("train", "missing --data TRAIN.bin[,MORE.bin] (see lssar train --help)");
         const gpt_config *mc = &o.model;
         if (mc->layers < 1 || mc->heads < 1 || mc->dim < 1)
             return args_error("train", "--layers, --heads and --dim must be >= 1");
         if (mc->dim % mc->heads)
             return args_error("train", "--heads %d must divide --dim %d", mc->heads, mc->dim);
-        if (o.seq < 1 || o.batch < 1 || o.accum < 1) return args_error("train", "--seq, --batch and --accum must be >= 1");
+        if (o.seq < 1 || o.batch < 1 || o.accum < 1)
+            return args_error("train", "--seq, --batch and --accum must be >= 1");
         if (mc->vocab < 0 || mc->vocab > 65535)
             return args_error("train", "--vocab must be in 1..65535 (or 0 for the default)");
         if (!(o.lr > 0)) return args_error("train", "--lr must be > 0");
@@ -261,8 +285,12 @@ int cmd_train(int argc, char **argv) {
         return rc == LSSAR_E_NAN ? 3 : 1;
     }
     if (!o.quiet && !isnan(r.train_loss)) {   // else train said there was nothing to do
-        if (isnan(r.val_loss)) fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, %.1f s\n", (long long)r.step, r.train_loss, r.seconds);
-        else fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, val loss %.4f, %.1f s\n", (long long)r.step, r.train_loss, r.val_loss, r.seconds);
+        if (isnan(r.val_loss))
+            fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, %.1f s\n", (long long)r.step,
+                    r.train_loss, r.seconds);
+        else
+            fprintf(stderr, "lssar train: done: step %lld, train loss %.4f, val loss %.4f, %.1f s\n",
+                    (long long)r.step, r.train_loss, r.val_loss, r.seconds);
     }
     // the loss curve: a missing gnuplot or plot error is a note; the run itself succeeded
     if (!no_plot && lssar_dist_rank() == 0 && exp_plot_train_log(o.out) && !o.quiet)

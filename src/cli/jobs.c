@@ -39,7 +39,8 @@ static void slug(const char *name, char *out, size_t cap) {
     snprintf(out, cap, "%s", name);
     for (char *c = out; *c; c++) if (*c == '/' || *c == ' ') *c = '-';
 }
-static void job_path(const job_plan *p, const job *j, const char *dir, const char *ext, char *out, size_t cap) {
+static void job_path(const job_plan *p, const job *j, const char *dir, const char *ext, char *out,
+                     size_t cap) {
     char s[80];
     slug(j->name, s, sizeof s);
     snprintf(out, cap, "%s/%s/%s.%s", p->out, dir, s, ext);
@@ -61,9 +62,11 @@ static int read_record(const job_plan *p, const job *j, double *seconds) {
     cJSON *r = lssar_read_json(path);
     if (!r) return 0;
     char *cmd = jobs_command(j);
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "command"), *e = cJSON_GetObjectItemCaseSensitive(r, "exit"),
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "command"),
+                *e = cJSON_GetObjectItemCaseSensitive(r, "exit"),
                 *s = cJSON_GetObjectItemCaseSensitive(r, "seconds");
-    int same = cmd && cJSON_IsString(c) && !strcmp(c->valuestring, cmd) && cJSON_IsNumber(e) && e->valueint == 0 && cJSON_IsNumber(s);
+    int same = cmd && cJSON_IsString(c) && !strcmp(c->valuestring, cmd) && cJSON_IsNumber(e) &&
+               e->valueint == 0 && cJSON_IsNumber(s);
     if (same) *seconds = s->valuedouble;
     free(cmd);
     cJSON_Delete(r);
@@ -109,7 +112,10 @@ static int start_job(job_plan *p, job *j) {
     if (cmd) { dprintf(fd, "$ %s\n", cmd); free(cmd); }
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) { close(fd); return lssar_fail(LSSAR_E_IO, "cannot start a process for %s: %s", j->name, strerror(errno)); }
+    if (pid < 0) {
+        close(fd);
+        return lssar_fail(LSSAR_E_IO, "cannot start a process for %s: %s", j->name, strerror(errno));
+    }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() == 1) _exit(128 + SIGTERM);   // the runner died before prctl
@@ -151,7 +157,8 @@ static void status_line(const job_plan *p, double t0, double scale) {
         else if (j->state == JOB_WAITING) left += j->cost * scale;
         else if (j->state == JOB_RUNNING) {
             double el = lssar_now() - j->t0, rem = j->cost * scale - el;
-            if (rem < 0.05 * j->cost * scale) rem = 0.05 * j->cost * scale;   // over its estimate: a little more
+            // over its estimate: a little more
+            if (rem < 0.05 * j->cost * scale) rem = 0.05 * j->cost * scale;
             left += rem;
             if (rem > longest) longest = rem;
             char d[32], item[128];
@@ -165,7 +172,8 @@ static void status_line(const job_plan *p, double t0, double scale) {
     char el[32], et[32];
     fmt_dur(lssar_now() - t0, el, sizeof el);
     fmt_dur(eta, et, sizeof et);
-    fprintf(stderr, "reproduce  %d/%d jobs  elapsed %s  ETA %s  running: %s\n", done, total, el, et, running[0] ? running : "-");
+    fprintf(stderr, "reproduce  %d/%d jobs  elapsed %s  ETA %s  running: %s\n", done, total, el, et,
+            running[0] ? running : "-");
 }
 
 int jobs_load(job_plan *p) {
@@ -192,8 +200,11 @@ int jobs_run(job_plan *p, int dry) {
     snprintf(path, sizeof path, "%s/commands.sh", p->out);
     if (!dry && lssar_afile_open(&af, path)) return -1;
     FILE *cf = dry ? stdout : af.f;
-    fprintf(cf, "#!/bin/sh\n# The plan of `lssar reproduce`, one job per line, each after the jobs it needs (the\n"
-                "# runner runs %d at a time; this file runs them one after another).\nset -e\n", p->workers);
+    fprintf(cf,
+            "#!/bin/sh\n# The plan of `lssar reproduce`, one job per line, each after the jobs it needs "
+            "(the\n"
+            "# runner runs %d at a time; this file runs them one after another).\nset -e\n",
+            p->workers);
     for (int i = 0; i < p->n; i++) {
         char *cmd = jobs_command(&p->jobs[i]);
         fprintf(cf, "# %s (~%.0f s)%s", p->jobs[i].name, p->jobs[i].cost, p->jobs[i].ndeps ? ", after" : "");
@@ -208,7 +219,9 @@ int jobs_run(job_plan *p, int dry) {
     for (int i = 0; i < p->n; i++) memo[i] = -1;
     for (int i = 0; i < p->n; i++) path_cost(p, i, memo);
     int reused = jobs_load(p);
-    if (reused) fprintf(stderr, "reproduce: %d of %d jobs finished in an earlier run (OUT/jobs); not run again\n", reused, p->n);
+    if (reused)
+        fprintf(stderr, "reproduce: %d of %d jobs finished in an earlier run (OUT/jobs); not run again\n",
+                reused, p->n);
     const double t0 = lssar_now();
     // The ETA scales the estimates by how long the finished jobs really took against their
     // estimates. Both sums start with a tenth of the plan's estimate, so that one short job that
@@ -268,12 +281,15 @@ int jobs_run(job_plan *p, int dry) {
             if (j->exit == 0) {
                 j->state = JOB_DONE;
                 est_done += j->cost; real_done += j->seconds;
-                if (write_record(p, j)) fprintf(stderr, "reproduce: %s (the job is done but will run again next time)\n", lssar_errmsg());
+                if (write_record(p, j))
+                    fprintf(stderr, "reproduce: %s (the job is done but will run again next time)\n",
+                            lssar_errmsg());
                 fprintf(stderr, "reproduce: done %s in %s\n", j->name, d);
             } else {
                 j->state = JOB_FAILED;
                 failed++;
-                fprintf(stderr, "reproduce: FAILED %s (exit %d after %s); the end of %s:\n", j->name, j->exit, d, path);
+                fprintf(stderr, "reproduce: FAILED %s (exit %d after %s); the end of %s:\n", j->name, j->exit,
+                        d, path);
                 print_tail(path);
             }
             status_line(p, t0, est_done > 0 ? real_done / est_done : 1);
@@ -285,8 +301,10 @@ int jobs_run(job_plan *p, int dry) {
     if (failed) {
         int blocked = 0;
         for (int i = 0; i < p->n; i++) blocked += p->jobs[i].state == JOB_BLOCKED;
-        fprintf(stderr, "reproduce: %d job(s) failed and %d could not start without them; fix the cause (the logs are in %s/logs) "
-                        "and run the same command again: finished jobs are kept\n", failed, blocked, p->out);
+        fprintf(stderr,
+                "reproduce: %d job(s) failed and %d could not start without them; fix the cause (the logs "
+                "are in %s/logs) and run the same command again: finished jobs are kept\n",
+                failed, blocked, p->out);
         return 1;
     }
     return 0;

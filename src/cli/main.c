@@ -61,8 +61,8 @@ int main(int argc, char **argv) {
         printf("lssar %s\n", LSSAR_VERSION);
 #ifdef LSSAR_CUDA
         int gpus = lssar_cuda_device_count();
-        printf("cuda: built in (sm_80, sm_90a, compute_90 PTX); %d GPU%s found%s\n", gpus, gpus == 1 ? "" : "s",
-               gpus ? "" : ": runs on the CPU");
+        printf("cuda: built in (sm_80, sm_90a, compute_90 PTX); %d GPU%s found%s\n", gpus,
+               gpus == 1 ? "" : "s", gpus ? "" : ": runs on the CPU");
 #else
         printf("cuda: not built in (built with CUDA=0, or no nvcc at build time)\n");
 #endif

@@ -51,7 +51,8 @@ static void row_weights(const attn_row_params *pp, const float *qb, const float 
 
 int attn_weights_row(const lssar_attn_desc *d, const float *q, const float *k, int T, int NH, int HS,
                      int b, int h, int i, float *w) {
-    if (i < 0 || i >= T || h < 0 || h >= NH) return lssar_fail(LSSAR_E_ARG, "attn_weights_row: row %d head %d out of range", i, h);
+    if (i < 0 || i >= T || h < 0 || h >= NH)
+        return lssar_fail(LSSAR_E_ARG, "attn_weights_row: row %d head %d out of range", i, h);
     float *buf = malloc(sizeof(float) * 3 * (size_t)T);
     if (!buf) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     const int HD = NH * HS;
@@ -75,7 +76,8 @@ static int on_layer(void *vc, int layer, const float *q, const float *k, int B, 
     int failed = 0;
 #pragma omp parallel reduction(+ : e, en, sk, t1, cnt)
     {
-        float *s = malloc(sizeof(float) * 3 * (size_t)T + sizeof(float) * T), *al = s + T, *w = al + T, *rk = w + T;
+        float *s = malloc(sizeof(float) * 3 * (size_t)T + sizeof(float) * T), *al = s + T, *w = al + T,
+              *rk = w + T;
         if (!s) {
 #pragma omp atomic write
             failed = 1;

@@ -25,7 +25,8 @@ int exp_train_shards(const char *dir, char **list) {
     *list = NULL;
     if (glob(pat, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
         globfree(&g);
-        return lssar_fail(LSSAR_E_IO, "no training shards %s: build them with `lssar data build --out %s`", pat, dir);
+        return lssar_fail(LSSAR_E_IO, "no training shards %s: build them with `lssar data build --out %s`",
+                          pat, dir);
     }
     size_t len = 1;
     for (size_t i = 0; i < g.gl_pathc; i++) len += strlen(g.gl_pathv[i]) + 1;
@@ -110,7 +111,8 @@ int exp_plot_train_log(const char *dir) {
         char *nl = strchr(line, '\n');
         if (nl) *nl = 0;
         cJSON *j = cJSON_Parse(line);
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "step"), *l = cJSON_GetObjectItemCaseSensitive(j, "loss"),
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "step"),
+                    *l = cJSON_GetObjectItemCaseSensitive(j, "loss"),
                     *v = cJSON_GetObjectItemCaseSensitive(j, "val_loss");
         if (cJSON_IsNumber(st) && cJSON_IsNumber(l)) { ts[nt] = st->valuedouble; tl[nt++] = l->valuedouble; }
         if (cJSON_IsNumber(st) && cJSON_IsNumber(v)) { vs[nv] = st->valuedouble; vl[nv++] = v->valuedouble; }

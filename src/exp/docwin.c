@@ -12,22 +12,35 @@ int exp_docs_load(const char *path, exp_docs *d) {
     char *text = NULL;
     size_t len = 0;
     int rc = lssar_read_file(path, &text, &len);
-    if (rc) return lssar_fail(LSSAR_E_IO, "cannot read %s (it comes from `lssar data build`; give --data the folder it wrote)", path);
+    if (rc)
+        return lssar_fail(LSSAR_E_IO,
+                          "cannot read %s (it comes from `lssar data build`; give --data the folder it "
+                          "wrote)",
+                          path);
     cJSON *root = cJSON_Parse(text);
     free(text);
-    if (!root) return lssar_fail(LSSAR_E_FORMAT, "%s is not valid JSON: rebuild it with `lssar data build`", path);
+    if (!root)
+        return lssar_fail(LSSAR_E_FORMAT, "%s is not valid JSON: rebuild it with `lssar data build`", path);
     // the index is either a list or an object holding a "documents" list
     cJSON *list = cJSON_IsArray(root) ? root : cJSON_GetObjectItem(root, "documents");
-    if (!cJSON_IsArray(list)) { cJSON_Delete(root); return lssar_fail(LSSAR_E_FORMAT, "%s: expected a list of documents", path); }
+    if (!cJSON_IsArray(list)) {
+        cJSON_Delete(root);
+        return lssar_fail(LSSAR_E_FORMAT, "%s: expected a list of documents", path);
+    }
     int n = cJSON_GetArraySize(list);
     d->start = calloc(n ? n : 1, sizeof *d->start);
     d->tokens = calloc(n ? n : 1, sizeof *d->tokens);
     d->name = calloc(n ? n : 1, sizeof *d->name);
-    if (!d->start || !d->tokens || !d->name) { cJSON_Delete(root); exp_docs_free(d); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    if (!d->start || !d->tokens || !d->name) {
+        cJSON_Delete(root);
+        exp_docs_free(d);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    }
     int i = 0;
     cJSON *e;
     cJSON_ArrayForEach(e, list) {
-        cJSON *s = cJSON_GetObjectItem(e, "start"), *t = cJSON_GetObjectItem(e, "tokens"), *nm = cJSON_GetObjectItem(e, "name");
+        cJSON *s = cJSON_GetObjectItem(e, "start"), *t = cJSON_GetObjectItem(e, "tokens"),
+              *nm = cJSON_GetObjectItem(e, "name");
         if (!cJSON_IsNumber(s) || !cJSON_IsNumber(t) || s->valuedouble < 0 || t->valuedouble < 0) {
             cJSON_Delete(root); d->n = i; exp_docs_free(d);
             return lssar_fail(LSSAR_E_FORMAT, "%s: document %d lacks a numeric start or tokens", path, i);
@@ -37,8 +50,10 @@ int exp_docs_load(const char *path, exp_docs *d) {
         double sv = s->valuedouble, tv = t->valuedouble;
         if (sv != floor(sv) || tv != floor(tv) || sv + tv > (double)INT32_MAX) {
             cJSON_Delete(root); d->n = i; exp_docs_free(d);
-            return lssar_fail(LSSAR_E_FORMAT, "%s: document %d has start %.17g and tokens %.17g: they must be integers "
-                              "within the 2^31 - 1 positions of a shard (damaged; rebuild it with `lssar data build`)",
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: document %d has start %.17g and tokens %.17g: they must be integers "
+                              "within the 2^31 - 1 positions of a shard (damaged; rebuild it with `lssar "
+                              "data build`)",
                               path, i, sv, tv);
         }
         d->start[i] = (size_t)s->valuedouble;
@@ -94,7 +109,8 @@ int exp_doc_windows(const exp_docs *d, int T, int max_windows, size_t **starts, 
     if (!a) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     size_t k = 0;
     for (int i = 0; i < d->n; i++)
-        for (size_t w = 0; d->tokens[i] >= (size_t)T + 1 && w < (d->tokens[i] - 1) / T; w++) a[k++] = d->start[i] + w * T;
+        for (size_t w = 0; d->tokens[i] >= (size_t)T + 1 && w < (d->tokens[i] - 1) / T; w++)
+            a[k++] = d->start[i] + w * T;
     *n = thin(a, (int)k, max_windows);
     *starts = a;
     return 0;
@@ -112,8 +128,8 @@ int exp_plain_windows(size_t npos, int T, int max_windows, size_t **starts, int 
     return 0;
 }
 
-int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B, double *mean, double *se,
-                     double *win_out, double *per_pos) {
+int exp_eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B, double *mean,
+                     double *se, double *win_out, double *per_pos) {
     *mean = NAN; *se = NAN;
     if (n < 1) return lssar_fail(LSSAR_E_SIZE, "no evaluation windows of length %d", T);
     double *win = malloc((size_t)n * sizeof *win);

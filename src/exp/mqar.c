@@ -7,9 +7,13 @@
 int mqar_build(const mqar_params *p, int n, lssar_rng *rng, uint16_t *seq, int *qpos) {
     int P = p->pairs;
     if (P < 1 || p->keys < P || p->values < 1)
-        return lssar_fail(LSSAR_E_ARG, "mqar: need 1 <= pairs <= keys and values >= 1 (got pairs %d, keys %d, values %d)", P, p->keys, p->values);
+        return lssar_fail(LSSAR_E_ARG,
+                          "mqar: need 1 <= pairs <= keys and values >= 1 (got pairs %d, keys %d, values %d)",
+                          P, p->keys, p->values);
     int rest = n - 1 - 2 * P, seg = P ? rest / P : 0;
-    if (seg < 2) return lssar_fail(LSSAR_E_SIZE, "mqar: %d tokens are too few for %d pairs (need at least %d)", n, P, 1 + 4 * P);
+    if (seg < 2)
+        return lssar_fail(LSSAR_E_SIZE, "mqar: %d tokens are too few for %d pairs (need at least %d)", n, P,
+                          1 + 4 * P);
     int *key = malloc(sizeof(int) * p->keys), *val = malloc(sizeof(int) * P);
     if (!key || !val) { free(key); free(val); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
     for (int i = 0; i < p->keys; i++) key[i] = i;
@@ -29,7 +33,12 @@ int mqar_build(const mqar_params *p, int n, lssar_rng *rng, uint16_t *seq, int *
     int *ord = malloc(sizeof(int) * P);
     if (!ord) { free(key); free(val); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
     for (int i = 0; i < P; i++) ord[i] = i;
-    for (int i = P - 1; i > 0; i--) { int j = (int)lssar_rng_below(rng, i + 1); int t = ord[i]; ord[i] = ord[j]; ord[j] = t; }
+    for (int i = P - 1; i > 0; i--) {
+        int j = (int)lssar_rng_below(rng, i + 1);
+        int t = ord[i];
+        ord[i] = ord[j];
+        ord[j] = t;
+    }
     for (int i = 0; i < P; i++) {
         int at = pos + i * seg + (int)lssar_rng_below(rng, seg - 1);
         seq[at] = (uint16_t)(1 + key[ord[i]]);
@@ -46,7 +55,12 @@ int mqar_write_shard(const char *path, const mqar_params *p, int T, int nseq, ui
     if (rc) return rc;
     uint16_t *seq = malloc(sizeof(uint16_t) * (T + 1));
     int *qpos = malloc(sizeof(int) * p->pairs);
-    if (!seq || !qpos) { free(seq); free(qpos); shard_writer_abort(&w); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    if (!seq || !qpos) {
+        free(seq);
+        free(qpos);
+        shard_writer_abort(&w);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    }
     lssar_rng rng;
     lssar_rng_seed(&rng, seed);
     for (int i = 0; i < nseq && !rc; i++) {
@@ -58,17 +72,26 @@ int mqar_write_shard(const char *path, const mqar_params *p, int T, int nseq, ui
     return shard_writer_close(&w);
 }
 
-int mqar_eval(gpt *m, const mqar_params *p, int T, int nseq, int B, uint64_t seed, long *correct, long *total) {
+int mqar_eval(gpt *m, const mqar_params *p, int T, int nseq, int B, uint64_t seed, long *correct,
+              long *total) {
     *correct = 0; *total = 0;
     if (mqar_vocab(p) > gpt_get_config(m)->vocab)
-        return lssar_fail(LSSAR_E_ARG, "mqar: the model has %d ids but the task needs %d", gpt_get_config(m)->vocab, mqar_vocab(p));
+        return lssar_fail(LSSAR_E_ARG, "mqar: the model has %d ids but the task needs %d",
+                          gpt_get_config(m)->vocab, mqar_vocab(p));
     if (B > nseq) B = nseq;
     int rc = gpt_reserve(m, B, T, 0);
     if (rc) return rc;
-    uint16_t *seq = malloc(sizeof(uint16_t) * (size_t)B * (T + 1)), *in = malloc(sizeof(uint16_t) * (size_t)B * T);
+    uint16_t *seq = malloc(sizeof(uint16_t) * (size_t)B * (T + 1)),
+             *in = malloc(sizeof(uint16_t) * (size_t)B * T);
     uint16_t *pred = malloc(sizeof(uint16_t) * (size_t)B * T);
     int *qpos = malloc(sizeof(int) * (size_t)B * p->pairs);
-    if (!seq || !in || !pred || !qpos) { free(seq); free(in); free(pred); free(qpos); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    if (!seq || !in || !pred || !qpos) {
+        free(seq);
+        free(in);
+        free(pred);
+        free(qpos);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    }
     lssar_rng rng;
     lssar_rng_seed(&rng, seed);
     for (int s0 = 0; s0 < nseq && !rc; s0 += B) {

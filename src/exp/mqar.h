@@ -29,6 +29,7 @@ int mqar_build(const mqar_params *p, int n, lssar_rng *rng, uint16_t *seq, int *
 /* A training shard of nseq sequences of T + 1 tokens each. */
 int mqar_write_shard(const char *path, const mqar_params *p, int T, int nseq, uint64_t seed);
 /* Accuracy of the argmax at the query positions over nseq fresh sequences of T + 1 tokens. */
-int mqar_eval(gpt *m, const mqar_params *p, int T, int nseq, int B, uint64_t seed, long *correct, long *total);
+int mqar_eval(gpt *m, const mqar_params *p, int T, int nseq, int B, uint64_t seed, long *correct,
+              long *total);
 
 #endif

@@ -7,7 +7,8 @@
 
 static const char *TASK = "There is an important info hidden inside a lot of irrelevant text. Find it and "
                           "memorize them. I will quiz you about the important information there.";
-static const char *FILLER = " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+static const char *FILLER = " The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
+                            "back again.";
 static const char *QUESTION = " What is the pass key? The pass key is";
 
 static int enc(const lssar_tokenizer *t, const char *s, int32_t **ids, int *n) {
@@ -23,7 +24,8 @@ const char *passkey_prompt_name(passkey_prompt p) { return p == PASSKEY_SHORT ? 
 int passkey_pieces_init(passkey_pieces *pp, const lssar_tokenizer *tok, passkey_prompt prompt) {
     memset(pp, 0, sizeof *pp);
     if (!tok) return lssar_fail(LSSAR_E_NULL, "passkey: tokenizer is NULL");
-    if ((unsigned)prompt > PASSKEY_SHORT) return lssar_fail(LSSAR_E_ARG, "passkey: prompt %d is not full or short", (int)prompt);
+    if ((unsigned)prompt > PASSKEY_SHORT)
+        return lssar_fail(LSSAR_E_ARG, "passkey: prompt %d is not full or short", (int)prompt);
     pp->tok = tok;
     pp->eot = lssar_tokenizer_eot(tok);
     int rc = prompt == PASSKEY_SHORT ? 0 : enc(tok, TASK, &pp->task, &pp->ntask);
@@ -39,7 +41,8 @@ void passkey_pieces_free(passkey_pieces *pp) {
 }
 
 // The needle and the answer for one key.
-static int key_pieces(const passkey_pieces *pp, int key, int32_t **needle, int *nneedle, int32_t **ans, int *nans) {
+static int key_pieces(const passkey_pieces *pp, int key, int32_t **needle, int *nneedle, int32_t **ans,
+                      int *nans) {
     char buf[128];
     snprintf(buf, sizeof buf, " The pass key is %d. Remember it. %d is the pass key.", key, key);
     int rc = enc(pp->tok, buf, needle, nneedle);
@@ -59,19 +62,28 @@ int passkey_min_len(const passkey_pieces *pp) {
     return 1 + pp->ntask + nn + pp->nquestion + na + 4;
 }
 
-int passkey_build(const passkey_pieces *pp, int n, double depth, int key, uint16_t *out, int *ans_pos, int *ans_len) {
-    if (key < 10000 || key > 99999) return lssar_fail(LSSAR_E_ARG, "passkey: key %d is not a 5-digit number", key);
-    if (!(depth >= 0 && depth <= 1)) return lssar_fail(LSSAR_E_ARG, "passkey: depth %g is outside [0, 1]", depth);
+int passkey_build(const passkey_pieces *pp, int n, double depth, int key, uint16_t *out, int *ans_pos,
+                  int *ans_len) {
+    if (key < 10000 || key > 99999)
+        return lssar_fail(LSSAR_E_ARG, "passkey: key %d is not a 5-digit number", key);
+    if (!(depth >= 0 && depth <= 1))
+        return lssar_fail(LSSAR_E_ARG, "passkey: depth %g is outside [0, 1]", depth);
     int32_t *nd = NULL, *an = NULL;
     int nn = 0, na = 0;
     int rc = key_pieces(pp, key, &nd, &nn, &an, &na);
     if (rc) return rc;
-    if (na > PASSKEY_MAX_ANS) { free(nd); free(an); return lssar_fail(LSSAR_E_ARG, "passkey: answer has %d tokens", na); }
+    if (na > PASSKEY_MAX_ANS) {
+        free(nd);
+        free(an);
+        return lssar_fail(LSSAR_E_ARG, "passkey: answer has %d tokens", na);
+    }
     int fixed = 1 + pp->ntask + nn + pp->nquestion + na;
     int nf = n - fixed;   // filler tokens
     if (nf < 0) {
         free(nd); free(an);
-        return lssar_fail(LSSAR_E_SIZE, "passkey: a sequence of %d tokens cannot hold the prompt (needs at least %d with this tokenizer): use a longer length",
+        return lssar_fail(LSSAR_E_SIZE,
+                          "passkey: a sequence of %d tokens cannot hold the prompt (needs at least %d with "
+                          "this tokenizer): use a longer length",
                           n, passkey_min_len(pp));
     }
     // The needle goes in the slot nearest depth of units + 2 slots: before whole filler unit
@@ -163,21 +175,30 @@ static void pks_close(void *ctx) {
     free(p);
 }
 
-int passkey_train_source(void *arg, const train_source_env *env, const train_source *base, train_source *out) {
+int passkey_train_source(void *arg, const train_source_env *env, const train_source *base,
+                         train_source *out) {
     (void)arg;
     if (!env || !base || !out) return lssar_fail(LSSAR_E_NULL, "passkey_train_source: NULL argument");
     if (!(env->passkey_mix > 0)) { *out = *base; return 0; }
     const int C = env->model->channels, T = env->seq;
-    if (C != 1) return lssar_fail(LSSAR_E_ARG, "--passkey-mix needs a text model (1 token channel); this data has %d", C);
+    if (C != 1)
+        return lssar_fail(LSSAR_E_ARG, "--passkey-mix needs a text model (1 token channel); this data has %d",
+                          C);
     passkey_source *p = calloc(1, sizeof *p);
     if (!p) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     p->base = *base;
     p->mix = env->passkey_mix;
     int rc = passkey_tokenizer_for_vocab(env->model->vocab, &p->tok);
     if (rc) { free(p); return rc; }
-    if ((rc = passkey_pieces_init(&p->pk, p->tok, (passkey_prompt)env->passkey_prompt))) { lssar_tokenizer_free(p->tok); free(p); return rc; }
+    if ((rc = passkey_pieces_init(&p->pk, p->tok, (passkey_prompt)env->passkey_prompt))) {
+        lssar_tokenizer_free(p->tok);
+        free(p);
+        return rc;
+    }
     if (T + 1 < passkey_min_len(&p->pk)) {
-        rc = lssar_fail(LSSAR_E_ARG, "--passkey-mix: a passkey sequence needs at least %d tokens with the %s tokenizer; --seq is %d",
+        rc = lssar_fail(LSSAR_E_ARG,
+                        "--passkey-mix: a passkey sequence needs at least %d tokens with the %s tokenizer; "
+                        "--seq is %d",
                         passkey_min_len(&p->pk), lssar_tokenizer_name(p->tok), T);
         pks_close(p);
         return rc;
@@ -188,8 +209,8 @@ int passkey_train_source(void *arg, const train_source_env *env, const train_sou
     return 0;
 }
 
-int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos, int ans_len,
-                  double *digit_acc, int *place) {
+int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t *pred, int ans_pos,
+                  int ans_len, double *digit_acc, int *place) {
     int all = 1;
     int32_t want[PASSKEY_MAX_ANS], got[PASSKEY_MAX_ANS];
     for (int i = 0; i < ans_len; i++) {
@@ -201,7 +222,8 @@ int passkey_score(const passkey_pieces *pp, const uint16_t *seq, const uint16_t 
         char *ws = NULL, *gs = NULL;
         size_t wl = 0, gl = 0;
         if (digit_acc) *digit_acc = 0;
-        if (!lssar_decode(pp->tok, want, ans_len, &ws, &wl) && !lssar_decode(pp->tok, got, ans_len, &gs, &gl)) {
+        if (!lssar_decode(pp->tok, want, ans_len, &ws, &wl) &&
+            !lssar_decode(pp->tok, got, ans_len, &gs, &gl)) {
             // the key's digits are the last 5 characters of the answer " K"; compare by place
             int hits = 0, nd = 0;
             for (size_t c = 0; c < wl; c++) {
@@ -222,12 +244,15 @@ double passkey_depth(int d, int depths) { return depths == 1 ? 0.5 : (double)d /
 
 int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int depths, int trials, int batch,
                  uint64_t seed, int *ok_n, double *dsum_n, int *place_n, lssar_progress *pg, double pg_done) {
-    if (!g || !pp || !lens || !ok_n || !dsum_n) return lssar_fail(LSSAR_E_NULL, "passkey_eval: NULL argument");
-    if (nl < 1 || depths < 1 || trials < 1 || batch < 1) return lssar_fail(LSSAR_E_ARG, "passkey_eval: empty grid");
+    if (!g || !pp || !lens || !ok_n || !dsum_n)
+        return lssar_fail(LSSAR_E_NULL, "passkey_eval: NULL argument");
+    if (nl < 1 || depths < 1 || trials < 1 || batch < 1)
+        return lssar_fail(LSSAR_E_ARG, "passkey_eval: empty grid");
     int maxL = 0;
     for (int i = 0; i < nl; i++) if (lens[i] > maxL) maxL = lens[i];
     int B = batch < trials ? batch : trials;
-    uint16_t *seq = malloc(sizeof(uint16_t) * (size_t)B * (maxL + 1)), *in = malloc(sizeof(uint16_t) * (size_t)B * maxL);
+    uint16_t *seq = malloc(sizeof(uint16_t) * (size_t)B * (maxL + 1)),
+             *in = malloc(sizeof(uint16_t) * (size_t)B * maxL);
     uint16_t *pred = malloc(sizeof(uint16_t) * (size_t)B * maxL);
     int *apos = malloc(sizeof(int) * B), *alen = malloc(sizeof(int) * B);
     int rc = 0;
@@ -253,7 +278,8 @@ int passkey_eval(gpt *g, const passkey_pieces *pp, const int *lens, int nl, int 
                 if ((rc = gpt_get_argmax(g, pred))) break;
                 for (int i = 0; i < b; i++) {
                     double da = 0;
-                    ok += passkey_score(pp, seq + (size_t)i * (L + 1), pred + (size_t)i * L, apos[i], alen[i], &da, place);
+                    ok += passkey_score(pp, seq + (size_t)i * (L + 1), pred + (size_t)i * L, apos[i], alen[i],
+                                        &da, place);
                     dsum += da;
                 }
             }
@@ -286,5 +312,8 @@ void wilson_interval(int k, int n, double z, double *lo, double *hi) {
 int passkey_tokenizer_for_vocab(int vocab, lssar_tokenizer **out) {
     if (vocab == 257) return lssar_tokenizer_byte(out);
     if (vocab >= 50257) return lssar_tokenizer_open("gpt2", out);
-    return lssar_fail(LSSAR_E_UNSUPPORTED, "the passkey test needs a text model (vocabulary 257 for the byte tokenizer, or >= 50257 for GPT-2); this model has %d ids", vocab);
+    return lssar_fail(LSSAR_E_UNSUPPORTED,
+                      "the passkey test needs a text model (vocabulary 257 for the byte tokenizer, or >= "
+                      "50257 for GPT-2); this model has %d ids",
+                      vocab);
 }

@@ -14,7 +14,10 @@ int plot_available(void) {
 
 static int need_gnuplot(const char *png) {
     if (plot_available()) return 0;
-    return lssar_fail(LSSAR_E_UNSUPPORTED, "cannot write %s: gnuplot with the pngcairo terminal is not installed (apt-get install gnuplot-nox, or run scripts/deps.sh)", png);
+    return lssar_fail(LSSAR_E_UNSUPPORTED,
+                      "cannot write %s: gnuplot with the pngcairo terminal is not installed (apt-get install "
+                      "gnuplot-nox, or run scripts/deps.sh)",
+                      png);
 }
 
 // Quote a string for a gnuplot double-quoted literal (drop quotes and backslashes).
@@ -125,25 +128,31 @@ int plot_heatmap(const char *png, const char *title, const char *xlabel, const c
         fprintf(f, "\n");
     }
     fclose(f);
-    fprintf(g, "\nset cbrange [%g:%g]\nset palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')\n", vmin, vmax);
+    fprintf(g, "\nset cbrange [%g:%g]\nset palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')\n", vmin,
+            vmax);
     fprintf(g, "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\n", cols - 0.5, rows - 0.5);
     fprintf(g, "set xtics (");
     for (int c = 0; c < cols; c++) fprintf(g, "%s\"%g\" %d", c ? ", " : "", colval[c], c);
     fprintf(g, ")\nset ytics (");
     for (int r = 0; r < rows; r++) fprintf(g, "%s\"%g\" %d", r ? ", " : "", rowval[r], r);
-    fprintf(g, ")\nplot '%s' using 1:2:3 with image notitle, '%s' using 1:2:(sprintf('%%.2f',$3)) with labels notitle\n", dat, dat);
+    fprintf(g,
+            ")\nplot '%s' using 1:2:3 with image notitle, '%s' using 1:2:(sprintf('%%.2f',$3)) with labels "
+            "notitle\n",
+            dat, dat);
     return plot_end(png, dat, gp, g);
 }
 
 int plot_csv_loglog(const char *png, const char *title, const char *xlabel, const char *ylabel,
                     const char *const *csv, const char *const *names, int n, int xcol, int ycol) {
     for (int i = 0; i < n; i++)  // gnuplot would warn and draw the plot without it
-        if (access(csv[i], R_OK)) return lssar_fail(LSSAR_E_IO, "cannot plot %s: %s cannot be read", png, csv[i]);
+        if (access(csv[i], R_OK))
+            return lssar_fail(LSSAR_E_IO, "cannot plot %s: %s cannot be read", png, csv[i]);
     char gp[256];
     FILE *g;
     int rc = plot_begin(png, title, xlabel, ylabel, NULL, NULL, gp, &g);
     if (rc) return rc;
-    fprintf(g, "\nset datafile separator ','\nset logscale xy\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
+    fprintf(g, "\nset datafile separator ','\nset logscale xy\nset format x '10^{%%L}'\nset format y "
+               "'10^{%%L}'\n"
                "set grid\nset key top left\nplot x title 'y = x' lc rgb 'black'");
     for (int i = 0; i < n; i++) {
         fprintf(g, ", ");

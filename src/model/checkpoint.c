@@ -106,13 +106,21 @@ static int meta_write(st_writer *w, const meta_field *fields, int n, const void 
         char b[48];
         switch (fd->type) {
         case MF_INT: snprintf(b, sizeof b, "%d", *(const int *)at); rc = st_writer_meta(w, fd->key, b); break;
-        case MF_I64: snprintf(b, sizeof b, "%lld", (long long)*(const int64_t *)at); rc = st_writer_meta(w, fd->key, b); break;
-        case MF_U64: snprintf(b, sizeof b, "%llu", (unsigned long long)*(const uint64_t *)at); rc = st_writer_meta(w, fd->key, b); break;
+        case MF_I64:
+            snprintf(b, sizeof b, "%lld", (long long)*(const int64_t *)at);
+            rc = st_writer_meta(w, fd->key, b);
+            break;
+        case MF_U64:
+            snprintf(b, sizeof b, "%llu", (unsigned long long)*(const uint64_t *)at);
+            rc = st_writer_meta(w, fd->key, b);
+            break;
         case MF_FLOAT: rc = put_float(w, fd->key, *(const float *)at); break;
         case MF_STR: rc = st_writer_meta(w, fd->key, at); break;
         case MF_POS: rc = st_writer_meta(w, fd->key, lssar_pos_name(*(const lssar_pos *)at)); break;
         case MF_ATTN: rc = st_writer_meta(w, fd->key, lssar_attn_name(*(const lssar_attn_kind *)at)); break;
-        case MF_LEN_NORM: rc = st_writer_meta(w, fd->key, lssar_len_norm_name(*(const lssar_len_norm *)at)); break;
+        case MF_LEN_NORM:
+            rc = st_writer_meta(w, fd->key, lssar_len_norm_name(*(const lssar_len_norm *)at));
+            break;
         }
     }
     return rc;
@@ -125,10 +133,17 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
     if (!v) {
         if (!fd->optional) {
             if (fd->type == MF_POS)
-                return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'pos' is missing (expected rope, learned or none)", f->path);
+                return lssar_fail(LSSAR_E_FORMAT,
+                                  "%s: metadata field 'pos' is missing (expected rope, learned or none)",
+                                  f->path);
             if (fd->type == MF_ATTN)
-                return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is missing (expected an attention kind: softmax, lssar, ...)", f->path);
-            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' is missing: not an lssar checkpoint, or damaged", f->path, fd->key);
+                return lssar_fail(LSSAR_E_FORMAT,
+                                  "%s: metadata field 'attn' is missing (expected an attention kind: "
+                                  "softmax, lssar, ...)",
+                                  f->path);
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: metadata field '%s' is missing: not an lssar checkpoint, or damaged",
+                              f->path, fd->key);
         }
         switch (fd->type) {
         case MF_INT: *(int *)at = (int)fd->dflt; break;
@@ -147,7 +162,8 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
     case MF_INT: case MF_I64: {
         long long x = strtoll(v, &end, 10);
         if (!*v || *end || errno || x < fd->lo || x > fd->hi)
-            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not an integer in %ld..%ld", f->path, fd->key, v, fd->lo, fd->hi);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not an integer in %ld..%ld",
+                              f->path, fd->key, v, fd->lo, fd->hi);
         if (fd->type == MF_INT) *(int *)at = (int)x;
         else *(int64_t *)at = x;
         return 0;
@@ -155,14 +171,16 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
     case MF_U64: {
         unsigned long long x = strtoull(v, &end, 10);
         if (!*v || *v == '-' || *end || errno)
-            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not a non-negative integer", f->path, fd->key, v);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not a non-negative integer",
+                              f->path, fd->key, v);
         *(uint64_t *)at = x;
         return 0;
     }
     case MF_FLOAT: {
         float x = strtof(v, &end);
         if (!*v || *end || errno || !isfinite(x))
-            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not a finite number", f->path, fd->key, v);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field '%s' = '%s' is not a finite number",
+                              f->path, fd->key, v);
         *(float *)at = x;
         return 0;
     }
@@ -171,22 +189,28 @@ static int meta_read_field(const st_file *f, const meta_field *fd, void *base) {
         return 0;
     case MF_POS: {
         int k = gpt_pos_parse(v);
-        if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'pos' is %s (expected rope, learned or none)", f->path, v);
+        if (k < 0)
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: metadata field 'pos' is %s (expected rope, learned or none)", f->path, v);
         *(lssar_pos *)at = (lssar_pos)k;
         return 0;
     }
     case MF_LEN_NORM: {
         lssar_len_norm ln;
         if (lssar_len_norm_parse(v, &ln))
-            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'len_norm' is %s (expected train or row)", f->path, v);
+            return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'len_norm' is %s (expected train or row)",
+                              f->path, v);
         *(lssar_len_norm *)at = ln;
         return 0;
     }
     case MF_ATTN: {
         int k = attn_from_name(v);
-        if (k < 0) return lssar_fail(LSSAR_E_FORMAT, "%s: metadata field 'attn' is %s (expected one of lssar's attention kinds: "
-                                     "softmax, ssmax, lssa, lssar, sigmoid, relu or a combination of their stages such as "
-                                     "softmax+cos+rw; a newer lssar may know it)", f->path, v);
+        if (k < 0)
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: metadata field 'attn' is %s (expected one of lssar's attention kinds: "
+                              "softmax, ssmax, lssa, lssar, sigmoid, relu or a combination of their stages "
+                              "such as softmax+cos+rw; a newer lssar may know it)",
+                              f->path, v);
         *(lssar_attn_kind *)at = (lssar_attn_kind)k;
         return 0;
     }
@@ -211,7 +235,9 @@ int ckpt_model_path(const char *path, char *out, size_t n) {
                                                           : snprintf(out, n, "%s", path);
     if (len < 0 || (size_t)len >= n) return lssar_fail(LSSAR_E_ARG, "model path %s is too long", path);
     if (access(out, R_OK) != 0)
-        return lssar_fail(LSSAR_E_IO, "no model at %s: cannot open it (%s); give a run directory written by `lssar train` (it holds %s) or a .safetensors file",
+        return lssar_fail(LSSAR_E_IO,
+                          "no model at %s: cannot open it (%s); give a run directory written by `lssar "
+                          "train` (it holds %s) or a .safetensors file",
                           out, strerror(errno), CKPT_MODEL_FILE);
     return 0;
 }
@@ -220,7 +246,8 @@ int ckpt_config_from_meta(const st_file *f, gpt_config *cfg, int64_t *step) {
     memset(cfg, 0, sizeof *cfg);
     const char *fmt = st_meta(f, "lssar_format");
     if (!fmt || strcmp(fmt, "gpt-v1"))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: metadata lssar_format is %s%s%s, expected \"gpt-v1\": not an lssar model file",
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: metadata lssar_format is %s%s%s, expected \"gpt-v1\": not an lssar model file",
                           f->path, fmt ? "\"" : "missing", fmt ? fmt : "", fmt ? "\"" : "");
     model_meta mm;
     memset(&mm, 0, sizeof mm);
@@ -230,7 +257,8 @@ int ckpt_config_from_meta(const st_file *f, gpt_config *cfg, int64_t *step) {
     *cfg = mm.c;
     if (step) *step = mm.step;
     if (gpt_config_check(cfg))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: the stored model config is invalid: %s", f->path, lssar_errmsg());
+        return lssar_fail(LSSAR_E_FORMAT, "%s: the stored model config is invalid: %s", f->path,
+                          lssar_errmsg());
     return 0;
 }
 
@@ -284,18 +312,31 @@ int ckpt_save_model(const gpt *m, const char *path, int64_t step) {
 // Copy tensor `name` of the file into buffer `which` of tensor i, after checking dtype and shape.
 static int load_tensor(gpt *m, const st_file *f, const char *name, int i, gpt_buffer which, float **scratch) {
     const st_tensor *t = st_find(f, name);
-    if (!t) return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' is missing: damaged file, or it was written for another model config", f->path, name);
+    if (!t)
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: tensor '%s' is missing: damaged file, or it was written for another model "
+                          "config",
+                          f->path, name);
     if (strcmp(t->dtype, "F32"))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has dtype %s; lssar checkpoints are F32 (convert it with .float() before saving)", f->path, name, t->dtype);
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: tensor '%s' has dtype %s; lssar checkpoints are F32 (convert it with .float() "
+                          "before saving)",
+                          f->path, name, t->dtype);
     int nd = gpt_tensor_ndim(m, i);
     const int *shape = gpt_tensor_shape(m, i);
     int same = t->ndim == nd;
     for (int k = 0; same && k < nd; k++) same = t->shape[k] == shape[k];
     if (!same) {
         char want[128] = "", got[128] = "";
-        for (int k = 0; k < nd; k++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", k ? ", " : "", shape[k]);
-        for (int k = 0; k < t->ndim; k++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
-        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has shape (%s) but the model config needs (%s): damaged or mismatched file", f->path, name, got, want);
+        for (int k = 0; k < nd; k++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", k ? ", " : "", shape[k]);
+        for (int k = 0; k < t->ndim; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
+                     (long long)t->shape[k]);
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: tensor '%s' has shape (%s) but the model config needs (%s): damaged or "
+                          "mismatched file",
+                          f->path, name, got, want);
     }
     const float *src = t->data;
     if ((uintptr_t)src % sizeof(float)) {   // files from other writers need not align the data
@@ -308,12 +349,16 @@ static int load_tensor(gpt *m, const st_file *f, const char *name, int i, gpt_bu
     // rather than as a NaN loss later.
     for (size_t k = 0; k < t->numel; k++)
         if (!isfinite(src[k]))
-            return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' holds a non-finite value (NaN or Inf) at element %zu: damaged file", f->path, name, k);
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: tensor '%s' holds a non-finite value (NaN or Inf) at element %zu: damaged "
+                              "file",
+                              f->path, name, k);
     return gpt_write_tensor(m, which, i, src);
 }
 
 // Every tensor of the file must be one we load: an extra one means a config mismatch.
-static int check_no_extra(const gpt *m, const st_file *f, const char *const *prefixes, int np, int n_extra_ok, const char *const *extra_ok) {
+static int check_no_extra(const gpt *m, const st_file *f, const char *const *prefixes, int np, int n_extra_ok,
+                          const char *const *extra_ok) {
     for (int j = 0; j < f->n; j++) {
         const char *nm = f->tensors[j].name;
         int ok = 0;
@@ -322,7 +367,11 @@ static int check_no_extra(const gpt *m, const st_file *f, const char *const *pre
             size_t pl = strlen(prefixes[p]);
             ok = !strncmp(nm, prefixes[p], pl) && gpt_tensor_index(m, nm + pl) >= 0;
         }
-        if (!ok) return lssar_fail(LSSAR_E_FORMAT, "%s: unexpected tensor '%s' (not part of this model config): damaged or mismatched file", f->path, nm);
+        if (!ok)
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: unexpected tensor '%s' (not part of this model config): damaged or "
+                              "mismatched file",
+                              f->path, nm);
     }
     return 0;
 }
@@ -345,9 +394,10 @@ int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_
         lssar_attn_stages a = attn_stages(cfg.attn), b = attn_stages(o->attn);
         int ok = attn_kind_ok(o->attn) && a.score == b.score && a.phi == b.phi && a.norm == b.norm;
         if (!ok)
-            rc = lssar_fail(LSSAR_E_ARG, "%s was trained with %s attention; evaluating it as %s is allowed only with the "
-                            "re-weighting switched on or off (lssa <-> lssar, softmax <-> softmax+rw, ...: they share "
-                            "every parameter and the stages before it)",
+            rc = lssar_fail(LSSAR_E_ARG,
+                            "%s was trained with %s attention; evaluating it as %s is allowed only with the "
+                            "re-weighting switched on or off (lssa <-> lssar, softmax <-> softmax+rw, ...: "
+                            "they share every parameter and the stages before it)",
                             path, lssar_attn_name(cfg.attn), lssar_attn_name(o->attn));
         else cfg.attn = o->attn;
     }
@@ -363,9 +413,12 @@ int ckpt_load_model(const char *path, const ckpt_load_opts *o, gpt **out, int64_
         double wpe = cfg.pos == LSSAR_POS_LEARNED ? (double)cfg.max_seq * C : 0;
         double need = ch * V * C * (cfg.tied ? 1 : 2) + wpe + cfg.layers * per_layer + 2.0 * C;
         if (need * sizeof(float) > (double)f.buf_len + (16 << 20))
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: its config (layers %d, dim %d, vocab %d, channels %d) needs %.0f bytes of F32 parameters "
-                            "but the file holds %zu bytes of data: truncated, or damaged metadata",
-                            path, cfg.layers, cfg.dim, cfg.vocab, cfg.channels, need * sizeof(float), f.buf_len);
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s: its config (layers %d, dim %d, vocab %d, channels %d) needs %.0f bytes of "
+                            "F32 parameters but the file holds %zu bytes of data: truncated, or damaged "
+                            "metadata",
+                            path, cfg.layers, cfg.dim, cfg.vocab, cfg.channels, need * sizeof(float),
+                            f.buf_len);
     }
     gpt *m = NULL;
     if (!rc) rc = gpt_create_empty(&cfg, &m);  // every tensor is read below: no random init (seconds at 124M)
@@ -411,11 +464,14 @@ static int state_from_file(const st_file *f, train_state *s) {
     memset(s, 0, sizeof *s);
     const char *fmt = st_meta(f, "lssar_format");
     if (!fmt || strcmp(fmt, "trainer-v1"))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: metadata lssar_format is not \"trainer-v1\": not an lssar trainer state", f->path);
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: metadata lssar_format is not \"trainer-v1\": not an lssar trainer state",
+                          f->path);
     int rc = meta_read(f, TRAINER_FIELDS, N_TRAINER_FIELDS, s);
     if (rc) return rc;
     if (!(s->passkey_mix >= 0 && s->passkey_mix <= 1))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: passkey_mix %g is outside [0, 1] (damaged)", f->path, s->passkey_mix);
+        return lssar_fail(LSSAR_E_FORMAT, "%s: passkey_mix %g is outside [0, 1] (damaged)", f->path,
+                          s->passkey_mix);
     int64_t step;
     if ((rc = st_read(f, "step", "I64", &step, 1))) return rc;
     if ((rc = st_read(f, "rng", "I64", s->rng.s, 4))) return rc;

@@ -62,7 +62,8 @@ int gpt_config_check(const gpt_config *c) {
         return lssar_fail(LSSAR_E_SIZE, "gpt config: vocab = %d; use 1..65535 (tokens are uint16, 65535 "
                           "is the ignore marker)", c->vocab);
     if (c->channels < 1 || c->channels > GPT_MAX_CHANNELS)
-        return lssar_fail(LSSAR_E_SIZE, "gpt config: channels = %d; use 1..%d", c->channels, GPT_MAX_CHANNELS);
+        return lssar_fail(LSSAR_E_SIZE, "gpt config: channels = %d; use 1..%d", c->channels,
+                          GPT_MAX_CHANNELS);
     if (c->max_seq < 1)
         return lssar_fail(LSSAR_E_SIZE, "gpt config: max_seq = %d; use >= 1", c->max_seq);
     int rc = gpt_pos_check(c->pos, "gpt config: pos");
@@ -70,15 +71,19 @@ int gpt_config_check(const gpt_config *c) {
     if (!rc) rc = attn_len_norm_check(c->len_norm, "gpt config: len_norm");
     if (rc) return rc;
     if (attn_reweights(c->attn) && !(c->p > 0.0f && isfinite(c->p)))
-        return lssar_fail(LSSAR_E_P, "gpt config: %s re-weighting power p = %g; use a finite p > 0 (15 in the paper)",
+        return lssar_fail(LSSAR_E_P,
+                          "gpt config: %s re-weighting power p = %g; use a finite p > 0 (15 in the paper)",
                           lssar_attn_name(c->attn), (double)c->p);
     if (c->tied != 0 && c->tied != 1)
         return lssar_fail(LSSAR_E_ARG, "gpt config: tied = %d; use 0 or 1", c->tied);
     if (!(c->rope_base == 0.0f || gpt_rope_base_ok(c->rope_base)))
-        return lssar_fail(LSSAR_E_ARG, "gpt config: rope_base = %g; use a finite base > 1 (10000 is GPT-NeoX's; "
-                          "0 means 10000)", (double)c->rope_base);
+        return lssar_fail(LSSAR_E_ARG,
+                          "gpt config: rope_base = %g; use a finite base > 1 (10000 is GPT-NeoX's; 0 means "
+                          "10000)",
+                          (double)c->rope_base);
     if (!attn_temp_d_ok(c->temp_d))
-        return lssar_fail(LSSAR_E_ARG, "gpt config: temp_d = %d; use 0 (ln of the head size) or a D >= 2", c->temp_d);
+        return lssar_fail(LSSAR_E_ARG, "gpt config: temp_d = %d; use 0 (ln of the head size) or a D >= 2",
+                          c->temp_d);
     return 0;
 }
 
@@ -149,7 +154,8 @@ static void build_table(gpt *m) {
     if (!c->tied)
         for (int ch = 0; ch < c->channels; ch++) {
             snprintf(nm, sizeof nm, "lm_head.%d", ch);
-            add_tensor(m, nm, -1, offsetof(gpt_params, head) + ch * sizeof(float *), 2, V, C, 1, INIT_NORMAL, std);
+            add_tensor(m, nm, -1, offsetof(gpt_params, head) + ch * sizeof(float *), 2, V, C, 1, INIT_NORMAL,
+                       std);
         }
 }
 
@@ -179,7 +185,8 @@ static int init_params(gpt *m, uint64_t seed) {
     size_t most = 16;
     for (int i = 0; i < m->nt; i++) if (m->t[i].numel > most) most = m->t[i].numel;
     float *host = malloc(most * sizeof(float));   // (most) staging for one tensor at a time
-    if (!host) return lssar_fail(LSSAR_E_NOMEM, "gpt_create: cannot allocate %zu MiB to initialise", most * 4 >> 20);
+    if (!host)
+        return lssar_fail(LSSAR_E_NOMEM, "gpt_create: cannot allocate %zu MiB to initialise", most * 4 >> 20);
     for (int i = 0; i < m->nt; i++) {
         gpt_tensor *t = &m->t[i];
         size_t n = t->numel, nch = (n + INIT_CHUNK - 1) / INIT_CHUNK;
@@ -210,7 +217,9 @@ static int init_params(gpt *m, uint64_t seed) {
     return 0;
 }
 
-static float *alloc_floats(gpt *m, size_t n) { return m->be->alloc(m->ctx, round16(n ? n : 1) * sizeof(float)); }
+static float *alloc_floats(gpt *m, size_t n) {
+    return m->be->alloc(m->ctx, round16(n ? n : 1) * sizeof(float));
+}
 
 int gpt_create_empty(const gpt_config *cfg, gpt **out) {
     if (!out) return lssar_fail(LSSAR_E_NULL, "gpt_create: out is NULL");
@@ -230,7 +239,10 @@ int gpt_create_empty(const gpt_config *cfg, gpt **out) {
     m->t = calloc(num_tensors_for(cfg), sizeof(gpt_tensor));
     m->hp = calloc(cfg->layers, sizeof(gpt_block_params));
     m->hg = calloc(cfg->layers, sizeof(gpt_block_params));
-    if (!m->t || !m->hp || !m->hg) { gpt_free(m); return lssar_fail(LSSAR_E_NOMEM, "gpt_create: out of memory"); }
+    if (!m->t || !m->hp || !m->hg) {
+        gpt_free(m);
+        return lssar_fail(LSSAR_E_NOMEM, "gpt_create: out of memory");
+    }
     build_table(m);
     m->params_mem = alloc_floats(m, m->nfloats);
     if (!m->params_mem) {
@@ -256,8 +268,10 @@ int gpt_init_ordinal(gpt *m, int bins) {
     if (bins < 2 || bins > V)
         return lssar_fail(LSSAR_E_ARG, "ordered bins %d: need 2..%d (the vocabulary)", bins, V);
     if (share * c->channels != C || share % 2 || P < 2)
-        return lssar_fail(LSSAR_E_ARG, "ordered bins need a width that splits into %d even shares of at least 4 (one per "
-                          "channel), got %d", c->channels, C);
+        return lssar_fail(LSSAR_E_ARG,
+                          "ordered bins need a width that splits into %d even shares of at least 4 (one per "
+                          "channel), got %d",
+                          c->channels, C);
     float *w = malloc((size_t)V * C * sizeof(float));   // (V, C) one channel's embedding
     if (!w) return lssar_fail(LSSAR_E_NOMEM, "gpt_init_ordinal: out of memory");
     int rc = 0;
@@ -309,9 +323,12 @@ size_t gpt_num_params(const gpt *m) {
     return n;
 }
 
-int gpt_device_stats(const gpt *m, char *name, size_t name_len, size_t *held_peak, size_t *used_peak, size_t *total) {
-    if (!m || !name || !name_len || !held_peak || !used_peak || !total) return lssar_fail(LSSAR_E_NULL, "gpt_device_stats: NULL argument");
-    if (!m->be->device_stats) return lssar_fail(LSSAR_E_UNSUPPORTED, "the %s backend keeps no device statistics", m->be->name);
+int gpt_device_stats(const gpt *m, char *name, size_t name_len, size_t *held_peak, size_t *used_peak,
+                     size_t *total) {
+    if (!m || !name || !name_len || !held_peak || !used_peak || !total)
+        return lssar_fail(LSSAR_E_NULL, "gpt_device_stats: NULL argument");
+    if (!m->be->device_stats)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "the %s backend keeps no device statistics", m->be->name);
     nn_device_stats st;
     m->be->device_stats(m->ctx, &st);
     snprintf(name, name_len, "%s", st.name);
@@ -329,7 +346,9 @@ static int ensure_opt_state(gpt *m) {
     m->adam_m = alloc_floats(m, m->nfloats);
     m->adam_v = alloc_floats(m, m->nfloats);
     if (!m->grads_mem || !m->adam_m || !m->adam_v) {
-        m->be->release(m->ctx, m->grads_mem); m->be->release(m->ctx, m->adam_m); m->be->release(m->ctx, m->adam_v);
+        m->be->release(m->ctx, m->grads_mem);
+        m->be->release(m->ctx, m->adam_m);
+        m->be->release(m->ctx, m->adam_v);
         m->grads_mem = m->adam_m = m->adam_v = NULL;
         return lssar_fail(LSSAR_E_NOMEM, "gpt: cannot allocate 3 x %zu MiB for gradients and AdamW state",
                           m->nfloats * 4 >> 20);
@@ -470,11 +489,15 @@ void gpt_acts_free(gpt *m, gpt_acts *a) {
 
 int gpt_reserve(gpt *m, int B, int T, int train) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_reserve: model is NULL");
-    if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: B = %d, T = %d; both must be >= 1", B, T);
+    if (B < 1 || T < 1)
+        return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: B = %d, T = %d; both must be >= 1", B, T);
     if (m->cfg.pos == LSSAR_POS_LEARNED && T > m->cfg.max_seq)
-        return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: T = %d exceeds max_seq = %d of a model with learned "
-                          "positions; use T <= %d (or RoPE / no positions)", T, m->cfg.max_seq, m->cfg.max_seq);
-    if ((long)B * T > (1L << 30)) return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: B*T = %ld too large", (long)B * T);
+        return lssar_fail(LSSAR_E_SIZE,
+                          "gpt_reserve: T = %d exceeds max_seq = %d of a model with learned positions; use T "
+                          "<= %d (or RoPE / no positions)",
+                          T, m->cfg.max_seq, m->cfg.max_seq);
+    if ((long)B * T > (1L << 30))
+        return lssar_fail(LSSAR_E_SIZE, "gpt_reserve: B*T = %ld too large", (long)B * T);
     train = train ? 1 : 0;
     int N = B * T;
     gpt_acts *a = &m->acts;
@@ -574,7 +597,8 @@ static int block_forward(gpt *m, int l, gpt_block_acts *a, float *scratch, const
         Tk = pos0 + T;
         stride = kv->cap;
     }
-    int rc = be->attention_forward(ctx, a->att, a->att_stats, a->q, keys, values, &d, B, T, Tk, stride, NH, HS);
+    int rc =
+        be->attention_forward(ctx, a->att, a->att_stats, a->q, keys, values, &d, B, T, Tk, stride, NH, HS);
     if (rc) return rc;
     be->matmul_forward(ctx, scratch, a->att, w->attprojw, w->attprojb, N, C, C);
     be->residual_forward(ctx, a->res1, x, scratch, NC);
@@ -600,15 +624,17 @@ static int block_backward(gpt *m, int l, gpt_acts *acts, const float *x, int B, 
     size_t CC = (size_t)C * C;
     float *dres = acts->dres, *dln = acts->dln;
     // MLP
-    be->matmul_backward(ctx, acts->dfch, g->fcprojw, g->fcprojb, dres, a->fch_gelu, w->fcprojw, N, 4 * C, C, 0);
+    be->matmul_backward(ctx, acts->dfch, g->fcprojw, g->fcprojb, dres, a->fch_gelu, w->fcprojw, N, 4 * C, C,
+                        0);
     be->gelu_backward(ctx, acts->dfch, a->fch, acts->dfch, (size_t)N * 4 * C);
     be->matmul_backward(ctx, dln, g->fcw, g->fcb, acts->dfch, a->ln2, w->fcw, N, C, 4 * C, 0);
-    be->layernorm_backward(ctx, dres, g->ln2w, g->ln2b, dln, a->res1, w->ln2w, a->ln2_mean, a->ln2_rstd, N, C);
+    be->layernorm_backward(ctx, dres, g->ln2w, g->ln2b, dln, a->res1, w->ln2w, a->ln2_mean, a->ln2_rstd, N,
+                           C);
     // attention
     be->matmul_backward(ctx, acts->datt, g->attprojw, g->attprojb, dres, a->att, w->attprojw, N, C, C, 0);
     lssar_attn_desc d = gpt_attn_desc(m, l);
-    int rc = be->attention_backward(ctx, acts->dq, acts->dk, acts->dv, g->ssmax_s, acts->datt, a->q, a->k, a->v,
-                                    a->att, a->att_stats, &d, B, T, NH, HS);
+    int rc = be->attention_backward(ctx, acts->dq, acts->dk, acts->dv, g->ssmax_s, acts->datt, a->q, a->k,
+                                    a->v, a->att, a->att_stats, &d, B, T, NH, HS);
     if (rc) return rc;
     if (c->pos == LSSAR_POS_ROPE) {
         be->rope_backward(ctx, acts->dq, m->rope_cos, m->rope_sin, B, T, NH, HS);
@@ -641,7 +667,8 @@ int gpt_trunk_forward(gpt *m, gpt_acts *a, int B, int T, const gpt_kvcache *kv) 
 }
 
 // A batch's shape against the reservation, and its tokens (host memory) against the vocabulary.
-static int check_batch(gpt *m, const char *fn, const uint16_t *inputs, const uint16_t *targets, int B, int T) {
+static int check_batch(gpt *m, const char *fn, const uint16_t *inputs, const uint16_t *targets, int B,
+                       int T) {
     const gpt_config *c = &m->cfg;
     if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "%s: B = %d, T = %d; both must be >= 1", fn, B, T);
     if (c->pos == LSSAR_POS_LEARNED && T > c->max_seq)
@@ -676,7 +703,8 @@ int gpt_prefetch(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B,
     if (targets) memcpy(st + nt16, targets, ntok * sizeof(uint16_t));
     // into the set the compute is not reading; it waits for the compute before the last switch of
     // sets (the one that last read this set)
-    m->be->upload_async(m->ctx, a->tok_in[1 - a->tok_cur], st, ((targets ? nt16 : 0) + ntok) * sizeof(uint16_t));
+    m->be->upload_async(m->ctx, a->tok_in[1 - a->tok_cur], st,
+                        ((targets ? nt16 : 0) + ntok) * sizeof(uint16_t));
     m->pf_ready = 1; m->pf_B = B; m->pf_T = T; m->pf_targets = targets != NULL;
     return 0;
 }
@@ -689,9 +717,11 @@ static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets
     int rc;
     if (!inputs) {
         if (!m->pf_ready)
-            return lssar_fail(LSSAR_E_NULL, "gpt_forward: inputs is NULL, and no batch was staged with gpt_prefetch");
+            return lssar_fail(LSSAR_E_NULL, "gpt_forward: inputs is NULL, and no batch was staged with "
+                                            "gpt_prefetch");
         if (B != m->pf_B || T != m->pf_T)
-            return lssar_fail(LSSAR_E_SIZE, "gpt_forward: batch %d x %d, but the staged one is %d x %d", B, T, m->pf_B, m->pf_T);
+            return lssar_fail(LSSAR_E_SIZE, "gpt_forward: batch %d x %d, but the staged one is %d x %d", B, T,
+                              m->pf_B, m->pf_T);
         m->fvalid = m->fhidden = m->fbackward_ready = 0;
         // the compute from here on reads the staged set; what was queued before is what the next
         // gpt_prefetch waits for before it overwrites the other set
@@ -799,7 +829,8 @@ int gpt_zero_grad(gpt *m) {
 // (layer L: the final LayerNorm, with the untied heads after it): that block's first tensor.
 static size_t grads_final_from(const gpt *m, int layer) {
     for (int i = 0; i < m->nt; i++)
-        if (layer < m->cfg.layers ? m->t[i].layer == layer : !strcmp(m->t[i].name, "ln_f.weight")) return m->t[i].off;
+        if (layer < m->cfg.layers ? m->t[i].layer == layer : !strcmp(m->t[i].name, "ln_f.weight"))
+            return m->t[i].off;
     return m->nfloats;
 }
 
@@ -866,8 +897,8 @@ int gpt_backward(gpt *m, float grad_scale) {
 int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale) {
     if (!m || !dhidden) return lssar_fail(LSSAR_E_NULL, "gpt_backward_hidden: NULL argument");
     if (!m->fhidden || !m->acts.train)
-        return lssar_fail(LSSAR_E_ARG, "gpt_backward_hidden: needs a gpt_forward or gpt_forward_hidden just before "
-                          "it, on a model reserved with train = 1");
+        return lssar_fail(LSSAR_E_ARG, "gpt_backward_hidden: needs a gpt_forward or gpt_forward_hidden just "
+                                       "before it, on a model reserved with train = 1");
     int rc = ensure_opt_state(m);
     if (rc) return rc;
     size_t n = (size_t)m->fB * m->fT * m->cfg.dim;
@@ -882,7 +913,8 @@ int gpt_block_sums(gpt *m, const float *x, size_t n, size_t *nb) {
         return lssar_fail(LSSAR_E_NOMEM, "gpt: out of memory for the gradient norm");
     if (k > m->norm_nb) {
         double *p = m->be->alloc(m->ctx, k * sizeof(double));
-        if (!p) return lssar_fail(LSSAR_E_NOMEM, "gpt: out of memory for %zu block sums of the gradient norm", k);
+        if (!p)
+            return lssar_fail(LSSAR_E_NOMEM, "gpt: out of memory for %zu block sums of the gradient norm", k);
         m->be->release(m->ctx, m->norm_ss);
         m->norm_ss = p;
         m->norm_nb = k;
@@ -971,7 +1003,8 @@ static float *buffer_of(const gpt *m, gpt_buffer which) {
 int gpt_read_tensor(const gpt *m, gpt_buffer which, int i, float *dst) {
     if (!m || !dst) return lssar_fail(LSSAR_E_NULL, "gpt_read_tensor: NULL argument");
     if (i < 0 || i >= m->nt) return lssar_fail(LSSAR_E_ARG, "gpt_read_tensor: tensor %d of %d", i, m->nt);
-    if ((unsigned)which > GPT_BUF_ADAM_V) return lssar_fail(LSSAR_E_KIND, "gpt_read_tensor: buffer %d", (int)which);
+    if ((unsigned)which > GPT_BUF_ADAM_V)
+        return lssar_fail(LSSAR_E_KIND, "gpt_read_tensor: buffer %d", (int)which);
     const float *b = buffer_of(m, which);
     if (!b) memset(dst, 0, m->t[i].numel * sizeof(float));   // not allocated yet: all zero
     else m->be->download(m->ctx, dst, b + m->t[i].off, m->t[i].numel * sizeof(float));
@@ -981,7 +1014,8 @@ int gpt_read_tensor(const gpt *m, gpt_buffer which, int i, float *dst) {
 int gpt_write_tensor(gpt *m, gpt_buffer which, int i, const float *src) {
     if (!m || !src) return lssar_fail(LSSAR_E_NULL, "gpt_write_tensor: NULL argument");
     if (i < 0 || i >= m->nt) return lssar_fail(LSSAR_E_ARG, "gpt_write_tensor: tensor %d of %d", i, m->nt);
-    if ((unsigned)which > GPT_BUF_ADAM_V) return lssar_fail(LSSAR_E_KIND, "gpt_write_tensor: buffer %d", (int)which);
+    if ((unsigned)which > GPT_BUF_ADAM_V)
+        return lssar_fail(LSSAR_E_KIND, "gpt_write_tensor: buffer %d", (int)which);
     if (which != GPT_BUF_PARAM) { int rc = ensure_opt_state(m); if (rc) return rc; }
     m->be->upload(m->ctx, buffer_of(m, which) + m->t[i].off, src, m->t[i].numel * sizeof(float));
     m->fbackward_ready = 0;   // a new parameter makes the stored forward stale

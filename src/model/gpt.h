@@ -78,7 +78,8 @@ size_t gpt_num_params(const gpt *m);
    state, activations, the backend's scratch), the most device memory in use (driver's total -
    free) and the device's total. LSSAR_E_UNSUPPORTED where the backend keeps none (the CPU: its
    memory is the process's, getrusage's peak RSS). */
-int gpt_device_stats(const gpt *m, char *name, size_t name_len, size_t *held_peak, size_t *used_peak, size_t *total);
+int gpt_device_stats(const gpt *m, char *name, size_t name_len, size_t *held_peak, size_t *used_peak,
+                     size_t *total);
 
 /* Allocate activations once, up front, for batches of up to B x T (train = 1 also keeps what the
    backward pass needs, and gradients and AdamW state). Calling again with a smaller or equal

@@ -13,11 +13,13 @@ int gpt_kvcache_create(gpt *m, int B, int max_T, gpt_kvcache **out) {
     *out = NULL;
     const gpt_config *c = &m->cfg;
     if (B < 1 || max_T < 1)
-        return lssar_fail(LSSAR_E_SIZE, "gpt_kvcache_create: B = %d, max_T = %d; both must be >= 1", B, max_T);
+        return lssar_fail(LSSAR_E_SIZE, "gpt_kvcache_create: B = %d, max_T = %d; both must be >= 1", B,
+                          max_T);
     if (c->pos == LSSAR_POS_LEARNED && max_T > c->max_seq)
         return lssar_fail(LSSAR_E_SIZE, "gpt_kvcache_create: max_T = %d exceeds max_seq = %d of a model with "
                           "learned positions; use max_T <= %d", max_T, c->max_seq, c->max_seq);
-    if ((long)B * max_T > (1L << 30)) return lssar_fail(LSSAR_E_SIZE, "gpt_kvcache_create: B * max_T too large");
+    if ((long)B * max_T > (1L << 30))
+        return lssar_fail(LSSAR_E_SIZE, "gpt_kvcache_create: B * max_T too large");
     int rc = gpt_ensure_rope(m, max_T);
     if (rc) return rc;
     gpt_kvcache *kv = calloc(1, sizeof *kv);
@@ -30,8 +32,9 @@ int gpt_kvcache_create(gpt *m, int B, int max_T, gpt_kvcache **out) {
     kv->v = m->be->alloc(m->ctx, n * sizeof(float));
     if (!kv->k || !kv->v) {
         gpt_kvcache_free(kv);
-        return lssar_fail(LSSAR_E_NOMEM, "gpt_kvcache_create: cannot allocate 2 x %zu MiB for a cache of %d x %d "
-                          "positions", n * 4 >> 20, B, max_T);
+        return lssar_fail(LSSAR_E_NOMEM,
+                          "gpt_kvcache_create: cannot allocate 2 x %zu MiB for a cache of %d x %d positions",
+                          n * 4 >> 20, B, max_T);
     }
     *out = kv;
     return 0;

@@ -65,16 +65,24 @@ void gpt_dp_free(gpt_dp *dp) {
     be->release(dp->m->ctx, dp->rec);
     free(dp->rec_host); free(dp->mine); free(dp->all);
     if (dp->m->grads_ready_user == dp) { dp->m->grads_ready = NULL; dp->m->grads_ready_user = NULL; }
-    free(dp->off); free(dp->cnt); free(dp->b0); free(dp->bss); free(dp->bss_all); free(dp->boff); free(dp->bcnt);
+    free(dp->off);
+    free(dp->cnt);
+    free(dp->b0);
+    free(dp->bss);
+    free(dp->bss_all);
+    free(dp->boff);
+    free(dp->bcnt);
     free(dp);
 }
 
 int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
     *out = NULL;
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_dp_create: model is NULL");
-    if (accum < 1 || (zero != 0 && zero != 1)) return lssar_fail(LSSAR_E_ARG, "gpt_dp_create: accum %d, zero %d", accum, zero);
+    if (accum < 1 || (zero != 0 && zero != 1))
+        return lssar_fail(LSSAR_E_ARG, "gpt_dp_create: accum %d, zero %d", accum, zero);
     if (!m->be->dist_sum || !m->be->dist_allgather)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "the %s backend has no data-parallel collectives", m->be->name);
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "the %s backend has no data-parallel collectives",
+                          m->be->name);
     int rc = gpt_zero_grad(m);   // allocates gradients and moments if missing
     if (rc) return rc;
     gpt_dp *dp = calloc(1, sizeof *dp);
@@ -87,7 +95,10 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
     dp->b0 = calloc(dp->ranks + 1, sizeof(size_t));
     dp->boff = calloc(dp->ranks, sizeof(size_t));
     dp->bcnt = calloc(dp->ranks, sizeof(size_t));
-    if (!dp->off || !dp->cnt || !dp->b0 || !dp->boff || !dp->bcnt) { gpt_dp_free(dp); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    if (!dp->off || !dp->cnt || !dp->b0 || !dp->boff || !dp->bcnt) {
+        gpt_dp_free(dp);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    }
     part_of(dp);
     const size_t mine = dp->cnt[dp->rank], bytes = (mine ? mine : 1) * sizeof(float);
     dp->bss = calloc(dp->maxb ? dp->maxb : 1, sizeof(double));
@@ -98,8 +109,8 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
     dp->bss_dev = m->be->alloc(m->ctx, (dp->maxb ? dp->maxb : 1) * sizeof(double));
     if (dp->ranks > 1) dp->all_dev = m->be->alloc(m->ctx, (dp->nblocks ? dp->nblocks : 1) * sizeof(double));
     dp->norm_dev = m->be->alloc(m->ctx, 64);
-    int ok = dp->bss && dp->bss_all && dp->total && (dp->ranks == 1 || (dp->scratch && dp->all_dev)) && dp->bss_dev &&
-             dp->norm_dev;
+    int ok = dp->bss && dp->bss_all && dp->total && (dp->ranks == 1 || (dp->scratch && dp->all_dev)) &&
+             dp->bss_dev && dp->norm_dev;
     if (ok && zero) {
         // this rank's part of the moments (loaded from a checkpoint, or zero); the whole ones go
         dp->mom_m = m->be->alloc(m->ctx, bytes);
@@ -111,7 +122,11 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
             gpt_dp_drop_moments(dp);
         }
     }
-    if (!ok) { gpt_dp_free(dp); return lssar_fail(LSSAR_E_NOMEM, "out of memory for the data-parallel buffers (%zu MiB)", mine * 4 * (size_t)(dp->ranks + 3) >> 20); }
+    if (!ok) {
+        gpt_dp_free(dp);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory for the data-parallel buffers (%zu MiB)",
+                          mine * 4 * (size_t)(dp->ranks + 3) >> 20);
+    }
     dp->ready_block = dp->nblocks;
     gpt_dp_overlap(dp, m->be->dist_wait != NULL);
     *out = dp;
@@ -123,15 +138,17 @@ int gpt_dp_create(gpt *m, int accum, int zero, gpt_dp **out) {
 // rank-order sum whatever the buckets (it is elementwise), so bucketing changes no bit.
 static int sum_bucket(gpt_dp *dp, size_t b_lo, size_t b_hi) {
     gpt *m = dp->m;
-    const size_t lo = b_lo * GPT_NORM_BLOCK, hi = b_hi * GPT_NORM_BLOCK < m->nfloats ? b_hi * GPT_NORM_BLOCK : m->nfloats;
+    const size_t lo = b_lo * GPT_NORM_BLOCK,
+                 hi = b_hi * GPT_NORM_BLOCK < m->nfloats ? b_hi * GPT_NORM_BLOCK : m->nfloats;
     for (int r = 0; r < dp->ranks; r++) {
-        size_t a = dp->off[r] > lo ? dp->off[r] : lo, b = dp->off[r] + dp->cnt[r] < hi ? dp->off[r] + dp->cnt[r] : hi;
+        size_t a = dp->off[r] > lo ? dp->off[r] : lo,
+               b = dp->off[r] + dp->cnt[r] < hi ? dp->off[r] + dp->cnt[r] : hi;
         dp->boff[r] = a;
         dp->bcnt[r] = b > a ? b - a : 0;
     }
     double t0 = lssar_now();
-    int rc = m->be->dist_sum(m->ctx, dp->total + (dp->boff[dp->rank] - dp->off[dp->rank]), m->grads_mem, dp->boff,
-                             dp->bcnt, dp->micro > 0, dp->scratch);
+    int rc = m->be->dist_sum(m->ctx, dp->total + (dp->boff[dp->rank] - dp->off[dp->rank]), m->grads_mem,
+                             dp->boff, dp->bcnt, dp->micro > 0, dp->scratch);
     dp->comm_s += lssar_now() - t0;
     return rc;
 }
@@ -147,16 +164,23 @@ static int grads_ready(void *user, size_t from) {
     return rc;
 }
 
-static double *rec_loss(gpt_dp *dp, int step, int a) { return (double *)dp->rec + ((size_t)step * dp->accum + a) * 2; }
-static float *rec_norm(gpt_dp *dp, int step) { return (float *)((double *)dp->rec + (size_t)dp->cap * dp->accum * 2) + step; }
+static double *rec_loss(gpt_dp *dp, int step, int a) {
+    return (double *)dp->rec + ((size_t)step * dp->accum + a) * 2;
+}
+static float *rec_norm(gpt_dp *dp, int step) {
+    return (float *)((double *)dp->rec + (size_t)dp->cap * dp->accum * 2) + step;
+}
 static int rec_full(const gpt_dp *dp) {
-    return lssar_fail(LSSAR_E_ARG, "gpt_dp: %d steps recorded, the most gpt_dp_records allows: call gpt_dp_flush first", dp->cap);
+    return lssar_fail(LSSAR_E_ARG,
+                      "gpt_dp: %d steps recorded, the most gpt_dp_records allows: call gpt_dp_flush first",
+                      dp->cap);
 }
 
 int gpt_dp_add_grads(gpt_dp *dp, int a) {
     gpt *m = dp->m;
     if (a != dp->micro)
-        return lssar_fail(LSSAR_E_ARG, "gpt_dp_add_grads: micro-batch %d of the step, expected %d", a, dp->micro);
+        return lssar_fail(LSSAR_E_ARG, "gpt_dp_add_grads: micro-batch %d of the step, expected %d", a,
+                          dp->micro);
     if (dp->cap) {   // the forward's loss, still in its device accumulator (the backward only reads it)
         if (dp->nrec >= dp->cap) return rec_full(dp);
         m->be->copy(m->ctx, rec_loss(dp, dp->nrec, a), m->acts.loss_acc, 2 * sizeof(double));
@@ -195,7 +219,8 @@ static int clip_grads(gpt_dp *dp, float clip, float *norm) {
         if (rc) return rc;
         nall = 0;   // compacted in place: rank r's blocks follow rank r - 1's
         for (int r = 0; r < dp->ranks; r++)
-            for (size_t b = 0; b < dp->b0[r + 1] - dp->b0[r]; b++) dp->bss_all[nall++] = dp->bss_all[(size_t)r * dp->maxb + b];
+            for (size_t b = 0; b < dp->b0[r + 1] - dp->b0[r]; b++)
+                dp->bss_all[nall++] = dp->bss_all[(size_t)r * dp->maxb + b];
         be->upload(m->ctx, dp->all_dev, dp->bss_all, nall * sizeof(double));
         ss = dp->all_dev;
     }
@@ -254,7 +279,9 @@ int gpt_dp_gather_moments(gpt_dp *dp) {
         if (!m->adam_m) m->adam_m = m->be->alloc(m->ctx, m->nfloats * sizeof(float));
         if (!m->adam_v) m->adam_v = m->be->alloc(m->ctx, m->nfloats * sizeof(float));
         if (!m->adam_m || !m->adam_v)
-            rc = lssar_fail(LSSAR_E_NOMEM, "out of memory gathering the AdamW state for a checkpoint (2 x %zu MiB)", m->nfloats * 4 >> 20);
+            rc = lssar_fail(LSSAR_E_NOMEM,
+                            "out of memory gathering the AdamW state for a checkpoint (2 x %zu MiB)",
+                            m->nfloats * 4 >> 20);
     }
     if ((rc = lssar_dist_agree(rc))) {
         free(off0);
@@ -289,13 +316,15 @@ size_t gpt_dp_moment_floats(const gpt_dp *dp) {
 int gpt_dp_records(gpt_dp *dp, int steps) {
     gpt *m = dp->m;
     if (steps < 0) return lssar_fail(LSSAR_E_ARG, "gpt_dp_records: %d steps", steps);
-    if (dp->nrec) return lssar_fail(LSSAR_E_ARG, "gpt_dp_records: %d steps recorded are not flushed yet", dp->nrec);
+    if (dp->nrec)
+        return lssar_fail(LSSAR_E_ARG, "gpt_dp_records: %d steps recorded are not flushed yet", dp->nrec);
     m->be->release(m->ctx, dp->rec);
     free(dp->rec_host); free(dp->mine); free(dp->all);
     dp->rec = NULL; dp->rec_host = dp->mine = dp->all = NULL;
     dp->cap = 0;
     if (!steps) return 0;
-    const size_t nl = (size_t)steps * dp->accum, bytes = nl * 2 * sizeof(double) + (size_t)steps * sizeof(float);
+    const size_t nl = (size_t)steps * dp->accum,
+                 bytes = nl * 2 * sizeof(double) + (size_t)steps * sizeof(float);
     dp->rec = m->be->alloc(m->ctx, bytes);
     dp->rec_host = malloc(bytes);
     dp->mine = malloc(nl * sizeof(double));

@@ -30,15 +30,18 @@ int gpt_probe_call(gpt *m, int l, const float *q, const float *k, int B, int T, 
 int gpt_probe_qk(gpt *m, const uint16_t *inputs, int B, int T, gpt_probe_fn fn, void *ctx) {
     if (!m || !inputs || !fn) return lssar_fail(LSSAR_E_NULL, "gpt_probe_qk: NULL argument");
     const gpt_config *c = &m->cfg;
-    if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "gpt_probe_qk: B = %d, T = %d; both must be >= 1", B, T);
+    if (B < 1 || T < 1)
+        return lssar_fail(LSSAR_E_SIZE, "gpt_probe_qk: B = %d, T = %d; both must be >= 1", B, T);
     if (c->pos == LSSAR_POS_LEARNED && T > c->max_seq)
-        return lssar_fail(LSSAR_E_SIZE, "gpt_probe_qk: T = %d exceeds the %d learned positions of this model", T, c->max_seq);
+        return lssar_fail(LSSAR_E_SIZE, "gpt_probe_qk: T = %d exceeds the %d learned positions of this model",
+                          T, c->max_seq);
     int rc = gpt_reserve(m, B, T, 0);
     if (rc) return rc;
     size_t n = (size_t)B * T * c->dim;
     struct gpt_probe_state p = {fn, ctx, malloc(n * sizeof(float)), malloc(n * sizeof(float)),
                                 malloc(c->heads * sizeof(float))};
-    if (!p.q || !p.k || !p.scales) rc = lssar_fail(LSSAR_E_NOMEM, "gpt_probe_qk: out of memory for %d x %d", B, T);
+    if (!p.q || !p.k || !p.scales)
+        rc = lssar_fail(LSSAR_E_NOMEM, "gpt_probe_qk: out of memory for %d x %d", B, T);
     if (!rc) {
         m->probe = &p;
         rc = gpt_forward_hidden(m, inputs, B, T);

@@ -19,11 +19,15 @@ typedef struct { const char *hf, *ours; int per_layer, layout; } hf_tensor;
 static const hf_tensor MAP[] = {
     {"wte.weight", "wte.0", 0, 0}, {"wpe.weight", "wpe", 0, 0},
     {"h.%d.ln_1.weight", "h.%d.ln_1.weight", 1, 0}, {"h.%d.ln_1.bias", "h.%d.ln_1.bias", 1, 0},
-    {"h.%d.attn.c_attn.weight", "h.%d.attn.c_attn.weight", 1, TRANSPOSED}, {"h.%d.attn.c_attn.bias", "h.%d.attn.c_attn.bias", 1, 0},
-    {"h.%d.attn.c_proj.weight", "h.%d.attn.c_proj.weight", 1, TRANSPOSED}, {"h.%d.attn.c_proj.bias", "h.%d.attn.c_proj.bias", 1, 0},
+    {"h.%d.attn.c_attn.weight", "h.%d.attn.c_attn.weight", 1, TRANSPOSED},
+    {"h.%d.attn.c_attn.bias", "h.%d.attn.c_attn.bias", 1, 0},
+    {"h.%d.attn.c_proj.weight", "h.%d.attn.c_proj.weight", 1, TRANSPOSED},
+    {"h.%d.attn.c_proj.bias", "h.%d.attn.c_proj.bias", 1, 0},
     {"h.%d.ln_2.weight", "h.%d.ln_2.weight", 1, 0}, {"h.%d.ln_2.bias", "h.%d.ln_2.bias", 1, 0},
-    {"h.%d.mlp.c_fc.weight", "h.%d.mlp.c_fc.weight", 1, TRANSPOSED}, {"h.%d.mlp.c_fc.bias", "h.%d.mlp.c_fc.bias", 1, 0},
-    {"h.%d.mlp.c_proj.weight", "h.%d.mlp.c_proj.weight", 1, TRANSPOSED}, {"h.%d.mlp.c_proj.bias", "h.%d.mlp.c_proj.bias", 1, 0},
+    {"h.%d.mlp.c_fc.weight", "h.%d.mlp.c_fc.weight", 1, TRANSPOSED},
+    {"h.%d.mlp.c_fc.bias", "h.%d.mlp.c_fc.bias", 1, 0},
+    {"h.%d.mlp.c_proj.weight", "h.%d.mlp.c_proj.weight", 1, TRANSPOSED},
+    {"h.%d.mlp.c_proj.bias", "h.%d.mlp.c_proj.bias", 1, 0},
     {"ln_f.weight", "ln_f.weight", 0, 0}, {"ln_f.bias", "ln_f.bias", 0, 0}};
 enum { NMAP = sizeof MAP / sizeof MAP[0] };
 
@@ -57,7 +61,8 @@ static void qkv_rows(const float *src, float *dst, int H, int D, size_t cols, in
         for (int h = 0; h < H; h++)
             for (int d = 0; d < D; d++) {
                 size_t ours = (size_t)p * C + (size_t)h * D + d, neox = (size_t)h * 3 * D + (size_t)p * D + d;
-                memcpy(dst + (to_ours ? ours : neox) * cols, src + (to_ours ? neox : ours) * cols, cols * sizeof(float));
+                memcpy(dst + (to_ours ? ours : neox) * cols, src + (to_ours ? neox : ours) * cols,
+                       cols * sizeof(float));
             }
 }
 
@@ -75,7 +80,8 @@ static size_t max_numel(const gpt *m) {
 
 static int write_config_neox(const gpt_config *c, const char *path) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "architectures"), cJSON_CreateString("GPTNeoXForCausalLM"));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "architectures"),
+                         cJSON_CreateString("GPTNeoXForCausalLM"));
     cJSON_AddStringToObject(j, "model_type", "gpt_neox");
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab);
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
@@ -134,7 +140,9 @@ static int write_config(const gpt_config *c, const char *path) {
 static int lssar_save(const gpt *m, const char *dir) {
     const gpt_config *c = gpt_get_config(m);
     if (c->channels != 1)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "a transformers folder holds text models: this one has %d token channels", c->channels);
+        return lssar_fail(LSSAR_E_UNSUPPORTED,
+                          "a transformers folder holds text models: this one has %d token channels",
+                          c->channels);
     char prefix[4096], src[4300], path[4200];
     const char *cands[2] = {"share/lssar/modeling_lssar.py", "python/lssar/modeling_lssar.py"};
     char *code = NULL;
@@ -145,15 +153,18 @@ static int lssar_save(const gpt *m, const char *dir) {
             if (lssar_read_file(src, &code, &len)) code = NULL;
         }
     if (!code)
-        return lssar_fail(LSSAR_E_IO, "modeling_lssar.py (the transformers model over lssar.attention) is neither in "
-                          "PREFIX/share/lssar nor in python/lssar beside this build: reinstall with `make install`");
+        return lssar_fail(LSSAR_E_IO, "modeling_lssar.py (the transformers model over lssar.attention) is "
+                                      "neither in PREFIX/share/lssar nor in python/lssar beside this build: "
+                                      "reinstall with `make install`");
     int rc = lssar_mkdirs(dir);
     snprintf(path, sizeof path, "%s/modeling_lssar.py", dir);
     if (!rc) {
         lssar_afile a;
         if (!(rc = lssar_afile_open(&a, path))) {
-            if (fwrite(code, 1, len, a.f) != len) { lssar_afile_abort(&a); rc = lssar_fail(LSSAR_E_IO, "writing %s failed", path); }
-            else rc = lssar_afile_commit(&a);
+            if (fwrite(code, 1, len, a.f) != len) {
+                lssar_afile_abort(&a);
+                rc = lssar_fail(LSSAR_E_IO, "writing %s failed", path);
+            } else rc = lssar_afile_commit(&a);
         }
     }
     free(code);
@@ -219,7 +230,8 @@ static int save_tensors(const gpt *m, const char *dir, const hf_tensor *tab, int
             const float *out = buf;
             if (tab[k].layout == TRANSPOSED) transpose(buf, buf + half, sh[0], sh[1]);
             if (tab[k].layout == QKV_BY_HEAD)
-                qkv_rows(buf, buf + half, c->heads, c->dim / c->heads, gpt_tensor_ndim(m, i) > 1 ? (size_t)c->dim : 1, 0);
+                qkv_rows(buf, buf + half, c->heads, c->dim / c->heads,
+                         gpt_tensor_ndim(m, i) > 1 ? (size_t)c->dim : 1, 0);
             if (tab[k].layout != AS_IS) out = buf + half;
             rc = st_writer_write(&w, out, gpt_tensor_numel(m, i) * sizeof(float));
         }
@@ -250,30 +262,48 @@ static int neox_load(const char *dir, cJSON *j, gpt **out) {
     snprintf(path, sizeof path, "%s/config.json", dir);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(j, "rope_scaling");
-    double V = num(j, "vocab_size", 50432), C = num(j, "hidden_size", 6144), L = num(j, "num_hidden_layers", 44);
-    double H = num(j, "num_attention_heads", 64), I = num(j, "intermediate_size", 24576), T = num(j, "max_position_embeddings", 2048);
+    double V = num(j, "vocab_size", 50432), C = num(j, "hidden_size", 6144),
+           L = num(j, "num_hidden_layers", 44);
+    double H = num(j, "num_attention_heads", 64), I = num(j, "intermediate_size", 24576),
+           T = num(j, "max_position_embeddings", 2048);
     double base = num(j, "rotary_emb_base", 10000);
     const char *bad = NULL;
-    if (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_pytorch_tanh")))
+    if (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_"
+                                                                                                  "pytorch_"
+                                                                                                  "tanh")))
         bad = "hidden_act is not GELU's tanh approximation (gelu_new)";
-    else if (num(j, "rotary_pct", 0.25) != 1.0) bad = "rotary_pct is not 1 (lssar rotates every pair of a head)";
+    else if (num(j, "rotary_pct", 0.25) != 1.0)
+        bad = "rotary_pct is not 1 (lssar rotates every pair of a head)";
     else if (fabs(num(j, "layer_norm_eps", 1e-5) - 1e-5) > 1e-12) bad = "layer_norm_eps is not 1e-5";
     else if (!cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "use_parallel_residual")))
         bad = "use_parallel_residual is not false (lssar's blocks are sequential)";
-    else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "attention_bias"))) bad = "attention_bias is false";
+    else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "attention_bias")))
+        bad = "attention_bias is false";
     else if (rs && !cJSON_IsNull(rs)) bad = "rope_scaling is set";
     else if (I != 4 * C) bad = "intermediate_size is not 4 x hidden_size";
     else if (!(base > 1)) bad = "rotary_emb_base is not a base > 1";
     int tied = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings"));
     cJSON_Delete(j);
     if (bad) return lssar_fail(LSSAR_E_UNSUPPORTED, "%s: %s", path, bad);
-    if (!(V >= 1 && V <= 65536 && T >= 1 && T <= 1 << 20 && C >= 2 && C <= 65536 && L >= 1 && L <= 4096 && H >= 1 &&
-          fmod(C, H) == 0 && fmod(C / H, 2) == 0 && V == floor(V) && T == floor(T) && C == floor(C) && L == floor(L) && H == floor(H)))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: vocab_size %g, hidden_size %g, num_hidden_layers %g, num_attention_heads %g, "
-                          "max_position_embeddings %g are not a model", path, V, C, L, H, T);
-    gpt_config cfg = {.layers = (int)L, .heads = (int)H, .dim = (int)C, .vocab = (int)V, .channels = 1, .max_seq = (int)T,
-                      .pos = LSSAR_POS_ROPE, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1,
-                      .device = LSSAR_DEVICE_CPU, .rope_base = (float)base};
+    if (!(V >= 1 && V <= 65536 && T >= 1 && T <= 1 << 20 && C >= 2 && C <= 65536 && L >= 1 && L <= 4096 &&
+          H >= 1 && fmod(C, H) == 0 && fmod(C / H, 2) == 0 && V == floor(V) && T == floor(T) &&
+          C == floor(C) && L == floor(L) && H == floor(H)))
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: vocab_size %g, hidden_size %g, num_hidden_layers %g, num_attention_heads %g, "
+                          "max_position_embeddings %g are not a model",
+                          path, V, C, L, H, T);
+    gpt_config cfg = {.layers = (int)L,
+                      .heads = (int)H,
+                      .dim = (int)C,
+                      .vocab = (int)V,
+                      .channels = 1,
+                      .max_seq = (int)T,
+                      .pos = LSSAR_POS_ROPE,
+                      .attn = LSSAR_ATTN_SOFTMAX,
+                      .p = 15.0f,
+                      .tied = 1,
+                      .device = LSSAR_DEVICE_CPU,
+                      .rope_base = (float)base};
     gpt *m = NULL;
     st_file f;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -293,17 +323,27 @@ static int neox_load(const char *dir, cJSON *j, gpt **out) {
             const st_tensor *t = st_find(&f, nm);
             if (!t && k == NNEOX - 1 && tied) continue;   // a tied head need not be stored
             if (!t) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s is missing", path, nm); break; }
-            if (t->numel != n) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s has another shape than config.json implies", path, nm); break; }
+            if (t->numel != n) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s has another shape than config.json implies",
+                                path, nm);
+                break;
+            }
             if ((rc = st_read(&f, nm, "F32", buf, n))) break;
             if (k == NNEOX - 1) {   // embed_out: lssar's head is the embedding itself
                 gpt_read_tensor(m, GPT_BUF_PARAM, i, buf + half);
                 if (memcmp(buf, buf + half, n * sizeof(float)))
-                    rc = lssar_fail(LSSAR_E_UNSUPPORTED, "%s: embed_out differs from embed_in: lssar's models tie the head to "
-                                    "the embedding", path);
+                    rc = lssar_fail(LSSAR_E_UNSUPPORTED,
+                                    "%s: embed_out differs from embed_in: lssar's models tie the head to the "
+                                    "embedding",
+                                    path);
                 continue;
             }
             const float *src = buf;
-            if (NEOX[k].layout == QKV_BY_HEAD) { qkv_rows(buf, buf + half, cfg.heads, cfg.dim / cfg.heads, t->ndim > 1 ? (size_t)cfg.dim : 1, 1); src = buf + half; }
+            if (NEOX[k].layout == QKV_BY_HEAD) {
+                qkv_rows(buf, buf + half, cfg.heads, cfg.dim / cfg.heads, t->ndim > 1 ? (size_t)cfg.dim : 1,
+                         1);
+                src = buf + half;
+            }
             rc = gpt_write_tensor(m, GPT_BUF_PARAM, i, src);
         }
     free(buf);
@@ -318,7 +358,9 @@ int hf_load(const char *dir, gpt **out) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *j = lssar_read_json(path);
-    if (!j) return lssar_fail(LSSAR_E_FORMAT, "%s is missing or not JSON: a transformers model folder has config.json", path);
+    if (!j)
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s is missing or not JSON: a transformers model folder has config.json", path);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
     if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "gpt_neox")) return neox_load(dir, j, out);
     if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "lssar")) {   // lssar's own checkpoint inside
@@ -328,11 +370,14 @@ int hf_load(const char *dir, gpt **out) {
     }
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "activation_function");
     const char *bad = NULL;
-    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2")) bad = "model_type is none of \"gpt2\", \"gpt_neox\" and \"lssar\"";
-    else if (act && (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_pytorch_tanh"))))
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2"))
+        bad = "model_type is none of \"gpt2\", \"gpt_neox\" and \"lssar\"";
+    else if (act && (!cJSON_IsString(act) ||
+                     (strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_pytorch_tanh"))))
         bad = "activation_function is not GELU's tanh approximation (gelu_new)";
     else if (fabs(num(j, "layer_norm_epsilon", 1e-5) - 1e-5) > 1e-12) bad = "layer_norm_epsilon is not 1e-5";
-    else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings"))) bad = "the head is not tied to the embedding";
+    else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings")))
+        bad = "the head is not tied to the embedding";
     else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "scale_attn_weights")) ||
              cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "scale_attn_by_inverse_layer_idx")) ||
              cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "reorder_and_upcast_attn")))
@@ -341,12 +386,23 @@ int hf_load(const char *dir, gpt **out) {
     double L = num(j, "n_layer", 12), H = num(j, "n_head", 12);
     cJSON_Delete(j);
     if (bad) return lssar_fail(LSSAR_E_UNSUPPORTED, "%s: %s", path, bad);
-    if (!(V >= 1 && V <= 65536 && T >= 1 && T <= 1 << 20 && C >= 1 && C <= 65536 && L >= 1 && L <= 4096 && H >= 1 &&
-          fmod(C, H) == 0 && V == floor(V) && T == floor(T) && C == floor(C) && L == floor(L) && H == floor(H)))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: vocab_size %g, n_positions %g, n_embd %g, n_layer %g, n_head %g are not a "
-                          "model (n_head must divide n_embd)", path, V, T, C, L, H);
-    gpt_config cfg = {.layers = (int)L, .heads = (int)H, .dim = (int)C, .vocab = (int)V, .channels = 1, .max_seq = (int)T,
-                      .pos = LSSAR_POS_LEARNED, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1,
+    if (!(V >= 1 && V <= 65536 && T >= 1 && T <= 1 << 20 && C >= 1 && C <= 65536 && L >= 1 && L <= 4096 &&
+          H >= 1 && fmod(C, H) == 0 && V == floor(V) && T == floor(T) && C == floor(C) && L == floor(L) &&
+          H == floor(H)))
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: vocab_size %g, n_positions %g, n_embd %g, n_layer %g, n_head %g are not a "
+                          "model (n_head must divide n_embd)",
+                          path, V, T, C, L, H);
+    gpt_config cfg = {.layers = (int)L,
+                      .heads = (int)H,
+                      .dim = (int)C,
+                      .vocab = (int)V,
+                      .channels = 1,
+                      .max_seq = (int)T,
+                      .pos = LSSAR_POS_LEARNED,
+                      .attn = LSSAR_ATTN_SOFTMAX,
+                      .p = 15.0f,
+                      .tied = 1,
                       .device = LSSAR_DEVICE_CPU};
     gpt *m = NULL;
     st_file f;
@@ -367,15 +423,22 @@ int hf_load(const char *dir, gpt **out) {
             int i = gpt_tensor_index(m, ours);
             const int *sh = gpt_tensor_shape(m, i);
             const st_tensor *t = st_find(&f, name);
-            int64_t want0 = MAP[k].layout == TRANSPOSED ? sh[1] : sh[0], want1 = MAP[k].layout == TRANSPOSED ? sh[0] : sh[1];
+            int64_t want0 = MAP[k].layout == TRANSPOSED ? sh[1] : sh[0],
+                    want1 = MAP[k].layout == TRANSPOSED ? sh[0] : sh[1];
             if (!t) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s is missing", path, full); break; }
-            if (t->ndim != gpt_tensor_ndim(m, i) || t->shape[0] != want0 || (t->ndim > 1 && t->shape[1] != want1)) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s has another shape than config.json implies", path, name);
+            if (t->ndim != gpt_tensor_ndim(m, i) || t->shape[0] != want0 ||
+                (t->ndim > 1 && t->shape[1] != want1)) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s has another shape than config.json implies",
+                                path, name);
                 break;
             }
-            if ((rc = st_read(&f, name, "F32", buf, gpt_tensor_numel(m, i)))) break;   // the error names the dtype
+            // the error names the dtype
+            if ((rc = st_read(&f, name, "F32", buf, gpt_tensor_numel(m, i)))) break;
             const float *src = buf;
-            if (MAP[k].layout == TRANSPOSED) { transpose(buf, buf + half, (int)want0, (int)want1); src = buf + half; }
+            if (MAP[k].layout == TRANSPOSED) {
+                transpose(buf, buf + half, (int)want0, (int)want1);
+                src = buf + half;
+            }
             rc = gpt_write_tensor(m, GPT_BUF_PARAM, i, src);
         }
     free(buf);

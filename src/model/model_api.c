@@ -46,7 +46,8 @@ int lssar_model_load(const char *path, const lssar_load_options *opt, lssar_mode
     *out = NULL;
     ckpt_load_opts o = {0};
     if (opt) {
-        if (!(opt->p >= 0)) return lssar_fail(LSSAR_E_P, "lssar_model_load: p must be > 0 (or 0 to keep the model's)");
+        if (!(opt->p >= 0))
+            return lssar_fail(LSSAR_E_P, "lssar_model_load: p must be > 0 (or 0 to keep the model's)");
         int rc = opt->set_attn ? attn_kind_check(opt->attn, "lssar_model_load: attn") : 0;
         if (rc) return rc;
         o.set_attn = opt->set_attn != 0;
@@ -100,7 +101,8 @@ int lssar_model_describe(const lssar_model *m, lssar_model_info *info) {
 
 int lssar_model_loss(lssar_model *m, const uint16_t *windows, int B, int T, double *loss) {
     if (!m || !windows || !loss) return lssar_fail(LSSAR_E_NULL, "lssar_model_loss: NULL argument");
-    if (B < 1 || T < 1) return lssar_fail(LSSAR_E_SIZE, "lssar_model_loss: B and T must be >= 1 (got %d, %d)", B, T);
+    if (B < 1 || T < 1)
+        return lssar_fail(LSSAR_E_SIZE, "lssar_model_loss: B and T must be >= 1 (got %d, %d)", B, T);
     const gpt_config *c = gpt_get_config(m->g);
     const int C = c->channels;
     size_t per = (size_t)T * C;
@@ -110,7 +112,13 @@ int lssar_model_loss(lssar_model *m, const uint16_t *windows, int B, int T, doub
     for (int b = 0; b < B && !rc; b++) {
         const uint16_t *w = windows + (size_t)b * (T + 1) * C;   // (T+1, C)
         for (size_t k = 0; k < per + C; k++)
-            if (w[k] >= c->vocab) { rc = lssar_fail(LSSAR_E_ARG, "lssar_model_loss: token id %d at window %d is outside the vocabulary (0..%d)", w[k], b, c->vocab - 1); break; }
+            if (w[k] >= c->vocab) {
+                rc = lssar_fail(LSSAR_E_ARG,
+                                "lssar_model_loss: token id %d at window %d is outside the vocabulary "
+                                "(0..%d)",
+                                w[k], b, c->vocab - 1);
+                break;
+            }
         memcpy(in + b * per, w, sizeof(uint16_t) * per);
         memcpy(tg + b * per, w + C, sizeof(uint16_t) * per);
     }
@@ -134,9 +142,13 @@ int lssar_decoder_create(lssar_model *m, int max_T, lssar_decoder **out) {
     if (!m || !out) return lssar_fail(LSSAR_E_NULL, "lssar_decoder_create: m and out must not be NULL");
     *out = NULL;
     const gpt_config *c = gpt_get_config(m->g);
-    if (max_T < 1) return lssar_fail(LSSAR_E_SIZE, "lssar_decoder_create: max_T must be >= 1 (got %d)", max_T);
+    if (max_T < 1)
+        return lssar_fail(LSSAR_E_SIZE, "lssar_decoder_create: max_T must be >= 1 (got %d)", max_T);
     if (c->pos == LSSAR_POS_LEARNED && max_T > c->max_seq)
-        return lssar_fail(LSSAR_E_SIZE, "lssar_decoder_create: the model has learned positions for %d tokens, so max_T %d is too long", c->max_seq, max_T);
+        return lssar_fail(LSSAR_E_SIZE,
+                          "lssar_decoder_create: the model has learned positions for %d tokens, so max_T %d "
+                          "is too long",
+                          c->max_seq, max_T);
     lssar_decoder *d = calloc(1, sizeof *d);
     if (!d) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     int rc = gpt_kvcache_create(m->g, 1, max_T, &d->kv);
@@ -164,10 +176,13 @@ int lssar_decoder_feed(lssar_decoder *d, const uint16_t *tokens, int n, float *l
     if (n < 1) return lssar_fail(LSSAR_E_SIZE, "lssar_decoder_feed: n must be >= 1 (got %d)", n);
     int have = gpt_kvcache_len(d->kv);
     if (n > d->max_T - have)
-        return lssar_fail(LSSAR_E_SIZE, "lssar_decoder_feed: %d + %d positions exceed the decoder's max_T %d", have, n, d->max_T);
+        return lssar_fail(LSSAR_E_SIZE, "lssar_decoder_feed: %d + %d positions exceed the decoder's max_T %d",
+                          have, n, d->max_T);
     const gpt_config *c = gpt_get_config(d->m->g);
     for (size_t k = 0; k < (size_t)n * c->channels; k++)
         if (tokens[k] >= c->vocab)
-            return lssar_fail(LSSAR_E_ARG, "lssar_decoder_feed: token id %d is outside the vocabulary (0..%d)", tokens[k], c->vocab - 1);
+            return lssar_fail(LSSAR_E_ARG,
+                              "lssar_decoder_feed: token id %d is outside the vocabulary (0..%d)", tokens[k],
+                              c->vocab - 1);
     return gpt_decode(d->m->g, d->kv, tokens, n, logits);
 }

@@ -35,7 +35,9 @@ static int json_index(const cJSON *x, uint64_t *out) {
 
 static int cmp_begin(const void *a, const void *b) {
     const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->nbytes > y->nbytes) - (x->nbytes < y->nbytes);
+    return x->begin < y->begin   ? -1
+           : x->begin > y->begin ? 1
+                                 : (x->nbytes > y->nbytes) - (x->nbytes < y->nbytes);
 }
 
 // Parse the header JSON into f->tensors / f->meta_*; 0 or LSSAR_E_FORMAT (message set).
@@ -47,26 +49,50 @@ static int parse_header(st_file *f, const char *json, size_t len) {
     for (const char *c = end; root && c && c < json + len; c++)
         if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r' && *c != 0) {
             cJSON_Delete(root);
-            return lssar_fail(LSSAR_E_FORMAT, "%s: unexpected bytes after the safetensors header's JSON object: damaged file", path);
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: unexpected bytes after the safetensors header's JSON object: damaged file",
+                              path);
         }
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return lssar_fail(LSSAR_E_FORMAT, "%s: the safetensors header is not a JSON object: damaged or not a safetensors file", path);
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: the safetensors header is not a JSON object: damaged or not a safetensors "
+                          "file",
+                          path);
     }
     int rc = 0, count = cJSON_GetArraySize(root);
     f->tensors = calloc(count > 0 ? count : 1, sizeof *f->tensors);
-    if (!f->tensors) { cJSON_Delete(root); return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); }
+    if (!f->tensors) {
+        cJSON_Delete(root);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+    }
     for (cJSON *e = root->child; e && !rc; e = e->next) {
         if (!e->string) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: header entry without a name", path); break; }
         if (!strcmp(e->string, "__metadata__")) {
-            if (!cJSON_IsObject(e)) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ is not a JSON object", path); break; }
-            if (f->meta_keys) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ appears twice in the header: damaged file", path); break; }
+            if (!cJSON_IsObject(e)) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ is not a JSON object", path);
+                break;
+            }
+            if (f->meta_keys) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ appears twice in the header: damaged file",
+                                path);
+                break;
+            }
             int nm = cJSON_GetArraySize(e);
             f->meta_keys = calloc(nm + 1, sizeof(char *));
             f->meta_vals = calloc(nm + 1, sizeof(char *));
-            if (!f->meta_keys || !f->meta_vals) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); break; }
+            if (!f->meta_keys || !f->meta_vals) {
+                rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+                break;
+            }
             for (cJSON *m = e->child; m; m = m->next) {
-                if (!cJSON_IsString(m)) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ value '%s' is not a string (the format allows strings only)", path, m->string); break; }
+                if (!cJSON_IsString(m)) {
+                    rc = lssar_fail(LSSAR_E_FORMAT,
+                                    "%s: __metadata__ value '%s' is not a string (the format allows strings "
+                                    "only)",
+                                    path, m->string);
+                    break;
+                }
                 f->meta_keys[f->n_meta] = strdup(m->string);
                 f->meta_vals[f->n_meta] = strdup(m->valuestring);
                 f->n_meta++;
@@ -75,47 +101,75 @@ static int parse_header(st_file *f, const char *json, size_t len) {
         }
         const char *name = e->string;
         for (int i = 0; i < f->n; i++)
-            if (!strcmp(f->tensors[i].name, name)) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' appears twice in the header", path, name); break; }
+            if (!strcmp(f->tensors[i].name, name)) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' appears twice in the header", path, name);
+                break;
+            }
         if (rc) break;
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
         const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
         const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
         if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off)) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' needs \"dtype\" (string), \"shape\" and \"data_offsets\" (arrays)", path, name);
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s: tensor '%s' needs \"dtype\" (string), \"shape\" and \"data_offsets\" "
+                            "(arrays)",
+                            path, name);
             break;
         }
         size_t esize = st_dtype_size(dt->valuestring);
-        if (!esize) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has unknown dtype '%s'", path, name, dt->valuestring); break; }
+        if (!esize) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has unknown dtype '%s'", path, name,
+                            dt->valuestring);
+            break;
+        }
         st_tensor *t = &f->tensors[f->n];
         t->name = strdup(name);
         if (!t->name) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); break; }
         f->n++;
         snprintf(t->dtype, sizeof t->dtype, "%s", dt->valuestring);
         t->ndim = cJSON_GetArraySize(sh);
-        if (t->ndim > ST_MAX_DIMS) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has %d dimensions (at most %d supported)", path, name, t->ndim, ST_MAX_DIMS); break; }
+        if (t->ndim > ST_MAX_DIMS) {
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has %d dimensions (at most %d supported)", path,
+                            name, t->ndim, ST_MAX_DIMS);
+            break;
+        }
         size_t numel = 1;
         int d = 0;
         for (const cJSON *x = sh->child; x; x = x->next, d++) {
             uint64_t v;
-            if (!json_index(x, &v)) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has a shape entry that is not a non-negative integer", path, name); break; }
+            if (!json_index(x, &v)) {
+                rc = lssar_fail(LSSAR_E_FORMAT,
+                                "%s: tensor '%s' has a shape entry that is not a non-negative integer", path,
+                                name);
+                break;
+            }
             t->shape[d] = (int64_t)v;
-            if (v && numel > (SIZE_MAX / 16) / v) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' shape is absurdly large", path, name); break; }
+            if (v && numel > (SIZE_MAX / 16) / v) {
+                rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' shape is absurdly large", path, name);
+                break;
+            }
             numel *= v;
         }
         if (rc) break;
         t->numel = numel;
         uint64_t b, en;
-        if (cJSON_GetArraySize(off) != 2 || !json_index(off->child, &b) || !json_index(off->child->next, &en) || en < b) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' data_offsets must be [begin, end] with 0 <= begin <= end", path, name);
+        if (cJSON_GetArraySize(off) != 2 || !json_index(off->child, &b) ||
+            !json_index(off->child->next, &en) || en < b) {
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s: tensor '%s' data_offsets must be [begin, end] with 0 <= begin <= end", path,
+                            name);
             break;
         }
         if (en > f->buf_len) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' ends at byte %llu of the data but the file holds only %zu bytes of data: truncated or damaged",
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s: tensor '%s' ends at byte %llu of the data but the file holds only %zu bytes "
+                            "of data: truncated or damaged",
                             path, name, (unsigned long long)en, f->buf_len);
             break;
         }
         if (en - b != numel * esize) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has %llu bytes but dtype %s x shape needs %zu: damaged header",
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s: tensor '%s' has %llu bytes but dtype %s x shape needs %zu: damaged header",
                             path, name, (unsigned long long)(en - b), t->dtype, numel * esize);
             break;
         }
@@ -132,13 +186,18 @@ static int parse_header(st_file *f, const char *json, size_t len) {
     size_t pos = 0;
     for (int i = 0; i < f->n && !rc; i++) {
         if (order[i]->begin != pos)
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' starts at byte %zu but the previous data ends at %zu (%s): damaged header",
-                            path, order[i]->name, order[i]->begin, pos, order[i]->begin < pos ? "overlap" : "hole");
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s: tensor '%s' starts at byte %zu but the previous data ends at %zu (%s): "
+                            "damaged header",
+                            path, order[i]->name, order[i]->begin, pos,
+                            order[i]->begin < pos ? "overlap" : "hole");
         pos = order[i]->begin + order[i]->nbytes;
     }
     free(order);
     if (!rc && pos != f->buf_len)
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s: the tensors cover %zu bytes of data but the file has %zu: damaged or appended to",
+        rc = lssar_fail(LSSAR_E_FORMAT,
+                        "%s: the tensors cover %zu bytes of data but the file has %zu: damaged or appended "
+                        "to",
                         path, pos, f->buf_len);
     return rc;
 }
@@ -149,12 +208,16 @@ int st_open(st_file *f, const char *path) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return lssar_fail(LSSAR_E_IO, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) { close(fd); return lssar_fail(LSSAR_E_IO, "cannot stat %s: %s", path, strerror(errno)); }
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return lssar_fail(LSSAR_E_IO, "cannot stat %s: %s", path, strerror(errno));
+    }
     if (!S_ISREG(st.st_mode)) { close(fd); return lssar_fail(LSSAR_E_IO, "%s is not a regular file", path); }
     size_t len = (size_t)st.st_size;
     if (len < 8) {
         close(fd);
-        return lssar_fail(LSSAR_E_FORMAT, "%s is %zu bytes: too short for a safetensors file (truncated?)", path, len);
+        return lssar_fail(LSSAR_E_FORMAT, "%s is %zu bytes: too short for a safetensors file (truncated?)",
+                          path, len);
     }
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -166,10 +229,13 @@ int st_open(st_file *f, const char *path) {
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | p[i];   // little-endian whatever the host
     int rc = 0;
     if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > len - 8)
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s: header length %llu does not fit the %zu-byte file: truncated, damaged or not a safetensors file",
+        rc = lssar_fail(LSSAR_E_FORMAT,
+                        "%s: header length %llu does not fit the %zu-byte file: truncated, damaged or not a "
+                        "safetensors file",
                         path, (unsigned long long)hlen, len);
     else if (p[8] != '{')
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s: the header does not start with '{': damaged or not a safetensors file", path);
+        rc = lssar_fail(LSSAR_E_FORMAT,
+                        "%s: the header does not start with '{': damaged or not a safetensors file", path);
     if (!rc) {
         f->buf = p + 8 + hlen;
         f->buf_len = len - 8 - hlen;
@@ -205,9 +271,11 @@ int st_read(const st_file *f, const char *name, const char *dtype, void *dst, si
     const st_tensor *t = st_find(f, name);
     if (!t) return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' is missing", f->path, name);
     if (strcmp(t->dtype, dtype))
-        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has dtype %s, expected %s", f->path, name, t->dtype, dtype);
+        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has dtype %s, expected %s", f->path, name,
+                          t->dtype, dtype);
     if (t->numel != numel)
-        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has %zu elements, expected %zu", f->path, name, t->numel, numel);
+        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has %zu elements, expected %zu", f->path, name,
+                          t->numel, numel);
     memcpy(dst, t->data, t->nbytes);
     return 0;
 }
@@ -240,8 +308,10 @@ int st_writer_meta(st_writer *w, const char *key, const char *value) {
 int st_writer_add(st_writer *w, const char *name, const char *dtype, int ndim, const int64_t *shape) {
     size_t es = st_dtype_size(dtype);
     if (!es) return lssar_fail(LSSAR_E_ARG, "safetensors: unknown dtype '%s'", dtype);
-    if (ndim < 0 || ndim > ST_MAX_DIMS) return lssar_fail(LSSAR_E_ARG, "safetensors: tensor '%s' has %d dimensions", name, ndim);
-    if (!strcmp(name, "__metadata__")) return lssar_fail(LSSAR_E_ARG, "safetensors: '__metadata__' is reserved");
+    if (ndim < 0 || ndim > ST_MAX_DIMS)
+        return lssar_fail(LSSAR_E_ARG, "safetensors: tensor '%s' has %d dimensions", name, ndim);
+    if (!strcmp(name, "__metadata__"))
+        return lssar_fail(LSSAR_E_ARG, "safetensors: '__metadata__' is reserved");
     if (w->n == w->cap) {
         int cap = w->cap ? 2 * w->cap : 64;
         st_decl *d = realloc(w->decls, cap * sizeof *d);
@@ -255,7 +325,8 @@ int st_writer_add(st_writer *w, const char *name, const char *dtype, int ndim, c
     d->ndim = ndim;
     size_t numel = 1;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0) return lssar_fail(LSSAR_E_ARG, "safetensors: tensor '%s' has a negative dimension", name);
+        if (shape[i] < 0)
+            return lssar_fail(LSSAR_E_ARG, "safetensors: tensor '%s' has a negative dimension", name);
         d->shape[i] = shape[i];
         numel *= (size_t)shape[i];
     }
@@ -317,7 +388,8 @@ int st_writer_write(st_writer *w, const void *data, size_t bytes) {
         if (w->written_in_next == w->decls[w->next].nbytes) { w->next++; w->written_in_next = 0; }
     }
     if (bytes && fwrite(data, 1, bytes, w->af.f) != bytes)
-        return lssar_fail(LSSAR_E_IO, "writing %s failed: %s (%s)", w->af.path, strerror(errno), lssar_io_hint(errno));
+        return lssar_fail(LSSAR_E_IO, "writing %s failed: %s (%s)", w->af.path, strerror(errno),
+                          lssar_io_hint(errno));
     return 0;
 }
 
@@ -326,7 +398,8 @@ int st_writer_commit(st_writer *w) {
     while (w->next < w->n && w->decls[w->next].nbytes == 0) w->next++;   // empty tensors
     if (w->next != w->n) {
         lssar_afile_abort(&w->af);
-        int rc = lssar_fail(LSSAR_E_ARG, "safetensors: tensor '%s' was declared but its data was not written", w->decls[w->next].name);
+        int rc = lssar_fail(LSSAR_E_ARG, "safetensors: tensor '%s' was declared but its data was not written",
+                            w->decls[w->next].name);
         writer_free(w);
         return rc;
     }

@@ -12,7 +12,8 @@ int shard_max_token(const shard *s) {
 
 int dl_open(dataloader *d, const char *paths, int T, int align, const char *flag) {
     memset(d, 0, sizeof *d);
-    if (!paths || !*paths) return lssar_fail(LSSAR_E_ARG, "%s is empty: give one or more shard files separated by commas", flag);
+    if (!paths || !*paths)
+        return lssar_fail(LSSAR_E_ARG, "%s is empty: give one or more shard files separated by commas", flag);
     if (T < 1) return lssar_fail(LSSAR_E_SIZE, "sequence length %d must be >= 1", T);
     if (align < 1) return lssar_fail(LSSAR_E_ARG, "--align must be >= 1, got %d", align);
     int count = 1;
@@ -21,7 +22,11 @@ int dl_open(dataloader *d, const char *paths, int T, int align, const char *flag
     d->max_token = calloc(count, sizeof *d->max_token);
     d->starts = calloc(count, sizeof *d->starts);
     char *copy = strdup(paths);
-    if (!d->shards || !d->max_token || !d->starts || !copy) { free(copy); dl_close(d); return lssar_fail(LSSAR_E_NOMEM, "out of memory"); }
+    if (!d->shards || !d->max_token || !d->starts || !copy) {
+        free(copy);
+        dl_close(d);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    }
     d->T = T;
     d->align = align;
     int rc = 0;
@@ -32,10 +37,14 @@ int dl_open(dataloader *d, const char *paths, int T, int align, const char *flag
         d->n++;
         if (d->n == 1) d->channels = s->channels;
         else if (s->channels != d->channels)
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: %s has %d token channels but %s has %d: all shards of %s must have the same channels",
+            rc = lssar_fail(LSSAR_E_FORMAT,
+                            "%s: %s has %d token channels but %s has %d: all shards of %s must have the same "
+                            "channels",
                             flag, tok, s->channels, d->shards[0].path, d->channels, flag);
         if (!rc && s->n < (size_t)T + 1)
-            rc = lssar_fail(LSSAR_E_SIZE, "%s: %s has %zu positions, fewer than --seq + 1 = %d: use a smaller --seq or a bigger shard",
+            rc = lssar_fail(LSSAR_E_SIZE,
+                            "%s: %s has %zu positions, fewer than --seq + 1 = %d: use a smaller --seq or a "
+                            "bigger shard",
                             flag, tok, s->n, T + 1);
         if (!rc) {
             d->max_token[d->n - 1] = shard_max_token(s);
@@ -71,7 +80,9 @@ int dl_vocab(const dataloader *d) {
 int dl_check_vocab(const dataloader *d, int vocab, const char *flag) {
     for (int i = 0; i < d->n; i++)
         if (d->max_token[i] >= vocab)
-            return lssar_fail(LSSAR_E_FORMAT, "%s: %s holds token id %d but the vocabulary has %d ids (0..%d): pass a larger --vocab or a shard made with the model's tokenizer",
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: %s holds token id %d but the vocabulary has %d ids (0..%d): pass a larger "
+                              "--vocab or a shard made with the model's tokenizer",
                               flag, d->shards[i].path, d->max_token[i], vocab, vocab - 1);
     return 0;
 }

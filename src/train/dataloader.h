@@ -5,9 +5,9 @@
  * next T. Windows are drawn uniformly over every valid start of every shard (a shard with n
  * positions has n - T starts), so bigger shards are sampled proportionally. With align = A > 1 a
  * window starts only at multiples of A: data made of fixed-length sequences (the orbits' 1000-row
- * systems, an associative-recall task) is then read whole sequences at a time, as it was written. The only state is the
- * caller's lssar_rng, which the trainer saves in its checkpoint: that makes the data cursor exact
- * on --resume.
+ * systems, an associative-recall task) is then read whole sequences at a time, as it was written. The only
+ * state is the caller's lssar_rng, which the trainer saves in its checkpoint: that makes the data cursor
+ * exact on --resume.
  */
 #ifndef LSSAR_DATALOADER_H
 #define LSSAR_DATALOADER_H

@@ -24,24 +24,40 @@ static int eval_batches(gpt *m, const shard *s, const size_t *starts, int n, int
     size_t per = (size_t)T * C;
     uint16_t *in = malloc(B * per * sizeof *in), *tg = malloc(B * per * sizeof *tg);
     float *loss = malloc(B * per * sizeof *loss);
-    if (!in || !tg || !loss) { free(in); free(tg); free(loss); return lssar_fail(LSSAR_E_NOMEM, "out of memory for evaluation"); }
+    if (!in || !tg || !loss) {
+        free(in);
+        free(tg);
+        free(loss);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory for evaluation");
+    }
     for (long k = b0; k < b1 && !rc; k++) {
         int w0 = (int)(k * B), b = n - w0 < B ? n - w0 : B;
         for (int i = 0; i < b; i++) {
             size_t at = starts[w0 + i];
-            if (at + T + 1 > s->n) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: window at %zu runs past the end (val_index.json does not match the shard)", s->path, at); break; }
+            if (at + T + 1 > s->n) {
+                rc = lssar_fail(LSSAR_E_FORMAT,
+                                "%s: window at %zu runs past the end (val_index.json does not match the "
+                                "shard)",
+                                s->path, at);
+                break;
+            }
             const uint16_t *src = s->tokens + at * C;   // (T+1, C)
             memcpy(in + i * per, src, per * sizeof *in);
             memcpy(tg + i * per, src + C, per * sizeof *tg);
         }
         for (size_t q = 0; !rc && q < (size_t)b * per; q++)   // the last target is in tg, the rest in in
             if (in[q] >= cfg->vocab || tg[q] >= cfg->vocab)
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s holds token id %d but the model's vocabulary has %d ids: use a shard made with the model's tokenizer",
+                rc = lssar_fail(LSSAR_E_FORMAT,
+                                "%s holds token id %d but the model's vocabulary has %d ids: use a shard "
+                                "made with the model's tokenizer",
                                 s->path, in[q] >= cfg->vocab ? in[q] : tg[q], cfg->vocab);
         if (rc) break;
         if ((rc = gpt_forward(m, in, tg, b, T, NULL))) {
             if (rc == LSSAR_E_NAN)
-                rc = lssar_fail(LSSAR_E_NAN, "the loss on %s at seq %d is not finite: the activations overflow (a diverged model?)", s->path, T);
+                rc = lssar_fail(LSSAR_E_NAN,
+                                "the loss on %s at seq %d is not finite: the activations overflow (a "
+                                "diverged model?)",
+                                s->path, T);
             break;
         }
         if ((rc = gpt_get_losses(m, loss))) break;
@@ -67,7 +83,8 @@ static int gather_doubles(const double *mine, size_t n, double *all, size_t want
     size_t total = 0;
     int rc = lssar_dist_allgather_bytes(mine, n * sizeof *mine, &buf, &total, NULL);
     if (!rc && total != want * sizeof *all)
-        rc = lssar_fail(LSSAR_E_SIZE, "evaluation: the ranks returned %zu results, %zu expected", total / sizeof *all, want);
+        rc = lssar_fail(LSSAR_E_SIZE, "evaluation: the ranks returned %zu results, %zu expected",
+                        total / sizeof *all, want);
     if (!rc && want) memcpy(all, buf, want * sizeof *all);
     free(buf);
     return rc;
@@ -77,10 +94,13 @@ int eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int
                  double *win, double *per_pos) {
     const gpt_config *cfg = gpt_get_config(m);
     int rc = 0;
-    if (T < 1 || B < 1) rc = lssar_fail(LSSAR_E_SIZE, "evaluation needs seq >= 1 and batch >= 1 (got %d, %d)", T, B);
+    if (T < 1 || B < 1)
+        rc = lssar_fail(LSSAR_E_SIZE, "evaluation needs seq >= 1 and batch >= 1 (got %d, %d)", T, B);
     else if (n < 1) rc = lssar_fail(LSSAR_E_SIZE, "no evaluation windows of length %d", T);
     else if (s->channels != cfg->channels)
-        rc = lssar_fail(LSSAR_E_FORMAT, "%s has %d token channels but the model has %d: use a shard built for this model", s->path, s->channels, cfg->channels);
+        rc = lssar_fail(LSSAR_E_FORMAT,
+                        "%s has %d token channels but the model has %d: use a shard built for this model",
+                        s->path, s->channels, cfg->channels);
     if (rc) return rc;   // the same on every rank: each returns it without waiting for the others
     if (B > n) B = n;
     long nb = (n + B - 1) / B, b0 = 0, b1 = nb;
@@ -91,7 +111,8 @@ int eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int
     double *mwin = direct ? win : malloc((mw ? mw : 1) * sizeof *mwin);
     double *mpos = per_pos ? malloc((mb ? mb : 1) * T * sizeof *mpos) : NULL;
     double *apos = per_pos && !direct ? malloc((size_t)nb * T * sizeof *apos) : mpos;
-    if (!mwin || (per_pos && (!mpos || !apos))) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for evaluation");
+    if (!mwin || (per_pos && (!mpos || !apos)))
+        rc = lssar_fail(LSSAR_E_NOMEM, "out of memory for evaluation");
     if (!rc) rc = eval_batches(m, s, starts, n, T, B, b0, b1, mwin, mpos);
     // a failure on one rank (a bad token in its windows) is every rank's, met here
     if (shared) rc = lssar_dist_agree(rc);
@@ -108,19 +129,28 @@ int eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int
     return rc;
 }
 
-static int shard_eval(gpt *m, const shard *s, int T, int B, int max_windows, int shared, eval_result *r, double *per_pos) {
+static int shard_eval(gpt *m, const shard *s, int T, int B, int max_windows, int shared, eval_result *r,
+                      double *per_pos) {
     memset(r, 0, sizeof *r);
     const gpt_config *cfg = gpt_get_config(m);
     const int C = cfg->channels;
-    if (T < 1 || B < 1) return lssar_fail(LSSAR_E_SIZE, "evaluation needs seq >= 1 and batch >= 1 (got %d, %d)", T, B);
+    if (T < 1 || B < 1)
+        return lssar_fail(LSSAR_E_SIZE, "evaluation needs seq >= 1 and batch >= 1 (got %d, %d)", T, B);
     if (s->channels != C)
-        return lssar_fail(LSSAR_E_FORMAT, "%s has %d token channels but the model has %d: use a shard built for this model", s->path, s->channels, C);
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s has %d token channels but the model has %d: use a shard built for this model",
+                          s->path, s->channels, C);
     if (cfg->pos == LSSAR_POS_LEARNED && T > cfg->max_seq)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "this model has learned positions for up to %d tokens, so it cannot be evaluated at --seq %d: use lengths <= %d (rope and none positions extrapolate)",
+        return lssar_fail(LSSAR_E_UNSUPPORTED,
+                          "this model has learned positions for up to %d tokens, so it cannot be evaluated "
+                          "at --seq %d: use lengths <= %d (rope and none positions extrapolate)",
                           cfg->max_seq, T, cfg->max_seq);
     int nw = eval_num_windows(s, T);
     if (nw == 0)
-        return lssar_fail(LSSAR_E_SIZE, "%s has %zu positions, too few for one window of seq + 1 = %d: use a smaller --seq or a longer shard", s->path, s->n, T + 1);
+        return lssar_fail(LSSAR_E_SIZE,
+                          "%s has %zu positions, too few for one window of seq + 1 = %d: use a smaller --seq "
+                          "or a longer shard",
+                          s->path, s->n, T + 1);
     if (max_windows > 0 && max_windows < nw) nw = max_windows;
     size_t *starts = malloc((size_t)nw * sizeof *starts);
     double *win = malloc((size_t)nw * sizeof *win);
@@ -137,7 +167,8 @@ static int shard_eval(gpt *m, const shard *s, int T, int B, int max_windows, int
     r->tokens = (size_t)nw * T * C;
     r->loss = sum / (double)r->tokens;
     if (per_pos) for (int t = 0; t < T; t++) per_pos[t] /= (double)nw * C;
-    if (!isfinite(r->loss)) return lssar_fail(LSSAR_E_NAN, "evaluation loss is not finite on %s at seq %d", s->path, T);
+    if (!isfinite(r->loss))
+        return lssar_fail(LSSAR_E_NAN, "evaluation loss is not finite on %s at seq %d", s->path, T);
     return 0;
 }
 

@@ -2,8 +2,8 @@
  * eval.h - deterministic evaluation: mean next-token loss of a model on a shard at length T.
  *
  * Windows start every T tokens from the start of the shard: window k covers positions
- * [kT, kT + T] (T inputs, the next T targets; its last token is window k + 1's first), k = 0, 1, ... up to max_windows
- * (0: every window that fits). The same shard and T give the same windows every time, so numbers
+ * [kT, kT + T] (T inputs, the next T targets; its last token is window k + 1's first), k = 0, 1, ... up to
+ * max_windows (0: every window that fits). The same shard and T give the same windows every time, so numbers
  * from different runs and attention kinds are comparable.
  */
 #ifndef LSSAR_EVAL_H

@@ -6,8 +6,8 @@
  * to `clip`, and one AdamW step at the scheduled learning rate:
  *
  *   step t = 1..steps:  lr(t) = lr * t / warmup                          for t <= warmup
- *                       lr(t) = lr_min + (lr - lr_min) (1 + cos(pi u)) / 2 after, u = (t - warmup) / (steps - warmup)
- *                       lr_min = min_lr_frac * lr  (default 0.1: cosine decay to 10%)
+ *                       lr(t) = lr_min + (lr - lr_min) (1 + cos(pi u)) / 2 after, u = (t - warmup) / (steps -
+ * warmup) lr_min = min_lr_frac * lr  (default 0.1: cosine decay to 10%)
  *
  * A run is deterministic for a fixed thread count: the model is initialised from `seed`, the data
  * windows come from an RNG stream of `seed` that is saved in every checkpoint. Stopping at step N
@@ -82,7 +82,8 @@ typedef struct {
 
 /* Builds the run's source on top of `base` (the shards). *out = *base keeps it unchanged; a
    source that wraps base must not close it. Returns 0 or an lssar_err (with lssar_fail). */
-typedef int (*train_source_fn)(void *arg, const train_source_env *env, const train_source *base, train_source *out);
+typedef int (*train_source_fn)(void *arg, const train_source_env *env, const train_source *base,
+                               train_source *out);
 
 /* ---------------------------------------------------- schedule and optimizer */
 /* The learning-rate schedule of the header comment: linear warmup to lr over `warmup` steps (none
@@ -112,7 +113,8 @@ typedef struct {
 } train_tensor;
 /* One AdamW step t (1, 2, ...): the model (may be NULL) at learning rate lr, then each of the
    n_extra tensors at its own rate, all with the hyper-parameters h. */
-int train_adamw_step(gpt *m, float lr, const train_tensor *extra, int n_extra, int64_t t, const train_adamw *h);
+int train_adamw_step(gpt *m, float lr, const train_tensor *extra, int n_extra, int64_t t,
+                     const train_adamw *h);
 
 typedef struct {
     const char *data;      // comma-separated training shards (on --resume: NULL = the stored ones)

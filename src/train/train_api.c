@@ -41,14 +41,28 @@ static int check_model(const lssar_train_options *o) {
     if ((rc0 = attn_kind_check(c->attn, "lssar_train: model.attn"))) return rc0;
     if ((rc0 = attn_len_norm_check(c->len_norm, "lssar_train: model.len_norm"))) return rc0;
     if ((rc0 = gpt_pos_check(c->pos, "lssar_train: model.pos"))) return rc0;
-    if (!(c->p > 0) || !isfinite(c->p)) return lssar_fail(LSSAR_E_P, "lssar_train: model.p must be > 0 (the paper uses 15), got %g", (double)c->p);
+    if (!(c->p > 0) || !isfinite(c->p))
+        return lssar_fail(LSSAR_E_P, "lssar_train: model.p must be > 0 (the paper uses 15), got %g",
+                          (double)c->p);
     if (c->layers < 1 || c->heads < 1 || c->dim < 1)
-        return lssar_fail(LSSAR_E_SIZE, "lssar_train: model.layers, heads and dim must be >= 1 (got %d, %d, %d)", c->layers, c->heads, c->dim);
-    if (c->dim % c->heads) return lssar_fail(LSSAR_E_ARG, "lssar_train: model.heads %d must divide model.dim %d", c->heads, c->dim);
-    if (c->vocab < 0 || c->vocab > 65535) return lssar_fail(LSSAR_E_ARG, "lssar_train: model.vocab must be 1..65535 (or 0 for the default), got %d", c->vocab);
+        return lssar_fail(LSSAR_E_SIZE,
+                          "lssar_train: model.layers, heads and dim must be >= 1 (got %d, %d, %d)", c->layers,
+                          c->heads, c->dim);
+    if (c->dim % c->heads)
+        return lssar_fail(LSSAR_E_ARG, "lssar_train: model.heads %d must divide model.dim %d", c->heads,
+                          c->dim);
+    if (c->vocab < 0 || c->vocab > 65535)
+        return lssar_fail(LSSAR_E_ARG,
+                          "lssar_train: model.vocab must be 1..65535 (or 0 for the default), got %d",
+                          c->vocab);
     if (c->max_seq != 0 && c->max_seq != o->seq)
-        return lssar_fail(LSSAR_E_ARG, "lssar_train: model.max_seq %d differs from seq %d: the model is built for the training length (leave max_seq 0)", c->max_seq, o->seq);
-    if (c->channels < 0) return lssar_fail(LSSAR_E_ARG, "lssar_train: model.channels must be >= 0 (0: the shards'), got %d", c->channels);
+        return lssar_fail(LSSAR_E_ARG,
+                          "lssar_train: model.max_seq %d differs from seq %d: the model is built for the "
+                          "training length (leave max_seq 0)",
+                          c->max_seq, o->seq);
+    if (c->channels < 0)
+        return lssar_fail(LSSAR_E_ARG, "lssar_train: model.channels must be >= 0 (0: the shards'), got %d",
+                          c->channels);
     if (c->channels > 0 && o->data && *o->data) {
         // the first shard's header says how many channels the data has (dl_open checks the rest agree)
         char first[4096];
@@ -62,23 +76,37 @@ static int check_model(const lssar_train_options *o) {
         int ch = s.channels;
         shard_close(&s);
         if (ch != c->channels)
-            return lssar_fail(LSSAR_E_FORMAT, "lssar_train: %s has %d token channels but model.channels is %d (0 takes the shards')", first, ch, c->channels);
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "lssar_train: %s has %d token channels but model.channels is %d (0 takes the "
+                              "shards')",
+                              first, ch, c->channels);
     }
     return 0;
 }
 
 int lssar_train(const lssar_train_options *o, lssar_train_result *r) {
     if (r) { memset(r, 0, sizeof *r); r->val_loss = NAN; }
-    if (!o) return lssar_fail(LSSAR_E_NULL, "lssar_train: options are NULL (lssar_train_defaults fills them)");
-    if (!o->out || !*o->out) return lssar_fail(LSSAR_E_ARG, "lssar_train: out is required: the run directory for checkpoints and the log");
-    if (o->threads < 0) return lssar_fail(LSSAR_E_ARG, "lssar_train: threads must be >= 0 (0: as they are), got %d", o->threads);
-    if (o->recompute != 0 && o->recompute != 1) return lssar_fail(LSSAR_E_ARG, "lssar_train: recompute must be 0 or 1, got %d", o->recompute);
-    if ((unsigned)o->schedule > LSSAR_LR_CONSTANT) return lssar_fail(LSSAR_E_KIND, "lssar_train: schedule %d is not an lssar_lr_schedule", (int)o->schedule);
-    if ((unsigned)o->warmup > LSSAR_WARMUP_STEPS) return lssar_fail(LSSAR_E_KIND, "lssar_train: warmup %d is not an lssar_warmup", (int)o->warmup);
+    if (!o)
+        return lssar_fail(LSSAR_E_NULL, "lssar_train: options are NULL (lssar_train_defaults fills them)");
+    if (!o->out || !*o->out)
+        return lssar_fail(LSSAR_E_ARG, "lssar_train: out is required: the run directory for checkpoints and "
+                                       "the log");
+    if (o->threads < 0)
+        return lssar_fail(LSSAR_E_ARG, "lssar_train: threads must be >= 0 (0: as they are), got %d",
+                          o->threads);
+    if (o->recompute != 0 && o->recompute != 1)
+        return lssar_fail(LSSAR_E_ARG, "lssar_train: recompute must be 0 or 1, got %d", o->recompute);
+    if ((unsigned)o->schedule > LSSAR_LR_CONSTANT)
+        return lssar_fail(LSSAR_E_KIND, "lssar_train: schedule %d is not an lssar_lr_schedule",
+                          (int)o->schedule);
+    if ((unsigned)o->warmup > LSSAR_WARMUP_STEPS)
+        return lssar_fail(LSSAR_E_KIND, "lssar_train: warmup %d is not an lssar_warmup", (int)o->warmup);
     if (o->warmup == LSSAR_WARMUP_STEPS && o->warmup_steps < 0)
         return lssar_fail(LSSAR_E_ARG, "lssar_train: warmup_steps must be >= 0, got %d", o->warmup_steps);
     if (!o->resume) {
-        if (!o->data || !*o->data) return lssar_fail(LSSAR_E_ARG, "lssar_train: data is required: one or more token shards (TRAIN.bin[,MORE.bin])");
+        if (!o->data || !*o->data)
+            return lssar_fail(LSSAR_E_ARG, "lssar_train: data is required: one or more token shards "
+                                           "(TRAIN.bin[,MORE.bin])");
         if (o->steps < 1) return lssar_fail(LSSAR_E_ARG, "lssar_train: steps must be >= 1, got %d", o->steps);
         int rc = check_model(o);
         if (rc) return rc;
