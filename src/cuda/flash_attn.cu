@@ -865,8 +865,10 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
         float st0 = 0.0f, wsum = 0.0f, ssum = 0.0f;
         const bool lost = st_centred(ST) && flash_row_lost(jm[u], ipos[u]);
         if (lost) jm[u] = rw[u].jm = 0;  // every logit NaN or -inf: v_0 (in range), a NaN row
-        if constexpr (ONLINE && !PEXP) {  // softplus: Z = softplus(m) + l'
-            float ajm = flash_lssa_a(m[u]), zz = ajm + q1, inv = lost ? flash_nan() : 1.0f / zz;
+        if constexpr (ONLINE) {
+            // the argmax's weight: exp: exp(m - m) = 1, so Z = 1 + l', LSE = m + ln Z; softplus:
+            // softplus(m), Z = softplus(m) + l' (saved as it is)
+            float ajm = PEXP ? 1.0f : flash_lssa_a(m[u]), zz = ajm + q1, inv = lost ? flash_nan() : 1.0f / zz;
             const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
 #pragma unroll
             for (int nb = 0; nb < D / 8; nb++) {
@@ -877,21 +879,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
                     *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) =
                         make_float2((acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
             }
-            st0 = lost ? flash_nan() : zz;
-            rw[u].jm = jm[u];
-        } else if constexpr (ONLINE) {
-            float ll = 1.0f + q1, inv = lost ? flash_nan() : 1.0f / ll;
-            const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
-#pragma unroll
-            for (int nb = 0; nb < D / 8; nb++) {
-                float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
-                float y0 = (acc[nb][2 * u] + vj.x) * inv, y1 = (acc[nb][2 * u + 1] + vj.y) * inv;
-                store2(a.out, orow + 8 * nb, a.io_bf16, y0, y1);
-                if (yc_all)
-                    *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) =
-                        make_float2((acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
-            }
-            st0 = lost ? flash_nan() : m[u] + fm_log(ll);
+            st0 = lost ? flash_nan() : PEXP ? m[u] + fm_log(zz) : zz;
             rw[u].jm = jm[u];
         } else if constexpr (!RW && !UNNORMED) {  // lssa
             float inv = 1.0f / q1;

@@ -504,6 +504,13 @@ inline WarpSlot *exchange(WarpSlot **all) {
     *all = b;
     return &b[ts.lane];
 }
+// The n bytes at p lie in the calling block's shared memory (its dynamic buffer or static arena).
+inline bool in_shared(const void *p, size_t n) {
+    const unsigned char *c = static_cast<const unsigned char *>(p);
+    const Block *blk = ts.blk;
+    return (blk->dyn && c >= blk->dyn && c + n <= blk->dyn + blk->dyn_bytes) ||
+           (c >= blk->stat && c + n <= blk->stat + Block::STATIC_BYTES);
+}
 inline void full_mask(unsigned mask, const char *what) {
     if (mask != 0xffffffffu) fatal("%s: only the full mask is emulated", what);
 }
@@ -609,10 +616,8 @@ static inline void cuda_host_ldmatrix_x4(uint32_t (&r)[4], const void *p, bool t
     const char *what = trans ? "ldmatrix.x4.trans" : "ldmatrix.x4";
     cuda_host::need_block(what);
     cuda_host::Block *blk = cuda_host::ts.blk;
-    const unsigned char *c = static_cast<const unsigned char *>(p);
-    bool in_dyn = blk->dyn && c >= blk->dyn && c + 16 <= blk->dyn + blk->dyn_bytes;
-    bool in_stat = c >= blk->stat && c + 16 <= blk->stat + cuda_host::Block::STATIC_BYTES;
-    if (!in_dyn && !in_stat) cuda_host::fatal("%s: lane %ld's row address is not in shared memory", what, (long)cuda_host::ts.lane);
+    if (!cuda_host::in_shared(p, 16))
+        cuda_host::fatal("%s: lane %ld's row address is not in shared memory", what, (long)cuda_host::ts.lane);
     if ((uintptr_t)p % 16) cuda_host::fatal("%s: lane %ld's row address is not 16-byte aligned", what, (long)cuda_host::ts.lane);
     cuda_host::WarpSlot *all, *mine = cuda_host::exchange(&all);
     uintptr_t u = (uintptr_t)p;
@@ -647,11 +652,9 @@ static inline void cuda_host_ldmatrix_x4(uint32_t (&r)[4], const void *p, bool t
    16-byte aligned, and a thread that ends with copies not waited for, are errors. */
 static inline void cuda_host_cp_async16(void *dst, const void *src, unsigned src_size) {
     cuda_host::need_block("cp.async");
-    cuda_host::Block *blk = cuda_host::ts.blk;
     unsigned char *d = static_cast<unsigned char *>(dst);
-    bool in_dyn = blk->dyn && d >= blk->dyn && d + 16 <= blk->dyn + blk->dyn_bytes;
-    bool in_stat = d >= blk->stat && d + 16 <= blk->stat + cuda_host::Block::STATIC_BYTES;
-    if (!in_dyn && !in_stat) cuda_host::fatal("%s: thread %ld's destination is not in shared memory", "cp.async", (long)cuda_host::ts.tid);
+    if (!cuda_host::in_shared(d, 16))
+        cuda_host::fatal("%s: thread %ld's destination is not in shared memory", "cp.async", (long)cuda_host::ts.tid);
     if ((uintptr_t)dst % 16 || (src_size && (uintptr_t)src % 16))
         cuda_host::fatal("%s: thread %ld's addresses are not 16-byte aligned", "cp.async", (long)cuda_host::ts.tid);
     if (src_size != 0 && src_size != 16) cuda_host::fatal("%s: src_size %ld is not emulated", "cp.async", (long)src_size);
