@@ -257,6 +257,14 @@ static double num(const cJSON *j, const char *key, double dflt) {
 }
 
 // A GPT-NeoX folder (config j, already read): RoPE, sequential residual, tied head.
+// The model a transformers GPT-2 or GPT-NeoX folder describes (sizes checked by the caller): softmax,
+// tied, one token channel, on the CPU; rope_base 0 for gpt_create's default.
+static gpt_config text_config(double L, double H, double C, double V, double T, lssar_pos pos, float rope_base) {
+    return (gpt_config){.layers = (int)L, .heads = (int)H, .dim = (int)C, .vocab = (int)V, .channels = 1,
+                        .max_seq = (int)T, .pos = pos, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1,
+                        .device = LSSAR_DEVICE_CPU, .rope_base = rope_base};
+}
+
 static int neox_load(const char *dir, cJSON *j, gpt **out) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -292,18 +300,7 @@ static int neox_load(const char *dir, cJSON *j, gpt **out) {
                           "%s: vocab_size %g, hidden_size %g, num_hidden_layers %g, num_attention_heads %g, "
                           "max_position_embeddings %g are not a model",
                           path, V, C, L, H, T);
-    gpt_config cfg = {.layers = (int)L,
-                      .heads = (int)H,
-                      .dim = (int)C,
-                      .vocab = (int)V,
-                      .channels = 1,
-                      .max_seq = (int)T,
-                      .pos = LSSAR_POS_ROPE,
-                      .attn = LSSAR_ATTN_SOFTMAX,
-                      .p = 15.0f,
-                      .tied = 1,
-                      .device = LSSAR_DEVICE_CPU,
-                      .rope_base = (float)base};
+    gpt_config cfg = text_config(L, H, C, V, T, LSSAR_POS_ROPE, (float)base);
     gpt *m = NULL;
     st_file f;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -393,17 +390,7 @@ int hf_load(const char *dir, gpt **out) {
                           "%s: vocab_size %g, n_positions %g, n_embd %g, n_layer %g, n_head %g are not a "
                           "model (n_head must divide n_embd)",
                           path, V, T, C, L, H);
-    gpt_config cfg = {.layers = (int)L,
-                      .heads = (int)H,
-                      .dim = (int)C,
-                      .vocab = (int)V,
-                      .channels = 1,
-                      .max_seq = (int)T,
-                      .pos = LSSAR_POS_LEARNED,
-                      .attn = LSSAR_ATTN_SOFTMAX,
-                      .p = 15.0f,
-                      .tied = 1,
-                      .device = LSSAR_DEVICE_CPU};
+    gpt_config cfg = text_config(L, H, C, V, T, LSSAR_POS_LEARNED, 0.0f);
     gpt *m = NULL;
     st_file f;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
