@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include "lssar.h"
+#include "core/argv.h"
 
 typedef enum { ARG_END = 0, ARG_INT, ARG_FLOAT, ARG_STR, ARG_BOOL, ARG_U64 } arg_type;
 typedef struct {
@@ -60,16 +61,5 @@ int args_rope_temp(const char *cmd, float rope_base, int temp_d);
 /* A command that runs in one process, started by mpirun with more than one rank: print which
    commands share their work over ranks, and return 2. */
 int cli_alone_under_ranks(const char *cmd);
-
-/* A command line built flag by flag, for pipelines that run commands in-process (lssar recipe,
-   orbits run): v[0..n-1] then NULL, as argv. args_add formats one argument (at most ARGS_VEC_MAX
-   of them; a longer line is cut off); args_clear frees them for the next command. */
-#define ARGS_VEC_MAX 79
-typedef struct { int n; char *v[ARGS_VEC_MAX + 1]; } args_vec;
-void args_add(args_vec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void args_clear(args_vec *a);
-/* The command as one shell line: prefix (e.g. "lssar orbits"), then the arguments, each quoted
-   when a shell would split or expand it. Malloc'd (NULL when out of memory). */
-char *args_line(const args_vec *a, const char *prefix);
 
 #endif

@@ -1,6 +1,6 @@
 // cmd_reproduce.c - `lssar reproduce --scale laptop`: the paper's comparison as one plan of
 // ordinary lssar commands (length extrapolation, attention statistics, passkey, orbits), run on
-// --jobs worker processes (jobs.h: dependencies, critical path first, resumable, progress and
+// --jobs worker processes (exp/plan.h: dependencies, critical path first, resumable, progress and
 // ETA), then one report: OUT/REPORT.md (the tables the commands wrote, a passkey table across
 // kinds, data hashes, every command with its wall time) and OUT/report.json.
 #include <dirent.h>
@@ -14,7 +14,7 @@
 #include <cJSON.h>
 #include "args.h"
 #include "commands.h"
-#include "jobs.h"
+#include "exp/plan.h"
 #include "lssar.h"
 #include "core/json.h"
 #include "core/sha256.h"

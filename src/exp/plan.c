@@ -1,4 +1,4 @@
-// jobs.c - run a plan of lssar commands on N worker processes; see jobs.h.
+// plan.c - run a plan of lssar commands on N worker processes; see plan.h.
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cJSON.h>
-#include "jobs.h"
+#include "exp/plan.h"
 #include "core/json.h"
 #include "core/util.h"
 

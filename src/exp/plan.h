@@ -1,5 +1,5 @@
 /*
- * jobs.h - a plan of lssar commands with dependencies, run on N worker processes (`lssar
+ * plan.h - a plan of lssar commands with dependencies, run on N worker processes (`lssar
  * reproduce`): the `make -j` of experiments.
  *
  * Each job is an ordinary lssar command line (printed, and written to OUT/commands.sh in an
@@ -13,10 +13,10 @@
  * dependents, not the others. Progress (jobs done, what runs, elapsed, ETA from the estimates
  * scaled by how long the finished jobs really took) goes to stderr.
  */
-#ifndef LSSAR_CLI_JOBS_H
-#define LSSAR_CLI_JOBS_H
+#ifndef LSSAR_EXP_PLAN_H
+#define LSSAR_EXP_PLAN_H
 
-#include "args.h"
+#include "core/argv.h"
 
 #define JOBS_MAX 128
 #define JOBS_MAX_DEPS 16
