@@ -476,8 +476,8 @@ int gpt_acts_alloc(gpt *m, int N, int T, int train, gpt_acts *a) {
 }
 
 static void stage_free(gpt *m) {
-    for (int k = 0; k < 2; k++) { m->be->host_free(m->ctx, m->stage[k]); m->stage[k] = NULL; }
-    m->pf_ready = 0;
+    for (int k = 0; k < 2; k++) { m->be->host_free(m->ctx, m->staged.host[k]); m->staged.host[k] = NULL; }
+    m->staged.ready = 0;
 }
 
 void gpt_acts_free(gpt *m, gpt_acts *a) {
@@ -510,11 +510,17 @@ int gpt_reserve(gpt *m, int B, int T, int train) {
         if (a->train > train) train = a->train;
     }
     gpt_acts_free(m, a);
-    m->fvalid = m->fhidden = m->fbackward_ready = 0;
+    m->last = (gpt_forward_state){0};
     int rc;
     if (train && (rc = ensure_opt_state(m))) return rc;
     if ((rc = gpt_ensure_rope(m, T))) return rc;
     return gpt_acts_alloc(m, N, T, train, a);
+}
+
+void gpt_params_changed(gpt *m) {
+    // a backward from the stored activations would mix the old parameters with the new
+    m->last.probs = 0;
+    m->last.hidden = 0;
 }
 
 int gpt_set_recompute(gpt *m, int on) {
@@ -526,7 +532,7 @@ int gpt_set_recompute(gpt *m, int on) {
     // re-lay the reserved shape out (freed first, so the two layouts never coexist)
     int N = a->N, T = a->T;
     gpt_acts_free(m, a);
-    m->fvalid = m->fhidden = m->fbackward_ready = 0;
+    m->last = (gpt_forward_state){0};
     return gpt_acts_alloc(m, N, T, 1, a);
 }
 
@@ -691,21 +697,25 @@ int gpt_prefetch(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B,
     gpt_acts *a = &m->acts;
     const size_t nt16 = a->nt16, ntok = (size_t)B * T * m->cfg.channels;
     for (int k = 0; k < 2; k++)
-        if (!m->stage[k] && !(m->stage[k] = m->be->host_alloc(m->ctx, 2 * nt16 * sizeof(uint16_t)))) {
+        if (!m->staged.host[k] &&
+            !(m->staged.host[k] = m->be->host_alloc(m->ctx, 2 * nt16 * sizeof(uint16_t)))) {
             stage_free(m);
             return lssar_fail(LSSAR_E_NOMEM, "gpt_prefetch: out of host memory for the staged batches");
         }
     // stage[i] was last read by the upload before the previous one, which the previous
     // upload_async saw complete (backend.h): it may be rewritten
-    uint16_t *st = m->stage[m->stage_i];
-    m->stage_i ^= 1;
+    uint16_t *st = m->staged.host[m->staged.next];
+    m->staged.next ^= 1;
     memcpy(st, inputs, ntok * sizeof(uint16_t));
     if (targets) memcpy(st + nt16, targets, ntok * sizeof(uint16_t));
     // into the set the compute is not reading; it waits for the compute before the last switch of
     // sets (the one that last read this set)
     m->be->upload_async(m->ctx, a->tok_in[1 - a->tok_cur], st,
                         ((targets ? nt16 : 0) + ntok) * sizeof(uint16_t));
-    m->pf_ready = 1; m->pf_B = B; m->pf_T = T; m->pf_targets = targets != NULL;
+    m->staged.ready = 1;
+    m->staged.B = B;
+    m->staged.T = T;
+    m->staged.targets = targets != NULL;
     return 0;
 }
 
@@ -716,30 +726,29 @@ static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets
     gpt_acts *a = &m->acts;
     int rc;
     if (!inputs) {
-        if (!m->pf_ready)
+        if (!m->staged.ready)
             return lssar_fail(LSSAR_E_NULL, "gpt_forward: inputs is NULL, and no batch was staged with "
                                             "gpt_prefetch");
-        if (B != m->pf_B || T != m->pf_T)
+        if (B != m->staged.B || T != m->staged.T)
             return lssar_fail(LSSAR_E_SIZE, "gpt_forward: batch %d x %d, but the staged one is %d x %d", B, T,
-                              m->pf_B, m->pf_T);
-        m->fvalid = m->fhidden = m->fbackward_ready = 0;
+                              m->staged.B, m->staged.T);
+        m->last = (gpt_forward_state){0};
         // the compute from here on reads the staged set; what was queued before is what the next
         // gpt_prefetch waits for before it overwrites the other set
         m->be->upload_wait(m->ctx);
         a->tok_cur ^= 1;
         a->inputs = a->tok_in[a->tok_cur];
         a->targets = a->tok_tg[a->tok_cur];
-        m->pf_ready = 0;
+        m->staged.ready = 0;
     } else {
         if ((rc = check_batch(m, "gpt_forward", inputs, targets, B, T))) return rc;
         size_t ntok = (size_t)B * T * m->cfg.channels;
-        m->fvalid = m->fhidden = m->fbackward_ready = 0;   // until this forward completes
+        m->last = (gpt_forward_state){0};   // until this forward completes
         m->be->upload(m->ctx, a->inputs, inputs, ntok * sizeof(uint16_t));
         if (targets) m->be->upload(m->ctx, a->targets, targets, ntok * sizeof(uint16_t));
     }
     if ((rc = gpt_trunk_forward(m, a, B, T, NULL))) return rc;
-    m->fB = B; m->fT = T;
-    m->fhidden = 1;
+    m->last = (gpt_forward_state){.B = B, .T = T, .hidden = 1};
     return 0;
 }
 
@@ -759,7 +768,7 @@ static void heads_forward(gpt *m, gpt_acts *a, int r0, int rr, int with_targets)
 }
 
 int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, int T, float *loss) {
-    const int with_targets = inputs ? targets != NULL : m && m->pf_targets;
+    const int with_targets = inputs ? targets != NULL : m && m->staged.targets;
     int rc = forward_trunk(m, inputs, targets, B, T);
     if (rc) return rc;
     gpt_acts *a = &m->acts;
@@ -767,10 +776,10 @@ int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, 
     m->be->zero(m->ctx, (float *)a->loss_acc, 4);
     for (int r0 = 0; r0 < N; r0 += R)   // the whole batch, R rows of logits at a time
         heads_forward(m, a, r0, N - r0 < R ? N - r0 : R, with_targets);
-    m->fvalid = 1;
-    m->ftargets = with_targets;
+    m->last.outputs = 1;
+    m->last.targets = with_targets;
     // the probabilities of every row are still there only if one chunk held all rows
-    m->fbackward_ready = a->train && with_targets && R >= N;
+    m->last.probs = a->train && with_targets && R >= N;
     return loss ? gpt_get_loss(m, loss) : 0;
 }
 
@@ -778,11 +787,11 @@ float gpt_loss_of(const double acc[2]) { return acc[1] > 0 ? (float)(acc[0] / ac
 
 int gpt_get_loss(const gpt *m, float *loss) {
     if (!m || !loss) return lssar_fail(LSSAR_E_NULL, "gpt_get_loss: NULL argument");
-    if (!m->fvalid) return lssar_fail(LSSAR_E_ARG, "gpt_get_loss: no forward pass has run");
+    if (!m->last.outputs) return lssar_fail(LSSAR_E_ARG, "gpt_get_loss: no forward pass has run");
     double acc[2];
     m->be->download(m->ctx, acc, m->acts.loss_acc, sizeof acc);
     *loss = gpt_loss_of(acc);
-    if (m->ftargets && !isfinite(*loss))
+    if (m->last.targets && !isfinite(*loss))
         return lssar_fail(LSSAR_E_NAN, "gpt_forward: the loss is %g; lower the learning rate or clip "
                           "gradients", (double)*loss);
     return 0;
@@ -790,17 +799,18 @@ int gpt_get_loss(const gpt *m, float *loss) {
 
 int gpt_get_losses(const gpt *m, float *out) {
     if (!m || !out) return lssar_fail(LSSAR_E_NULL, "gpt_get_losses: NULL argument");
-    if (!m->fvalid) return lssar_fail(LSSAR_E_ARG, "gpt_get_losses: no forward pass has run");
-    size_t n = (size_t)m->fB * m->fT * m->cfg.channels;
-    if (m->ftargets) m->be->download(m->ctx, out, m->acts.losses, n * sizeof(float));
+    if (!m->last.outputs) return lssar_fail(LSSAR_E_ARG, "gpt_get_losses: no forward pass has run");
+    size_t n = (size_t)m->last.B * m->last.T * m->cfg.channels;
+    if (m->last.targets) m->be->download(m->ctx, out, m->acts.losses, n * sizeof(float));
     else memset(out, 0, n * sizeof(float));
     return 0;
 }
 
 int gpt_get_argmax(const gpt *m, uint16_t *out) {
     if (!m || !out) return lssar_fail(LSSAR_E_NULL, "gpt_get_argmax: NULL argument");
-    if (!m->fvalid) return lssar_fail(LSSAR_E_ARG, "gpt_get_argmax: no forward pass has run");
-    m->be->download(m->ctx, out, m->acts.argmax, (size_t)m->fB * m->fT * m->cfg.channels * sizeof(uint16_t));
+    if (!m->last.outputs) return lssar_fail(LSSAR_E_ARG, "gpt_get_argmax: no forward pass has run");
+    size_t n = (size_t)m->last.B * m->last.T * m->cfg.channels;
+    m->be->download(m->ctx, out, m->acts.argmax, n * sizeof(uint16_t));
     return 0;
 }
 
@@ -810,8 +820,8 @@ int gpt_forward_hidden(gpt *m, const uint16_t *inputs, int B, int T) {
 
 int gpt_get_hidden(const gpt *m, float *out) {
     if (!m || !out) return lssar_fail(LSSAR_E_NULL, "gpt_get_hidden: NULL argument");
-    if (!m->fhidden) return lssar_fail(LSSAR_E_ARG, "gpt_get_hidden: no forward pass has run");
-    m->be->download(m->ctx, out, m->acts.lnf, sizeof(float) * (size_t)m->fB * m->fT * m->cfg.dim);
+    if (!m->last.hidden) return lssar_fail(LSSAR_E_ARG, "gpt_get_hidden: no forward pass has run");
+    m->be->download(m->ctx, out, m->acts.lnf, sizeof(float) * (size_t)m->last.B * m->last.T * m->cfg.dim);
     return 0;
 }
 
@@ -858,7 +868,7 @@ static int backward_trunk(gpt *m) {
     const nn_backend *be = m->be;
     const gpt_config *c = &m->cfg;
     gpt_acts *a = &m->acts;
-    int B = m->fB, T = m->fT, N = B * T, C = c->dim, L = c->layers;
+    int B = m->last.B, T = m->last.T, N = B * T, C = c->dim, L = c->layers;
     be->zero(m->ctx, a->dres, (size_t)N * C);
     be->layernorm_backward(m->ctx, a->dres, m->grads.lnfw, m->grads.lnfb, a->dln, a->h[L - 1].res2,
                            m->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C);
@@ -876,13 +886,13 @@ static int backward_trunk(gpt *m) {
 
 int gpt_backward(gpt *m, float grad_scale) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_backward: model is NULL");
-    if (!m->fbackward_ready)
+    if (!m->last.probs)
         return lssar_fail(LSSAR_E_ARG, "gpt_backward: needs a gpt_forward with targets just before it, on a "
                           "model reserved with train = 1 (and only one backward per forward)");
-    m->fbackward_ready = 0;   // the probabilities are consumed in place below
+    m->last.probs = 0;   // the probabilities are consumed in place below
     const gpt_config *c = &m->cfg;
     gpt_acts *a = &m->acts;
-    int N = m->fB * m->fT, C = c->dim, V = c->vocab, Ch = c->channels;
+    int N = m->last.B * m->last.T, C = c->dim, V = c->vocab, Ch = c->channels;
     // output heads: dlogits = (grad_scale / count) (p - onehot) in place (all 0 if every target is
     // ignored); dlnf (N, C) = sum_ch dlogits_ch W_ch
     for (int ch = 0; ch < Ch; ch++) {
@@ -896,12 +906,12 @@ int gpt_backward(gpt *m, float grad_scale) {
 
 int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale) {
     if (!m || !dhidden) return lssar_fail(LSSAR_E_NULL, "gpt_backward_hidden: NULL argument");
-    if (!m->fhidden || !m->acts.train)
+    if (!m->last.hidden || !m->acts.train)
         return lssar_fail(LSSAR_E_ARG, "gpt_backward_hidden: needs a gpt_forward or gpt_forward_hidden just "
                                        "before it, on a model reserved with train = 1");
     int rc = ensure_opt_state(m);
     if (rc) return rc;
-    size_t n = (size_t)m->fB * m->fT * m->cfg.dim;
+    size_t n = (size_t)m->last.B * m->last.T * m->cfg.dim;
     m->be->upload(m->ctx, m->acts.dln, dhidden, n * sizeof(float));
     m->be->scale(m->ctx, m->acts.dln, n, grad_scale);
     return backward_trunk(m);
@@ -962,6 +972,7 @@ void gpt_adamw_part(gpt *m, size_t lo, size_t n, const float *grads, float *mom_
         m->be->adamw(m->ctx, m->params_mem + a, grads + (a - lo), mom_m + (a - lo), mom_v + (a - lo), b - a,
                      t, lr, beta1, beta2, eps, tt->decay ? wd : 0.0f);
     }
+    gpt_params_changed(m);
 }
 
 int gpt_adamw_step(gpt *m, int t, float lr, float beta1, float beta2, float eps, float weight_decay) {
@@ -1018,7 +1029,6 @@ int gpt_write_tensor(gpt *m, gpt_buffer which, int i, const float *src) {
         return lssar_fail(LSSAR_E_KIND, "gpt_write_tensor: buffer %d", (int)which);
     if (which != GPT_BUF_PARAM) { int rc = ensure_opt_state(m); if (rc) return rc; }
     m->be->upload(m->ctx, buffer_of(m, which) + m->t[i].off, src, m->t[i].numel * sizeof(float));
-    m->fbackward_ready = 0;   // a new parameter makes the stored forward stale
-    m->fhidden = 0;
+    gpt_params_changed(m);
     return 0;
 }

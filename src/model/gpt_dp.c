@@ -253,8 +253,6 @@ int gpt_dp_step(gpt_dp *dp, float clip, int t, float lr, float beta1, float beta
     }
     // ZeRO-1: the tensors (or their pieces) in this rank's part, then everyone's parameters
     gpt_adamw_part(m, lo, n, dp->total, dp->mom_m, dp->mom_v, t, lr, beta1, beta2, eps, wd);
-    m->fbackward_ready = 0;
-    m->fhidden = 0;
     double t0 = lssar_now();
     rc = be->dist_allgather(m->ctx, m->params_mem, dp->off, dp->cnt, -1);
     dp->comm_s += lssar_now() - t0;

@@ -93,6 +93,26 @@ typedef struct {
     double *loss_acc;                   // (2): sum of counted losses, their count
 } gpt_acts;
 
+/* What the last forward left in gpt.acts, for the calls that read it. Set by the forward, cleared by
+   what makes it stale: a new batch, new activations (gpt_reserve, gpt_set_recompute) or new
+   parameters (gpt_params_changed). */
+typedef struct {
+    int B, T;           // its batch
+    int hidden;         // acts.lnf holds its final hidden states (gpt_get_hidden, gpt_backward_hidden)
+    int outputs;        // acts.losses, argmax and loss_acc hold its heads' outputs (gpt_get_loss, ...)
+    int targets;        // ... scored against targets
+    int probs;          // acts.logits holds every row's probabilities, for one gpt_backward
+} gpt_forward_state;
+
+/* gpt_prefetch's staging: two host buffers (the backend's host_alloc, 2 * acts.nt16 tokens each:
+   inputs then targets), filled in turn; a staged batch waits in acts.tok_in[1 - tok_cur]. */
+typedef struct {
+    uint16_t *host[2];
+    int next;           // the buffer the next gpt_prefetch fills
+    int ready;          // a batch is staged: B x T, with targets if `targets`
+    int B, T, targets;
+} gpt_staged;
+
 struct gpt {
     gpt_config cfg;
     const nn_backend *be;
@@ -106,9 +126,7 @@ struct gpt {
     gpt_acts acts;                      // gpt_reserve's
     float *rope_cos, *rope_sin;         // (rope_T, HS/2)
     int rope_T;
-    // the last forward pass
-    int fB, fT, fvalid, ftargets, fbackward_ready;
-    int fhidden;                        // acts.lnf holds the last forward's final hidden states
+    gpt_forward_state last;             // what the last forward left in acts
     // a probe (gpt_probe.c) that the block forward calls while it is set
     struct gpt_probe_state *probe;
     // gpt_set_recompute: lay training activations out for recomputation (not saved anywhere)
@@ -119,11 +137,7 @@ struct gpt {
     // start while the earlier layers' backward runs. A non-zero return ends the backward with it.
     int (*grads_ready)(void *user, size_t from);
     void *grads_ready_user;
-    // gpt_prefetch's: two host staging buffers (the backend's host_alloc, 2 * acts.nt16 tokens each:
-    // inputs then targets), used in turn; a staged batch of pf_B x pf_T (with targets if
-    // pf_targets) waits in acts.tok_in[1 - tok_cur] while pf_ready
-    uint16_t *stage[2];
-    int stage_i, pf_ready, pf_B, pf_T, pf_targets;
+    gpt_staged staged;                  // gpt_prefetch's batch
     // the gradient norm's block sums of squares (norm_nb doubles) and the norm (one float), backend
     // memory, made by the first gpt_block_sums
     double *norm_ss;
@@ -141,6 +155,8 @@ struct gpt_kvcache {
 /* The sums of squares of x's (n floats, backend memory) blocks of GPT_NORM_BLOCK, into m->norm_ss
    (grown as needed; backend memory, nothing waits); *nb of them. 0 or LSSAR_E_NOMEM. */
 int gpt_block_sums(gpt *m, const float *x, size_t n, size_t *nb);
+/* The parameters changed (a step, a written tensor): the stored forward can no longer run a backward. */
+void gpt_params_changed(gpt *m);
 /* The AdamW step of every caller (gpt_adamw_step: the whole model; ZeRO-1: a rank's part): each
    tensor, or its piece, in the flat range [lo, lo + n) of the parameters, its weight decay only if
    it takes one. grads, mom_m and mom_v (backend memory) hold that range: their index 0 is lo. */
