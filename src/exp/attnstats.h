@@ -17,6 +17,7 @@
 #define LSSAR_ATTNSTATS_H
 
 #include <stdint.h>
+#include "model/checkpoint.h"
 #include "model/gpt.h"
 
 typedef struct {
@@ -31,5 +32,25 @@ int attn_weights_row(const lssar_attn_desc *d, const float *q, const float *k, i
 
 /* windows: (B, T, channels) inputs. st: layers entries, overwritten. */
 int attn_stats(gpt *m, const uint16_t *windows, int B, int T, int rows, attn_layer_stats *st);
+
+#define ATTNSTATS_MAX_LENGTHS 16
+#define ATTNSTATS_MAX_MODELS 32
+
+/* `lssar attnstats`: the statistics of each model at each length, printed per layer, the models of
+   one configuration (seeds) pooled with 95% t intervals and paired differences to softmax, and the
+   JSON and plots that `lssar attnstats --help` describes. */
+typedef struct {
+    char *models[ATTNSTATS_MAX_MODELS];   // run directories or model files
+    int nmodels;
+    const char *data;                     // token shard; windows inside documents for a val.bin
+    int seqs[ATTNSTATS_MAX_LENGTHS];      // lengths T
+    int nseqs;
+    int windows, rows;                    // windows per length, query rows per window and head
+    ckpt_load_opts load;                  // --attn, --p, --device
+    const char *json, *plot;              // NULL: none
+} attnstats_opts;
+
+/* 0, or an lssar_err (lssar_errmsg); *bad_data is set when --data could not be read. */
+int attnstats_run(const attnstats_opts *o, int *bad_data);
 
 #endif
