@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include "lssar.h"
 #include "core/util.h"
+#include "model/checkpoint.h"
 #include "train/train.h"
 
 #define PASSKEY_MAX_ANS 16
@@ -107,5 +108,28 @@ void wilson_interval(int k, int n, double z, double *lo, double *hi);
 /* The tokenizer a model's vocabulary implies: 257 -> byte, >= 50257 -> gpt2; otherwise an error
    saying the passkey test needs a text model. */
 int passkey_tokenizer_for_vocab(int vocab, lssar_tokenizer **out);
+
+#define PASSKEY_MAX_LENGTHS 16
+#define PASSKEY_MAX_DEPTHS 64
+#define PASSKEY_MAX_MODELS 64
+
+/* `lssar passkey`: score the models (the seeds of one configuration, checked from their metadata
+   before any scoring) on the same keys, pool them per cell, print the table and write the JSON
+   and the heatmap that `lssar passkey --help` describes. */
+typedef struct {
+    const char *model;                     // --model as given (JSON "model", the one-model title)
+    char *models[PASSKEY_MAX_MODELS];      // its names, distinct
+    int nmodels;
+    int lens[PASSKEY_MAX_LENGTHS];         // lengths (tokens the model reads)
+    int nlens;
+    int depths, trials, batch;             // needle depths, keys per cell and model, batch
+    uint64_t seed;                         // of the keys
+    ckpt_load_opts load;                   // --attn, --p, --device
+    const char *json, *plot;               // NULL: none
+} passkey_opts;
+
+/* 0, or an lssar_err (lssar_errmsg); *bad_args is set when the models or lengths do not fit the
+   test (models that differ, a length too short for the prompt), found before any scoring. */
+int passkey_run(const passkey_opts *o, int *bad_args);
 
 #endif
