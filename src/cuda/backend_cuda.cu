@@ -27,15 +27,18 @@
 #include "cuda/dist_nccl.h"
 #include "cuda/flash_attn.h"
 extern "C" {
+#include "core/dist.h"
 #include "nn/backend.h"
 }
 
 #define LT_WORKSPACE (32u << 20)   /* cuBLAS's recommended workspace on Hopper */
 #define MM_CACHE 64                /* cached heuristic results (distinct GEMM shapes) */
 
+// A GEMM shape's heuristic answer, asked once: its algorithm, or none (ok = 0: the caller falls back)
 typedef struct {
     int transa, transb, m, n, k, lda, ldb, ldd, epilogue, compute;
     uint32_t align_a, align_b, align_d;
+    int ok;
     cublasLtMatmulAlgo_t algo;
 } mm_entry;
 
@@ -338,6 +341,29 @@ static uint32_t align_of(const void *p) {
     return al;
 }
 
+// One line per GEMM shape, when cuBLASLt is first asked for it (rank 0): the algorithm it chose, or
+// that it has none, so a fallback of gemm() is never silent.
+static void log_shape(const mm_entry *e) {
+    if (lssar_dist_rank() != 0) return;
+    const char *ct = e->compute == (int)CUBLAS_COMPUTE_32F_FAST_16BF ? "32F_FAST_16BF" : "32F";
+    fprintf(stderr, "lssar cuda: GEMM %d x %d x %d op %c%c %s compute %s: ", e->m, e->n, e->k,
+            e->transa ? 'T' : 'N', e->transb ? 'T' : 'N', e->epilogue ? "bias epilogue" : "no epilogue", ct);
+    if (!e->ok) {
+        fprintf(stderr, "no algorithm (alignments %u %u %u); gemm falls back\n", e->align_a, e->align_b,
+                e->align_d);
+        return;
+    }
+    int v[5] = {0};
+    const cublasLtMatmulAlgoConfigAttributes_t at[5] = {
+        CUBLASLT_ALGO_CONFIG_ID, CUBLASLT_ALGO_CONFIG_TILE_ID, CUBLASLT_ALGO_CONFIG_STAGES_ID,
+        CUBLASLT_ALGO_CONFIG_SPLITK_NUM, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME};
+    for (int i = 0; i < 5; i++) {
+        size_t got = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(&e->algo, at[i], &v[i], sizeof v[i], &got);
+    }
+    fprintf(stderr, "algo %d tile %d stages %d split-k %d reduction %d\n", v[0], v[1], v[2], v[3], v[4]);
+}
+
 // D (m, n) = op(A) (m, k) op(B) (k, n) + beta D [+ bias (m) on every column], column-major, fp32
 // storage, compute type ct. Returns 0, an lssar_err, or -1 when cuBLASLt has no algorithm for it
 // (CUBLAS_STATUS_NOT_SUPPORTED), for gemm's fallbacks.
@@ -379,6 +405,7 @@ static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const 
             hit = e;
     }
     if (hit) {
+        if (!hit->ok) { st = CUBLAS_STATUS_NOT_SUPPORTED; goto done; }
         algo = hit->algo;
     } else {
         uint64_t ws = LT_WORKSPACE;
@@ -398,15 +425,17 @@ static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const 
         memset(&res, 0, sizeof res);
         st = cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &res, &nres);
         if (st == CUBLAS_STATUS_SUCCESS && nres == 0) st = CUBLAS_STATUS_NOT_SUPPORTED;
-        if (st != CUBLAS_STATUS_SUCCESS) { what = "cublasLtMatmulAlgoGetHeuristic"; goto done; }
-        algo = res.algo;
-        if (c->ncache < MM_CACHE) {
-            mm_entry *e = &c->cache[c->ncache++];
-            e->transa = transa; e->transb = transb; e->m = m; e->n = n; e->k = k;
-            e->lda = lda; e->ldb = ldb; e->ldd = ldd; e->epilogue = epi; e->compute = (int)ct;
-            e->align_a = aa; e->align_b = ab; e->align_d = ad;
-            e->algo = algo;
+        if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
+            what = "cublasLtMatmulAlgoGetHeuristic";
+            goto done;
         }
+        // the answer, yes or no, is kept (a shape beyond the cache asks again: logged again)
+        mm_entry e = {transa, transb, m, n, k, lda, ldb, ldd, epi, (int)ct, aa, ab, ad,
+                      st == CUBLAS_STATUS_SUCCESS, res.algo};
+        if (c->ncache < MM_CACHE) c->cache[c->ncache++] = e;
+        log_shape(&e);
+        if (!e.ok) goto done;
+        algo = res.algo;
     }
     LT(cublasLtMatmul(c->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &algo, c->workspace, LT_WORKSPACE,
                       c->stream));
@@ -426,7 +455,8 @@ done:
 // (NN_BF16: the operands rounded to bf16 for the tensor cores, fp32 accumulation), the bias
 // through the epilogue. Where cuBLASLt has no algorithm for a shape and alignment: without the
 // epilogue, then the bias kernel (the same one rounding of acc + bias as the epilogue); and in
-// bf16 mode, at last, in fp32 (more accurate, slower). A shape always takes the same path.
+// bf16 mode, at last, in fp32 (more accurate, slower). A shape always takes the same path, and
+// lt_matmul logs each step of it once (log_shape).
 static int gemm(nn_ctx *c, float *D, const float *A, const float *B, const float *bias, int transa,
                 int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta) {
     cublasComputeType_t ct = c->precision == NN_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
