@@ -167,6 +167,16 @@ int args_rope_temp(const char *cmd, float rope_base, int temp_d) {
     return 0;
 }
 
+int args_model_check(const char *cmd, const args_model_flags *f, gpt_config *m) {
+    if (args_device(cmd, f->device, &m->device)) return 2;
+    int ps = gpt_pos_parse(f->pos);
+    if (ps < 0) return args_error(cmd, "--pos '%s' is unknown: use rope, learned or none", f->pos);
+    m->pos = (lssar_pos)ps;
+    if (args_rope_temp(cmd, m->rope_base, m->temp_d)) return 2;
+    m->tied = !f->untied;   // the flag names the exception, the config the default
+    return 0;
+}
+
 int cli_alone_under_ranks(const char *cmd) {
     fprintf(stderr,
             "lssar %s: runs in one process; under mpirun only train, eval, extrapolate, symreg, orbits "

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include "lssar.h"
 #include "core/argv.h"
+#include "model/gpt.h"
 
 typedef enum { ARG_END = 0, ARG_INT, ARG_FLOAT, ARG_STR, ARG_BOOL, ARG_U64 } arg_type;
 typedef struct {
@@ -58,6 +59,33 @@ int args_attn_kind(const char *cmd, const char *name, lssar_attn_kind *out);
 /* --rope-base and --temp-d: 0 (printed as args_error, exit 2) when rope_base > 1 and temp_d is 0
    or >= 2 (gpt_config_check's rules, said in the flags' words). */
 int args_rope_temp(const char *cmd, float rope_base, int temp_d);
+/* The model flags that train and extrapolate share, declared once: ARGS_MODEL_SPECS(m, f, brief)
+   expands to their arg_spec rows (--pos --rope-base --temp-d --layers --heads --dim --vocab
+   --untied, in this order) writing into the gpt_config *m and the args_model_flags *f; brief picks
+   extrapolate's shorter help texts. After parsing, args_model_check sets m->device, m->pos and
+   m->tied from f and checks --device, --pos, --rope-base and --temp-d: 0, or 2 after the error. */
+typedef struct {
+    const char *device, *pos;   // --device and --pos as given
+    int untied;                 // --untied
+} args_model_flags;
+#define ARGS_MODEL_SPECS(m, f, brief)                                                                  \
+    {"pos", ARG_STR, &(f)->pos, "positions: rope, learned or none", 0, 0},                             \
+    {"rope-base", ARG_FLOAT, &(m)->rope_base,                                                          \
+     "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},                       \
+    {"temp-d", ARG_INT, &(m)->temp_d,                                                                  \
+     "lssa/lssar: the D of the ln(D) ln(n) temperature (0: the head size, as the paper)", 0, 0},       \
+    {"layers", ARG_INT, &(m)->layers, "transformer blocks", 0, 0},                                     \
+    {"heads", ARG_INT, &(m)->heads, (brief) ? "attention heads" : "attention heads (must divide --dim)", \
+     0, 0},                                                                                            \
+    {"dim", ARG_INT, &(m)->dim, "model width", 0, 0},                                                  \
+    {"vocab", ARG_INT, &(m)->vocab,                                                                    \
+     (brief) ? "token ids (0: from the data; byte data wants 257)"                                     \
+             : "token ids per channel (0: what the shards record, else 50257: see above)",             \
+     0, 0},                                                                                            \
+    {"untied", ARG_BOOL, &(f)->untied,                                                                 \
+     (brief) ? "separate output head" : "separate output head instead of the token embedding", 0, 0}
+int args_model_check(const char *cmd, const args_model_flags *f, gpt_config *m);
+
 /* A command that runs in one process, started by mpirun with more than one rank: print which
    commands share their work over ranks, and return 2. */
 int cli_alone_under_ranks(const char *cmd);

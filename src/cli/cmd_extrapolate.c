@@ -76,19 +76,15 @@ static const char *ABOUT =
     "the lssa->lssar run reads the lssa checkpoint, and rank 0 reads every run's cached evaluation.\n"
     "--threads is per rank (docs/DISTRIBUTED.md).";
 
-// --device, --task, --data, --pos and the numbers: 0, or 2 after the error.
-static int check_flags(extrap_opts *o, const char *device, const char *task, const char *pos) {
+// --task, --data and the numbers: 0, or 2 after the error.
+static int check_flags(extrap_opts *o, const char *task) {
     const char *cmd = "extrapolate";
     train_opts *t = &o->train;
-    if (args_device(cmd, device, &t->model.device)) return 2;
     o->mqar = !strcmp(task, "mqar");
     if (!o->mqar && strcmp(task, "text"))
         return args_error(cmd, "--task '%s' is unknown: use text or mqar", task);
     if (!o->mqar && !o->data)
         return args_error(cmd, "missing --data DIR (a folder written by `lssar data build`)");
-    int ps = gpt_pos_parse(pos);
-    if (ps < 0) return args_error(cmd, "--pos '%s' is unknown: use rope, learned or none", pos);
-    t->model.pos = (lssar_pos)ps;
     if (t->steps < 1 || t->seq < 1 || t->batch < 1 || t->accum < 1)
         return args_error(cmd, "--steps, --seq, --batch and --accum must be >= 1");
     if (t->model.layers < 1 || t->model.heads < 1 || t->model.dim % t->model.heads)
@@ -98,7 +94,6 @@ static int check_flags(extrap_opts *o, const char *device, const char *task, con
         return args_error(cmd, "--seeds must be in 1..%d (got %d)", EXTRAP_MAX_RUNS, o->seeds);
     if (!(t->passkey_mix >= 0 && t->passkey_mix <= 1))
         return args_error(cmd, "--passkey-mix must be in [0, 1] (got %g)", t->passkey_mix);
-    if (args_rope_temp(cmd, t->model.rope_base, t->model.temp_d)) return 2;
     if (o->mqar && t->passkey_mix > 0)
         return args_error(cmd, "--passkey-mix needs text data: drop it for --task mqar");
     return 0;
@@ -163,9 +158,8 @@ int cmd_extrapolate(int argc, char **argv) {
     extrap_opts o;
     extrap_opts_default(&o);
     train_opts *t = &o.train;
-    const char *factors = "1,2,4,8,16", *lssar_p = "15", *pos = "rope", *task = "text", *downstream = NULL;
-    const char *device_name = "cpu";
-    int untied = 0;
+    const char *factors = "1,2,4,8,16", *lssar_p = "15", *task = "text", *downstream = NULL;
+    args_model_flags mf = {.device = "cpu", .pos = "rope"};
     arg_spec sp[] = {
         {"task", ARG_STR, &task, "text (held-out documents) or mqar (associative recall)", 0, 0},
         {"data", ARG_STR, &o.data, "folder from `lssar data build` (text task)", 0, 0},
@@ -196,16 +190,7 @@ int cmd_extrapolate(int argc, char **argv) {
         {"mqar-eval", ARG_INT, &o.mqar_eval, "mqar: test sequences per length", 0, 0},
         {"mqar-train-seqs", ARG_INT, &o.mqar_train_seqs,
          "mqar: training sequences (0: steps x batch x accum x 2)", 0, 0},
-        {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
-        {"rope-base", ARG_FLOAT, &t->model.rope_base,
-         "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
-        {"temp-d", ARG_INT, &t->model.temp_d,
-         "lssa/lssar: the D of the ln(D) ln(n) temperature (0: the head size, as the paper)", 0, 0},
-        {"layers", ARG_INT, &t->model.layers, "transformer blocks", 0, 0},
-        {"heads", ARG_INT, &t->model.heads, "attention heads", 0, 0},
-        {"dim", ARG_INT, &t->model.dim, "model width", 0, 0},
-        {"vocab", ARG_INT, &t->model.vocab, "token ids (0: from the data; byte data wants 257)", 0, 0},
-        {"untied", ARG_BOOL, &untied, "separate output head", 0, 0},
+        ARGS_MODEL_SPECS(&t->model, &mf, 1),
         {"seq", ARG_INT, &t->seq, "training length T", 0, 0},
         {"batch", ARG_INT, &t->batch, "sequences per micro-batch", 0, 0},
         {"accum", ARG_INT, &t->accum, "micro-batches per step", 0, 0},
@@ -220,12 +205,11 @@ int cmd_extrapolate(int argc, char **argv) {
          "train every run this many times, with --seed, --seed + 1, ... (95% intervals over seeds)", 0, 0},
         {"threads", ARG_INT, &t->threads, "CPU threads (0: all)", 0, 0},
         {"quiet", ARG_BOOL, &t->quiet, "no progress lines", 0, 0},
-        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
+        {"device", ARG_STR, &mf.device, ARGS_DEVICE_HELP, 0, 0},
         {0}};
     int rc = args_parse("extrapolate", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
-    t->model.tied = !untied;   // the flag names the exception, the config the default
-    if ((rc = check_flags(&o, device_name, task, pos)) || (rc = resolve_tasks(&o, downstream)) ||
+    if ((rc = args_model_check("extrapolate", &mf, &t->model)) || (rc = check_flags(&o, task)) || (rc = resolve_tasks(&o, downstream)) ||
         (rc = parse_lists(&o, factors, lssar_p)))
         return rc;
     extrap_stage at;

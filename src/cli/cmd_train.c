@@ -149,9 +149,9 @@ static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *att
 int cmd_train(int argc, char **argv) {
     train_opts o;
     train_opts_default(&o);
-    const char *attn = "lssar", *pos = "rope", *len_norm = "train";
-    int steps = 100, no_plot = 0, untied = 0;
-    const char *device_name = "cpu";
+    const char *attn = "lssar", *len_norm = "train";
+    int steps = 100, no_plot = 0;
+    args_model_flags mf = {.device = "cpu", .pos = "rope"};
     arg_spec sp[] = {
         {"data", ARG_STR, &o.data, "training shards TRAIN.bin[,MORE.bin] (required unless --resume)", 0, 0},
         {"val", ARG_STR, &o.val, "validation shard", 0, 0},
@@ -165,17 +165,7 @@ int cmd_train(int argc, char **argv) {
          "re-weighting power p (the kinds that re-weight: lssar, softmax+rw, ...)", 0, 0},
         {"len-norm", ARG_STR, &len_norm,
          "sigmoid/relu length normalisation: train (L = --seq) or row (L = n)", 0, 0},
-        {"pos", ARG_STR, &pos, "positions: rope, learned or none", 0, 0},
-        {"rope-base", ARG_FLOAT, &o.model.rope_base,
-         "RoPE base theta (pair i turns at theta^(-2i/D); GPT-NeoX's 10000)", 0, 0},
-        {"temp-d", ARG_INT, &o.model.temp_d,
-         "lssa/lssar: the D of the ln(D) ln(n) temperature (0: the head size, as the paper)", 0, 0},
-        {"layers", ARG_INT, &o.model.layers, "transformer blocks", 0, 0},
-        {"heads", ARG_INT, &o.model.heads, "attention heads (must divide --dim)", 0, 0},
-        {"dim", ARG_INT, &o.model.dim, "model width", 0, 0},
-        {"vocab", ARG_INT, &o.model.vocab,
-         "token ids per channel (0: what the shards record, else 50257: see above)", 0, 0},
-        {"untied", ARG_BOOL, &untied, "separate output head instead of the token embedding", 0, 0},
+        ARGS_MODEL_SPECS(&o.model, &mf, 0),
         {"ordinal", ARG_INT, &o.ordinal,
          "token ids 0..N-1 are ordered bins (orbits: 7000): their embeddings start as sinusoids of the id, "
          "each channel in its own share of the width (fresh runs only)",
@@ -212,7 +202,7 @@ int cmd_train(int argc, char **argv) {
         {"threads", ARG_INT, &o.threads, "CPU threads for OpenMP and OpenBLAS (0: all cores)", 0, 0},
         {"quiet", ARG_BOOL, &o.quiet, "no progress lines", 0, 0},
         {"no-plot", ARG_BOOL, &no_plot, "do not draw OUT/loss.png", 0, 0},
-        {"device", ARG_STR, &device_name, ARGS_DEVICE_HELP, 0, 0},
+        {"device", ARG_STR, &mf.device, ARGS_DEVICE_HELP, 0, 0},
         {"recompute", ARG_BOOL, &o.recompute,
          "recompute activations in the backward: less memory, up to 4/3 the FLOPs, same weights (see above)",
          0, 0},
@@ -221,17 +211,10 @@ int cmd_train(int argc, char **argv) {
         {0}};
     int rc = args_parse("train", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
-    lssar_device device;
-    if (args_device("train", device_name, &device)) return 2;
-    if (args_rope_temp("train", o.model.rope_base, o.model.temp_d)) return 2;
-    o.model.device = device;
-    o.model.tied = !untied;   // the flag names the exception, the config the default
-    int ps = gpt_pos_parse(pos);
+    if (args_model_check("train", &mf, &o.model)) return 2;
     if (args_attn_kind("train", attn, &o.model.attn)) return 2;
     if (lssar_len_norm_parse(len_norm, &o.model.len_norm))
         return args_error("train", "--len-norm '%s' is unknown: use train or row", len_norm);
-    if (ps < 0) return args_error("train", "--pos '%s' is unknown: use rope, learned or none", pos);
-    o.model.pos = (lssar_pos)ps;
     if (!(o.model.p > 0)) return args_error("train", "--p must be > 0 (the paper uses 15)");
     if (steps < 1) return args_error("train", "--steps must be >= 1");
     if (o.threads < 0) return args_error("train", "--threads must be >= 0");
@@ -251,7 +234,7 @@ int cmd_train(int argc, char **argv) {
             if (locked) train_dir_unlock(o.out);
             return 1;
         }
-        rc = check_resume_flags(sp, &o, attn, pos, len_norm);
+        rc = check_resume_flags(sp, &o, attn, mf.pos, len_norm);
         if (lssar_dist_agree(rc ? (rc == 2 ? LSSAR_E_ARG : rc) : 0)) {   // every rank stops if one does
             if (!rc) fprintf(stderr, "lssar train: %s\n", lssar_errmsg());
             if (locked) train_dir_unlock(o.out);
