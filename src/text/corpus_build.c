@@ -229,7 +229,23 @@ static void remove_stale_shards(const char *dir, int nshards) {
     }
 }
 
-int corpus_build(const corpus_build_opts *o) {
+// One build: its sources, documents and tokens, and what the shards hold.
+typedef struct {
+    const corpus_build_opts *o;
+    char raw[4096];                    // the folder of the fetched corpora
+    corpus_part parts[MAX_CORPORA];
+    int nparts;
+    lssar_tokenizer *tok;
+    int vocab, eot;
+    corpus_docs docs;
+    doc_tokens *dt;                    // (docs.n)
+    int long_val;                      // long documents held out
+    double vt, vb, vn, tt, tb, tn;     // val and train: tokens, bytes, documents
+    int nshards;
+    cJSON *shards, *vdocs;             // for manifest.json and val_index.json
+} corpus_run;
+
+static int check_opts(const corpus_build_opts *o) {
     if (!o->out_dir || !*o->out_dir) return lssar_fail(LSSAR_E_ARG, "no output folder: give --out DIR");
     if (!(o->val_frac >= 0 && o->val_frac < 1))
         return lssar_fail(LSSAR_E_ARG, "--val-frac must be in [0, 1), got %g", o->val_frac);
@@ -239,210 +255,233 @@ int corpus_build(const corpus_build_opts *o) {
         return lssar_fail(LSSAR_E_ARG, "--long-tokens must be >= 1, got %d", o->long_tokens);
     if (o->shard_tokens < 1024)
         return lssar_fail(LSSAR_E_ARG, "--shard-tokens must be >= 1024, got %ld", o->shard_tokens);
+    return 0;
+}
+
+// The corpora and the tokenizer. Every source is checked before the slow work, so a missing one
+// fails fast.
+static int open_sources(corpus_run *b) {
+    const corpus_build_opts *o = b->o;
     const corpus_info *infos[MAX_CORPORA];
-    int nparts;
-    int rc = parse_corpora(o->corpora, o->text_path != NULL, infos, &nparts);
+    int rc = parse_corpora(o->corpora, o->text_path != NULL, infos, &b->nparts);
     if (rc) return rc;
-
-    char raw[4096];
-    if (o->raw_dir) corpus_path(raw, sizeof raw, "%s", o->raw_dir);
-    else corpus_path(raw, sizeof raw, "%s/raw", getenv("LSSAR_DATA") &&
+    if (o->raw_dir) corpus_path(b->raw, sizeof b->raw, "%s", o->raw_dir);
+    else corpus_path(b->raw, sizeof b->raw, "%s/raw", getenv("LSSAR_DATA") &&
                      *getenv("LSSAR_DATA") ? getenv("LSSAR_DATA") : "./data");
-
-    // Check every source before the slow work, so a missing one fails fast.
-    corpus_part parts[MAX_CORPORA];
-    memset(parts, 0, sizeof parts);
-    for (int c = 0; c < nparts; c++) {
-        parts[c].info = infos[c];
+    for (int c = 0; c < b->nparts; c++) {
+        b->parts[c].info = infos[c];
         if (!infos[c]->load) continue;
         char dir[4096];
-        corpus_path(dir, sizeof dir, "%s/%s", raw, infos[c]->name);
-        if ((rc = read_packages(dir, infos[c]->name, &parts[c].packages))) goto fail_parts;
+        corpus_path(dir, sizeof dir, "%s/%s", b->raw, infos[c]->name);
+        if ((rc = read_packages(dir, infos[c]->name, &b->parts[c].packages))) return rc;
     }
-    lssar_tokenizer *tok = NULL;
-    if ((rc = lssar_tokenizer_open(o->tokenizer, &tok))) goto fail_parts;
-    int vocab = lssar_tokenizer_vocab_size(tok), eot = lssar_tokenizer_eot(tok);
-    if (vocab > 65536) {
-        rc = lssar_fail(LSSAR_E_UNSUPPORTED, "tokenizer %s has %d ids; uint16 shards hold at most 65536",
-                        o->tokenizer, vocab);
-        goto fail_tok;
-    }
+    if ((rc = lssar_tokenizer_open(o->tokenizer, &b->tok))) return rc;
+    b->vocab = lssar_tokenizer_vocab_size(b->tok);
+    b->eot = lssar_tokenizer_eot(b->tok);
+    if (b->vocab > 65536)
+        return lssar_fail(LSSAR_E_UNSUPPORTED, "tokenizer %s has %d ids; uint16 shards hold at most 65536",
+                          o->tokenizer, b->vocab);
+    return 0;
+}
 
-    // 1. Load and clean.
-    corpus_docs docs = {0};
-    for (int c = 0; c < nparts; c++) {
+// 1. Load and clean every corpus's documents.
+static int load_docs(corpus_run *b) {
+    for (int c = 0; c < b->nparts; c++) {
+        corpus_part *p = &b->parts[c];
         double t0 = lssar_now();
-        parts[c].first = docs.n;
-        if (infos[c]->load) {
+        p->first = b->docs.n;
+        int rc;
+        if (p->info->load) {
             char dir[4096];
-            corpus_path(dir, sizeof dir, "%s/%s", raw, infos[c]->name);
-            rc = infos[c]->load(dir, &docs);
+            corpus_path(dir, sizeof dir, "%s/%s", b->raw, p->info->name);
+            rc = p->info->load(dir, &b->docs);
         } else {
-            rc = corpus_load_text(o->text_path, &docs);
+            rc = corpus_load_text(b->o->text_path, &b->docs);
         }
-        if (rc) goto fail_docs;
-        parts[c].count = docs.n - parts[c].first;
-        parts[c].load_s = lssar_now() - t0;
-        if (parts[c].count == 0) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "corpus '%s': empty input (no documents)", infos[c]->name);
-            goto fail_docs;
-        }
-        if (!o->quiet) {
-            size_t b = 0;
-            for (int i = 0; i < parts[c].count; i++) b += docs.docs[parts[c].first + i].len;
+        if (rc) return rc;
+        p->count = b->docs.n - p->first;
+        p->load_s = lssar_now() - t0;
+        if (p->count == 0)
+            return lssar_fail(LSSAR_E_FORMAT, "corpus '%s': empty input (no documents)", p->info->name);
+        if (!b->o->quiet) {
+            size_t n = 0;
+            for (int i = 0; i < p->count; i++) n += b->docs.docs[p->first + i].len;
             fprintf(stderr, "lssar data: %-8s %5d documents, %9zu bytes (extracted in %.2f s)\n",
-                    infos[c]->name, parts[c].count, b, parts[c].load_s);
+                    p->info->name, p->count, n, p->load_s);
         }
     }
+    return 0;
+}
 
-    // 2. Tokenize, documents in parallel; each result lands in its own slot, so order is fixed.
-    doc_tokens *dt = calloc((size_t)(docs.n > 0 ? docs.n : 1), sizeof *dt);
-    if (!dt) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail_docs; }
+// 2. Tokenize, documents in parallel; each result lands in its own slot, so order is fixed.
+static int tokenize_docs(corpus_run *b) {
+    const corpus_docs *docs = &b->docs;
+    doc_tokens *dt = b->dt = calloc((size_t)(docs->n > 0 ? docs->n : 1), sizeof *dt);
+    if (!dt) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     double total_bytes = 0;
-    for (int i = 0; i < docs.n; i++) total_bytes += docs.docs[i].len;
+    for (int i = 0; i < docs->n; i++) total_bytes += docs->docs[i].len;
     lssar_progress prog;
     lssar_progress_start(&prog, "lssar data: tokenize", "MB", total_bytes / 1e6);
     double done_bytes = 0;
     int first_err = -1, err_code = 0;
     char err_msg[1024] = "";
     #pragma omp parallel for schedule(dynamic, 1)
-    for (int i = 0; i < docs.n; i++) {
-        int r = lssar_encode(tok, docs.docs[i].text, docs.docs[i].len, 0, &dt[i].ids, &dt[i].n);
+    for (int i = 0; i < docs->n; i++) {
+        int r = lssar_encode(b->tok, docs->docs[i].text, docs->docs[i].len, 0, &dt[i].ids, &dt[i].n);
         #pragma omp critical(corpus_progress)
         {
             if (r && (first_err < 0 || i < first_err)) {
                 first_err = i; err_code = r;
                 snprintf(err_msg, sizeof err_msg, "%s", lssar_errmsg());
             }
-            done_bytes += docs.docs[i].len;
-            if (!o->quiet) lssar_progress_update(&prog, done_bytes / 1e6, NULL);
+            done_bytes += docs->docs[i].len;
+            if (!b->o->quiet) lssar_progress_update(&prog, done_bytes / 1e6, NULL);
         }
     }
-    if (first_err >= 0) {
-        rc = lssar_fail(err_code, "tokenizing %s failed: %s", docs.docs[first_err].name, err_msg);
-        goto fail_dt;
-    }
-    for (int i = 0; i < docs.n; i++) {
-        dt[i].hash = fnv1a(docs.docs[i].key);
+    if (first_err >= 0)
+        return lssar_fail(err_code, "tokenizing %s failed: %s", docs->docs[first_err].name, err_msg);
+    for (int i = 0; i < docs->n; i++) {
+        dt[i].hash = fnv1a(docs->docs[i].key);
         for (size_t j = 0; j < dt[i].n; j++)
-            if (dt[i].ids[j] < 0 || dt[i].ids[j] >= vocab) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "tokenizer returned id %d outside 0..%d for %s", dt[i].ids[j],
-                                vocab - 1, docs.docs[i].name);
-                goto fail_dt;
-            }
+            if (dt[i].ids[j] < 0 || dt[i].ids[j] >= b->vocab)
+                return lssar_fail(LSSAR_E_FORMAT, "tokenizer returned id %d outside 0..%d for %s",
+                                  dt[i].ids[j], b->vocab - 1, docs->docs[i].name);
     }
+    return 0;
+}
 
-    // 3. The split.
-    int long_val = 0;
-    char **keys = malloc((size_t)(docs.n > 0 ? docs.n : 1) * sizeof *keys);
-    if (!keys) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail_dt; }
-    for (int i = 0; i < docs.n; i++) keys[i] = docs.docs[i].key;
-    rc = choose_val(o, parts, nparts, dt, keys, &long_val);
+// 3. The split: which documents are held out.
+static int split_docs(corpus_run *b) {
+    const corpus_build_opts *o = b->o;
+    char **keys = malloc((size_t)(b->docs.n > 0 ? b->docs.n : 1) * sizeof *keys);
+    if (!keys) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    for (int i = 0; i < b->docs.n; i++) keys[i] = b->docs.docs[i].key;
+    int rc = choose_val(o, b->parts, b->nparts, b->dt, keys, &b->long_val);
     free(keys);
-    if (rc) goto fail_dt;
-    if (long_val < o->min_long_val && !o->quiet)
+    if (rc) return rc;
+    if (b->long_val < o->min_long_val && !o->quiet)
         fprintf(stderr, "lssar data: warning: val holds %d documents of >= %d tokens, fewer than the %d "
                 "wanted for 16x extrapolation at T = 1024; add corpora (--corpus all gives more) or lower "
-                "--min-long-val\n", long_val, o->long_tokens, o->min_long_val);
+                "--min-long-val\n", b->long_val, o->long_tokens, o->min_long_val);
+    return 0;
+}
 
-    // 4. Write the shards.
-    if ((rc = lssar_mkdirs(o->out_dir))) goto fail_dt;
+enum { TMPN = 1 << 16 };   // tokens converted to uint16 at a time
+
+// 4a. val.bin: held-out documents in corpus order, each preceded by EOT; where each lies goes to
+// b->vdocs.
+static int write_val(corpus_run *b, uint16_t *tmp) {
+    const corpus_docs *docs = &b->docs;
     char path[4096];
-    enum { TMPN = 1 << 16 };
-    uint16_t *tmp = malloc(TMPN * sizeof *tmp);
-    int *train = malloc((size_t)(docs.n > 0 ? docs.n : 1) * sizeof *train);
-    cJSON *man = cJSON_CreateObject(), *vindex = cJSON_CreateObject(), *vdocs = cJSON_CreateArray();
-    if (!tmp || !train) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); goto fail_write; }
-    double vt = 0, vb = 0, vn = 0, tt = 0, tb = 0, tn = 0;
-
-    // val.bin: held-out documents in corpus order, each preceded by EOT.
     shard_writer w;
-    corpus_path(path, sizeof path, "%s/val.bin", o->out_dir);
-    if ((rc = shard_writer_open(&w, path, 1, vocab))) goto fail_write;
-    for (int i = 0; i < docs.n && !rc; i++) {
-        if (!dt[i].val) continue;
+    corpus_path(path, sizeof path, "%s/val.bin", b->o->out_dir);
+    int rc = shard_writer_open(&w, path, 1, b->vocab);
+    if (rc) return rc;
+    for (int i = 0; i < docs->n && !rc; i++) {
+        if (!b->dt[i].val) continue;
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", docs.docs[i].name);
+        cJSON_AddStringToObject(e, "name", docs->docs[i].name);
         cJSON_AddNumberToObject(e, "start", (double)(w.n + 1));   // first token after the EOT
-        cJSON_AddNumberToObject(e, "tokens", (double)dt[i].n);
-        cJSON_AddNumberToObject(e, "bytes", (double)docs.docs[i].len);
-        cJSON_AddItemToArray(vdocs, e);
-        rc = write_doc(&w, eot, &dt[i], tmp, TMPN);
-        vn++; vb += docs.docs[i].len;
+        cJSON_AddNumberToObject(e, "tokens", (double)b->dt[i].n);
+        cJSON_AddNumberToObject(e, "bytes", (double)docs->docs[i].len);
+        cJSON_AddItemToArray(b->vdocs, e);
+        rc = write_doc(&w, b->eot, &b->dt[i], tmp, TMPN);
+        b->vn++; b->vb += docs->docs[i].len;
     }
-    vt = (double)w.n;
-    if (rc || (rc = shard_writer_close(&w))) { if (rc && w.af.f) shard_writer_abort(&w); goto fail_write; }
-    if (vn == 0 && !o->quiet)
+    b->vt = (double)w.n;
+    if (rc || (rc = shard_writer_close(&w))) {
+        if (rc && w.af.f) shard_writer_abort(&w);
+        return rc;
+    }
+    if (b->vn == 0 && !b->o->quiet)
         fprintf(stderr, "lssar data: warning: no document was held out (val.bin is empty): give more than "
                 "one document\n");
+    return 0;
+}
 
-    // train_NNN.bin: the rest, in a seeded shuffle so consecutive tokens mix the corpora.
+// A closed shard's entry of the manifest: file, tokens, sha256.
+static int add_shard(corpus_run *b, const char *path, size_t n) {
+    char hex[65];
+    int rc = sha256_file_hex(path, hex);
+    if (rc) return rc;
+    cJSON *s = cJSON_CreateObject();
+    const char *base = strrchr(path, '/');
+    cJSON_AddStringToObject(s, "file", base ? base + 1 : path);
+    cJSON_AddNumberToObject(s, "tokens", (double)n);
+    cJSON_AddStringToObject(s, "sha256", hex);
+    cJSON_AddItemToArray(b->shards, s);
+    return 0;
+}
+
+// 4b. train_NNN.bin: the rest, in a seeded shuffle so consecutive tokens mix the corpora; a shard
+// closes when the next document would overflow it. Shards of an earlier, larger build go.
+static int write_train(corpus_run *b, uint16_t *tmp) {
+    const corpus_build_opts *o = b->o;
+    int *train = malloc((size_t)(b->docs.n > 0 ? b->docs.n : 1) * sizeof *train);
+    if (!train) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
     int ntrain = 0;
-    for (int i = 0; i < docs.n; i++) if (!dt[i].val) train[ntrain++] = i;
+    for (int i = 0; i < b->docs.n; i++) if (!b->dt[i].val) train[ntrain++] = i;
     lssar_rng rng;
     lssar_rng_seed(&rng, o->seed);
     for (int i = ntrain - 1; i > 0; i--) {
         int j = (int)lssar_rng_below(&rng, (uint64_t)i + 1), t = train[i];
         train[i] = train[j]; train[j] = t;
     }
-    cJSON *shards = cJSON_CreateArray();
-    int nshards = 0, open_shard = 0;
+    char path[4096];
+    shard_writer w;
+    int open_shard = 0, rc = 0;
     for (int k = 0; k <= ntrain && !rc; k++) {
         int i = k < ntrain ? train[k] : -1;
-        // close the current shard at the end, or when this document would overflow it
-        if (open_shard && (i < 0 || w.n + 1 + dt[i].n > (size_t)o->shard_tokens)) {
+        if (open_shard && (i < 0 || w.n + 1 + b->dt[i].n > (size_t)o->shard_tokens)) {
             size_t n = w.n;
             if ((rc = shard_writer_close(&w))) break;
             open_shard = 0;
-            char hex[65];
-            if ((rc = sha256_file_hex(path, hex))) break;
-            cJSON *s = cJSON_CreateObject();
-            char *base = strrchr(path, '/');
-            cJSON_AddStringToObject(s, "file", base ? base + 1 : path);
-            cJSON_AddNumberToObject(s, "tokens", (double)n);
-            cJSON_AddStringToObject(s, "sha256", hex);
-            cJSON_AddItemToArray(shards, s);
+            if ((rc = add_shard(b, path, n))) break;
         }
         if (i < 0) break;
         if (!open_shard) {
-            corpus_path(path, sizeof path, "%s/train_%03d.bin", o->out_dir, nshards++);
-            if ((rc = shard_writer_open(&w, path, 1, vocab))) break;
+            corpus_path(path, sizeof path, "%s/train_%03d.bin", o->out_dir, b->nshards++);
+            if ((rc = shard_writer_open(&w, path, 1, b->vocab))) break;
             open_shard = 1;
         }
-        rc = write_doc(&w, eot, &dt[i], tmp, TMPN);
-        tn++; tb += docs.docs[i].len; tt += dt[i].n + 1;
+        rc = write_doc(&w, b->eot, &b->dt[i], tmp, TMPN);
+        b->tn++; b->tb += b->docs.docs[i].len; b->tt += b->dt[i].n + 1;
     }
-    if (rc) { if (open_shard) shard_writer_abort(&w); cJSON_Delete(shards); goto fail_write; }
-    remove_stale_shards(o->out_dir, nshards);
+    free(train);
+    if (rc) {
+        if (open_shard) shard_writer_abort(&w);
+        return rc;
+    }
+    remove_stale_shards(o->out_dir, b->nshards);
+    return 0;
+}
 
-    // val_index.json: where each held-out document lies in val.bin.
+// 5. val_index.json: where each held-out document lies in val.bin.
+static int write_val_index(corpus_run *b) {
+    cJSON *vindex = cJSON_CreateObject();
     cJSON_AddStringToObject(vindex, "file", "val.bin");
-    cJSON_AddStringToObject(vindex, "tokenizer", o->tokenizer);
-    cJSON_AddNumberToObject(vindex, "eot", eot);
+    cJSON_AddStringToObject(vindex, "tokenizer", b->o->tokenizer);
+    cJSON_AddNumberToObject(vindex, "eot", b->eot);
     cJSON_AddStringToObject(vindex, "layout", "each document is preceded by one EOT token; start is the "
                             "position of its first token, tokens excludes the EOT");
-    cJSON_AddItemToObject(vindex, "documents", vdocs);
-    vdocs = NULL;
-    corpus_path(path, sizeof path, "%s/val_index.json", o->out_dir);
-    if ((rc = lssar_write_json(path, vindex))) { cJSON_Delete(shards); goto fail_write; }
+    cJSON_AddItemToObject(vindex, "documents", b->vdocs);
+    b->vdocs = NULL;
+    char path[4096];
+    corpus_path(path, sizeof path, "%s/val_index.json", b->o->out_dir);
+    int rc = lssar_write_json(path, vindex);
+    cJSON_Delete(vindex);
+    return rc;
+}
 
-    // manifest.json
-    char hex[65];
-    cJSON_AddStringToObject(man, "format", "lssar-corpus-1");
-    cJSON *tj = cJSON_AddObjectToObject(man, "tokenizer");
-    cJSON_AddStringToObject(tj, "name", o->tokenizer);
-    cJSON_AddNumberToObject(tj, "vocab_size", vocab);
-    cJSON_AddNumberToObject(tj, "eot", eot);
-    cJSON_AddStringToObject(man, "dtype", "uint16");
-    cJSON_AddStringToObject(man, "layout", "llm.c shards (256 int32 header, then uint16 tokens); every "
-                            "document is preceded by one EOT token");
+// The manifest's "corpora": each one's source, licence and its documents, bytes and tokens by split.
+static void manifest_corpora(corpus_run *b, cJSON *man) {
     cJSON *cj = cJSON_AddArrayToObject(man, "corpora");
-    for (int c = 0; c < nparts; c++) {
-        corpus_part *p = &parts[c];
+    for (int c = 0; c < b->nparts; c++) {
+        corpus_part *p = &b->parts[c];
         double s[2][3] = {{0}};   // [train/val][documents, bytes, tokens]
         for (int i = 0; i < p->count; i++) {
-            int d = p->first + i, v = dt[d].val;
-            s[v][0]++; s[v][1] += docs.docs[d].len; s[v][2] += dt[d].n + 1;
+            int d = p->first + i, v = b->dt[d].val;
+            s[v][0]++; s[v][1] += b->docs.docs[d].len; s[v][2] += b->dt[d].n + 1;
         }
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", p->info->name);
@@ -451,12 +490,17 @@ int corpus_build(const corpus_build_opts *o) {
         cJSON_AddStringToObject(e, "licence", p->info->licence);
         if (p->info->held_out) cJSON_AddBoolToObject(e, "held_out", 1);
         if (p->packages) { cJSON_AddItemToObject(e, "packages", p->packages); p->packages = NULL; }
-        else cJSON_AddStringToObject(e, "path", o->text_path);
+        else cJSON_AddStringToObject(e, "path", b->o->text_path);
         cJSON_AddItemToObject(e, "all", split_stats(s[0][0] + s[1][0], s[0][1] + s[1][1], s[0][2] + s[1][2]));
         cJSON_AddItemToObject(e, "train", split_stats(s[0][0], s[0][1], s[0][2]));
         cJSON_AddItemToObject(e, "val", split_stats(s[1][0], s[1][1], s[1][2]));
         cJSON_AddItemToArray(cj, e);
     }
+}
+
+// The manifest's "split": its rule and parameters.
+static void manifest_split(const corpus_run *b, cJSON *man) {
+    const corpus_build_opts *o = b->o;
     cJSON *sp = cJSON_AddObjectToObject(man, "split");
     cJSON_AddStringToObject(sp, "rule", "whole documents; an evaluation-only corpus (mobydick) entirely; per "
                             "other corpus, long documents first then short, each group in the order of a "
@@ -469,40 +513,90 @@ int corpus_build(const corpus_build_opts *o) {
     cJSON_AddNumberToObject(sp, "val_max_frac", o->val_max_frac);
     cJSON_AddNumberToObject(sp, "long_tokens", o->long_tokens);
     cJSON_AddNumberToObject(sp, "min_long_val", o->min_long_val);
-    cJSON_AddNumberToObject(sp, "long_val_documents", long_val);
+    cJSON_AddNumberToObject(sp, "long_val_documents", b->long_val);
     cJSON_AddNumberToObject(sp, "train_order_seed", (double)o->seed);
-    cJSON *trj = split_stats(tn, tb, tt);
-    cJSON_AddItemToObject(trj, "shards", shards);
-    cJSON_AddItemToObject(man, "train", trj);
-    cJSON *vj = split_stats(vn, vb, vt);
-    cJSON_AddNumberToObject(vj, "long_documents", long_val);
+}
+
+// The manifest's "val": its figures and the hashes of val.bin and val_index.json.
+static int manifest_val(const corpus_run *b, cJSON *man) {
+    char path[4096], hex[65];
+    cJSON *vj = split_stats(b->vn, b->vb, b->vt);
+    cJSON_AddItemToObject(man, "val", vj);
+    cJSON_AddNumberToObject(vj, "long_documents", b->long_val);
     cJSON_AddStringToObject(vj, "file", "val.bin");
-    corpus_path(path, sizeof path, "%s/val.bin", o->out_dir);
-    if ((rc = sha256_file_hex(path, hex))) goto fail_write;
+    corpus_path(path, sizeof path, "%s/val.bin", b->o->out_dir);
+    int rc = sha256_file_hex(path, hex);
+    if (rc) return rc;
     cJSON_AddStringToObject(vj, "sha256", hex);
     cJSON_AddStringToObject(vj, "index", "val_index.json");
-    corpus_path(path, sizeof path, "%s/val_index.json", o->out_dir);
-    if ((rc = sha256_file_hex(path, hex))) goto fail_write;
+    corpus_path(path, sizeof path, "%s/val_index.json", b->o->out_dir);
+    if ((rc = sha256_file_hex(path, hex))) return rc;
     cJSON_AddStringToObject(vj, "index_sha256", hex);
-    cJSON_AddItemToObject(man, "val", vj);
-    corpus_path(path, sizeof path, "%s/manifest.json", o->out_dir);
-    if ((rc = lssar_write_json(path, man))) goto fail_write;
-    if (!o->quiet)
-        fprintf(stderr, "lssar data: wrote %s: train %.0f documents / %.0f tokens in %d shard%s, val %.0f "
-                "documents / %.0f tokens (%d with >= %d tokens)\n", o->out_dir, tn, tt, nshards,
-                nshards == 1 ? "" : "s", vn, vt, long_val, o->long_tokens);
+    return 0;
+}
 
-fail_write:
-    cJSON_Delete(man); cJSON_Delete(vindex); cJSON_Delete(vdocs);
-    free(tmp); free(train);
-fail_dt:
-    for (int i = 0; i < docs.n; i++) free(dt[i].ids);
-    free(dt);
-fail_docs:
-    corpus_docs_free(&docs);
-fail_tok:
-    lssar_tokenizer_free(tok);
-fail_parts:
-    for (int c = 0; c < nparts; c++) cJSON_Delete(parts[c].packages);
+// 6. manifest.json: the tokenizer, the layout, the corpora, the split, the shards and their hashes.
+static int write_manifest(corpus_run *b) {
+    cJSON *man = cJSON_CreateObject();
+    cJSON_AddStringToObject(man, "format", "lssar-corpus-1");
+    cJSON *tj = cJSON_AddObjectToObject(man, "tokenizer");
+    cJSON_AddStringToObject(tj, "name", b->o->tokenizer);
+    cJSON_AddNumberToObject(tj, "vocab_size", b->vocab);
+    cJSON_AddNumberToObject(tj, "eot", b->eot);
+    cJSON_AddStringToObject(man, "dtype", "uint16");
+    cJSON_AddStringToObject(man, "layout", "llm.c shards (256 int32 header, then uint16 tokens); every "
+                            "document is preceded by one EOT token");
+    manifest_corpora(b, man);
+    manifest_split(b, man);
+    cJSON *trj = split_stats(b->tn, b->tb, b->tt);
+    cJSON_AddItemToObject(trj, "shards", b->shards);
+    b->shards = NULL;
+    cJSON_AddItemToObject(man, "train", trj);
+    int rc = manifest_val(b, man);
+    char path[4096];
+    corpus_path(path, sizeof path, "%s/manifest.json", b->o->out_dir);
+    if (!rc) rc = lssar_write_json(path, man);
+    cJSON_Delete(man);
+    return rc;
+}
+
+// 4-6: the shards, val_index.json and manifest.json.
+static int write_outputs(corpus_run *b) {
+    int rc = lssar_mkdirs(b->o->out_dir);
+    if (rc) return rc;
+    uint16_t *tmp = malloc(TMPN * sizeof *tmp);
+    b->vdocs = cJSON_CreateArray();
+    b->shards = cJSON_CreateArray();
+    if (!tmp) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    if (!rc) rc = write_val(b, tmp);
+    if (!rc) rc = write_train(b, tmp);
+    free(tmp);
+    if (!rc) rc = write_val_index(b);
+    if (!rc) rc = write_manifest(b);
+    return rc;
+}
+
+int corpus_build(const corpus_build_opts *o) {
+    int rc = check_opts(o);
+    if (rc) return rc;
+    corpus_run *b = calloc(1, sizeof *b);
+    if (!b) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    b->o = o;
+    rc = open_sources(b);
+    if (!rc) rc = load_docs(b);
+    if (!rc) rc = tokenize_docs(b);
+    if (!rc) rc = split_docs(b);
+    if (!rc) rc = write_outputs(b);
+    if (!rc && !o->quiet)
+        fprintf(stderr, "lssar data: wrote %s: train %.0f documents / %.0f tokens in %d shard%s, val %.0f "
+                "documents / %.0f tokens (%d with >= %d tokens)\n", o->out_dir, b->tn, b->tt,
+                b->nshards, b->nshards == 1 ? "" : "s", b->vn, b->vt, b->long_val, o->long_tokens);
+    cJSON_Delete(b->shards); cJSON_Delete(b->vdocs);
+    if (b->dt) for (int i = 0; i < b->docs.n; i++) free(b->dt[i].ids);
+    free(b->dt);
+    corpus_docs_free(&b->docs);
+    lssar_tokenizer_free(b->tok);
+    for (int c = 0; c < b->nparts; c++) cJSON_Delete(b->parts[c].packages);
+    free(b);
     return rc;
 }
