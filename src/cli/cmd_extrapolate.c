@@ -209,8 +209,8 @@ int cmd_extrapolate(int argc, char **argv) {
         {0}};
     int rc = args_parse("extrapolate", ABOUT, sp, argc, argv);
     if (rc >= 0) return rc;
-    if ((rc = args_model_check("extrapolate", &mf, &t->model)) || (rc = check_flags(&o, task)) || (rc = resolve_tasks(&o, downstream)) ||
-        (rc = parse_lists(&o, factors, lssar_p)))
+    if ((rc = args_model_check("extrapolate", &mf, &t->model)) || (rc = check_flags(&o, task)) ||
+        (rc = resolve_tasks(&o, downstream)) || (rc = parse_lists(&o, factors, lssar_p)))
         return rc;
     extrap_stage at;
     return (rc = extrapolate(&o, &at)) ? failed(at, rc) : 0;

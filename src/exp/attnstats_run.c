@@ -302,8 +302,9 @@ int attnstats_run(const attnstats_opts *o, int *bad_data) {
     shard_close(&r->s);
     exp_docs_free(&r->docs);
     int ng = 0;
-    if (!rc) ng = pool_groups(o->nmodels, o->models, r->keys, r->v, o->nseqs, o->seqs, r->glabel, r->gm, r->gh,
-                              r->root);
+    if (!rc)
+        ng = pool_groups(o->nmodels, o->models, r->keys, r->v, o->nseqs, o->seqs, r->glabel, r->gm, r->gh,
+                         r->root);
     if (!rc && o->json && !(rc = lssar_write_json(o->json, r->root))) printf("\njson: %s\n", o->json);
     cJSON_Delete(r->root);
     if (!rc && o->plot) rc = write_plots(r, ng);

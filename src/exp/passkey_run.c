@@ -102,7 +102,8 @@ static int prompt_pieces(pk_run *r, lssar_tokenizer **tok, passkey_pieces *pp) {
     const int minlen = passkey_min_len(pp) - 1;
     for (int i = 0; i < r->o->nlens; i++)
         if (r->o->lens[i] < minlen)
-            return lssar_fail(LSSAR_E_ARG, "--lengths %d is too short: the prompt needs at least %d %s tokens",
+            return lssar_fail(LSSAR_E_ARG,
+                              "--lengths %d is too short: the prompt needs at least %d %s tokens",
                               r->o->lens[i], minlen, r->tokname);
     return 0;
 }
@@ -261,8 +262,8 @@ static int write_plot(const pk_run *r) {
     else
         snprintf(title, sizeof title, "passkey accuracy, %s, %d models pooled (trained at T=%d, mix %g)",
                  in->kind, o->nmodels, in->max_seq, in->mix);
-    int rc = plot_heatmap(o->plot, title, "needle depth (%)", "length (tokens)", o->nlens, r->lv, o->depths, dp,
-                          r->acc, 0, 1);
+    int rc = plot_heatmap(o->plot, title, "needle depth (%)", "length (tokens)", o->nlens, r->lv, o->depths,
+                          dp, r->acc, 0, 1);
     if (!rc) printf("plot: %s\n", o->plot);
     return rc;
 }
