@@ -47,6 +47,9 @@
 COMMANDS(LSSAR_DECLARE_CMD)
 ORBITS_SUBCOMMANDS(LSSAR_DECLARE_ORBITS_CMD)
 int cmd_data_synth(int argc, char **argv);  // `lssar data synth` (cmd_data_synth.c)
+/* `lssar ARGV` in this process (argv[0] the command; main.c): how recipe and orbits run run the
+   steps of their plans (src/exp/plan.h). */
+int cli_run(int argc, char **argv);
 #undef LSSAR_DECLARE_CMD
 #undef LSSAR_DECLARE_ORBITS_CMD
 

@@ -23,6 +23,13 @@ static void usage(FILE *f) {
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].about);
 }
 
+int cli_run(int argc, char **argv) {
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(argv[0], commands[i].name)) return commands[i].fn(argc, argv);
+    fprintf(stderr, "lssar: unknown command '%s'\n", argv[0]);
+    return 2;
+}
+
 // Under mpirun (src/core/dist.h): join the job, check that every rank runs the same command line,
 // and let rank 0 alone speak: the other ranks' stdout and stderr go to /dev/null
 // (LSSAR_RANK_STDERR=1 keeps them), since every error that matters reaches rank 0 through

@@ -309,3 +309,25 @@ int jobs_run(job_plan *p, int dry) {
     }
     return 0;
 }
+
+int jobs_run_inline(job_plan *p, const plan_inline *o) {
+    for (int i = 0; i < p->n; i++) {
+        job *j = &p->jobs[i];
+        if (j->state != JOB_WAITING) continue;
+        char *line = jobs_command(j);
+        if (!line) return 1;
+        printf("\n$ %s\n", line);
+        fflush(stdout);
+        if (o->log) { fprintf(o->log, "%s\n", line); fflush(o->log); }
+        free(line);
+        j->t0 = lssar_now();
+        if (j->skip) printf("(%s: %s; not run again)\n", j->name, j->skip);
+        else if (!o->dry) j->exit = o->run(j->argv.n, j->argv.v);
+        fflush(stdout);
+        j->seconds = j->skip ? 0 : lssar_now() - j->t0;
+        j->state = j->exit ? JOB_FAILED : JOB_DONE;
+        if (o->timings && !o->dry && !j->skip) printf("  (%.1f s)\n", j->seconds);
+        if (j->exit) return j->exit;
+    }
+    return 0;
+}

@@ -1,6 +1,7 @@
 /*
  * plan.h - a plan of lssar commands with dependencies, run on N worker processes (`lssar
- * reproduce`): the `make -j` of experiments.
+ * reproduce`): the `make -j` of experiments; or one after another in this process (`lssar recipe`,
+ * `lssar orbits run`: jobs_run_inline). A job is only its argv: the printed command is what runs.
  *
  * Each job is an ordinary lssar command line (printed, and written to OUT/commands.sh in an
  * order that respects the dependencies, so the plan can be replayed by hand). The runner starts
@@ -16,6 +17,7 @@
 #ifndef LSSAR_EXP_PLAN_H
 #define LSSAR_EXP_PLAN_H
 
+#include <stdio.h>
 #include "core/argv.h"
 
 #define JOBS_MAX 128
@@ -28,6 +30,7 @@ typedef struct {
     args_vec argv;            // the command, without "lssar"
     double cost;              // estimated seconds on one core (order and ETA)
     int deps[JOBS_MAX_DEPS], ndeps;
+    const char *skip;         // in-process: why it need not run (printed, not run; a static string)
     // what happened
     job_state state;
     int reused;               // finished by an earlier run (its record)
@@ -56,6 +59,17 @@ int jobs_run(job_plan *p, int dry);
 /* Without running anything: mark the jobs whose record (OUT/jobs) holds their command as done (as
    jobs_run finds them), the others as waiting; the number done. For a report of where a plan stands. */
 int jobs_load(job_plan *p);
+/* In-process: the plan's waiting jobs, in the order they were added (a plan may be built step by
+   step: each call runs the jobs added since the last), each printed as "\n$ lssar ...", appended to
+   log and run through run(argc, argv), the caller's command dispatcher (argv[0] the command). Stops
+   at the first job that fails and returns its exit status; 0 when all finished. */
+typedef struct {
+    int (*run)(int argc, char **argv);
+    FILE *log;                // OUT/commands.sh, one line per job (NULL: none)
+    int dry;                  // print the commands, run nothing
+    int timings;              // print each job's wall time after it, "  (1.2 s)"
+} plan_inline;
+int jobs_run_inline(job_plan *p, const plan_inline *o);
 /* The job's command as a shell line ("lssar train ..."); malloc'd. */
 char *jobs_command(const job *j);
 void jobs_free(job_plan *p);
