@@ -1,13 +1,10 @@
 // cmd_sample.c - `lssar sample`: generate token ids from a trained model with the KV cache.
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "args.h"
 #include "lssar.h"
-#include "model/gpt.h"
-#include "model/checkpoint.h"
+#include "exp/generate.h"
 
 static const char *ABOUT =
     "Generate --tokens positions after a prompt, one position at a time with the model's KV cache.\n"
@@ -54,52 +51,6 @@ static int parse_ids(const char *s, int **out) {
     return n;
 }
 
-// One id from logits (V): argmax at temperature 0, else a draw from softmax(logits / temp).
-static int pick(const float *logits, int V, float temp, lssar_rng *rng) {
-    int best = 0;
-    for (int i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
-    if (temp <= 0) return best;
-    double z = 0, mx = logits[best];
-    for (int i = 0; i < V; i++) z += exp((logits[i] - mx) / temp);
-    double u = lssar_rng_uniform(rng) * z, acc = 0;
-    for (int i = 0; i < V; i++) {
-        acc += exp((logits[i] - mx) / temp);
-        if (u < acc) return i;
-    }
-    return best;   // rounding at the very end of the range
-}
-
-// --prompt: the tokenizer named, or the one the vocabulary V implies; NULL (error set) if none.
-static lssar_tokenizer *text_tokenizer(const char *name, int V) {
-    if (!name) name = V == 257 ? "byte" : V == 50257 || V == 50304 ? "gpt2" : NULL;
-    if (!name) {
-        lssar_fail(LSSAR_E_ARG,
-                   "the model's vocabulary (%d) is neither byte's (257) nor GPT-2's (50257, 50304): give "
-                   "--tokenizer, or the prompt as --prompt-ids",
-                   V);
-        return NULL;
-    }
-    lssar_tokenizer *t = NULL;
-    if (lssar_tokenizer_open(name, &t)) return NULL;
-    if (lssar_tokenizer_vocab_size(t) > V) {
-        lssar_fail(LSSAR_E_ARG, "tokenizer %s has %d ids but the model only %d", name,
-                   lssar_tokenizer_vocab_size(t), V);
-        lssar_tokenizer_free(t);
-        return NULL;
-    }
-    return t;
-}
-
-// Print one generated token: its id (ids mode), or its text (t given).
-static void emit(const lssar_tokenizer *t, int id, int first) {
-    if (!t) { printf("%s%d", first ? "" : " ", id); return; }
-    int32_t one = id;
-    char *txt = NULL;
-    size_t len = 0;
-    if (!lssar_decode(t, &one, 1, &txt, &len)) fwrite(txt, 1, len, stdout);
-    lssar_free(txt);
-}
-
 int cmd_sample(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *text = NULL, *tok_name = NULL;
     int tokens = 32, threads = 0;
@@ -140,75 +91,11 @@ int cmd_sample(int argc, char **argv) {
         }
     }
     if (threads > 0) lssar_set_threads(threads);
-
-    gpt *m = NULL;
-    if ((rc = ckpt_load_model(model, &(ckpt_load_opts){.device = device}, &m, NULL))) {
-        fprintf(stderr, "lssar sample: %s\n", lssar_errmsg());
-        free(ids);
-        return 1;
-    }
-    const gpt_config *c = gpt_get_config(m);
-    const int C = c->channels, V = c->vocab;
-    rc = 0;
-    lssar_tokenizer *tk = NULL;
-    if (text) {   // encode the prompt: the ids of the text, or end-of-text alone for an empty one
-        int32_t *enc = NULL;
-        size_t ne = 0;
-        if (C != 1)
-            rc = args_error("sample",
-                            "--prompt is text, but this model has %d token channels: give --prompt-ids", C);
-        else if (!(tk = text_tokenizer(tok_name, V)) || lssar_encode(tk, text, strlen(text), 0, &enc, &ne)) {
-            fprintf(stderr, "lssar sample: %s\n", lssar_errmsg());
-            rc = 2;
-        } else if (!(ids = malloc(sizeof *ids * (ne ? ne : 1)))) rc = args_error("sample", "out of memory");
-        else {
-            for (size_t i = 0; i < ne; i++) ids[i] = enc[i];
-            if (!ne) ids[0] = lssar_tokenizer_eot(tk);
-            nids = ne ? (int)ne : 1;
-        }
-        lssar_free(enc);
-    }
-    if (nids % C)
-        rc = args_error("sample",
-                        "--prompt-ids has %d ids but the model has %d channels: give whole positions (a "
-                        "multiple of %d ids, interleaved)",
-                        nids, C, C);
-    for (int i = 0; !rc && i < nids; i++)
-        if (ids[i] >= V)
-            rc = args_error("sample", "--prompt-ids: id %d is outside the model's vocabulary (0..%d)", ids[i],
-                            V - 1);
-    const int P = nids / C, total = P + tokens;
-    if (!rc && c->pos == LSSAR_POS_LEARNED && total > c->max_seq)
-        rc = args_error("sample",
-                        "prompt (%d positions) + --tokens %d exceeds the %d positions this model learned: "
-                        "use fewer --tokens",
-                        P, tokens, c->max_seq);
-    if (rc) { gpt_free(m); free(ids); lssar_tokenizer_free(tk); return rc; }
-
-    uint16_t *tok = malloc(sizeof(uint16_t) * (P > 1 ? P : 1) * C);   // (P, C) the prompt, then (C)
-    float *logits = malloc(sizeof(float) * C * V);   // (C, V)
-    gpt_kvcache *kv = NULL;
-    lssar_rng rng;
-    lssar_rng_seed(&rng, seed);
-    if (!tok || !logits) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
-    if (!rc) rc = gpt_kvcache_create(m, 1, total, &kv);
-    if (!rc) {   // the whole prompt in one call
-        for (int i = 0; i < P * C; i++) tok[i] = (uint16_t)ids[i];
-        rc = gpt_decode(m, kv, tok, P, logits);
-    }
-    for (int n = 0; !rc && n < tokens; n++) {
-        for (int ch = 0; ch < C; ch++) {
-            tok[ch] = (uint16_t)pick(logits + (size_t)ch * V, V, temp, &rng);
-            emit(tk, tok[ch], !n && !ch);
-        }
-        fflush(stdout);
-        if (n + 1 < tokens) rc = gpt_decode(m, kv, tok, 1, logits);
-    }
-    gpt_kvcache_free(kv);
-    printf("\n");
+    generate_opts o = {.model = model, .load = {.device = device}, .ids = ids, .nids = nids, .text = text,
+                       .tokenizer = tok_name, .tokens = tokens, .temperature = temp, .seed = seed};
+    int usage;
+    rc = generate_run(&o, &usage);
     if (rc) fprintf(stderr, "lssar sample: %s\n", lssar_errmsg());
-    free(tok); free(logits); free(ids);
-    lssar_tokenizer_free(tk);
-    gpt_free(m);
-    return rc ? 1 : 0;
+    free(ids);
+    return rc ? (usage ? 2 : 1) : 0;
 }
