@@ -230,228 +230,277 @@ static void tile_logits(const emu_ctx *c, const flash_row *rw, const float *s, c
 
 // ------------------------------------------------------------------ forward CTA
 
-static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out, float *stats) {
+// One forward CTA's rows and their running per-row values (the kernel's registers).
+typedef struct {
+    int b, h, r0, bq;      // (b, h), the tile's first query row and its row count
+    int i0, nkt;           // position of the tile's row 0; key tiles 0..nkt-1 (those above skipped)
+    flash_row rw[BR];
+    float m[BR];           // online softmax (and exp pass 1): running max
+    int jm[BR];            // online: running argmax (-1: none yet); re-weighting: pass-1 argmax
+    float xmax[BR];        // re-weighting: pass-1 max
+} fwd_state;
+
+// Keys of the key tile starting at j0.
+static inline int tile_nk(const emu_ctx *c, int j0) { return c->Tk - j0 < BC ? c->Tk - j0 : BC; }
+// Row r's visible keys in the key tile starting at j0: j < lim.
+static inline int tile_lim(const emu_ctx *c, const fwd_state *s, int r, int j0) {
+    return c->Tk - j0 < s->i0 + r - j0 + 1 ? c->Tk - j0 : s->i0 + r - j0 + 1;
+}
+
+// The CTA's row constants, its query tile, and the running values' starting points.
+static void fwd_begin(const emu_ctx *c, int b, int h, int qt, tiles *t, fwd_state *s) {
     const flash_params *fp = &c->fp;
-    const int D = c->D;
-    const int online = flash_online(fp), unnormed = flash_unnormed(fp), rwt = fp->rw;
-    const int pexp = fp->phi == LSSAR_PHI_EXP;
-    const int r0 = qt * BR, bq = c->Tq - r0 < BR ? c->Tq - r0 : BR;
-    const int i0 = c->q0 + r0;                  // position of the tile's row 0
-    const int nkt = (i0 + bq - 1) / BC + 1;     // key tiles 0..nkt-1; those above are skipped
+    s->b = b; s->h = h;
+    s->r0 = qt * BR;
+    s->bq = c->Tq - s->r0 < BR ? c->Tq - s->r0 : BR;
+    s->i0 = c->q0 + s->r0;
+    s->nkt = (s->i0 + s->bq - 1) / BC + 1;
     const float s_h = fp->score == LSSAR_SCORE_SSMAX ? c->ssmax_s[h] : 0.0f;
     const int norms = flash_needs_norms(fp);
-    flash_row rw[BR];
-    for (int r = 0; r < bq; r++)
-        flash_row_init(fp, i0 + r, s_h, norms ? c->rq[((size_t)b * c->H + h) * c->Tq + r0 + r] : 1.0f, &rw[r]);
-    load_rows(c, c->q, b, h, r0, bq, t->qt);
-    float *acc = t->acc, *acc2 = t->acc2;  // (BR, D): acc' (online, softplus: acc), E' (re-weighting)
-    float *lane = t->lane;                  // (BR, 4 lanes, 4 quantities)
-    float m[BR];                            // online softmax (and exp pass 1): running max
-    int jm[BR];                             // online: running argmax (-1: none yet); re-weighting: pass-1 argmax
-    float xmax[BR];
-    memset(lane, 0, (size_t)BR * 16 * sizeof(float));
-    for (int r = 0; r < BR; r++) { m[r] = -INFINITY; jm[r] = -1; }
-
-    // ---- re-weighting pass 1: Z per lane (then the quad), xmax (first argmax), xmin, and for
-    // scores dot / ssmax min rk over the visible keys; the row constants.
-    float xmin[BR], rkmin[BR];
-    if (rwt) {
-        for (int r = 0; r < bq; r++) { xmax[r] = -INFINITY; xmin[r] = INFINITY; jm[r] = INT_MAX; rkmin[r] = INFINITY; }
-        for (int kt = 0; kt < nkt; kt++) {
-            int j0 = kt * BC, nk = c->Tk - j0 < BC ? c->Tk - j0 : BC;
-            load_keys(c, b, h, j0, nk, t, 0, 0, 0);
-            tile_product(t->qt, t->kT, bq, D, t->s);
-            tile_logits(c, rw, t->s, t->rkt, i0, bq, j0, c->Tk, t->x);
-            for (int r = 0; r < bq; r++) {
-                const float *xr = t->x + (size_t)r * BC;
-                float *a = t->w + (size_t)r * BC, *L = lane + r * 16;
-                float tm, tn;
-                int tj;
-                tile_max_min(xr, &tm, &tj, &tn);
-                if (fp->phi == LSSAR_PHI_EXP) {
-                    // the online softmax's rescale (no centring: Z only)
-                    if (tm > m[r]) {
-                        float al = flash_online_alpha(m[r], tm);
-                        for (int q = 0; q < 4; q++) L[q] *= al;
-                        m[r] = tm;
-                    }
-                    float mr = m[r];
-#pragma omp simd
-                    for (int j = 0; j < BC; j++) a[j] = xr[j] == -INFINITY ? 0.0f : flash_softmax_p(xr[j], mr);
-                } else {
-#pragma omp simd
-                    for (int j = 0; j < BC; j++) a[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
-                }
-                lane_sum(a, L);  // Z (masked entries have a = 0)
-                if (tj >= 0) flash_argmax_update(&xmax[r], &jm[r], tm, j0 + tj);
-                xmin[r] = tn < xmin[r] ? tn : xmin[r];
-                int lim = c->Tk - j0 < i0 + r - j0 + 1 ? c->Tk - j0 : i0 + r - j0 + 1;  // visible: j < lim
-                for (int j = 0; j < lim && j < BC; j++) rkmin[r] = t->rkt[j] < rkmin[r] ? t->rkt[j] : rkmin[r];
-            }
-        }
-        for (int r = 0; r < bq; r++)
-            flash_lssar_row_finish(fp, &rw[r], quad(lane + r * 16), xmax[r], xmin[r], jm[r], rkmin[r]);
-        memset(lane, 0, (size_t)BR * 16 * sizeof(float));
+    for (int r = 0; r < s->bq; r++) {
+        float rq = norms ? c->rq[((size_t)b * c->H + h) * c->Tq + s->r0 + r] : 1.0f;
+        flash_row_init(fp, s->i0 + r, s_h, rq, &s->rw[r]);
     }
+    load_rows(c, c->q, b, h, s->r0, s->bq, t->qt);
+    memset(t->lane, 0, (size_t)BR * 16 * sizeof(float));
+    for (int r = 0; r < BR; r++) { s->m[r] = -INFINITY; s->jm[r] = -1; }
+}
 
-    memset(acc, 0, (size_t)BR * D * sizeof(float));
-    memset(acc2, 0, (size_t)BR * D * sizeof(float));
-    // ---- the main pass (re-weighting: pass 2)
-    for (int kt = 0; kt < nkt; kt++) {
-        int j0 = kt * BC, nk = c->Tk - j0 < BC ? c->Tk - j0 : BC;
-        load_keys(c, b, h, j0, nk, t, 0, 0, 1);
-        tile_product(t->qt, t->kT, bq, D, t->s);
-        tile_logits(c, rw, t->s, t->rkt, i0, bq, j0, c->Tk, t->x);
-        float *P = t->w, *G = t->dw;  // (BR, BC): the weights entering P V, the re-weighting's g entering G V
-        for (int r = 0; r < bq; r++) {
+// Re-weighting pass 1: Z per lane (then the quad), xmax (first argmax), xmin, and for scores dot /
+// ssmax min rk over the visible keys; then the row constants (flash_lssar_row_finish).
+static void fwd_rw_pass1(const emu_ctx *c, tiles *t, fwd_state *s) {
+    const flash_params *fp = &c->fp;
+    float xmin[BR], rkmin[BR];
+    for (int r = 0; r < s->bq; r++) {
+        s->xmax[r] = -INFINITY; xmin[r] = INFINITY; s->jm[r] = INT_MAX; rkmin[r] = INFINITY;
+    }
+    for (int kt = 0; kt < s->nkt; kt++) {
+        int j0 = kt * BC;
+        load_keys(c, s->b, s->h, j0, tile_nk(c, j0), t, 0, 0, 0);
+        tile_product(t->qt, t->kT, s->bq, c->D, t->s);
+        tile_logits(c, s->rw, t->s, t->rkt, s->i0, s->bq, j0, c->Tk, t->x);
+        for (int r = 0; r < s->bq; r++) {
             const float *xr = t->x + (size_t)r * BC;
-            float *pr = P + (size_t)r * BC, *gr = G + (size_t)r * BC, *L = lane + r * 16;
-            if (online) {
-                // tile max and its first argmax (the kernel: per lane, then over the quad)
-                float tm, tn;
-                int tj;
-                tile_max_min(xr, &tm, &tj, &tn);
-                if (tm > m[r] && pexp) {
-                    // new max: the old argmax rejoins the sums with weight exp(x_jm - m_old) = 1,
-                    // then everything is rescaled to the new max
-                    float al = flash_online_alpha(m[r], tm);
-                    float *ar = acc + (size_t)r * D;
-                    if (jm[r] >= 0) {
-                        L[flash_col_lane(jm[r] & (BC - 1))] += 1.0f;
-                        const float *vj = c->v + krow(c, b, jm[r], h);
-                        for (int d = 0; d < D; d++) ar[d] = (ar[d] + vj[d]) * al;
-                    } else {
-                        for (int d = 0; d < D; d++) ar[d] *= al;
-                    }
+            float *a = t->w + (size_t)r * BC, *L = t->lane + r * 16;
+            float tm, tn;
+            int tj;
+            tile_max_min(xr, &tm, &tj, &tn);
+            if (fp->phi == LSSAR_PHI_EXP) {
+                // the online softmax's rescale (no centring: Z only)
+                if (tm > s->m[r]) {
+                    float al = flash_online_alpha(s->m[r], tm);
                     for (int q = 0; q < 4; q++) L[q] *= al;
-                    m[r] = tm;
-                    jm[r] = j0 + tj;
-                } else if (tm > m[r]) {
-                    // softplus: the old argmax rejoins with its weight softplus(m_old); no rescale
-                    float *ar = acc + (size_t)r * D;
-                    if (jm[r] >= 0) {
-                        float aj = flash_lssa_a(m[r]);
-                        L[flash_col_lane(jm[r] & (BC - 1))] += aj;
-                        const float *vj = c->v + krow(c, b, jm[r], h);
-                        for (int d = 0; d < D; d++) ar[d] += aj * vj[d];
-                    }
-                    m[r] = tm;
-                    jm[r] = j0 + tj;
+                    s->m[r] = tm;
                 }
-                float mr = m[r];
-                if (pexp) {
+                float mr = s->m[r];
 #pragma omp simd
-                    for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_softmax_p(xr[j], mr);
-                } else {
+                for (int j = 0; j < BC; j++) a[j] = xr[j] == -INFINITY ? 0.0f : flash_softmax_p(xr[j], mr);
+            } else {
 #pragma omp simd
-                    for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
-                }
-                if (jm[r] >= j0) pr[jm[r] - j0] = 0.0f;  // the argmax stays out of l' and acc'
-                lane_sum(pr, L);
-            } else if (unnormed) {
-                // sigmoid / relu: the weights themselves (0 at x = -inf), no row sum. The branch
-                // restates the relu flag as a constant so that the loop vectorises.
+                for (int j = 0; j < BC; j++) a[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
+            }
+            lane_sum(a, L);  // Z (masked entries have a = 0)
+            if (tj >= 0) flash_argmax_update(&s->xmax[r], &s->jm[r], tm, j0 + tj);
+            xmin[r] = tn < xmin[r] ? tn : xmin[r];
+            int lim = tile_lim(c, s, r, j0);
+            for (int j = 0; j < lim && j < BC; j++) rkmin[r] = t->rkt[j] < rkmin[r] ? t->rkt[j] : rkmin[r];
+        }
+    }
+    for (int r = 0; r < s->bq; r++)
+        flash_lssar_row_finish(fp, &s->rw[r], quad(t->lane + r * 16), s->xmax[r], xmin[r], s->jm[r],
+                               rkmin[r]);
+    memset(t->lane, 0, (size_t)BR * 16 * sizeof(float));
+}
+
+// The online paths (phi exp: the online softmax; softplus on scores dot / ssmax), row r of one key
+// tile: the running max / argmax, the old argmax rejoining the sums, and the weights P' (pr, the
+// argmax's entry 0) added to the lane sums L. ar: the row's accumulator acc' (D).
+static void fwd_online_row(const emu_ctx *c, fwd_state *s, int r, int j0, const float *xr, float *pr,
+                           float *L, float *ar) {
+    const int D = c->D, pexp = c->fp.phi == LSSAR_PHI_EXP;
+    // tile max and its first argmax (the kernel: per lane, then over the quad)
+    float tm, tn;
+    int tj;
+    tile_max_min(xr, &tm, &tj, &tn);
+    if (tm > s->m[r] && pexp) {
+        // new max: the old argmax rejoins the sums with weight exp(x_jm - m_old) = 1, then
+        // everything is rescaled to the new max
+        float al = flash_online_alpha(s->m[r], tm);
+        if (s->jm[r] >= 0) {
+            L[flash_col_lane(s->jm[r] & (BC - 1))] += 1.0f;
+            const float *vj = c->v + krow(c, s->b, s->jm[r], s->h);
+            for (int d = 0; d < D; d++) ar[d] = (ar[d] + vj[d]) * al;
+        } else {
+            for (int d = 0; d < D; d++) ar[d] *= al;
+        }
+        for (int q = 0; q < 4; q++) L[q] *= al;
+        s->m[r] = tm;
+        s->jm[r] = j0 + tj;
+    } else if (tm > s->m[r]) {
+        // softplus: the old argmax rejoins with its weight softplus(m_old); no rescale
+        if (s->jm[r] >= 0) {
+            float aj = flash_lssa_a(s->m[r]);
+            L[flash_col_lane(s->jm[r] & (BC - 1))] += aj;
+            const float *vj = c->v + krow(c, s->b, s->jm[r], s->h);
+            for (int d = 0; d < D; d++) ar[d] += aj * vj[d];
+        }
+        s->m[r] = tm;
+        s->jm[r] = j0 + tj;
+    }
+    float mr = s->m[r];
+    if (pexp) {
+#pragma omp simd
+        for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_softmax_p(xr[j], mr);
+    } else {
+#pragma omp simd
+        for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
+    }
+    if (s->jm[r] >= j0) pr[s->jm[r] - j0] = 0.0f;  // the argmax stays out of l' and acc'
+    lane_sum(pr, L);
+}
+
+// sigmoid / relu, row r of one key tile: the weights themselves (0 at x = -inf), no row sum. The
+// branch restates the relu flag as a constant so that the loop vectorises.
+static void fwd_unnormed_row(const flash_row *rw, const float *xr, float *pr) {
 #define UNNORMED(RELU)                                                                                 \
-                {                                                                                      \
-                    flash_row r2 = rw[r];                                                              \
-                    r2.relu = RELU;                                                                    \
-                    _Pragma("omp simd")                                                                \
-                    for (int j = 0; j < BC; j++) pr[j] = flash_unnormed_a(&r2, xr[j]);                 \
-                }
-                if (rw[r].relu) UNNORMED(1)
-                else UNNORMED(0)
+    {                                                                                                  \
+        flash_row r2 = *rw;                                                                            \
+        r2.relu = RELU;                                                                                \
+        _Pragma("omp simd")                                                                            \
+        for (int j = 0; j < BC; j++) pr[j] = flash_unnormed_a(&r2, xr[j]);                             \
+    }
+    if (rw->relu) UNNORMED(1)
+    else UNNORMED(0)
 #undef UNNORMED
-            } else if (!rwt) {  // phi softplus
+}
+
+// Re-weighting pass 2, row r of one key tile: flash_lssar_weight for every element, w into pr and
+// g into gr (the argmax's entries 0), W' and S' into the lane sums L, L + 4. The branches only
+// restate phi, the fallback flag and the power's range as constants, so each loop is branch-free
+// and vectorises. Masked elements (x = -inf) come out w = g = 0 (a = 0, u <= 0).
+static void fwd_pass2_row(const flash_params *fp, const flash_row *rw, int jm, int j0, const float *xr,
+                          float *pr, float *gr, float *L) {
+#define PASS2(PHI, FALLBACK, IP)                                                                       \
+    {                                                                                                  \
+        flash_params f2 = *fp;                                                                         \
+        flash_row r2 = *rw;                                                                            \
+        f2.phi = PHI; f2.ip = IP; r2.fallback = FALLBACK;                                              \
+        _Pragma("omp simd")                                                                            \
+        for (int j = 0; j < BC; j++) {                                                                 \
+            float g;                                                                                   \
+            pr[j] = flash_lssar_weight(&f2, &r2, xr[j], 0, &g);                                        \
+            gr[j] = g;                                                                                 \
+        }                                                                                              \
+    }
+#define PASS2_PHI(PHI)                                                                                 \
+    if (rw->fallback) PASS2(PHI, 1, fp->ip)                                                            \
+    else if (fp->ip >= 1 && fp->ip < 16) PASS2(PHI, 0, fp->ip)                                         \
+    else if (fp->ip >= 16) PASS2(PHI, 0, fp->ip)                                                       \
+    else PASS2(PHI, 0, 0)
+    if (fp->phi == LSSAR_PHI_EXP) { PASS2_PHI(LSSAR_PHI_EXP) }
+    else { PASS2_PHI(LSSAR_PHI_SOFTPLUS) }
+#undef PASS2_PHI
+#undef PASS2
+    if (jm >= j0 && jm < j0 + BC) pr[jm - j0] = gr[jm - j0] = 0.0f;  // jm stays out
+    lane_sum(pr, L);      // W'
+    lane_sum(gr, L + 4);  // S'
+}
+
+// The main pass (re-weighting: pass 2) over the key tiles: acc' += P' V and, re-weighting,
+// E' += G' V, with the row sums in the lanes.
+static void fwd_main_pass(const emu_ctx *c, tiles *t, fwd_state *s) {
+    const flash_params *fp = &c->fp;
+    const int online = flash_online(fp), unnormed = flash_unnormed(fp);
+    memset(t->acc, 0, (size_t)BR * c->D * sizeof(float));
+    memset(t->acc2, 0, (size_t)BR * c->D * sizeof(float));
+    for (int kt = 0; kt < s->nkt; kt++) {
+        int j0 = kt * BC, nk = tile_nk(c, j0);
+        load_keys(c, s->b, s->h, j0, nk, t, 0, 0, 1);
+        tile_product(t->qt, t->kT, s->bq, c->D, t->s);
+        tile_logits(c, s->rw, t->s, t->rkt, s->i0, s->bq, j0, c->Tk, t->x);
+        float *P = t->w, *G = t->dw;  // (BR, BC): the weights entering P V, the re-weighting's g entering G V
+        for (int r = 0; r < s->bq; r++) {
+            const float *xr = t->x + (size_t)r * BC;
+            float *pr = P + (size_t)r * BC, *gr = G + (size_t)r * BC, *L = t->lane + r * 16;
+            if (online) fwd_online_row(c, s, r, j0, xr, pr, L, t->acc + (size_t)r * c->D);
+            else if (unnormed) fwd_unnormed_row(&s->rw[r], xr, pr);
+            else if (!fp->rw) {  // phi softplus
 #pragma omp simd
                 for (int j = 0; j < BC; j++) pr[j] = xr[j] == -INFINITY ? 0.0f : flash_lssa_a(xr[j]);
                 lane_sum(pr, L);
-            } else {  // re-weighting pass 2
-                // flash_lssar_weight for every element; the branches only restate phi, the
-                // fallback flag and the power's range as constants, so each loop is branch-free
-                // and vectorises. Masked elements (x = -inf) come out w = g = 0 (a = 0, u <= 0).
-#define PASS2(PHI, FALLBACK, IP)                                                                       \
-                {                                                                                      \
-                    flash_params f2 = *fp;                                                             \
-                    flash_row r2 = rw[r];                                                              \
-                    f2.phi = PHI; f2.ip = IP; r2.fallback = FALLBACK;                                  \
-                    _Pragma("omp simd")                                                                \
-                    for (int j = 0; j < BC; j++) {                                                     \
-                        float g;                                                                       \
-                        pr[j] = flash_lssar_weight(&f2, &r2, xr[j], 0, &g);                            \
-                        gr[j] = g;                                                                     \
-                    }                                                                                  \
-                }
-#define PASS2_PHI(PHI)                                                                                 \
-                if (rw[r].fallback) PASS2(PHI, 1, fp->ip)                                              \
-                else if (fp->ip >= 1 && fp->ip < 16) PASS2(PHI, 0, fp->ip)                             \
-                else if (fp->ip >= 16) PASS2(PHI, 0, fp->ip)                                           \
-                else PASS2(PHI, 0, 0)
-                if (fp->phi == LSSAR_PHI_EXP) { PASS2_PHI(LSSAR_PHI_EXP) }
-                else { PASS2_PHI(LSSAR_PHI_SOFTPLUS) }
-#undef PASS2_PHI
-#undef PASS2
-                if (jm[r] >= j0 && jm[r] < j0 + BC) pr[jm[r] - j0] = gr[jm[r] - j0] = 0.0f;  // jm stays out
-                lane_sum(pr, L);      // W'
-                lane_sum(gr, L + 4);  // S'
-            }
+            } else fwd_pass2_row(fp, &s->rw[r], s->jm[r], j0, xr, pr, gr, L);
         }
-        acc_product(c, P, t->vt, bq, nk, acc, t->tmp);                   // acc' += P' V
-        if (rwt) acc_product(c, G, t->vt, bq, nk, acc2, t->tmp);        // E' += G' V
+        acc_product(c, P, t->vt, s->bq, nk, t->acc, t->tmp);                // acc' += P' V
+        if (fp->rw) acc_product(c, G, t->vt, s->bq, nk, t->acc2, t->tmp);   // E' += G' V
     }
+}
 
-    // ---- finish the rows: y, the centred rows, the statistics
+// Finish the rows: y, the centred rows yc (and Ec), the statistics.
+static void fwd_finish(const emu_ctx *c, tiles *t, fwd_state *s, float *out, float *stats) {
+    const flash_params *fp = &c->fp;
+    const int D = c->D, online = flash_online(fp), pexp = fp->phi == LSSAR_PHI_EXP;
     float *yc_all = stats ? stats + flash_stats_yc(c->B, c->Tq, c->H) : NULL;
-    float *ec_all = stats && rwt ? stats + flash_stats_ec(c->B, c->Tq, c->H, D) : NULL;
-    for (int r = 0; r < bq; r++) {
-        size_t orow = qrow(c, b, r0 + r, h);
-        float *y = out + orow, *ar = acc + (size_t)r * D, *er = acc2 + (size_t)r * D;
+    float *ec_all = stats && fp->rw ? stats + flash_stats_ec(c->B, c->Tq, c->H, D) : NULL;
+    for (int r = 0; r < s->bq; r++) {
+        size_t orow = qrow(c, s->b, s->r0 + r, s->h);
+        float *y = out + orow, *ar = t->acc + (size_t)r * D, *er = t->acc2 + (size_t)r * D;
         float *yc = yc_all ? yc_all + orow : NULL, *ec = ec_all ? ec_all + orow : NULL;
-        float *L = lane + r * 16;
+        float *L = t->lane + r * 16;
+        flash_row *rw = &s->rw[r];
         float st0 = 0.0f, wsum = 0.0f, ssum = 0.0f;
-        int lost = flash_centred(fp) && flash_row_lost(jm[r], i0 + r);
-        if (lost) jm[r] = rw[r].jm = 0;
+        int lost = flash_centred(fp) && flash_row_lost(s->jm[r], s->i0 + r);
+        if (lost) s->jm[r] = rw->jm = 0;
+        const float *vj = flash_centred(fp) ? c->v + krow(c, s->b, s->jm[r], s->h) : NULL;  // v_jm
         if (online && pexp) {
             float l1 = quad(L), l = 1.0f + l1, inv = lost ? flash_nan() : 1.0f / l;
-            const float *vj = c->v + krow(c, b, jm[r], h);
             for (int d = 0; d < D; d++) {
                 y[d] = (ar[d] + vj[d]) * inv;
                 if (yc) yc[d] = (ar[d] - l1 * vj[d]) * inv;
             }
-            st0 = lost ? flash_nan() : m[r] + fm_log(l);
-            rw[r].jm = jm[r];
+            st0 = lost ? flash_nan() : s->m[r] + fm_log(l);
+            rw->jm = s->jm[r];
         } else if (online) {  // softplus: Z = softplus(m) + l'
-            float l1 = quad(L), ajm = flash_lssa_a(m[r]), z = ajm + l1, inv = lost ? flash_nan() : 1.0f / z;
-            const float *vj = c->v + krow(c, b, jm[r], h);
+            float l1 = quad(L), ajm = flash_lssa_a(s->m[r]), z = ajm + l1;
+            float inv = lost ? flash_nan() : 1.0f / z;
             for (int d = 0; d < D; d++) {
                 y[d] = (ar[d] + ajm * vj[d]) * inv;
                 if (yc) yc[d] = (ar[d] - l1 * vj[d]) * inv;
             }
             st0 = lost ? flash_nan() : z;
-            rw[r].jm = jm[r];
-        } else if (unnormed) {
+            rw->jm = s->jm[r];
+        } else if (flash_unnormed(fp)) {
             memcpy(y, ar, (size_t)D * sizeof(float));  // y = sum_j a_j v_j: no normalisation
-        } else if (!rwt) {
+        } else if (!fp->rw) {
             float z = quad(L), inv = 1.0f / z;
             for (int d = 0; d < D; d++) y[d] = ar[d] * inv;
             st0 = z;
         } else {
             float w1 = quad(L), s1 = quad(L + 4);
-            float wjm = flash_lssar_wjm(fp, &rw[r], xmax[r]);
+            float wjm = flash_lssar_wjm(fp, rw, s->xmax[r]);
             float W = w1 + wjm, inv = lost ? flash_nan() : 1.0f / W;
-            const float *vj = c->v + krow(c, b, jm[r], h);
             for (int d = 0; d < D; d++) {
                 y[d] = (ar[d] + wjm * vj[d]) * inv;
                 if (yc) yc[d] = (ar[d] - w1 * vj[d]) * inv;
                 if (ec) ec[d] = (er[d] - s1 * vj[d]) * inv;
             }
-            st0 = lost ? flash_nan() : rw[r].z;
+            st0 = lost ? flash_nan() : rw->z;
             wsum = W;
-            ssum = (s1 + rw[r].invm) * inv;
+            ssum = (s1 + rw->invm) * inv;
         }
         if (stats)
-            flash_stats_store(fp, &rw[r], st0, wsum, ssum,
-                              stats + flash_row_index(b, h, r0 + r, c->H, c->Tq) * FLASH_NSTAT);
+            flash_stats_store(fp, rw, st0, wsum, ssum,
+                              stats + flash_row_index(s->b, s->h, s->r0 + r, c->H, c->Tq) * FLASH_NSTAT);
     }
+}
+
+// One forward CTA: query tile qt of (b, h), in the kernel's order: re-weighting pass 1, the main
+// pass, the rows' end.
+static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out, float *stats) {
+    fwd_state s;
+    fwd_begin(c, b, h, qt, t, &s);
+    if (c->fp.rw) fwd_rw_pass1(c, t, &s);
+    fwd_main_pass(c, t, &s);
+    fwd_finish(c, t, &s, out, stats);
 }
 
 // ------------------------------------------------------------------ backward
