@@ -98,6 +98,16 @@ void sr_csv_free(sr_csv *c);
 /* Index of the column called name, or -1 with lssar_errmsg() listing the columns. */
 int sr_csv_column(const sr_csv *c, const char *name);
 
+/* `lssar symreg`: the search on a CSV file's columns (target, and the features: a comma list, or
+   NULL for every other column), the Pareto table on stdout (rank 0 alone writes json). Under
+   mpirun every rank reads the CSV and they agree on any failure. 0, or an lssar_err whose
+   message names the file where it is about it. */
+typedef struct {
+    const char *csv, *target, *features, *json;
+    lssar_sr_options sr;
+} sr_csv_opts;
+int sr_csv_run(const sr_csv_opts *o);
+
 /* The public test laws of the spec (synthetic data), shared by the tests and the benchmarks. */
 typedef struct {
     const char *name, *target, *truth;  // truth: an equation over the feature names
