@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include "data/shard.h"
+#include "model/checkpoint.h"
 #include "model/gpt.h"
 
 typedef struct {
@@ -42,5 +43,19 @@ int eval_shard_ranks(gpt *m, const shard *s, int T, int B, int max_windows, eval
    in batch order. Every number is thus the same for any rank count. */
 int eval_windows(gpt *m, const shard *s, const size_t *starts, int n, int T, int B, int shared,
                  double *win, double *per_pos);
+
+/* `lssar eval`: the model's mean loss at each length on a shard's first windows (a collective under
+   mpirun: each length's batches split over the ranks), the table on stdout, and the JSON rank 0
+   writes (`lssar eval --help`). 0, or an lssar_err whose message names the flag it is about;
+   *usage is set when a length is past the model's learned positions. */
+typedef struct {
+    const char *model, *data, *json;   // json: NULL for none
+    const int *seqs;                   // lengths
+    int nseqs;
+    int batches, batch;                // batches per length (0: every window), windows per batch
+    int per_position;                  // the loss at every position in the JSON
+    ckpt_load_opts load;               // --attn, --p, --device
+} eval_run_opts;
+int eval_run(const eval_run_opts *o, int *usage);
 
 #endif
