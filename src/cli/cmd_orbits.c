@@ -5,19 +5,13 @@
  * `int cmd_orbits_NAME(int argc, char **argv)` (argv[0] = "NAME"), defined here or in its own
  * src/cli/cmd_orbits_NAME.c.
  */
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <cJSON.h>
 #include "cli/args.h"
 #include "core/dist.h"
-#include "core/util.h"
 #include "lssar.h"
 #include "orbits/sample.h"
 #include "orbits/tasks.h"
-#include "core/json.h"
 #include "cli/commands.h"
 
 typedef struct { const char *name; int (*fn)(int, char **); int ranks; const char *about; } subcommand;
@@ -118,17 +112,6 @@ int cmd_orbits_simulate(int argc, char **argv) {
 }
 
 /* --------------------------------------------------------------------- bench */
-// Remove what a benchmark run wrote into its temporary directory.
-static void remove_run(const char *dir, int64_t systems, int64_t shard_systems) {
-    char path[4400];
-    for (int64_t i = 0; i * shard_systems < systems; i++) {
-        snprintf(path, sizeof path, "%s/bench_%06lld.bin", dir, (long long)i);
-        unlink(path);
-    }
-    snprintf(path, sizeof path, "%s/bench_systems.bin", dir); unlink(path);
-    snprintf(path, sizeof path, "%s/bench.json", dir); unlink(path);
-}
-
 int cmd_orbits_bench(int argc, char **argv) {
     uint64_t systems = 20000;
     int threads = 0, write = 0;
@@ -150,78 +133,15 @@ int cmd_orbits_bench(int argc, char **argv) {
                         "per-core rate.",
                         specs, argc, argv);
     if (rc >= 0) return rc;
-    lssar_orb_opts o;
-    lssar_orb_defaults(&o);
-    if ((o.preset = orb_preset_parse(preset)) < 0)
-        return args_error("orbits bench", "--preset must be code or paper, got '%s'", preset);
+    orb_bench_opts b = {.systems = (int64_t)systems, .threads = threads, .write = write,
+                        .preset = orb_preset_parse(preset), .preset_name = preset, .dir = dir, .json = json};
+    if (b.preset < 0) return args_error("orbits bench", "--preset must be code or paper, got '%s'", preset);
     if (systems == 0 || systems > 100000000)
         return args_error("orbits bench", "--systems must be 1..1e8, got %llu", (unsigned long long)systems);
     if (threads < 0) return args_error("orbits bench", "--threads must be >= 0, got %d", threads);
-    int T = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (T < 1) T = 1;
-    o.systems = (int64_t)systems;
-    o.seed = 1;
-    const double full_rows = 1e10;  // 10M systems x 1000 rows
-    lssar_orb_stats s1, sT, sW = {0, 0};
-    o.threads = 1;
-    if (lssar_orbits_simulate(NULL, &o, &s1)) {
+    if (orb_bench_run(&b, stdout)) {
         fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg());
         return 1;
-    }
-    o.threads = T;
-    if (lssar_orbits_simulate(NULL, &o, &sT)) {
-        fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg());
-        return 1;
-    }
-    double r1 = s1.rows / s1.seconds, rT = sT.rows / sT.seconds;
-    printf("orbits bench: %llu systems (%lld rows), preset %s\n", (unsigned long long)systems,
-           (long long)s1.rows, preset);
-    printf("  compute, 1 thread   : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h\n", r1, s1.seconds,
-           full_rows / r1 / 3600);
-    printf("  compute, %2d threads : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h  (%.2fx of 1 "
-           "thread)\n",
-           T, rT, sT.seconds, full_rows / rT / 3600, rT / r1);
-    if (write) {
-        o.split = "bench";
-        o.progress = 0;
-        char tmpl[4096];
-        snprintf(tmpl, sizeof tmpl, "%s/lssar-orbits-bench-XXXXXX", dir ? dir : "/tmp");
-        if (!mkdtemp(tmpl)) {
-            fprintf(stderr, "lssar orbits bench: cannot create a directory under %s\n", dir ? dir : "/tmp");
-            return 1;
-        }
-        rc = lssar_orbits_simulate(tmpl, &o, &sW);
-        remove_run(tmpl, o.systems, o.shard_systems);
-        rmdir(tmpl);
-        if (rc) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
-        double rW = sW.rows / sW.seconds;
-        printf("  written, %2d threads : %10.3g rows/s  (%.2f s)  -> 10M systems in %.2f h (%.1f MB/s of "
-               "tokens)\n",
-               T, rW, sW.seconds, full_rows / rW / 3600, rW * 4 / 1e6);
-    }
-    double per_core = rT / T > r1 ? rT / T : r1;  // shared cores: take the better per-core figure
-    printf("  per core            : %10.3g rows/s -> 10M systems on 16 cores in %.2f h of compute (goal: 1 "
-           "h; 2.5M rows/s/core)\n",
-           per_core, full_rows / (per_core * 16) / 3600);
-    printf("  published Python generator (anchors.md): 5.3k rows/s on 2 cores -> %.0fx slower than this "
-           "run's %d threads\n",
-           rT / 5.3e3, T);
-    if (json) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "bench", "orbits simulate");
-        cJSON_AddNumberToObject(j, "systems", (double)systems);
-        cJSON_AddNumberToObject(j, "rows_per_system", LSSAR_ORB_ROWS);
-        cJSON_AddNumberToObject(j, "threads", T);
-        cJSON_AddNumberToObject(j, "rows_per_s_1_thread", r1);
-        cJSON_AddNumberToObject(j, "rows_per_s_threads", rT);
-        if (write) cJSON_AddNumberToObject(j, "rows_per_s_written", sW.rows / sW.seconds);
-        cJSON_AddNumberToObject(j, "rows_per_s_per_core", per_core);
-        cJSON_AddNumberToObject(j, "hours_10M_systems_here",
-                                full_rows / (write ? sW.rows / sW.seconds : rT) / 3600);
-        cJSON_AddNumberToObject(j, "hours_10M_systems_16_cores", full_rows / (per_core * 16) / 3600);
-        int jrc = lssar_write_json(json, j);
-        cJSON_Delete(j);
-        if (jrc) { fprintf(stderr, "lssar orbits bench: %s\n", lssar_errmsg()); return 1; }
     }
     return 0;
 }

@@ -17,6 +17,18 @@
 /* simulate: lssar_orbits_simulate into dir, then one summary line (rows, rate, files) to report. */
 int orb_simulate_run(const char *dir, const lssar_orb_opts *o, FILE *report);
 
+/* bench: rows/s of the simulator on 1 and `threads` threads (0: all cores), optionally with the
+   files written (into a temporary folder under dir, removed after; NULL: /tmp), the projected
+   hours for the published 10M systems, to report; json (NULL: none) gets the figures. */
+typedef struct {
+    int64_t systems;
+    int threads, write;
+    int preset;                 // orb_preset_parse
+    const char *preset_name;    // as given (the report's first line)
+    const char *dir, *json;
+} orb_bench_opts;
+int orb_bench_run(const orb_bench_opts *o, FILE *report);
+
 /* eval: next-position accuracy of a trained orbit model (orb_eval_model) beside the previous-
    position baseline; the table to report, and the JSON file when json is set. */
 typedef struct {
