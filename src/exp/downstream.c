@@ -156,10 +156,88 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-// Parse the requests of path into s (at most limit documents; 0: all).
-static int load_requests(const char *path, int limit, ds_set *s) {
-    memset(s, 0, sizeof *s);
-    s->lambada = -1;
+// One parsed request line j appended to s: its fields checked, a new document started at a new
+// doc_id. Unconditional requests (doc_id >= off) are skipped; *stop is set at the limit'th document.
+static int add_request(ds_set *s, const cJSON *j, const char *path, int line, double off, int limit,
+                       int *stop) {
+    cJSON *did = cJSON_GetObjectItem(j, "doc_id"), *idx = cJSON_GetObjectItem(j, "idx"),
+          *lab = cJSON_GetObjectItem(j, "label");
+    cJSON *req = cJSON_GetObjectItem(j, "request");
+    cJSON *ctx = cJSON_GetObjectItem(req, "context"), *cont = cJSON_GetObjectItem(req, "continuation");
+    const char *missing = !cJSON_IsNumber(did)    ? "doc_id (a number)"
+                          : !cJSON_IsNumber(idx)  ? "idx (a number)"
+                          : !lab                  ? "label"
+                          : !cJSON_IsObject(req)  ? "request (an object)"
+                          : !cJSON_IsString(ctx)  ? "request.context (a string)"
+                          : !cJSON_IsString(cont) ? "request.continuation (a string)"
+                                                  : NULL;
+    if (missing)
+        return lssar_fail(LSSAR_E_FORMAT, "%s:%d: the request lacks the field %s", path, line, missing);
+    if (did->valuedouble >= off) return 0;   // unconditional request (PMI): unused
+    int is_list = cJSON_IsArray(lab);
+    if (!is_list && !(cJSON_IsNumber(lab) && lab->valuedouble == floor(lab->valuedouble) &&
+                      fabs(lab->valuedouble) < 1e9))
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s:%d: label must be the gold choice's index (an integer) or a list of answers",
+                          path, line);
+    if (s->lambada >= 0 && s->lambada != is_list)
+        return lssar_fail(LSSAR_E_FORMAT, "%s:%d: integer and list labels are mixed in one file", path, line);
+    s->lambada = is_list;
+    if (!cont->valuestring[0])
+        return lssar_fail(LSSAR_E_FORMAT, "%s:%d: request.continuation is empty (nothing to score)", path,
+                          line);
+    int newdoc = s->nd == 0 || s->r[s->nr - 1].doc_id != did->valuedouble;
+    if (newdoc && limit > 0 && s->nd >= limit) { *stop = 1; return 0; }
+    if (newdoc) {
+        if (s->nd == s->capd) {
+            int nc = s->capd ? 2 * s->capd : 1024;
+            ds_doc *nd = realloc(s->d, nc * sizeof *nd);
+            if (!nd) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+            s->d = nd; s->capd = nc;
+        }
+        s->d[s->nd++] = (ds_doc){s->nr, 0, is_list ? -1 : (int)lab->valuedouble, line};
+    }
+    ds_doc *d = &s->d[s->nd - 1];
+    if (idx->valueint != d->n)
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s:%d: idx %d where %d was expected (the choices of a document are consecutive, "
+                          "idx 0, 1, ...)",
+                          path, line, idx->valueint, d->n);
+    if (!is_list && (int)lab->valuedouble != d->label)
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s:%d: label %d differs from label %d of the document's first request", path,
+                          line, (int)lab->valuedouble, d->label);
+    if (s->nr == s->capr) {
+        int nc = s->capr ? 2 * s->capr : 4096;
+        ds_req *nr = realloc(s->r, nc * sizeof *nr);
+        if (!nr) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+        s->r = nr; s->capr = nc;
+    }
+    ds_req *r = &s->r[s->nr++];
+    memset(r, 0, sizeof *r);
+    r->ctx = strdup(ctx->valuestring);
+    r->cont = strdup(cont->valuestring);
+    r->doc_id = did->valuedouble;
+    r->idx = d->n;
+    r->line = line;
+    d->n++;
+    return !r->ctx || !r->cont ? lssar_fail(LSSAR_E_NOMEM, "out of memory") : 0;
+}
+
+// A damaged or cut gzip stream, found where reading stopped: 0 or the error.
+static int gzip_intact(gzFile f, const char *path, const char *where, int line) {
+    int err = Z_OK;
+    const char *msg = gzerror(f, &err);
+    if (err != Z_OK && err != Z_STREAM_END)
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: damaged or truncated gzip file (%s) %s line %d: fetch it again with "
+                          "`bash scripts/fetch-evals.sh`",
+                          path, msg, where, line);
+    return 0;
+}
+
+// Every request line of the file into s, up to `limit` documents (0: all).
+static int read_requests(const char *path, int limit, ds_set *s) {
     double off = uncond_offset(path);
     gzFile f = gzopen(path, "rb");
     if (!f)
@@ -172,17 +250,7 @@ static int load_requests(const char *path, int limit, ds_set *s) {
     while (!rc && !stop && (n = read_line(f, &buf, &cap)) >= 0) {
         line++;
         // a last line without its newline: the end of a cut gzip stream?
-        if (n == 0 || buf[n - 1] != '\n') {
-            int err = Z_OK;
-            const char *msg = gzerror(f, &err);
-            if (err != Z_OK && err != Z_STREAM_END) {
-                rc = lssar_fail(LSSAR_E_FORMAT,
-                                "%s: damaged or truncated gzip file (%s) at line %d: fetch it again with "
-                                "`bash scripts/fetch-evals.sh`",
-                                path, msg, line);
-                break;
-            }
-        }
+        if ((n == 0 || buf[n - 1] != '\n') && (rc = gzip_intact(f, path, "at", line))) break;
         while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = 0;
         if (n == 0) continue;
         cJSON *j = cJSON_Parse(buf);
@@ -192,132 +260,57 @@ static int load_requests(const char *path, int limit, ds_set *s) {
                             line);
             break;
         }
-        cJSON *did = cJSON_GetObjectItem(j, "doc_id"), *idx = cJSON_GetObjectItem(j, "idx"),
-              *lab = cJSON_GetObjectItem(j, "label");
-        cJSON *req = cJSON_GetObjectItem(j, "request");
-        cJSON *ctx = cJSON_GetObjectItem(req, "context"), *cont = cJSON_GetObjectItem(req, "continuation");
-        const char *missing = !cJSON_IsNumber(did)    ? "doc_id (a number)"
-                              : !cJSON_IsNumber(idx)  ? "idx (a number)"
-                              : !lab                  ? "label"
-                              : !cJSON_IsObject(req)  ? "request (an object)"
-                              : !cJSON_IsString(ctx)  ? "request.context (a string)"
-                              : !cJSON_IsString(cont) ? "request.continuation (a string)"
-                                                      : NULL;
-        if (missing) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: the request lacks the field %s", path, line, missing);
-            cJSON_Delete(j);
-            break;
-        }
-        if (did->valuedouble >= off) { cJSON_Delete(j); continue; }   // unconditional request (PMI): unused
-        int is_list = cJSON_IsArray(lab);
-        if (!is_list && !(cJSON_IsNumber(lab) && lab->valuedouble == floor(lab->valuedouble) &&
-                          fabs(lab->valuedouble) < 1e9)) {
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s:%d: label must be the gold choice's index (an integer) or a list of answers",
-                            path, line);
-            cJSON_Delete(j);
-            break;
-        }
-        if (s->lambada >= 0 && s->lambada != is_list) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: integer and list labels are mixed in one file", path,
-                            line);
-            cJSON_Delete(j);
-            break;
-        }
-        s->lambada = is_list;
-        if (!cont->valuestring[0]) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: request.continuation is empty (nothing to score)", path,
-                            line);
-            cJSON_Delete(j);
-            break;
-        }
-        int newdoc = s->nd == 0 || s->r[s->nr - 1].doc_id != did->valuedouble;
-        if (newdoc && limit > 0 && s->nd >= limit) { cJSON_Delete(j); stop = 1; break; }
-        if (newdoc) {
-            if (s->nd == s->capd) {
-                int nc = s->capd ? 2 * s->capd : 1024;
-                ds_doc *nd = realloc(s->d, nc * sizeof *nd);
-                if (!nd) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); cJSON_Delete(j); break; }
-                s->d = nd; s->capd = nc;
-            }
-            s->d[s->nd++] = (ds_doc){s->nr, 0, is_list ? -1 : (int)lab->valuedouble, line};
-        }
-        ds_doc *d = &s->d[s->nd - 1];
-        if (idx->valueint != d->n) {
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s:%d: idx %d where %d was expected (the choices of a document are consecutive, "
-                            "idx 0, 1, ...)",
-                            path, line, idx->valueint, d->n);
-            cJSON_Delete(j);
-            break;
-        }
-        if (!is_list && (int)lab->valuedouble != d->label) {
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s:%d: label %d differs from label %d of the document's first request", path,
-                            line, (int)lab->valuedouble, d->label);
-            cJSON_Delete(j);
-            break;
-        }
-        if (s->nr == s->capr) {
-            int nc = s->capr ? 2 * s->capr : 4096;
-            ds_req *nr = realloc(s->r, nc * sizeof *nr);
-            if (!nr) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); cJSON_Delete(j); break; }
-            s->r = nr; s->capr = nc;
-        }
-        ds_req *r = &s->r[s->nr++];
-        memset(r, 0, sizeof *r);
-        r->ctx = strdup(ctx->valuestring);
-        r->cont = strdup(cont->valuestring);
-        r->doc_id = did->valuedouble;
-        r->idx = d->n;
-        r->line = line;
-        d->n++;
+        rc = add_request(s, j, path, line, off, limit, &stop);
         cJSON_Delete(j);
-        if (!r->ctx || !r->cont) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory"); break; }
     }
     if (!rc && n == -2) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
-    if (!rc && !stop) {
-        int err = Z_OK;
-        const char *msg = gzerror(f, &err);
-        if (err != Z_OK && err != Z_STREAM_END)
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s: damaged or truncated gzip file (%s) after line %d: fetch it again with "
-                            "`bash scripts/fetch-evals.sh`",
-                            path, msg, line);
-    }
+    if (!rc && !stop) rc = gzip_intact(f, path, "after", line);
     gzclose(f);
     free(buf);
-    // every document must be whole and in range
-    for (int i = 0; !rc && i < s->nd; i++) {
-        ds_doc *d = &s->d[i];
+    return rc;
+}
+
+// Every document whole (its choices, a label in range) and its requests consecutive.
+static int check_docs(const ds_set *s, const char *path) {
+    for (int i = 0; i < s->nd; i++) {
+        const ds_doc *d = &s->d[i];
         if (d->label >= 0 && d->label >= d->n)
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s:%d: label %d is not a choice index (the document has %d choices, 0..%d)",
-                            path, d->line, d->label, d->n, d->n - 1);
-        else if (d->label < 0 && s->lambada == 0)
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s:%d: negative label %d", path, d->line, d->label);
-        else if (s->lambada == 1 && d->n != 1)
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s:%d: a document with a list label (LAMBADA style) must have exactly one "
-                            "request, this one has %d",
-                            path, d->line, d->n);
-        else if (s->lambada == 0 && d->n < 2)
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s:%d: a multiple-choice document needs at least 2 choices, this one has %d",
-                            path, d->line, d->n);
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s:%d: label %d is not a choice index (the document has %d choices, 0..%d)",
+                              path, d->line, d->label, d->n, d->n - 1);
+        if (d->label < 0 && s->lambada == 0)
+            return lssar_fail(LSSAR_E_FORMAT, "%s:%d: negative label %d", path, d->line, d->label);
+        if (s->lambada == 1 && d->n != 1)
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s:%d: a document with a list label (LAMBADA style) must have exactly one "
+                              "request, this one has %d",
+                              path, d->line, d->n);
+        if (s->lambada == 0 && d->n < 2)
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s:%d: a multiple-choice document needs at least 2 choices, this one has %d",
+                              path, d->line, d->n);
     }
-    if (!rc && s->nd == 0) rc = lssar_fail(LSSAR_E_FORMAT, "%s holds no requests (empty file?)", path);
-    if (!rc) {   // the requests of one document must be consecutive: no doc_id twice
-        double *ids = malloc(s->nd * sizeof *ids);
-        if (!ids) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory");
-        for (int i = 0; !rc && i < s->nd; i++) ids[i] = s->r[s->d[i].first].doc_id;
-        if (!rc) qsort(ids, s->nd, sizeof *ids, cmp_double);
-        for (int i = 1; !rc && i < s->nd; i++)
-            if (ids[i] == ids[i - 1])
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: the requests of doc_id %.0f are not consecutive", path,
-                                ids[i]);
-        free(ids);
-    }
+    if (s->nd <= 0) return lssar_fail(LSSAR_E_FORMAT, "%s holds no requests (empty file?)", path);
+    // the requests of one document must be consecutive: no doc_id twice
+    double *ids = malloc((size_t)s->nd * sizeof *ids);
+    if (!ids) return lssar_fail(LSSAR_E_NOMEM, "out of memory");
+    for (int i = 0; i < s->nd; i++) ids[i] = s->r[s->d[i].first].doc_id;
+    qsort(ids, s->nd, sizeof *ids, cmp_double);
+    int rc = 0;
+    for (int i = 1; !rc && i < s->nd; i++)
+        if (ids[i] == ids[i - 1])
+            rc = lssar_fail(LSSAR_E_FORMAT, "%s: the requests of doc_id %.0f are not consecutive", path,
+                            ids[i]);
+    free(ids);
+    return rc;
+}
+
+// Parse the requests of path into s (at most limit documents; 0: all).
+static int load_requests(const char *path, int limit, ds_set *s) {
+    memset(s, 0, sizeof *s);
+    s->lambada = -1;
+    int rc = read_requests(path, limit, s);
+    if (!rc) rc = check_docs(s, path);
     if (rc) set_free(s);
     return rc;
 }
