@@ -106,11 +106,23 @@ double orb_head_loss_backward(const float *pred, const float *y, const unsigned 
     return loss / nm;
 }
 
-int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, const orb_state *st,
-                          const orb_force_split *s, const orb_probe_opts *o, const int64_t *ids, int64_t n,
-                          double *pred_out, double *final_loss) {
-    const gpt_config *cfg = gpt_get_config(m);
-    const int T = LSSAR_ORB_ROWS - 1, C = cfg->dim, B = o->batch;
+// One probe: the sequences, their labels, a batch's buffers and the head (w (C), b) with its
+// AdamW gradient and moments.
+typedef struct {
+    int T, C, B;
+    int64_t S;                         // systems
+    uint16_t *seq;                     // (S, LSSAR_ORB_ROWS, 2) the token sequences
+    float *y;                          // (S, T) labels: y at input position t = row t
+    unsigned char *mask;               // (S, T) which are labelled
+    uint16_t *in;                      // (B, T, 2)
+    float *h, *dh;                     // (B, T, C) hidden states and their gradient
+    float *pred, *yb;                  // (B, T)
+    unsigned char *mb;                 // (B, T)
+    float *head, *hg, *hm, *hv;        // (C + 1)
+    double shift, scale;               // label = (target - shift) / scale
+} probe_run;
+
+static int probe_check_model(const gpt_config *cfg, const orb_probe_opts *o, int T) {
     if (cfg->channels != 2 || cfg->vocab < LSSAR_ORB_VOCAB - 1)
         return lssar_fail(LSSAR_E_ARG, "the model has %d channel(s) and vocabulary %d; the probe needs an "
                           "orbit model (2 channels, vocabulary %d)", cfg->channels, cfg->vocab,
@@ -119,32 +131,41 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
         return lssar_fail(LSSAR_E_ARG, "the force probe reads whole sequences (%d positions) but this model "
                           "has learned positions up to %d; train it with --seq %d (or use rope / "
                           "none positions)", T, cfg->max_seq, T);
-    if (B < 1 || o->steps < 0) return lssar_fail(LSSAR_E_ARG, "probe: batch must be >= 1 and steps >= 0");
-    int64_t S = s->systems;
-    int rc = 0;
-    uint16_t *seq = NULL, *in = NULL;
-    float *y = NULL, *h = NULL, *dh = NULL, *pred = NULL, *yb = NULL, *head = NULL, *hg = NULL, *hm = NULL,
-          *hv = NULL;
-    unsigned char *mask = NULL, *mb = NULL;
-    if ((rc = load_sequences(force_dir, split, S, &seq))) return rc;
-    // labels (S, T): y at input position t = row t; mask says which are labelled
-    y = malloc(sizeof(float) * (size_t)S * T);
-    mask = calloc((size_t)S * T, 1);
-    in = malloc(sizeof(uint16_t) * (size_t)B * T * 2);
-    h = malloc(sizeof(float) * (size_t)B * T * C);
-    dh = malloc(sizeof(float) * (size_t)B * T * C);
-    pred = malloc(sizeof(float) * (size_t)B * T);
-    yb = malloc(sizeof(float) * (size_t)B * T);
-    mb = malloc((size_t)B * T);
-    head = calloc((size_t)C + 1, sizeof(float));    // w (C), b
-    hg = calloc((size_t)C + 1, sizeof(float));
-    hm = calloc((size_t)C + 1, sizeof(float));
-    hv = calloc((size_t)C + 1, sizeof(float));
-    if (!y || !mask || !in || !h || !dh || !pred || !yb || !mb || !head || !hg || !hm || !hv) {
-        rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory");
-        goto done;
-    }
-    // target transform over the labelled rows
+    if (o->batch < 1 || o->steps < 0)
+        return lssar_fail(LSSAR_E_ARG, "probe: batch must be >= 1 and steps >= 0");
+    return 0;
+}
+
+static int probe_alloc(probe_run *p) {
+    const int64_t S = p->S;
+    const int T = p->T, B = p->B, C = p->C;
+    p->y = malloc(sizeof(float) * (size_t)S * T);
+    p->mask = calloc((size_t)S * T, 1);
+    p->in = malloc(sizeof(uint16_t) * (size_t)B * T * 2);
+    p->h = malloc(sizeof(float) * (size_t)B * T * C);
+    p->dh = malloc(sizeof(float) * (size_t)B * T * C);
+    p->pred = malloc(sizeof(float) * (size_t)B * T);
+    p->yb = malloc(sizeof(float) * (size_t)B * T);
+    p->mb = malloc((size_t)B * T);
+    p->head = calloc((size_t)C + 1, sizeof(float));    // w (C), b
+    p->hg = calloc((size_t)C + 1, sizeof(float));
+    p->hm = calloc((size_t)C + 1, sizeof(float));
+    p->hv = calloc((size_t)C + 1, sizeof(float));
+    if (!p->y || !p->mask || !p->in || !p->h || !p->dh || !p->pred || !p->yb || !p->mb || !p->head ||
+        !p->hg || !p->hm || !p->hv)
+        return lssar_fail(LSSAR_E_NOMEM, "probe: out of memory");
+    return 0;
+}
+
+static void probe_free(probe_run *p) {
+    free(p->seq); free(p->y); free(p->mask); free(p->in); free(p->h); free(p->dh); free(p->pred); free(p->yb);
+    free(p->mb); free(p->head); free(p->hg); free(p->hm); free(p->hv);
+}
+
+// The labels: the training rows' forces (log10 with target_log), standardised over them.
+static void probe_labels(probe_run *p, const orb_state *st, const orb_force_split *s,
+                         const orb_probe_opts *o) {
+    const int T = p->T;
     double sum = 0, sq = 0;
     for (int64_t k = 0; k < s->ntrain; k++) {
         double F = st->rows[(size_t)s->train[k] * ORB_S_FIELDS + ORB_S_F];
@@ -152,54 +173,60 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
         sum += v; sq += v * v;
     }
     double mu = sum / s->ntrain, sd = sqrt(fmax(sq / s->ntrain - mu * mu, 1e-30));
-    double shift = o->target_log ? mu : 0.0, scale = o->target_log ? sd : sqrt(sq / s->ntrain);
-    if (!(scale > 0)) scale = 1;
+    p->shift = o->target_log ? mu : 0.0;
+    p->scale = o->target_log ? sd : sqrt(sq / s->ntrain);
+    if (!(p->scale > 0)) p->scale = 1;
     for (int64_t k = 0; k < s->ntrain; k++) {
         int64_t id = s->train[k], sys = id / LSSAR_ORB_ROWS;
         int row = (int)(id % LSSAR_ORB_ROWS);
         double F = st->rows[(size_t)id * ORB_S_FIELDS + ORB_S_F];
         double v = o->target_log ? log10(F > 1e-30 ? F : 1e-30) : F;
-        y[(size_t)sys * T + row] = (float)((v - shift) / scale);
-        mask[(size_t)sys * T + row] = 1;
+        p->y[(size_t)sys * T + row] = (float)((v - p->shift) / p->scale);
+        p->mask[(size_t)sys * T + row] = 1;
     }
-    head[C] = 0.0f;
-    if ((rc = gpt_reserve(m, B, T, 1))) goto done;
+    p->head[p->C] = 0.0f;
+}
+
+// Fine-tune the model and the head together on random systems: the trainer's schedule as a factor
+// of the peak rates (linear warmup over 10% of the steps, at least 1, then cosine to 10%) and its
+// AdamW step. *final_loss: the mean loss of the last tenth of the steps.
+static int probe_fit(probe_run *p, gpt *m, const orb_probe_opts *o, double *final_loss) {
+    const int T = p->T, C = p->C, B = p->B;
+    int rc = gpt_reserve(m, B, T, 1);
+    if (rc) return rc;
     lssar_rng rng;
     lssar_rng_stream(&rng, o->seed, 0x70726f6265ULL);   // "probe"
     lssar_progress pg;
     if (o->progress) lssar_progress_start(&pg, "orbits probe", "steps", o->steps);
     double tail = 0;
     int tail_n = 0;
-    // the trainer's schedule as a factor of the peak rates: linear warmup over 10% of the steps
-    // (at least 1), then cosine to 10%; and the trainer's AdamW step for the model and the head
     train_schedule sched = {1.0, 0.1, o->steps / 10 > 0 ? o->steps / 10 : 1, o->steps};
     const train_adamw adam = {0.9f, 0.95f, 1e-8f, o->wd};
-    train_tensor head_t = {head, hg, hm, hv, (size_t)C + 1, 0.0f, 0};   // the head: no weight decay
+    // the head: no weight decay
+    train_tensor head_t = {p->head, p->hg, p->hm, p->hv, (size_t)C + 1, 0.0f, 0};
     for (int step = 1; step <= o->steps; step++) {
         for (int b = 0; b < B; b++) {
-            int64_t i = (int64_t)lssar_rng_below(&rng, (uint64_t)S);
-            memcpy(in + (size_t)b * T * 2, seq + (size_t)i * LSSAR_ORB_ROWS * 2, sizeof(uint16_t) * T * 2);
-            memcpy(yb + (size_t)b * T, y + (size_t)i * T, sizeof(float) * T);
-            memcpy(mb + (size_t)b * T, mask + (size_t)i * T, T);
+            int64_t i = (int64_t)lssar_rng_below(&rng, (uint64_t)p->S);
+            memcpy(p->in + (size_t)b * T * 2, p->seq + (size_t)i * LSSAR_ORB_ROWS * 2,
+                   sizeof(uint16_t) * T * 2);
+            memcpy(p->yb + (size_t)b * T, p->y + (size_t)i * T, sizeof(float) * T);
+            memcpy(p->mb + (size_t)b * T, p->mask + (size_t)i * T, T);
         }
-        if ((rc = gpt_forward_hidden(m, in, B, T)) || (rc = gpt_get_hidden(m, h))) goto done;
-        orb_head_forward(pred, h, head, head[C], B * T, C);
-        memset(hg, 0, sizeof(float) * (C + 1));
-        double loss = orb_head_loss_backward(pred, yb, mb, h, head, B * T, C, dh, hg, hg + C);
-        if (!isfinite(loss)) {
-            rc = lssar_fail(LSSAR_E_NAN, "probe: the loss became %g at step %d; lower --lr", loss, step);
-            goto done;
-        }
-        if ((rc = gpt_zero_grad(m)) || (rc = gpt_backward_hidden(m, dh, 1.0f))) goto done;
+        if ((rc = gpt_forward_hidden(m, p->in, B, T)) || (rc = gpt_get_hidden(m, p->h))) return rc;
+        orb_head_forward(p->pred, p->h, p->head, p->head[C], B * T, C);
+        memset(p->hg, 0, sizeof(float) * (C + 1));
+        double loss = orb_head_loss_backward(p->pred, p->yb, p->mb, p->h, p->head, B * T, C, p->dh, p->hg,
+                                             p->hg + C);
+        if (!isfinite(loss))
+            return lssar_fail(LSSAR_E_NAN, "probe: the loss became %g at step %d; lower --lr", loss, step);
+        if ((rc = gpt_zero_grad(m)) || (rc = gpt_backward_hidden(m, p->dh, 1.0f))) return rc;
         float norm = gpt_clip_grad_norm(m, o->clip);
-        if (!isfinite(norm)) {
-            rc = lssar_fail(LSSAR_E_NAN, "probe: the gradient became %g at step %d; lower --lr", (double)norm,
-                            step);
-            goto done;
-        }
+        if (!isfinite(norm))
+            return lssar_fail(LSSAR_E_NAN, "probe: the gradient became %g at step %d; lower --lr",
+                              (double)norm, step);
         double f = train_lr_at(&sched, step);
         head_t.lr = (float)(o->head_lr * f);
-        if ((rc = train_adamw_step(m, (float)(o->lr * f), &head_t, 1, step, &adam))) goto done;
+        if ((rc = train_adamw_step(m, (float)(o->lr * f), &head_t, 1, step, &adam))) return rc;
         if (step > o->steps - (o->steps + 9) / 10) { tail += loss; tail_n++; }
         if (o->progress) {
             char extra[64];
@@ -208,56 +235,63 @@ int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, cons
         }
     }
     if (final_loss) *final_loss = tail_n ? tail / tail_n : NAN;
-    // predictions: every system holding a requested row, in batches
-    {
-        int64_t *order = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-        if (!order) { rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory"); goto done; }
-        for (int64_t k = 0; k < n; k++) order[k] = k;
-        // sort positions by system (insertion into buckets would do; qsort_r is not C11, so a
-        // simple merge of the ids' systems through a counting pass)
-        int64_t *cnt = calloc((size_t)S + 1, sizeof(int64_t));
-        if (!cnt) { free(order); rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory"); goto done; }
+    return 0;
+}
+
+// Predictions for the rows ids (n): every system holding a requested row, in batches. The rows
+// are grouped by system with a counting pass (qsort_r is not C11): cnt[i] .. cnt[i + 1] - 1 are
+// the places in order of system i's rows.
+static int probe_predict(probe_run *p, gpt *m, const orb_probe_opts *o, const int64_t *ids, int64_t n,
+                         double *pred_out) {
+    const int T = p->T, C = p->C, B = p->B;
+    const int64_t S = p->S;
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    int64_t *cnt = calloc((size_t)S + 1, sizeof(int64_t));
+    int64_t *pos = malloc(sizeof(int64_t) * (size_t)(S + 1));
+    int64_t *sys_list = malloc(sizeof(int64_t) * (size_t)S);
+    int rc = !order || !cnt || !pos || !sys_list ? lssar_fail(LSSAR_E_NOMEM, "probe: out of memory") : 0;
+    int64_t ns = 0;
+    if (!rc) {
         for (int64_t k = 0; k < n; k++) cnt[ids[k] / LSSAR_ORB_ROWS + 1]++;
         for (int64_t i = 0; i < S; i++) cnt[i + 1] += cnt[i];
-        int64_t *pos = malloc(sizeof(int64_t) * (size_t)(S + 1));
-        if (!pos) {
-            free(order);
-            free(cnt);
-            rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory");
-            goto done;
-        }
         memcpy(pos, cnt, sizeof(int64_t) * (size_t)(S + 1));
         for (int64_t k = 0; k < n; k++) order[pos[ids[k] / LSSAR_ORB_ROWS]++] = k;
-        free(pos);
-        int64_t *sys_list = malloc(sizeof(int64_t) * (size_t)S);
-        int64_t ns = 0;
-        for (int64_t i = 0; i < S; i++) if (cnt[i + 1] > cnt[i] && sys_list) sys_list[ns++] = i;
-        if (!sys_list) {
-            free(order);
-            free(cnt);
-            rc = lssar_fail(LSSAR_E_NOMEM, "probe: out of memory");
-            goto done;
-        }
-        for (int64_t j0 = 0; j0 < ns && !rc; j0 += B) {
-            int b = ns - j0 < B ? (int)(ns - j0) : B;
-            for (int k = 0; k < b; k++)
-                memcpy(in + (size_t)k * T * 2, seq + (size_t)sys_list[j0 + k] * LSSAR_ORB_ROWS * 2,
-                       sizeof(uint16_t) * T * 2);
-            if ((rc = gpt_forward_hidden(m, in, b, T)) || (rc = gpt_get_hidden(m, h))) break;
-            orb_head_forward(pred, h, head, head[C], b * T, C);
-            for (int k = 0; k < b; k++) {
-                int64_t i = sys_list[j0 + k];
-                for (int64_t q = cnt[i]; q < cnt[i + 1]; q++) {
-                    int64_t id = ids[order[q]];
-                    double v = pred[(size_t)k * T + id % LSSAR_ORB_ROWS] * scale + shift;
-                    pred_out[order[q]] = o->target_log ? pow(10.0, v) : v;
-                }
+        for (int64_t i = 0; i < S; i++) if (cnt[i + 1] > cnt[i]) sys_list[ns++] = i;
+    }
+    for (int64_t j0 = 0; j0 < ns && !rc; j0 += B) {
+        int b = ns - j0 < B ? (int)(ns - j0) : B;
+        for (int k = 0; k < b; k++)
+            memcpy(p->in + (size_t)k * T * 2, p->seq + (size_t)sys_list[j0 + k] * LSSAR_ORB_ROWS * 2,
+                   sizeof(uint16_t) * T * 2);
+        if ((rc = gpt_forward_hidden(m, p->in, b, T)) || (rc = gpt_get_hidden(m, p->h))) break;
+        orb_head_forward(p->pred, p->h, p->head, p->head[C], b * T, C);
+        for (int k = 0; k < b; k++) {
+            int64_t i = sys_list[j0 + k];
+            for (int64_t q = cnt[i]; q < cnt[i + 1]; q++) {
+                int64_t id = ids[order[q]];
+                double v = p->pred[(size_t)k * T + id % LSSAR_ORB_ROWS] * p->scale + p->shift;
+                pred_out[order[q]] = o->target_log ? pow(10.0, v) : v;
             }
         }
-        free(order); free(cnt); free(sys_list);
     }
-done:
-    free(seq); free(y); free(mask); free(in); free(h); free(dh); free(pred); free(yb); free(mb);
-    free(head); free(hg); free(hm); free(hv);
+    free(order); free(cnt); free(pos); free(sys_list);
+    return rc;
+}
+
+int orb_probe_fit_predict(gpt *m, const char *force_dir, const char *split, const orb_state *st,
+                          const orb_force_split *s, const orb_probe_opts *o, const int64_t *ids, int64_t n,
+                          double *pred_out, double *final_loss) {
+    const gpt_config *cfg = gpt_get_config(m);
+    probe_run p = {.T = LSSAR_ORB_ROWS - 1, .C = cfg->dim, .B = o->batch, .S = s->systems};
+    int rc = probe_check_model(cfg, o, p.T);
+    if (rc) return rc;
+    if ((rc = load_sequences(force_dir, split, p.S, &p.seq))) return rc;
+    rc = probe_alloc(&p);
+    if (!rc) {
+        probe_labels(&p, st, s, o);
+        rc = probe_fit(&p, m, o, final_loss);
+    }
+    if (!rc) rc = probe_predict(&p, m, o, ids, n, pred_out);
+    probe_free(&p);
     return rc;
 }
