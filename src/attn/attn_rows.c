@@ -28,8 +28,8 @@
  *    c = q^.k^ carries an error of about sqrt(D) float32 epsilons. So a row whose logits all lie
  *    within lambda * 8 sqrt(D) eps of each other (the rounding level; 4.5e-5 at n = 17, D = 64) is
  *    treated as uniform. The dot and ssmax scores have no bound 1 on the product: there the rounding
- *    level is |sc| |q_i| max_j |k_j| 8 sqrt(D) eps. Finer differences than that are not resolved by float32 scores anyway,
- *    and p = 15 would amplify that noise into arbitrary weights.
+ *    level is |sc| |q_i| max_j |k_j| 8 sqrt(D) eps. Finer differences than that are not resolved by
+ *    float32 scores anyway, and p = 15 would amplify that noise into arbitrary weights.
  *
  * CPU dispatch: attn_row_forward and attn_row_backward are LSSAR_HOT (core/dispatch.h), so a
  * portable build carries AVX-512, AVX2 + FMA and baseline clones of them, and the helpers below are

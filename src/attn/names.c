@@ -29,8 +29,8 @@ static const char VALID[] =
     "score dot, ssmax or cos with phi exp or softplus, l1 normalisation and re-weighting on or off; or "
     "sigmoid or relu (score dot, length normalisation, no re-weighting)";
 static const char SPELLING[] =
-    "use softmax, ssmax, lssa, lssar, sigmoid or relu, followed by any of +dot, +ssmax, +cos, +exp, +softplus, "
-    "+rw, +norw (e.g. softmax+cos+rw)";
+    "use softmax, ssmax, lssa, lssar, sigmoid or relu, followed by any of +dot, +ssmax, +cos, +exp, "
+    "+softplus, +rw, +norw (e.g. softmax+cos+rw)";
 
 int attn_kind_check(lssar_attn_kind k, const char *what) {
     if (attn_kind_ok(k)) return LSSAR_OK;
@@ -58,7 +58,8 @@ static const char *const NORM[] = {"l1", "len"};
 static int find_kind(const lssar_attn_stages *st) {
     for (int k = 0; k < LSSAR_ATTN_NKINDS; k++) {
         const lssar_attn_stages *t = &KINDS[k].st;
-        if (t->score == st->score && t->phi == st->phi && t->norm == st->norm && t->reweight == !!st->reweight)
+        if (t->score == st->score && t->phi == st->phi && t->norm == st->norm &&
+            t->reweight == !!st->reweight)
             return k;
     }
     return -1;
@@ -70,8 +71,8 @@ int lssar_attn_from_stages(const lssar_attn_stages *st, lssar_attn_kind *out) {
     if (k >= 0) { *out = (lssar_attn_kind)k; return LSSAR_OK; }
     int ok = (unsigned)st->score < NAMES(SCORE) && (unsigned)st->phi < NAMES(PHI) &&
              (unsigned)st->norm < NAMES(NORM);
-    return lssar_fail(LSSAR_E_KIND, "attention stages score %s, phi %s, norm %s, re-weighting %s are not a valid "
-                      "combination; valid: %s", ok ? SCORE[st->score] : "?", ok ? PHI[st->phi] : "?",
+    return lssar_fail(LSSAR_E_KIND, "attention stages score %s, phi %s, norm %s, re-weighting %s are not "
+                      "a valid combination; valid: %s", ok ? SCORE[st->score] : "?", ok ? PHI[st->phi] : "?",
                       ok ? NORM[st->norm] : "?", st->reweight ? "on" : "off", VALID);
 }
 
@@ -94,12 +95,15 @@ int lssar_attn_parse(const char *name, lssar_attn_kind *out) {
         else if (IS("softplus")) st.phi = LSSAR_PHI_SOFTPLUS;
         else if (IS("rw")) st.reweight = 1;
         else if (IS("norw")) st.reweight = 0;
-        else return lssar_fail(LSSAR_E_KIND, "attention kind '%s': unknown stage '+%.*s'; %s", name, (int)len, m, SPELLING);
+        else return lssar_fail(LSSAR_E_KIND, "attention kind '%s': unknown stage '+%.*s'; %s", name,
+                               (int)len, m, SPELLING);
 #undef IS
         m += len;
     }
     int k = find_kind(&st);
-    if (k < 0) return lssar_fail(LSSAR_E_KIND, "attention kind '%s' combines stages that do not go together; valid: %s", name, VALID);
+    if (k < 0)
+        return lssar_fail(LSSAR_E_KIND, "attention kind '%s' combines stages that do not go together; "
+                          "valid: %s", name, VALID);
     *out = (lssar_attn_kind)k;
     return LSSAR_OK;
 }

@@ -256,15 +256,16 @@ static double num(const cJSON *j, const char *key, double dflt) {
     return !x ? dflt : cJSON_IsNumber(x) ? x->valuedouble : -1e300;
 }
 
-// A GPT-NeoX folder (config j, already read): RoPE, sequential residual, tied head.
 // The model a transformers GPT-2 or GPT-NeoX folder describes (sizes checked by the caller): softmax,
 // tied, one token channel, on the CPU; rope_base 0 for gpt_create's default.
-static gpt_config text_config(double L, double H, double C, double V, double T, lssar_pos pos, float rope_base) {
+static gpt_config text_config(double L, double H, double C, double V, double T, lssar_pos pos,
+                              float rope_base) {
     return (gpt_config){.layers = (int)L, .heads = (int)H, .dim = (int)C, .vocab = (int)V, .channels = 1,
                         .max_seq = (int)T, .pos = pos, .attn = LSSAR_ATTN_SOFTMAX, .p = 15.0f, .tied = 1,
                         .device = LSSAR_DEVICE_CPU, .rope_base = rope_base};
 }
 
+// A GPT-NeoX folder (config j, already read): RoPE, sequential residual, tied head.
 static int neox_load(const char *dir, cJSON *j, gpt **out) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
