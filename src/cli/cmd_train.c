@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "args.h"
 #include "lssar.h"
 #include "exp/common.h"
@@ -11,6 +10,7 @@
 #include "model/checkpoint.h"
 #include "core/dist.h"
 #include "model/gpt.h"
+#include "train/resume.h"
 #include "train/train.h"
 
 static const char *ABOUT =
@@ -78,27 +78,14 @@ static int seen(const arg_spec *s, const char *name) {
 // On --resume, a model or schedule flag that disagrees with the checkpoint is a mistake.
 static int check_resume_flags(const arg_spec *sp, train_opts *o, const char *attn, const char *pos,
                               const char *len_norm) {
-    char tp[4096], mp[4096];
-    snprintf(tp, sizeof tp, "%s/%s", o->out, CKPT_TRAINER_FILE);
-    snprintf(mp, sizeof mp, "%s/%s", o->out, CKPT_MODEL_FILE);
-    train_state s;
-    st_file f;
-    int e = ckpt_read_train_state(tp, &s);
-    if (!e) e = st_open(&f, mp);
     // a missing or damaged checkpoint is a file error (exit 1); a flag that disagrees with it is a
     // usage error (exit 2, below)
-    if (e == LSSAR_E_IO) {
-        fprintf(stderr,
-                "lssar train: --resume: %s (train without --resume first, or point --out at an existing "
-                "run)\n",
-                lssar_errmsg());
+    train_state s;
+    gpt_config c;
+    if (train_read_checkpoint(o->out, &c, &s)) {
+        fprintf(stderr, "lssar train: --resume: %s\n", lssar_errmsg());
         return 1;
     }
-    if (e) { fprintf(stderr, "lssar train: --resume: %s\n", lssar_errmsg()); return 1; }
-    gpt_config c;
-    int rc = ckpt_config_from_meta(&f, &c, NULL);
-    st_close(&f);
-    if (rc) { fprintf(stderr, "lssar train: --resume: %s\n", lssar_errmsg()); return 1; }
     char stored[64], given[64];
     lssar_attn_kind given_attn = c.attn;
     if (seen(sp, "attn") && args_attn_kind("train", attn, &given_attn)) return 2;
@@ -223,15 +210,8 @@ int cmd_train(int argc, char **argv) {
     int locked = 0;
     if (o.resume) {
         // lock the run and complete a checkpoint that a kill left half moved, before reading it
-        // (rank 0 alone under mpirun: the others read the checkpoint once it has done so)
-        struct stat st;
-        int lrc = 0;
-        if (lssar_dist_rank() == 0 && stat(o.out, &st) == 0 && S_ISDIR(st.st_mode))
-            lrc = train_dir_lock(o.out) || (locked = 1, train_recover(o.out, o.quiet));
-        if (lrc) lrc = LSSAR_E_IO;
-        if (lssar_dist_agree(lrc)) {
+        if (train_resume_lock(o.out, o.quiet, &locked)) {
             fprintf(stderr, "lssar train: %s\n", lssar_errmsg());
-            if (locked) train_dir_unlock(o.out);
             return 1;
         }
         rc = check_resume_flags(sp, &o, attn, mf.pos, len_norm);
