@@ -201,11 +201,32 @@ ROW_FN double phi_softplus(int n, float sc, const float *s, float *a, float *xma
     return z;
 }
 
+enum { POW_SQUARE4, POW_SQUARE6, POW_EXPLOG };  // how reweight_pow raises to the power p
+
+// w_j = b_j = (u_j / max u)^p with u_j = nz al_j - o (invm = 1 / max u); returns sum b. u <= 0 (or
+// below FLT_MIN of max u) gives b = 0. how is a constant at each call, so after inlining each call
+// is its own loop with one power function, vectorised as such.
+ROW_FN double reweight_pow(int n, float nz, float o, float invm, const float *al, float *w, int how,
+                           int ip, float p) {
+    double sb = 0.0;
+#pragma omp simd reduction(+ : sb)
+    for (int j = 0; j < n; j++) {
+        float r = (nz * al[j] - o) * invm;
+        float b = how == POW_SQUARE4   ? fm_powi4(r, ip)
+                  : how == POW_SQUARE6 ? fm_powi6(r, ip)
+                                       : fm_pow01(r, p);
+        b = !(r <= FLT_MIN) ? b : 0.0f;  // a NaN r stays NaN
+        w[j] = b;
+        sb += b;
+    }
+    return sb;
+}
+
 // The re-weighting of an l1 row: from a (alpha_j = a_j invz), u = n alpha - o,
 // w = max(u, 0)^p / sum, computed as (u / max u)^p so nothing overflows. Returns 1 for a fallback
 // row (uniform: sum b == 0, w = alpha).
 ROW_FN int reweight_forward(const attn_row_params *pp, int i, int n, int jm, float invz, int uniform,
-                                   const float *al, float *w) {
+                            const float *al, float *w) {
     float o = i < 3 ? 0.0f : 1.0f, fn = (float)n, nz = fn * invz;
     float m = nz * al[jm] - o;
     if (i >= 3 && (uniform || !(m > 0.0f))) {  // uniform: sum b == 0 -> beta = alpha
@@ -214,37 +235,14 @@ ROW_FN int reweight_forward(const attn_row_params *pp, int i, int n, int jm, flo
         return 1;
     }
     float invm = 1.0f / m, p = pp->p;
-    double sb = 0.0;
-    // b / max b = (u / max u)^p; u <= 0 (or below FLT_MIN of max u) gives b = 0.
     int ip = (int)p;
-    if (p == (float)ip && ip >= 1 && ip < 16) {  // integer p (the paper's 15): repeated squaring
-#pragma omp simd reduction(+ : sb)
-        for (int j = 0; j < n; j++) {
-            float r = (nz * al[j] - o) * invm;
-            float b = fm_powi4(r, ip);
-            b = !(r <= FLT_MIN) ? b : 0.0f;  // a NaN r stays NaN
-            w[j] = b;
-            sb += b;
-        }
-    } else if (p == (float)ip && ip >= 16 && ip < 64) {
-#pragma omp simd reduction(+ : sb)
-        for (int j = 0; j < n; j++) {
-            float r = (nz * al[j] - o) * invm;
-            float b = fm_powi6(r, ip);
-            b = !(r <= FLT_MIN) ? b : 0.0f;  // a NaN r stays NaN
-            w[j] = b;
-            sb += b;
-        }
-    } else {
-#pragma omp simd reduction(+ : sb)
-        for (int j = 0; j < n; j++) {
-            float r = (nz * al[j] - o) * invm;
-            float b = fm_pow01(r, p);
-            b = !(r <= FLT_MIN) ? b : 0.0f;  // a NaN r stays NaN
-            w[j] = b;
-            sb += b;
-        }
-    }
+    double sb;
+    if (p == (float)ip && ip >= 1 && ip < 16)  // integer p (the paper's 15): repeated squaring
+        sb = reweight_pow(n, nz, o, invm, al, w, POW_SQUARE4, ip, p);
+    else if (p == (float)ip && ip >= 16 && ip < 64)
+        sb = reweight_pow(n, nz, o, invm, al, w, POW_SQUARE6, ip, p);
+    else
+        sb = reweight_pow(n, nz, o, invm, al, w, POW_EXPLOG, ip, p);
     float invsb = (float)(1.0 / sb);
 #pragma omp simd
     for (int j = 0; j < n; j++) w[j] *= invsb;
