@@ -149,11 +149,7 @@ static int time_attn(lssar_attn_kind kind, int T, int H, int D, int repeats, dou
         if (i >= 0) t[i] = lssar_now() - t0;
     }
     free(buf);
-    if (rc) {
-        char msg[1024];   // (copied first: lssar_fail writes the buffer lssar_errmsg reads)
-        snprintf(msg, sizeof msg, "%s", lssar_errmsg());
-        return lssar_fail(rc, "attention: %s", msg);
-    }
+    if (rc) return lssar_fail(rc, "attention: %s", lssar_errmsg());
     *ms = 1e3 * median(t, reps);
     return 0;
 }
@@ -297,11 +293,8 @@ int bench_run(const bench_opts *o) {
     if (!o->no_attn && !rc && gpu)
         printf("attention kernels: not timed on the GPU here (bench/gpu_attn times them: make gpu-bench)\n");
     if (!o->no_attn && !rc && !gpu) rc = bench_attention(o, at);
-    if (!rc && o->json && (rc = lssar_write_json(o->json, root))) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", lssar_errmsg());
-        lssar_fail(rc, "--json: %s", msg);
-    }
+    if (!rc && o->json && (rc = lssar_write_json(o->json, root)))
+        lssar_fail(rc, "--json: %s", lssar_errmsg());
     cJSON_Delete(root);
     return rc;
 }

@@ -9,13 +9,6 @@
 #include "core/util.h"
 #include "exp/downstream.h"
 
-// lssar_fail with "what: " before the last failure's message (copied first: it is the buffer written).
-static int name_failure(int code, const char *what) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", lssar_errmsg());
-    return lssar_fail(code, "%s: %s", what, msg);
-}
-
 // The table on stdout: the model, its kind, steps and window, a row per task, the harness note.
 static void print_table(const downstream_opts *o, const gpt_config *c, int64_t step, int W,
                         const ds_result *res, double t0) {
@@ -65,7 +58,7 @@ static int score_tasks(const downstream_opts *o, gpt *m, const lssar_tokenizer *
     for (int i = 0; i < o->ntasks && !rc; i++)
         if ((rc = ds_run_task(m, tok, o->names[i], o->paths[i], &d, &res[i]))) {
             *usage = rc == LSSAR_E_ARG || rc == LSSAR_E_UNSUPPORTED;
-            rc = name_failure(rc, o->names[i]);
+            rc = lssar_fail(rc, "%s: %s", o->names[i], lssar_errmsg());
         }
     if (o->requests_out) {
         if (rc) lssar_afile_abort(&af);
@@ -82,7 +75,7 @@ int downstream_run(const downstream_opts *o, int *usage) {
     if (rc) return rc;
     if ((rc = ds_check_model(m))) {
         *usage = 1;
-        rc = name_failure(rc, o->model);
+        rc = lssar_fail(rc, "%s: %s", o->model, lssar_errmsg());
         gpt_free(m);
         return rc;
     }

@@ -97,9 +97,7 @@ int sr_csv_run(const sr_csv_opts *o) {
     lssar_sr_result r;
     rc = lssar_symreg(&o->sr, X, c.data + (size_t)ti * c.rows, c.rows, nf, names, &r);
     if (rc) {
-        char msg[1024];   // (copied first: lssar_fail writes the buffer lssar_errmsg reads)
-        snprintf(msg, sizeof msg, "%s", lssar_errmsg());
-        rc = lssar_fail(rc, "%s: %s", o->csv, msg);
+        rc = lssar_fail(rc, "%s: %s", o->csv, lssar_errmsg());
     } else {
         printf("%-10s %-12s %-10s %s\n", "complexity", "loss", "score", "equation");
         for (int k = 0; k < r.n; k++)

@@ -226,10 +226,7 @@ int tokenize_run(const tokenize_opts *o) {
     lssar_tokenizer_free(t);
     // name the input the message is about
     const char *in = o->in ? o->in : "standard input";
-    if (rc && in_stage && !strstr(lssar_errmsg(), in)) {
-        char msg[1024];   // (copied first: lssar_fail writes the buffer lssar_errmsg reads)
-        snprintf(msg, sizeof msg, "%s", lssar_errmsg());
-        lssar_fail(rc, "%s%s: %s", o->in ? "--in " : "", in, msg);
-    }
+    if (rc && in_stage && !strstr(lssar_errmsg(), in))
+        lssar_fail(rc, "%s%s: %s", o->in ? "--in " : "", in, lssar_errmsg());
     return rc;
 }

@@ -11,13 +11,6 @@
 #include "core/util.h"
 #include "train/eval.h"
 
-// lssar_fail with the last failure's message after a prefix (copied first: it is the buffer written).
-static int prefixed(int code, const char *prefix) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", lssar_errmsg());
-    return lssar_fail(code, "%s%s", prefix, msg);
-}
-
 // The table's first lines and the JSON's model fields.
 static cJSON *model_header(const char *mp, const gpt_config *c, int64_t step, const char *data) {
     char kdesc[32];   // sigmoid / relu: their length normalisation instead of the (unused) p
@@ -48,10 +41,8 @@ static int eval_length(const eval_run_opts *o, gpt *m, const shard *s, int T, cJ
     double t0 = lssar_now();
     int rc = eval_shard_ranks(m, s, T, o->batch, o->batches * o->batch, &er, pp);   // a collective
     if (rc) {
-        char what[32];
-        snprintf(what, sizeof what, "--seq %d: ", T);
         free(pp);
-        return prefixed(rc, what);
+        return lssar_fail(rc, "--seq %d: %s", T, lssar_errmsg());
     }
     printf("%8d %10.4f %10.3f %12zu %8d   (%.1f s)\n", T, er.loss, exp(er.loss), er.tokens, er.windows,
            lssar_now() - t0);
@@ -89,7 +80,7 @@ static int eval_lengths(const eval_run_opts *o, gpt *m, const shard *s, int64_t 
     // rank 0 writes; the others learn whether it could
     if (!rc && o->json) {
         rc = lssar_dist_agree(lssar_dist_rank() == 0 ? lssar_write_json(o->json, root) : 0);
-        if (rc) rc = prefixed(rc, "--json: ");
+        if (rc) rc = lssar_fail(rc, "--json: %s", lssar_errmsg());
     }
     cJSON_Delete(root);
     return rc;
@@ -123,7 +114,7 @@ int eval_run(const eval_run_opts *o, int *usage) {
     if ((rc = lssar_dist_agree(rc))) {
         shard_close(&s);   // a no-op where the open failed
         gpt_free(m);
-        return prefixed(rc, "--data: ");
+        return lssar_fail(rc, "--data: %s", lssar_errmsg());
     }
     rc = eval_lengths(o, m, &s, step, mp);
     shard_close(&s);

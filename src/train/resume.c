@@ -29,11 +29,9 @@ int train_read_checkpoint(const char *dir, gpt_config *c, train_state *s) {
     st_file f;
     int rc = ckpt_read_train_state(tp, s);
     if (!rc) rc = st_open(&f, mp);
-    if (rc == LSSAR_E_IO) {
-        char msg[1024];   // (copied first: lssar_fail writes the buffer lssar_errmsg reads)
-        snprintf(msg, sizeof msg, "%s", lssar_errmsg());
-        return lssar_fail(rc, "%s (train without --resume first, or point --out at an existing run)", msg);
-    }
+    if (rc == LSSAR_E_IO)
+        return lssar_fail(rc, "%s (train without --resume first, or point --out at an existing run)",
+                          lssar_errmsg());
     if (rc) return rc;
     rc = ckpt_config_from_meta(&f, c, NULL);
     st_close(&f);
