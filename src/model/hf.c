@@ -78,12 +78,8 @@ static size_t max_numel(const gpt *m) {
     return mx;
 }
 
-static int write_config_neox(const gpt_config *c, const char *path) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "architectures"),
-                         cJSON_CreateString("GPTNeoXForCausalLM"));
-    cJSON_AddStringToObject(j, "model_type", "gpt_neox");
-    cJSON_AddNumberToObject(j, "vocab_size", c->vocab);
+// config.json's keys after the model type and the vocabulary, for a GPT-NeoX (RoPE) folder.
+static void config_neox(const gpt_config *c, cJSON *j) {
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
     cJSON_AddNumberToObject(j, "num_hidden_layers", c->layers);
     cJSON_AddNumberToObject(j, "num_attention_heads", c->heads);
@@ -98,19 +94,10 @@ static int write_config_neox(const gpt_config *c, const char *path) {
     cJSON_AddBoolToObject(j, "tie_word_embeddings", 0);    // embed_out is written as the embedding's copy
     cJSON_AddNumberToObject(j, "attention_dropout", 0);
     cJSON_AddNumberToObject(j, "hidden_dropout", 0);
-    cJSON_AddStringToObject(j, "torch_dtype", "float32");
-    int rc = lssar_write_json(path, j);
-    cJSON_Delete(j);
-    return rc;
 }
 
-static int write_config(const gpt_config *c, const char *path) {
-    if (c->pos == LSSAR_POS_ROPE) return write_config_neox(c, path);
-    cJSON *j = cJSON_CreateObject();
-    cJSON *a = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(a, cJSON_CreateString("GPT2LMHeadModel"));
-    cJSON_AddStringToObject(j, "model_type", "gpt2");
-    cJSON_AddNumberToObject(j, "vocab_size", c->vocab);
+// The same for a GPT-2 (learned positions) folder.
+static void config_gpt2(const gpt_config *c, cJSON *j) {
     cJSON_AddNumberToObject(j, "n_positions", c->max_seq);
     cJSON_AddNumberToObject(j, "n_ctx", c->max_seq);
     cJSON_AddNumberToObject(j, "n_embd", c->dim);
@@ -127,6 +114,17 @@ static int write_config(const gpt_config *c, const char *path) {
         cJSON_AddNumberToObject(j, "bos_token_id", 50256);
         cJSON_AddNumberToObject(j, "eos_token_id", 50256);
     }
+}
+
+static int write_config(const gpt_config *c, const char *path) {
+    const int neox = c->pos == LSSAR_POS_ROPE;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "architectures"),
+                         cJSON_CreateString(neox ? "GPTNeoXForCausalLM" : "GPT2LMHeadModel"));
+    cJSON_AddStringToObject(j, "model_type", neox ? "gpt_neox" : "gpt2");
+    cJSON_AddNumberToObject(j, "vocab_size", c->vocab);
+    if (neox) config_neox(c, j);
+    else config_gpt2(c, j);
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
     int rc = lssar_write_json(path, j);
     cJSON_Delete(j);
