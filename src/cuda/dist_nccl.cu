@@ -100,6 +100,24 @@ void cuda_dist_free(ncclComm_t comm, int failed) {
         if (r == ncclSuccess && (r = (call)) != ncclSuccess) what = name; \
     } while (0)
 
+// Opens a group on the communicator, which the first collective of a context creates.
+static int group_begin(ncclComm_t *comm) {
+    int rc = *comm ? 0 : comm_create(comm);
+    if (rc) return rc;
+    ncclResult_t r = ncclGroupStart();
+    return r == ncclSuccess ? 0 : dist_fail_nccl(r, "ncclGroupStart");
+}
+
+// Closes the group whatever happened inside it; r and what: the first failed call in it, if any.
+static int group_end(ncclResult_t r, const char *what) {
+    ncclResult_t end = ncclGroupEnd();
+    if (r == ncclSuccess) {
+        r = end;
+        what = "ncclGroupEnd";
+    }
+    return r == ncclSuccess ? 0 : dist_fail_nccl(r, what);
+}
+
 int cuda_dist_sum(ncclComm_t *comm, float *out, const float *x, const size_t *off, const size_t *cnt,
                   int accumulate, float *scratch, cudaStream_t stream) {
     const int me = lssar_dist_rank(), size = lssar_dist_size();
@@ -111,21 +129,18 @@ int cuda_dist_sum(ncclComm_t *comm, float *out, const float *x, const size_t *of
         cudaError_t e = cudaMemcpyAsync(out, p, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
         return e == cudaSuccess ? 0 : dist_fail_cuda(e, "cudaMemcpyAsync");
     }
-    int rc = *comm ? 0 : comm_create(comm);
-    if (rc) return rc;
     // All-to-all-v: rank s's piece for this rank (cnt[me] floats) lands at scratch + s * n. A
     // send and the peer's receive have the same count (cnt is the same on every rank), so both
     // sides skip the empty ones alike.
-    ncclResult_t r = ncclGroupStart();
-    if (r != ncclSuccess) return dist_fail_nccl(r, "ncclGroupStart");
-    const char *what = "ncclGroupEnd";
+    int rc = group_begin(comm);
+    if (rc) return rc;
+    ncclResult_t r = ncclSuccess;
+    const char *what = NULL;
     for (int s = 0; s < size; s++) {
         if (cnt[s]) GROUP_CALL(ncclSend(x + off[s], cnt[s], ncclFloat, s, *comm, stream), "ncclSend");
         if (n) GROUP_CALL(ncclRecv(scratch + (size_t)s * n, n, ncclFloat, s, *comm, stream), "ncclRecv");
     }
-    ncclResult_t end = ncclGroupEnd();
-    if (r == ncclSuccess) r = end;
-    if (r != ncclSuccess) return dist_fail_nccl(r, what);
+    if ((rc = group_end(r, what))) return rc;
     // after the exchange on the stream, so out may lie inside x (a sum into the gradient in place)
     return sum_pieces(out, scratch, n, size, n, accumulate, stream);
 }
@@ -134,13 +149,12 @@ int cuda_dist_allgather(ncclComm_t *comm, float *x, const size_t *off, const siz
                         cudaStream_t stream) {
     const int size = lssar_dist_size(), rank = lssar_dist_rank();
     if (size == 1) return 0;
-    int rc = *comm ? 0 : comm_create(comm);
-    if (rc) return rc;
     // all-gather-v in place: rank r broadcasts its part, every part in one fused launch; a gather:
     // every other rank sends its part to root, which receives each in place
-    ncclResult_t r = ncclGroupStart();
-    if (r != ncclSuccess) return dist_fail_nccl(r, "ncclGroupStart");
-    const char *what = "ncclGroupEnd";
+    int rc = group_begin(comm);
+    if (rc) return rc;
+    ncclResult_t r = ncclSuccess;
+    const char *what = NULL;
     for (int s = 0; s < size; s++) {
         if (!cnt[s]) continue;
         if (root < 0)
@@ -151,7 +165,5 @@ int cuda_dist_allgather(ncclComm_t *comm, float *x, const size_t *off, const siz
         else if (rank == s && s != root)
             GROUP_CALL(ncclSend(x + off[s], cnt[s], ncclFloat, root, *comm, stream), "ncclSend");
     }
-    ncclResult_t end = ncclGroupEnd();
-    if (r == ncclSuccess) r = end;
-    return r == ncclSuccess ? 0 : dist_fail_nccl(r, what);
+    return group_end(r, what);
 }
