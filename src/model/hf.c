@@ -263,6 +263,39 @@ static gpt_config text_config(double L, double H, double C, double V, double T, 
                         .device = LSSAR_DEVICE_CPU, .rope_base = rope_base};
 }
 
+// A model.safetensors being read into an empty model of its config (buf: 2 x the largest tensor,
+// the tensor read and its conversion).
+typedef struct {
+    st_file f;
+    gpt *m;
+    float *buf;
+    size_t half;
+} hf_reader;
+
+// Cleans up itself when it fails.
+static int reader_open(hf_reader *r, const char *path, const gpt_config *cfg) {
+    r->m = NULL;
+    r->buf = NULL;
+    int rc = st_open(&r->f, path);
+    if (rc) return rc;
+    if ((rc = gpt_create_empty(cfg, &r->m))) { st_close(&r->f); return rc; }
+    r->half = max_numel(r->m);
+    r->buf = malloc(2 * r->half * sizeof(float));
+    if (r->buf) return 0;
+    st_close(&r->f);
+    gpt_free(r->m);
+    return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+}
+
+// The model to *out when rc is 0, else freed; returns rc.
+static int reader_close(hf_reader *r, int rc, gpt **out) {
+    free(r->buf);
+    st_close(&r->f);
+    if (rc) { gpt_free(r->m); return rc; }
+    *out = r->m;
+    return 0;
+}
+
 // A GPT-NeoX folder (config j, already read): RoPE, sequential residual, tied head.
 static int neox_load(const char *dir, cJSON *j, gpt **out) {
     char path[4200];
@@ -300,23 +333,18 @@ static int neox_load(const char *dir, cJSON *j, gpt **out) {
                           "max_position_embeddings %g are not a model",
                           path, V, C, L, H, T);
     gpt_config cfg = text_config(L, H, C, V, T, LSSAR_POS_ROPE, (float)base);
-    gpt *m = NULL;
-    st_file f;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = st_open(&f, path);
+    hf_reader r;
+    int rc = reader_open(&r, path, &cfg);
     if (rc) return rc;
-    if ((rc = gpt_create_empty(&cfg, &m))) { st_close(&f); return rc; }
-    size_t half = max_numel(m);
-    float *buf = malloc(2 * half * sizeof(float));
-    if (!buf) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
     char ours[96], nm[96];
     for (int k = 0; k < NNEOX && !rc; k++)
         for (int l = 0; l < (NEOX[k].per_layer ? cfg.layers : 1) && !rc; l++) {
             snprintf(ours, sizeof ours, NEOX[k].ours, l);
             snprintf(nm, sizeof nm, NEOX[k].hf, l);
-            int i = gpt_tensor_index(m, ours);
-            size_t n = gpt_tensor_numel(m, i);
-            const st_tensor *t = st_find(&f, nm);
+            int i = gpt_tensor_index(r.m, ours);
+            size_t n = gpt_tensor_numel(r.m, i);
+            const st_tensor *t = st_find(&r.f, nm);
             if (!t && k == NNEOX - 1 && tied) continue;   // a tied head need not be stored
             if (!t) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s is missing", path, nm); break; }
             if (t->numel != n) {
@@ -324,29 +352,25 @@ static int neox_load(const char *dir, cJSON *j, gpt **out) {
                                 path, nm);
                 break;
             }
-            if ((rc = st_read(&f, nm, "F32", buf, n))) break;
+            if ((rc = st_read(&r.f, nm, "F32", r.buf, n))) break;
             if (k == NNEOX - 1) {   // embed_out: lssar's head is the embedding itself
-                gpt_read_tensor(m, GPT_BUF_PARAM, i, buf + half);
-                if (memcmp(buf, buf + half, n * sizeof(float)))
+                gpt_read_tensor(r.m, GPT_BUF_PARAM, i, r.buf + r.half);
+                if (memcmp(r.buf, r.buf + r.half, n * sizeof(float)))
                     rc = lssar_fail(LSSAR_E_UNSUPPORTED,
                                     "%s: embed_out differs from embed_in: lssar's models tie the head to the "
                                     "embedding",
                                     path);
                 continue;
             }
-            const float *src = buf;
+            const float *src = r.buf;
             if (NEOX[k].layout == QKV_BY_HEAD) {
-                qkv_rows(buf, buf + half, cfg.heads, cfg.dim / cfg.heads, t->ndim > 1 ? (size_t)cfg.dim : 1,
-                         1);
-                src = buf + half;
+                qkv_rows(r.buf, r.buf + r.half, cfg.heads, cfg.dim / cfg.heads,
+                         t->ndim > 1 ? (size_t)cfg.dim : 1, 1);
+                src = r.buf + r.half;
             }
-            rc = gpt_write_tensor(m, GPT_BUF_PARAM, i, src);
+            rc = gpt_write_tensor(r.m, GPT_BUF_PARAM, i, src);
         }
-    free(buf);
-    st_close(&f);
-    if (rc) { gpt_free(m); return rc; }
-    *out = m;
-    return 0;
+    return reader_close(&r, rc, out);
 }
 
 int hf_load(const char *dir, gpt **out) {
@@ -390,46 +414,37 @@ int hf_load(const char *dir, gpt **out) {
                           "model (n_head must divide n_embd)",
                           path, V, T, C, L, H);
     gpt_config cfg = text_config(L, H, C, V, T, LSSAR_POS_LEARNED, 0.0f);
-    gpt *m = NULL;
-    st_file f;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = st_open(&f, path);
+    hf_reader r;
+    int rc = reader_open(&r, path, &cfg);
     if (rc) return rc;
-    if ((rc = gpt_create_empty(&cfg, &m))) { st_close(&f); return rc; }
-    size_t half = max_numel(m);
-    float *buf = malloc(2 * half * sizeof(float));
-    if (!buf) rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
     char ours[96], hf[80], full[96];
     for (int k = 0; k < NMAP && !rc; k++)
         for (int l = 0; l < (MAP[k].per_layer ? cfg.layers : 1) && !rc; l++) {
             snprintf(ours, sizeof ours, MAP[k].ours, l);
             snprintf(hf, sizeof hf, MAP[k].hf, l);
             snprintf(full, sizeof full, "transformer.%s", hf);
-            const char *name = st_find(&f, full) ? full : hf;   // the Hub's gpt2 has no prefix
-            int i = gpt_tensor_index(m, ours);
-            const int *sh = gpt_tensor_shape(m, i);
-            const st_tensor *t = st_find(&f, name);
+            const char *name = st_find(&r.f, full) ? full : hf;   // the Hub's gpt2 has no prefix
+            int i = gpt_tensor_index(r.m, ours);
+            const int *sh = gpt_tensor_shape(r.m, i);
+            const st_tensor *t = st_find(&r.f, name);
             int64_t want0 = MAP[k].layout == TRANSPOSED ? sh[1] : sh[0],
                     want1 = MAP[k].layout == TRANSPOSED ? sh[0] : sh[1];
             if (!t) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s is missing", path, full); break; }
-            if (t->ndim != gpt_tensor_ndim(m, i) || t->shape[0] != want0 ||
+            if (t->ndim != gpt_tensor_ndim(r.m, i) || t->shape[0] != want0 ||
                 (t->ndim > 1 && t->shape[1] != want1)) {
                 rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor %s has another shape than config.json implies",
                                 path, name);
                 break;
             }
             // the error names the dtype
-            if ((rc = st_read(&f, name, "F32", buf, gpt_tensor_numel(m, i)))) break;
-            const float *src = buf;
+            if ((rc = st_read(&r.f, name, "F32", r.buf, gpt_tensor_numel(r.m, i)))) break;
+            const float *src = r.buf;
             if (MAP[k].layout == TRANSPOSED) {
-                transpose(buf, buf + half, (int)want0, (int)want1);
-                src = buf + half;
+                transpose(r.buf, r.buf + r.half, (int)want0, (int)want1);
+                src = r.buf + r.half;
             }
-            rc = gpt_write_tensor(m, GPT_BUF_PARAM, i, src);
+            rc = gpt_write_tensor(r.m, GPT_BUF_PARAM, i, src);
         }
-    free(buf);
-    st_close(&f);
-    if (rc) { gpt_free(m); return rc; }
-    *out = m;
-    return 0;
+    return reader_close(&r, rc, out);
 }
