@@ -40,156 +40,138 @@ static int cmp_begin(const void *a, const void *b) {
                                  : (x->nbytes > y->nbytes) - (x->nbytes < y->nbytes);
 }
 
-// Parse the header JSON into f->tensors / f->meta_*; 0 or LSSAR_E_FORMAT (message set).
-static int parse_header(st_file *f, const char *json, size_t len) {
-    const char *path = f->path;
+// Parse the header JSON; only padding may follow the object (cJSON stops at the end of the first
+// value). The root object in *out, or LSSAR_E_FORMAT (message set).
+static int parse_json_object(const st_file *f, const char *json, size_t len, cJSON **out) {
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    // Only padding may follow the object (cJSON stops at the end of the first value).
     for (const char *c = end; root && c && c < json + len; c++)
         if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r' && *c != 0) {
             cJSON_Delete(root);
             return lssar_fail(LSSAR_E_FORMAT,
                               "%s: unexpected bytes after the safetensors header's JSON object: damaged file",
-                              path);
+                              f->path);
         }
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return lssar_fail(LSSAR_E_FORMAT,
                           "%s: the safetensors header is not a JSON object: damaged or not a safetensors "
                           "file",
-                          path);
+                          f->path);
     }
-    int rc = 0, count = cJSON_GetArraySize(root);
-    f->tensors = calloc(count > 0 ? count : 1, sizeof *f->tensors);
-    if (!f->tensors) {
-        cJSON_Delete(root);
-        return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+    *out = root;
+    return 0;
+}
+
+// The "__metadata__" entry into f->meta_keys / f->meta_vals: string values only, at most once.
+static int read_metadata(st_file *f, const cJSON *e) {
+    const char *path = f->path;
+    if (!cJSON_IsObject(e)) return lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ is not a JSON object", path);
+    if (f->meta_keys)
+        return lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ appears twice in the header: damaged file", path);
+    int nm = cJSON_GetArraySize(e);
+    f->meta_keys = calloc(nm + 1, sizeof(char *));
+    f->meta_vals = calloc(nm + 1, sizeof(char *));
+    if (!f->meta_keys || !f->meta_vals) return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+    for (const cJSON *m = e->child; m; m = m->next) {
+        if (!cJSON_IsString(m))
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: __metadata__ value '%s' is not a string (the format allows strings only)",
+                              path, m->string);
+        f->meta_keys[f->n_meta] = strdup(m->string);
+        f->meta_vals[f->n_meta] = strdup(m->valuestring);
+        f->n_meta++;
     }
-    for (cJSON *e = root->child; e && !rc; e = e->next) {
-        if (!e->string) { rc = lssar_fail(LSSAR_E_FORMAT, "%s: header entry without a name", path); break; }
-        if (!strcmp(e->string, "__metadata__")) {
-            if (!cJSON_IsObject(e)) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ is not a JSON object", path);
-                break;
-            }
-            if (f->meta_keys) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: __metadata__ appears twice in the header: damaged file",
-                                path);
-                break;
-            }
-            int nm = cJSON_GetArraySize(e);
-            f->meta_keys = calloc(nm + 1, sizeof(char *));
-            f->meta_vals = calloc(nm + 1, sizeof(char *));
-            if (!f->meta_keys || !f->meta_vals) {
-                rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
-                break;
-            }
-            for (cJSON *m = e->child; m; m = m->next) {
-                if (!cJSON_IsString(m)) {
-                    rc = lssar_fail(LSSAR_E_FORMAT,
-                                    "%s: __metadata__ value '%s' is not a string (the format allows strings "
-                                    "only)",
-                                    path, m->string);
-                    break;
-                }
-                f->meta_keys[f->n_meta] = strdup(m->string);
-                f->meta_vals[f->n_meta] = strdup(m->valuestring);
-                f->n_meta++;
-            }
-            continue;
-        }
-        const char *name = e->string;
-        for (int i = 0; i < f->n; i++)
-            if (!strcmp(f->tensors[i].name, name)) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' appears twice in the header", path, name);
-                break;
-            }
-        if (rc) break;
-        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
-        const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-        if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off)) {
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s: tensor '%s' needs \"dtype\" (string), \"shape\" and \"data_offsets\" "
-                            "(arrays)",
-                            path, name);
-            break;
-        }
-        size_t esize = st_dtype_size(dt->valuestring);
-        if (!esize) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has unknown dtype '%s'", path, name,
-                            dt->valuestring);
-            break;
-        }
-        st_tensor *t = &f->tensors[f->n];
-        t->name = strdup(name);
-        if (!t->name) { rc = lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path); break; }
-        f->n++;
-        snprintf(t->dtype, sizeof t->dtype, "%s", dt->valuestring);
-        t->ndim = cJSON_GetArraySize(sh);
-        if (t->ndim > ST_MAX_DIMS) {
-            rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has %d dimensions (at most %d supported)", path,
-                            name, t->ndim, ST_MAX_DIMS);
-            break;
-        }
-        size_t numel = 1;
-        int d = 0;
-        for (const cJSON *x = sh->child; x; x = x->next, d++) {
-            uint64_t v;
-            if (!json_index(x, &v)) {
-                rc = lssar_fail(LSSAR_E_FORMAT,
-                                "%s: tensor '%s' has a shape entry that is not a non-negative integer", path,
-                                name);
-                break;
-            }
-            t->shape[d] = (int64_t)v;
-            if (v && numel > (SIZE_MAX / 16) / v) {
-                rc = lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' shape is absurdly large", path, name);
-                break;
-            }
-            numel *= v;
-        }
-        if (rc) break;
-        t->numel = numel;
-        uint64_t b, en;
-        if (cJSON_GetArraySize(off) != 2 || !json_index(off->child, &b) ||
-            !json_index(off->child->next, &en) || en < b) {
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s: tensor '%s' data_offsets must be [begin, end] with 0 <= begin <= end", path,
-                            name);
-            break;
-        }
-        if (en > f->buf_len) {
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s: tensor '%s' ends at byte %llu of the data but the file holds only %zu bytes "
-                            "of data: truncated or damaged",
-                            path, name, (unsigned long long)en, f->buf_len);
-            break;
-        }
-        if (en - b != numel * esize) {
-            rc = lssar_fail(LSSAR_E_FORMAT,
-                            "%s: tensor '%s' has %llu bytes but dtype %s x shape needs %zu: damaged header",
-                            path, name, (unsigned long long)(en - b), t->dtype, numel * esize);
-            break;
-        }
-        t->begin = b; t->nbytes = en - b;
-        t->data = f->buf + b;
+    return 0;
+}
+
+// t->shape [ndim] and t->numel from the "shape" array; the element count stays far from overflow
+// (times any dtype size).
+static int read_shape(const st_file *f, st_tensor *t, const cJSON *sh) {
+    t->ndim = cJSON_GetArraySize(sh);
+    if (t->ndim > ST_MAX_DIMS)
+        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has %d dimensions (at most %d supported)", f->path,
+                          t->name, t->ndim, ST_MAX_DIMS);
+    size_t numel = 1;
+    int d = 0;
+    for (const cJSON *x = sh->child; x; x = x->next, d++) {
+        uint64_t v;
+        if (!json_index(x, &v))
+            return lssar_fail(LSSAR_E_FORMAT,
+                              "%s: tensor '%s' has a shape entry that is not a non-negative integer", f->path,
+                              t->name);
+        t->shape[d] = (int64_t)v;
+        if (v && numel > (SIZE_MAX / 16) / v)
+            return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' shape is absurdly large", f->path, t->name);
+        numel *= v;
     }
-    cJSON_Delete(root);
-    if (rc) return rc;
-    // The buffer must be exactly covered: no overlaps, no holes, nothing after the last tensor.
+    t->numel = numel;
+    return 0;
+}
+
+// t->begin / t->nbytes / t->data from "data_offsets": [begin, end] inside the buffer, and as many
+// bytes as dtype x shape needs.
+static int read_offsets(const st_file *f, st_tensor *t, const cJSON *off, size_t esize) {
+    uint64_t b, en;
+    if (cJSON_GetArraySize(off) != 2 || !json_index(off->child, &b) || !json_index(off->child->next, &en) ||
+        en < b)
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: tensor '%s' data_offsets must be [begin, end] with 0 <= begin <= end", f->path,
+                          t->name);
+    if (en > f->buf_len)
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: tensor '%s' ends at byte %llu of the data but the file holds only %zu bytes "
+                          "of data: truncated or damaged",
+                          f->path, t->name, (unsigned long long)en, f->buf_len);
+    if (en - b != t->numel * esize)
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: tensor '%s' has %llu bytes but dtype %s x shape needs %zu: damaged header",
+                          f->path, t->name, (unsigned long long)(en - b), t->dtype, t->numel * esize);
+    t->begin = b; t->nbytes = en - b;
+    t->data = f->buf + b;
+    return 0;
+}
+
+// One tensor entry NAME: {"dtype", "shape", "data_offsets"} into f->tensors[f->n]. The tensor is
+// counted as soon as its name is copied, so st_close frees it whatever fails after.
+static int read_tensor(st_file *f, const cJSON *e) {
+    const char *name = e->string;
+    if (st_find(f, name))
+        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' appears twice in the header", f->path, name);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off))
+        return lssar_fail(LSSAR_E_FORMAT,
+                          "%s: tensor '%s' needs \"dtype\" (string), \"shape\" and \"data_offsets\" (arrays)",
+                          f->path, name);
+    size_t esize = st_dtype_size(dt->valuestring);
+    if (!esize)
+        return lssar_fail(LSSAR_E_FORMAT, "%s: tensor '%s' has unknown dtype '%s'", f->path, name,
+                          dt->valuestring);
+    st_tensor *t = &f->tensors[f->n];
+    t->name = strdup(name);
+    if (!t->name) return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", f->path);
+    f->n++;
+    snprintf(t->dtype, sizeof t->dtype, "%s", dt->valuestring);
+    int rc = read_shape(f, t, sh);
+    return rc ? rc : read_offsets(f, t, off, esize);
+}
+
+// The buffer must be exactly covered: no overlaps, no holes, nothing after the last tensor.
+static int check_coverage(const st_file *f) {
     st_tensor **order = malloc((f->n + 1) * sizeof *order);
-    if (!order) return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", path);
+    if (!order) return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", f->path);
     for (int i = 0; i < f->n; i++) order[i] = &f->tensors[i];
     qsort(order, f->n, sizeof *order, cmp_begin);
+    int rc = 0;
     size_t pos = 0;
     for (int i = 0; i < f->n && !rc; i++) {
         if (order[i]->begin != pos)
             rc = lssar_fail(LSSAR_E_FORMAT,
                             "%s: tensor '%s' starts at byte %zu but the previous data ends at %zu (%s): "
                             "damaged header",
-                            path, order[i]->name, order[i]->begin, pos,
+                            f->path, order[i]->name, order[i]->begin, pos,
                             order[i]->begin < pos ? "overlap" : "hole");
         pos = order[i]->begin + order[i]->nbytes;
     }
@@ -198,8 +180,28 @@ static int parse_header(st_file *f, const char *json, size_t len) {
         rc = lssar_fail(LSSAR_E_FORMAT,
                         "%s: the tensors cover %zu bytes of data but the file has %zu: damaged or appended "
                         "to",
-                        path, pos, f->buf_len);
+                        f->path, pos, f->buf_len);
     return rc;
+}
+
+// Parse the header JSON into f->tensors / f->meta_*; 0 or LSSAR_E_FORMAT (message set).
+static int parse_header(st_file *f, const char *json, size_t len) {
+    cJSON *root = NULL;
+    int rc = parse_json_object(f, json, len, &root);
+    if (rc) return rc;
+    int count = cJSON_GetArraySize(root);
+    f->tensors = calloc(count > 0 ? count : 1, sizeof *f->tensors);
+    if (!f->tensors) {
+        cJSON_Delete(root);
+        return lssar_fail(LSSAR_E_NOMEM, "out of memory reading %s", f->path);
+    }
+    for (const cJSON *e = root->child; e && !rc; e = e->next) {
+        if (!e->string) rc = lssar_fail(LSSAR_E_FORMAT, "%s: header entry without a name", f->path);
+        else if (!strcmp(e->string, "__metadata__")) rc = read_metadata(f, e);
+        else rc = read_tensor(f, e);
+    }
+    cJSON_Delete(root);
+    return rc ? rc : check_coverage(f);
 }
 
 int st_open(st_file *f, const char *path) {
