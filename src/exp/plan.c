@@ -73,21 +73,26 @@ static int read_record(const job_plan *p, const job *j, double *seconds) {
     return same;
 }
 
-static int write_record(const job_plan *p, const job *j) {
-    char path[4400], when[32];
-    job_path(p, j, "jobs", "json", path, sizeof path);
-    time_t now = time(NULL);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+cJSON *jobs_record(const job *j) {
     char *cmd = jobs_command(j);
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "name", j->name);
     cJSON_AddStringToObject(r, "command", cmd ? cmd : "");
     cJSON_AddNumberToObject(r, "exit", j->exit);
     cJSON_AddNumberToObject(r, "seconds", j->seconds);
+    free(cmd);
+    return r;
+}
+
+static int write_record(const job_plan *p, const job *j) {
+    char path[4400], when[32];
+    job_path(p, j, "jobs", "json", path, sizeof path);
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    cJSON *r = jobs_record(j);
     cJSON_AddStringToObject(r, "finished", when);
     int rc = lssar_write_json(path, r);
     cJSON_Delete(r);
-    free(cmd);
     return rc;
 }
 

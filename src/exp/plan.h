@@ -18,6 +18,7 @@
 #define LSSAR_EXP_PLAN_H
 
 #include <stdio.h>
+#include <cJSON.h>
 #include "core/argv.h"
 
 #define JOBS_MAX 128
@@ -72,6 +73,9 @@ typedef struct {
 int jobs_run_inline(job_plan *p, const plan_inline *o);
 /* The job's command as a shell line ("lssar train ..."); malloc'd. */
 char *jobs_command(const job *j);
+/* What a finished job did, {"name", "command", "exit", "seconds"}: its record in OUT/jobs and its
+   entry in a report (each adds its own keys after these). */
+cJSON *jobs_record(const job *j);
 void jobs_free(job_plan *p);
 
 #endif

@@ -132,15 +132,9 @@ static void stage_records(const job_plan *p, cJSON *stages) {
     for (int i = 0; i < p->n; i++) {
         const job *j = &p->jobs[i];
         if (j->state != JOB_DONE && j->state != JOB_FAILED) continue;
-        char *line = jobs_command(j);
-        cJSON *s = cJSON_CreateObject();
-        cJSON_AddStringToObject(s, "name", j->name);
-        cJSON_AddStringToObject(s, "command", line ? line : "");
-        cJSON_AddNumberToObject(s, "exit", j->exit);
-        cJSON_AddNumberToObject(s, "seconds", j->seconds);
+        cJSON *s = jobs_record(j);
         cJSON_AddBoolToObject(s, "skipped", j->skip != NULL);
         cJSON_AddItemToArray(stages, s);
-        free(line);
     }
 }
 
