@@ -88,11 +88,10 @@ int corpus_load_austen(const char *dir, corpus_docs *out) {
     char path[4096];
     corpus_path(path, sizeof path, "%s/root/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb", dir);
     char *raw; size_t len;
-    if (lssar_read_file(path, &raw, &len))
-        return lssar_fail(LSSAR_E_IO, "corpus 'austen': %s is missing; fetch it with "
-                          "scripts/fetch-corpora.sh austen", path);
+    int rc = corpus_read_raw("austen", path, &raw, &len);
+    if (rc) return rc;
     const unsigned char *p = (const unsigned char *)raw;
-    int rc = 0, nrec = 0;
+    int nrec = 0;
     for (size_t off = 0; off < len && !rc; nrec++) {
         if (off + 4 > len) { rc = LSSAR_E_FORMAT; break; }
         size_t want = be32(p + off), used = 0;

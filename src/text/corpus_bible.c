@@ -54,13 +54,12 @@ int corpus_load_kjv(const char *dir, corpus_docs *out) {
     char path[4096];
     corpus_path(path, sizeof path, "%s/kjv.txt", dir);
     char *raw; size_t len;
-    if (lssar_read_file(path, &raw, &len))
-        return lssar_fail(LSSAR_E_IO, "corpus 'kjv': %s is missing; fetch it with "
-                          "scripts/fetch-corpora.sh kjv", path);
+    int rc = corpus_read_raw("kjv", path, &raw, &len);
+    if (rc) return rc;
     corpus_buf b = {0};
     const char *book = NULL;
     long chapter = -1, lineno = 0;
-    int rc = 0, nbooks = 0;
+    int nbooks = 0;
     for (size_t s = 0; s < len && !rc;) {
         size_t e = s;
         while (e < len && raw[e] != '\n') e++;

@@ -41,6 +41,13 @@ int corpus_path(char *dst, size_t n, const char *fmt, ...) {
     return 0;
 }
 
+int corpus_read_raw(const char *name, const char *path, char **raw, size_t *len) {
+    if (lssar_read_file(path, raw, len))
+        return lssar_fail(LSSAR_E_IO, "corpus '%s': %s is missing; fetch it with scripts/fetch-corpora.sh %s",
+                          name, path, name);
+    return 0;
+}
+
 int corpus_buf_add(corpus_buf *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
