@@ -36,9 +36,10 @@ size_t corpus_clean(char *s, size_t len, int unwrap);
 
 /* snprintf for file paths: returns 0, or LSSAR_E_ARG (with a message) if the path is too long. */
 int corpus_path(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Read one raw file of corpus NAME whole (malloc'd, NUL-terminated); LSSAR_E_IO saying it is
-   missing and how to fetch it. */
-int corpus_read_raw(const char *name, const char *path, char **raw, size_t *len);
+/* Read the raw file DIR/REL of corpus NAME whole (malloc'd, NUL-terminated; its path in path[n]);
+   LSSAR_E_IO saying it is missing and how to fetch it. */
+int corpus_read_raw(const char *name, const char *dir, const char *rel, char *path, size_t n, char **raw,
+                    size_t *len);
 
 /* A growable byte buffer for extractors. */
 typedef struct { char *p; size_t n, cap; } corpus_buf;

@@ -85,10 +85,9 @@ static void title_name(const char *t, size_t n, char *out, size_t on) {
 }
 
 int corpus_load_austen(const char *dir, corpus_docs *out) {
-    char path[4096];
-    corpus_path(path, sizeof path, "%s/root/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb", dir);
-    char *raw; size_t len;
-    int rc = corpus_read_raw("austen", path, &raw, &len);
+    char path[4096], *raw; size_t len;
+    int rc = corpus_read_raw("austen", dir, "root/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb", path,
+                             sizeof path, &raw, &len);
     if (rc) return rc;
     const unsigned char *p = (const unsigned char *)raw;
     int nrec = 0;

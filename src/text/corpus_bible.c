@@ -51,10 +51,8 @@ static int add_book(corpus_docs *out, const char *corpus, const char *osis, corp
 }
 
 int corpus_load_kjv(const char *dir, corpus_docs *out) {
-    char path[4096];
-    corpus_path(path, sizeof path, "%s/kjv.txt", dir);
-    char *raw; size_t len;
-    int rc = corpus_read_raw("kjv", path, &raw, &len);
+    char path[4096], *raw; size_t len;
+    int rc = corpus_read_raw("kjv", dir, "kjv.txt", path, sizeof path, &raw, &len);
     if (rc) return rc;
     corpus_buf b = {0};
     const char *book = NULL;

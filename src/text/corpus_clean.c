@@ -41,7 +41,9 @@ int corpus_path(char *dst, size_t n, const char *fmt, ...) {
     return 0;
 }
 
-int corpus_read_raw(const char *name, const char *path, char **raw, size_t *len) {
+int corpus_read_raw(const char *name, const char *dir, const char *rel, char *path, size_t n, char **raw,
+                    size_t *len) {
+    corpus_path(path, n, "%s/%s", dir, rel);
     if (lssar_read_file(path, raw, len))
         return lssar_fail(LSSAR_E_IO, "corpus '%s': %s is missing; fetch it with scripts/fetch-corpora.sh %s",
                           name, path, name);
