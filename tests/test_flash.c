@@ -17,8 +17,9 @@
  * rejoining of the old argmax in the online softmax, the diagonal mask one key off, the Ec
  * centring term dropped, ssmax's plain row term, the lssar fallback without its tolerance,
  * attn_rows.c's sigmoid, sigmoid's derivative as s(-|x|) instead of s(x) s(-x) (dq, dk 1e-2..0.8
- * off on the random grid): each fails here. (Leaving P unrounded in BF16 mode passes: it is more
- * accurate, not wrong.)
+ * off on the random grid), the re-weighting kinds but lssar without the backward's row-sum pass
+ * (flash_bwd_rowsums; repeated keys T = 4 D = 128, dq 1.08e-4 softmax+rw): each fails here.
+ * (Leaving P unrounded in BF16 mode passes: it is more accurate, not wrong.)
  */
 #include <math.h>
 #include <stdint.h>

@@ -40,8 +40,8 @@
  *   softmax (softmax, ssmax, softmax+cos), phi softplus without it the one-pass lssa path (lssa,
  *   lssa+dot, lssa+ssmax), every re-weighting kind the two-pass lssar path (with pass 1 per phi),
  *   norm len the unnormalised pass. The score only changes the logit (flash_logit) and, for cos,
- *   the l2 projection of the backward; ssmax adds the ds row term. The re-weighting is refused
- *   for every kind but lssar (flash_fused_supported: issue 34).
+ *   the l2 projection of the backward; ssmax adds the ds row term. Every valid combination runs
+ *   (issue 34); the re-weighting kinds but lssar add the backward's row-sum pass (0b below).
  *
  * Pre-pass (score cos, and the re-weighting): rq_i = 1 / max(|q_i|, 1e-12) and rk_j likewise
  *   (flash_inv_norm of the fp32 sum of squares over d in order, from the fp32 inputs), (B, H, T)
@@ -112,6 +112,26 @@
  *      sigmoid / relu: no pre-pass (there is no normalisation to differentiate: no D1 term);
  *      per element dx_ij = a'(x_ij) (dy_i . v_j), dS_ij = dx_ij / sqrt(D) (flash_bwd_elem),
  *      dV += A^T dY with the weights a themselves.
+ *   0b. Row constants of the re-weighting (flash_bwd_rowsums: every re-weighting kind but lssar).
+ *      The l1 stage is exact only if its constant is the weighted mean of the very h_j it is
+ *      subtracted from: sum_j alpha_j (h_j - K) = 0, so that dx_j = f_j (h_j - K) carries no
+ *      common part f_j e(K) into dQ = dS K (where it does not cancel: on repeated keys the true
+ *      dq of a row is 0). D1 = dy . yc and D2 = p o (dy . Ec - D1 S) come from the forward's
+ *      sums, whose rounding is not that of the dW the backward recomputes; D2's form also assumes
+ *      sum_k beta_k (dbeta_k - D1) = 0, which for o = 0 (rows 0..2) leaves e(D1) times p in every
+ *      dalpha_j; with them dq missed the 1e-4 bound against float64 on repeated keys
+ *      (docs/CUDA.md "Supported kinds" has the figures). So a CTA per (b, h, query tile) walks
+ *      its key tiles as dQ does, recomputes S, dW and the weights, and sums per lane (tile
+ *      partials, the quad tree) R1 = sum_j beta_j (dw_j - c), P1 = sum_j alpha_j A_j (dw_j - c),
+ *      P2 = sum_j alpha_j A_j with A_j = n p beta_j / u_j (flash_bwd_rs_elem: the same beta_j,
+ *      A_j and dw_j as flash_bwd_elem); then D1 - c = R1, D2 = sum_j alpha_j dalpha_j =
+ *      P1 - R1 P2. What is left is the rounding of these sums of the same computed terms:
+ *      |sum_j beta_j g_j| <= gamma_m sum_j beta_j |dw_j - c| and |sum_j alpha_j (dalpha_j - D2)|
+ *      <= gamma_m' (P1' + |R1| P2), m = 16 + n / 64 + 2 additions per sum, m' = m + 2 (P1' the
+ *      sum of |terms|): relative to the row's own terms, no longer to |dy| |v| (the error of
+ *      each dw_j). lssar keeps the forward's constants (its results are unchanged; it meets the
+ *      bounds with them). One more pass over the keys per backward for those kinds (S and dW
+ *      again, no product into an accumulator).
  *   1. dK, dV: a CTA per (b, h, key tile) walks the query tiles that see it (in order):
  *      recompute S, x and the weights (flash_bwd_elem from the saved stats), dW = dY V^T,
  *      dV += W^T dY, dS per element, dK += dS^T Q; at the end the l2-normalisation projection
@@ -196,17 +216,10 @@ typedef struct {
 } flash_params;
 
 /* The stage combinations the fused path (the CUDA kernels and flash_emu) supports; the one place
-   that decides it (flash_emu_check_fused gives the error). Refused (issue 34): every re-weighting
-   kind but lssar itself, i.e. softmax+rw, ssmax+rw, lssar+dot, lssar+ssmax and softmax+cos+rw.
-   Their backward takes the row constants D1 = dy . yc and D2 = p o (dy . Ec - D1 S) from the
-   forward's statistics, whose rounding is not that of the dw the backward recomputes, so every
-   dx_j of a row carries a common error ~ f_j p (e(D1) + e(D2)) that does not cancel in dQ = dS K.
-   With a dot score on repeated keys dq misses the fp32 bound against float64; with phi exp on the
-   cos score the fp32 kernels miss the 1e-5 agreement with the CPU path on long rows (the GPU
-   test on the emulation). The CPU path takes D1, D2 from the same dw. */
-FM_FN int flash_fused_supported(const lssar_attn_stages *st) {
-    return !st->reweight || (st->score == LSSAR_SCORE_COS && st->phi == LSSAR_PHI_SOFTPLUS);
-}
+   that decides it (flash_emu_check_fused gives the error). Every valid combination (issue 34): the
+   re-weighting kinds but lssar take their backward's row constants from the backward's own dw
+   (flash_bwd_rowsums), which their precision needed. */
+FM_FN int flash_fused_supported(const lssar_attn_stages *st) { return st != NULL; }
 
 // norm len (sigmoid / relu): no row normalisation, hence no row statistic and one pass
 FM_FN int flash_unnormed(const flash_params *fp) { return fp->norm == LSSAR_NORM_LEN; }
@@ -542,6 +555,24 @@ FM_FN void flash_bwd_row(const flash_params *fp, const flash_row *rw, float dyvj
         bs[FLASH_BS_D2] = fp->p * rw->o * (dyec - dyyc * s);
 }
 
+/* The re-weighting's backward weights of one element (not fallback; rw->invw from the saved W):
+   beta_j, and the factor A_j = n p beta_j / u_j of dalpha_j = A_j (dbeta_j - D1) where *pos (u_j > 0;
+   dalpha_j = 0 elsewhere), from a = phi(x). flash_bwd_elem and the row-sum pass (flash_bwd_rs_elem)
+   share it, so that their beta and A are the same bits. */
+FM_FN float flash_bwd_rw_beta(const flash_params *fp, const flash_row *rw, float a, int is_jm, float *A,
+                              int *pos) {
+    float u = rw->nz * a - rw->o;
+    float r = u * rw->invm;
+    float pw = flash_pow(fp, r);
+    float wu = !(r <= FLT_MIN) ? pw : 0.0f;
+    wu = is_jm ? 1.0f : wu;
+    float beta = wu * rw->invw;
+    *pos = u > 0.0f;
+    float uu = *pos ? u : 1.0f;
+    *A = rw->n * fp->p * beta / uu;
+    return beta;
+}
+
 /* One element of the backward: x the logit (recomputed as in the forward), is_jm (j == jm),
    dw = dy_i . v_j (the dY V^T product), rk = 1/|k_j| (score cos). Returns dS_ij, the gradient
    with respect to the raw dot product S_ij = q_i . k_j; *w gets the normalised weight beta_ij
@@ -585,15 +616,9 @@ FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const fl
             *w = a * rw->invz;
             hk = g;
         } else {
-            float u = rw->nz * a - rw->o;
-            float r = u * rw->invm;
-            float pw = flash_pow(fp, r);
-            float wu = !(r <= FLT_MIN) ? pw : 0.0f;
-            wu = is_jm ? 1.0f : wu;
-            float beta = wu * rw->invw;
-            int pos = u > 0.0f;
-            float uu = pos ? u : 1.0f;
-            float dal = rw->n * fp->p * beta / uu * g;  // dalpha = n du (0 where u <= 0)
+            int pos;
+            float A, beta = flash_bwd_rw_beta(fp, rw, a, is_jm, &A, &pos);
+            float dal = A * g;  // dalpha = n du (0 where u <= 0)
             dal = pos ? dal : 0.0f;
             *w = beta;
             hk = dal - bs[FLASH_BS_D2];
@@ -612,6 +637,42 @@ FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const fl
     }
     // dS = scale dx (cos: lambda rq rk dx, c_ij = rq rk S_ij)
     return flash_cos(fp) ? rw->scale * dxj * rk : rw->scale * dxj;
+}
+
+/* The re-weighting kinds but lssar take their row constants from the backward's own dw
+   (flash_bwd_rowsums; see the header comment "Row constants of the re-weighting"): a pass over
+   each row's keys, before the dK/dV and dQ kernels, sums per lane
+     R1 = sum_j beta_j (dw_j - c),  P1 = sum_j alpha_j A_j (dw_j - c),  P2 = sum_j alpha_j A_j
+   (the jm term 0: dw_jm - c is centred away exactly, as in flash_bwd_elem), from the same
+   recomputed beta_j, A_j and dw_j as flash_bwd_elem's. Then D1 - c = R1 and D2 = sum_j alpha_j
+   dalpha_j = P1 - R1 P2 (fallback rows: beta = alpha, D1 - c = R1, no D2). lssar keeps the
+   forward's constants (its results stay as they were). */
+FM_FN int flash_bwd_rowsums(const flash_params *fp) {
+    return fp->rw && !(flash_cos(fp) && fp->phi == LSSAR_PHI_SOFTPLUS);
+}
+// One element's terms of R1, P1, P2 (a masked element, x = -inf, gives 0: a = 0, u <= 0).
+FM_FN void flash_bwd_rs_elem(const flash_params *fp, const flash_row *rw, const float *bs, float x, int is_jm,
+                             float dw, float *r1, float *p1, float *p2) {
+    float dwc = is_jm || x == -INFINITY ? 0.0f : dw - bs[FLASH_BS_C];  // (masked: 0, whatever dw is)
+    float a = flash_rw_a(fp, rw, x);
+    float alpha = a * rw->invz;
+    if (rw->fallback) {
+        *r1 = alpha * dwc;
+        *p1 = 0.0f;
+        *p2 = 0.0f;
+        return;
+    }
+    int pos;
+    float A, beta = flash_bwd_rw_beta(fp, rw, a, is_jm, &A, &pos);
+    float aa = pos ? alpha * A : 0.0f;
+    *r1 = beta * dwc;
+    *p1 = aa * dwc;
+    *p2 = aa;
+}
+// The row constants from the quad sums of R1, P1, P2 into bs (FLASH_NBSTAT; c stays).
+FM_FN void flash_bwd_rs_finish(const flash_row *rw, float r1, float p1, float p2, float *bs) {
+    bs[FLASH_BS_D1] = r1;
+    bs[FLASH_BS_D2] = rw->fallback ? 0.0f : p1 - r1 * p2;
 }
 
 /* ssmax: the row term sum_j dx_ij S_ij of d(loss)/d(s_h) from three per-lane sums over the row,

@@ -619,6 +619,49 @@ static void bwd_dkdv_cta(const emu_ctx *c, const float *stats, const float *bsta
     }
 }
 
+// The row constants of the re-weighting kinds but lssar (flash_bwd_rowsums) for query tile qt of
+// (b, h): walk its key tiles 0..qt as the dQ CTA does, recompute S, dW and the weights, and sum
+// flash_bwd_rs_elem's R1, P1, P2 per lane (tile partials, then the quad); bstat's D1 and D2 of the
+// tile's rows are replaced (flash_bwd_rs_finish). Runs before the dK/dV and dQ CTAs.
+static void bwd_rowsums_cta(const emu_ctx *c, const float *stats, float *bstat, int b, int h, int qt,
+                            tiles *t) {
+    const int T = c->Tq, r0 = qt * BR, bq = T - r0 < BR ? T - r0 : BR;
+    flash_row rw[BR];
+    float bs[BR * FLASH_NBSTAT];
+    float *L = t->lane;  // (BR, 3 sums, 4 lanes)
+    memset(L, 0, (size_t)BR * 12 * sizeof(float));
+    load_rows(c, c->q, b, h, r0, bq, t->qt);
+    load_rows(c, c->dy, b, h, r0, bq, t->dyt);
+    bwd_rows(c, stats, bstat, b, h, r0, bq, rw, bs);
+    for (int kt = 0; kt <= qt; kt++) {
+        int j0 = kt * BC, nk = T - j0 < BC ? T - j0 : BC;
+        load_keys(c, b, h, j0, nk, t, 1, 0, 0);
+        tile_product(t->qt, t->kT, bq, c->D, t->s);
+        tile_product(t->dyt, t->vT, bq, c->D, t->dw);
+        tile_logits(c, rw, t->s, t->rkt, r0, bq, j0, c->Tk, t->x);
+        for (int r = 0; r < bq; r++) {
+            const float *xr = t->x + (size_t)r * BC, *dwr = t->dw + (size_t)r * BC;
+            float *Lr = L + r * 12;
+            for (int q = 0; q < 4; q++) {  // tile partials, then into the running sums
+                float R1 = 0.0f, P1 = 0.0f, P2 = 0.0f;
+                for (int tt = 0; tt < FLASH_LANE_COLS; tt++) {
+                    int j = flash_lane_col(q, tt);
+                    float r1, p1, p2;
+                    const float *b4 = bs + (size_t)r * FLASH_NBSTAT;
+                    flash_bwd_rs_elem(&c->fp, &rw[r], b4, xr[j], j0 + j == rw[r].jm, dwr[j], &r1, &p1, &p2);
+                    R1 += r1; P1 += p1; P2 += p2;
+                }
+                Lr[q] += R1; Lr[4 + q] += P1; Lr[8 + q] += P2;
+            }
+        }
+    }
+    for (int r = 0; r < bq; r++) {
+        const float *Lr = L + r * 12;
+        float *b4 = bstat + flash_row_index(b, h, r0 + r, c->H, T) * FLASH_NBSTAT;
+        flash_bwd_rs_finish(&rw[r], quad(Lr), quad(Lr + 4), quad(Lr + 8), b4);
+    }
+}
+
 // dQ of query tile qt of (b, h): walk its key tiles 0..qt. ssmax: rowds (B, H, T) gets each row's
 // flash_ssmax_ds_row.
 static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat, int b, int h, int qt,
@@ -880,6 +923,13 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
             if (!ok) {
 #pragma omp atomic write
                 failed = 1;
+            }
+            // ---- 0b. the re-weighting kinds but lssar: the row constants from the backward's dw
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t cta = 0; cta < (flash_bwd_rowsums(&c.fp) ? ncta : 0); cta++) {
+                if (!ok) continue;
+                int qt = (int)(cta % nt), bh = (int)(cta / nt);
+                bwd_rowsums_cta(&c, stats, bstat, bh / H, bh % H, qt, &t);
             }
             // ---- 1. dK, dV: one CTA per key tile
 #pragma omp for schedule(dynamic, 1)

@@ -37,6 +37,8 @@
  *                    and (if asked) the statistics
  *   bwd_rows_kernel  one thread per row: D1, D2, c (flash_bwd_row) into (B, H, T, FLASH_NBSTAT)
  *                    (not for sigmoid / relu: no normalisation, nothing to compute)
+ *   rowsums_kernel   the re-weighting kinds but lssar: one CTA per (b, h, 64 query rows) walks its
+ *                    key tiles and replaces D1, D2 by sums of the backward's own dW (flash_bwd_rowsums)
  *   dkdv_kernel      one CTA per (b, h, 64 keys): walks the query tiles that see them
  *   dq_kernel        one CTA per (b, h, 64 query rows): walks its key tiles; ssmax row terms
  *   ds_kernel        ssmax: one CTA per head, a fixed-order double sum of the row terms
@@ -1054,6 +1056,88 @@ static __device__ __forceinline__ void stage_acc(float *Gs, int row0, const floa
     }
 }
 
+// flash.h's flash_bwd_rowsums of the instance: the re-weighting kinds but lssar
+static constexpr __host__ __device__ bool st_rowsums(int st) {
+    return st_rw(st) && !(st_cos(st) && st_phi(st) == LSSAR_PHI_SOFTPLUS);
+}
+
+/* 0b. The row constants of the re-weighting kinds but lssar (st_rowsums; the emulation's
+   bwd_rowsums_cta), after bwd_rows_kernel and before the dK/dV and dQ kernels: a CTA per (b, h,
+   64 query rows) walks key tiles 0..qt as dq_kernel does, recomputes S, dW and the weights, and
+   sums flash_bwd_rs_elem's R1, P1, P2 per lane (the chunk's columns in t order into tile
+   partials, added to running sums), the quad tree at the end; lane tq = 0 replaces the row's D1
+   and D2 in bstat (flash_bwd_rs_finish). Each CTA reads and writes only its own rows. */
+template <int ST, int D, bool MMA>
+__global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
+    typedef typename Op<MMA>::T T;
+    constexpr int LD = Tile<MMA, D>::LD;
+    FLASH_DYNAMIC_SHARED(smem);
+    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
+    float *rks = reinterpret_cast<float *>(dYs + 64 * LD);
+
+    flash_params fp, fpr;
+    kind_params<ST>(a.fp, fp, fpr);
+    const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
+    const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
+    const int r0 = qt * 64, bq = min(64, T_ - r0);
+    const int HD = H * D;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;
+    const int i0w = r0 + 16 * warp;
+
+    load_tile<MMA, D>(Qs, a.q, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
+    load_tile<MMA, D>(dYs, a.dout, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
+    bool valid[2];
+    flash_row rw[2];
+    float bs[2][FLASH_NBSTAT];
+    bwd_load_rows<ST>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
+    float LR[2] = {0.0f, 0.0f}, LP1[2] = {0.0f, 0.0f}, LP2[2] = {0.0f, 0.0f};  // the lane's running sums
+
+    for (int kt = 0; kt <= qt; kt++) {
+        const int j0 = kt * 64, nk = min(64, T_ - j0);
+        __syncthreads();
+        load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, true);
+        __syncthreads();
+        float pR[2] = {0.0f, 0.0f}, pP1[2] = {0.0f, 0.0f}, pP2[2] = {0.0f, 0.0f};  // tile partials
+#pragma unroll 1
+        for (int kk = 0; kk < 4; kk++) {
+            float s[2][4], dw[2][4];
+            mm_abt<MMA, D, 2>(s, Qs + 16 * warp * LD, Ks + 16 * kk * LD, lane);
+            mm_abt<MMA, D, 2>(dw, dYs + 16 * warp * LD, Vs + 16 * kk * LD, lane);
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const int i = i0w + g + 8 * u;
+#pragma unroll
+                for (int t = 0; t < 4; t++) {  // the lane's columns of the chunk in t order
+                    const int cc = t >> 1, el = 2 * u + (t & 1), jl = 16 * kk + 8 * cc + 2 * tq + (t & 1);
+                    const int kj = j0 + jl;
+                    float x = valid[u] && kj <= i ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl]) : -INFINITY;
+                    float r1, p1, p2;
+                    flash_bwd_rs_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], &r1, &p1, &p2);
+                    pR[u] += r1;
+                    pP1[u] += p1;
+                    pP2[u] += p2;
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            LR[u] += pR[u];
+            LP1[u] += pP1[u];
+            LP2[u] += pP2[u];
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        float R1 = quad_sum(LR[u]), P1 = quad_sum(LP1[u]), P2 = quad_sum(LP2[u]);
+        const int i = i0w + g + 8 * u;
+        if (valid[u] && tq == 0)
+            flash_bwd_rs_finish(&rw[u], R1, P1, P2, a.bstat + flash_row_index(b, h, i, H, T_) * FLASH_NBSTAT);
+    }
+}
+
 /* 1. dK, dV of 64 keys j0.. of (b, h): walk the query tiles kt..last (BR == BC, so query tile qt
    sees key tile kt iff qt >= kt). Per query tile, the warps own query rows for the block (the same
    bwd_chunk as the dQ kernel), stage W and dS in shared memory, and then own keys (16 per warp)
@@ -1283,9 +1367,15 @@ static int launch_fwd(const fwd_args &a, dim3 grid, cudaStream_t st) {
 }
 template <int ST, int D, bool MMA>
 static int launch_bwd(const bwd_args &a, dim3 grid, cudaStream_t st) {
-    size_t smem = Tile<MMA, D>::DKDV;
-    int rc = prepare(dkdv_kernel<ST, D, MMA>, smem, "dkdv_kernel");
-    if (rc) return rc;
+    size_t smem = Tile<MMA, D>::DQ;
+    int rc;
+    if constexpr (st_rowsums(ST)) {  // the row constants first (the emulation's step 0b)
+        if ((rc = prepare(rowsums_kernel<ST, D, MMA>, smem, "rowsums_kernel"))) return rc;
+        FLASH_LAUNCH(grid, NT, smem, st, rowsums_kernel<ST, D, MMA>)(a);
+        if ((rc = launched("the launch of rowsums_kernel"))) return rc;
+    }
+    smem = Tile<MMA, D>::DKDV;
+    if ((rc = prepare(dkdv_kernel<ST, D, MMA>, smem, "dkdv_kernel"))) return rc;
     FLASH_LAUNCH(grid, NT, smem, st, dkdv_kernel<ST, D, MMA>)(a);
     if ((rc = launched("the launch of dkdv_kernel"))) return rc;
     smem = Tile<MMA, D>::DQ;
