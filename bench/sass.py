@@ -177,7 +177,7 @@ def main():
     funcs = sass_functions(args.cuobjdump, args.obj, args.arch)
     if not funcs:
         sys.exit(f"sass.py: no {args.arch} SASS in {args.obj} (cuobjdump --list-elf lists what is there)")
-    kinds = dict(STAGES, **(REFUSED if args.all else {}))
+    kinds = {**STAGES, **(REFUSED if args.all else {})}
     rows = []
     for name, ins in funcs.items():
         d = demangle(name)
