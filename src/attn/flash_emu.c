@@ -113,7 +113,8 @@ static void load_keys(const emu_ctx *c, int b, int h, int j0, int nk, tiles *t, 
             if (want_kt) t->kt[(size_t)j * D + d] = kr ? kr[d] : 0.0f;
             if (want_vt) t->vt[(size_t)j * D + d] = vr ? vr[d] : 0.0f;
         }
-        t->rkt[j] = j < nk && flash_needs_norms(&c->fp) ? c->rk[((size_t)b * c->H + h) * c->Tk + j0 + j] : 1.0f;
+        t->rkt[j] =
+            j < nk && flash_needs_norms(&c->fp) ? c->rk[((size_t)b * c->H + h) * c->Tk + j0 + j] : 1.0f;
     }
 }
 
@@ -507,7 +508,8 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
 
 // One (query tile, key tile) block of the backward, shared by the dK/dV and the dQ CTAs so that
 // both see the same bits: S = Q K^T, dW = dY V^T, then per element the weight beta (t->w), dS
-// (t->dS) and dx, the gradient of the logit (t->dxs, for ssmax's ds). Needs t->qt, t->dyt, t->kT, t->vT, t->rkt loaded.
+// (t->dS) and dx, the gradient of the logit (t->dxs, for ssmax's ds). Needs t->qt, t->dyt, t->kT, t->vT,
+// t->rkt loaded.
 static void bwd_block(const emu_ctx *c, const flash_row *rw, const float *bs, int i0, int bq, int j0,
                       tiles *t) {
     const flash_params *fp = &c->fp;
@@ -703,7 +705,8 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
         memcpy(dq + qr, g, D * sizeof(float));
         if (rowds) {
             const float *Lr = L + r * 12;
-            rowds[ri] = flash_ssmax_ds_row(&c->fp, r0 + r, flash_ssmax_row_term(quad(Lr), quad(Lr + 4), quad(Lr + 8)));
+            rowds[ri] = flash_ssmax_ds_row(&c->fp, r0 + r,
+                                           flash_ssmax_row_term(quad(Lr), quad(Lr + 4), quad(Lr + 8)));
         }
     }
 }
@@ -724,8 +727,10 @@ static int check_args(const lssar_attn_desc *a, int B, int Tq, int Tk, int kvs, 
     rc = flash_emu_check_fused(a, "flash attention");
     if (rc) return rc;
     if (B <= 0 || Tq <= 0 || H <= 0 || D <= 0 || Tq > Tk || kvs < Tk)
-        return lssar_fail(LSSAR_E_SIZE, "flash attention: B=%d Tq=%d Tk=%d kv_stride=%d H=%d D=%d; need sizes > 0, "
-                          "Tq <= Tk <= kv_stride", B, Tq, Tk, kvs, H, D);
+        return lssar_fail(LSSAR_E_SIZE,
+                          "flash attention: B=%d Tq=%d Tk=%d kv_stride=%d H=%d D=%d; need sizes > 0, "
+                          "Tq <= Tk <= kv_stride",
+                          B, Tq, Tk, kvs, H, D);
     // the argmax travels as a float in the stats: exact below 2^24
     if (Tk > (1 << 24) || (int64_t)H * D > INT32_MAX / 2 || (int64_t)B * kvs > INT32_MAX / 2)
         return lssar_fail(LSSAR_E_SIZE, "flash attention: B=%d T=%d H=%d D=%d is too large", B, Tk, H, D);
@@ -790,7 +795,8 @@ int flash_emu_forward(const lssar_attn_desc *a, flash_mode mode, int B, int Tq, 
                       float *stats) {
     int rc = check_args(a, B, Tq, Tk, kv_stride, H, D);
     if (rc) return rc;
-    if (!q || !k || !v || !out) return lssar_fail(LSSAR_E_NULL, "flash attention forward: q, k, v and out must be non-NULL");
+    if (!q || !k || !v || !out)
+        return lssar_fail(LSSAR_E_NULL, "flash attention forward: q, k, v and out must be non-NULL");
     emu_ctx c;
     ctx_init(&c, a, mode, B, Tq, Tk, kv_stride, H, D);
     float *qb = NULL, *kb = NULL, *vb = NULL;
@@ -834,7 +840,9 @@ int flash_emu_forward(const lssar_attn_desc *a, flash_mode mode, int B, int Tq, 
         }
     }
     free(qb); free(kb); free(vb); free(c.rq); free(c.rk);
-    if (failed) return lssar_fail(LSSAR_E_NOMEM, "flash attention forward: out of memory (B=%d T=%d H=%d D=%d)", B, Tk, H, D);
+    if (failed)
+        return lssar_fail(LSSAR_E_NOMEM, "flash attention forward: out of memory (B=%d T=%d H=%d D=%d)", B,
+                          Tk, H, D);
     return LSSAR_OK;
 }
 
@@ -847,9 +855,11 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
     int rc = check_args(a, B, T, T, T, H, D);
     if (rc) return rc;
     if (!q || !k || !v || !dout || !dq || !dk || !dv)
-        return lssar_fail(LSSAR_E_NULL, "flash attention backward: q, k, v, dout, dq, dk and dv must be non-NULL");
+        return lssar_fail(LSSAR_E_NULL,
+                          "flash attention backward: q, k, v, dout, dq, dk and dv must be non-NULL");
     if (!out != !stats)
-        return lssar_fail(LSSAR_E_NULL, "flash attention backward: pass both out and stats of the forward, or neither");
+        return lssar_fail(LSSAR_E_NULL,
+                          "flash attention backward: pass both out and stats of the forward, or neither");
     size_t N = (size_t)B * T * H * D;
     float *own = NULL;  // the forward's out and stats when the caller has none
     if (!stats) {
@@ -957,6 +967,8 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
             }
     }
     free(qb); free(kb); free(vb); free(dyb); free(bstat); free(rowds); free(c.rq); free(c.rk); free(own);
-    if (failed) return lssar_fail(LSSAR_E_NOMEM, "flash attention backward: out of memory (B=%d T=%d H=%d D=%d)", B, T, H, D);
+    if (failed)
+        return lssar_fail(LSSAR_E_NOMEM, "flash attention backward: out of memory (B=%d T=%d H=%d D=%d)", B,
+                          T, H, D);
     return LSSAR_OK;
 }

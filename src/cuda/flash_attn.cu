@@ -99,7 +99,8 @@ static __device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_f
 static __device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
 
 // D (16x8 fp32) += A (16x16 bf16) B (16x8 bf16)
-static __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+static __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                uint32_t b1) {
 #ifdef LSSAR_CUDA_HOST
     cuda_host_mma_bf16(c, a, b0, b1);  // the shim's warp-collective emulation of the instruction
 #else
@@ -161,7 +162,8 @@ static __device__ __forceinline__ float2 load2(const void *base, int64_t off, in
     return v;
 }
 static __device__ __forceinline__ float load1(const void *base, int64_t off, int io_bf16) {
-    if (io_bf16) return __uint_as_float((uint32_t)__ldg(static_cast<const unsigned short *>(base) + off) << 16);
+    if (io_bf16)
+        return __uint_as_float((uint32_t)__ldg(static_cast<const unsigned short *>(base) + off) << 16);
     return __ldg(static_cast<const float *>(base) + off);
 }
 static __device__ __forceinline__ void store2(void *base, int64_t off, int io_bf16, float x, float y) {
@@ -178,7 +180,8 @@ template <bool MMA> struct Op;
 template <> struct Op<false> { typedef float T; static constexpr int PAD = 4; };
 template <> struct Op<true> { typedef uint16_t T; static constexpr int PAD = 8; };
 
-#define PW_LD 24  // SIMT weight scratch row stride (mm_pv16): its float2 writes, float4 reads are conflict-free
+// SIMT weight scratch row stride (mm_pv16): its float2 writes, float4 reads are conflict-free
+#define PW_LD 24
 
 template <bool MMA, int D> struct Tile {
     typedef typename Op<MMA>::T T;
@@ -193,7 +196,8 @@ template <bool MMA, int D> struct Tile {
     // forward K / V buffers: two in MMA mode (the next tile's cp.async beside the current one), one
     // at D = 128, where the lssar forward's registers leave no room for the copies' addresses
     static constexpr int NBUF = MMA && D <= 64 ? 2 : 1;
-    static constexpr size_t FWD = (1 + 2 * NBUF) * TILE + NBUF * 64 * sizeof(float) + PW;  // Q (K V)* rk* (Pw)
+    static constexpr size_t FWD =
+        (1 + 2 * NBUF) * TILE + NBUF * 64 * sizeof(float) + PW;  // Q (K V)* rk* (Pw)
     static constexpr size_t DQ = 4 * TILE + 64 * sizeof(float) + PW;             // Q dY K V rk (Pw)
     static constexpr size_t DKDV = 4 * TILE + 2 * STAGE + 64 * sizeof(float);    // + W, dS
     static_assert(EPI <= 2 * TILE, "the fp32 epilogue rows reuse two operand tiles");
@@ -206,8 +210,8 @@ template <bool MMA, int D> struct Tile {
 // control, the row and column by shifts). bf16 storage into a bf16 tile is copied as it is (the
 // rounding to bf16 is the identity there).
 template <bool MMA, int D>
-static __device__ __forceinline__ void load_tile(typename Op<MMA>::T *s, const void *g, int64_t g_off, int64_t ld,
-                                                 int nvalid, int io_bf16) {
+static __device__ __forceinline__ void load_tile(typename Op<MMA>::T *s, const void *g, int64_t g_off,
+                                                 int64_t ld, int nvalid, int io_bf16) {
     constexpr int CH = D / 8, LD = Tile<MMA, D>::LD, STEPS = 64 * CH / NT;
     static_assert(64 * CH % NT == 0, "whole steps of NT pieces");
 #pragma unroll
@@ -217,11 +221,13 @@ static __device__ __forceinline__ void load_tile(typename Op<MMA>::T *s, const v
         const int64_t off = g_off + (int64_t)r * ld + d;
         if constexpr (MMA) {
             uint4 u = make_uint4(0u, 0u, 0u, 0u);
-            if (in && io_bf16) u = __ldg(reinterpret_cast<const uint4 *>(static_cast<const uint16_t *>(g) + off));
+            if (in && io_bf16)
+                u = __ldg(reinterpret_cast<const uint4 *>(static_cast<const uint16_t *>(g) + off));
             else if (in) {
                 const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(g) + off);
                 float4 x = __ldg(p), y = __ldg(p + 1);
-                u = make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
+                u = make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y),
+                               pack_bf16(y.z, y.w));
             }
             *reinterpret_cast<uint4 *>(s + r * LD + d) = u;
         } else {
@@ -240,7 +246,8 @@ static __device__ __forceinline__ void cp_async16(void *dst, const void *src, un
     cuda_host_cp_async16(dst, src, src_size);  // the shim's model: done at the covering wait
 #else
     const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(a), "l"(src), "r"(src_size) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(a), "l"(src), "r"(src_size)
+                 : "memory");
 #endif
 }
 static __device__ __forceinline__ void cp_async_commit() {
@@ -275,7 +282,8 @@ static __device__ __forceinline__ void load_tile_async(uint16_t *s, const void *
 }
 
 // 1/|k| of the tile's keys (1 past nk and for the kinds without norms, as the emulation's rkt)
-static __device__ __forceinline__ void load_rk(float *rks, const float *rk, int64_t off, int nk, bool normed) {
+static __device__ __forceinline__ void load_rk(float *rks, const float *rk, int64_t off, int nk,
+                                               bool normed) {
     if (threadIdx.x < 64) rks[threadIdx.x] = normed && (int)threadIdx.x < nk ? rk[off + threadIdx.x] : 1.0f;
 }
 
@@ -337,15 +345,22 @@ static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename
         const float *a0 = A + g * LD, *a1 = a0 + 8 * LD;
 #pragma unroll 2
         for (int d = 0; d < D; d += 4) {
-            float4 x0 = *reinterpret_cast<const float4 *>(a0 + d), x1 = *reinterpret_cast<const float4 *>(a1 + d);
+            float4 x0 = *reinterpret_cast<const float4 *>(a0 + d),
+                   x1 = *reinterpret_cast<const float4 *>(a1 + d);
 #pragma unroll
             for (int nb = 0; nb < NNB; nb++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     float4 y = *reinterpret_cast<const float4 *>(Bt + (8 * nb + 2 * tq + e) * LD + d);
                     float u = c[nb][e], w = c[nb][2 + e];
-                    u = fmaf(x0.x, y.x, u); u = fmaf(x0.y, y.y, u); u = fmaf(x0.z, y.z, u); u = fmaf(x0.w, y.w, u);
-                    w = fmaf(x1.x, y.x, w); w = fmaf(x1.y, y.y, w); w = fmaf(x1.z, y.z, w); w = fmaf(x1.w, y.w, w);
+                    u = fmaf(x0.x, y.x, u);
+                    u = fmaf(x0.y, y.y, u);
+                    u = fmaf(x0.z, y.z, u);
+                    u = fmaf(x0.w, y.w, u);
+                    w = fmaf(x1.x, y.x, w);
+                    w = fmaf(x1.y, y.y, w);
+                    w = fmaf(x1.z, y.z, w);
+                    w = fmaf(x1.w, y.w, w);
                     c[nb][e] = u;
                     c[nb][2 + e] = w;
                 }
@@ -362,8 +377,9 @@ static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename
    n8 block the 16 products are summed key by key in order from 0 by FMAs and that k-step partial
    is added to acc (the emulation's acc_product: it rounds into acc n / 16 times, not n). */
 template <bool MMA, int D>
-static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const float (&p0)[4], const float (&p1)[4],
-                                               const typename Op<MMA>::T *Bs, float *Pw, int lane) {
+static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const float (&p0)[4],
+                                               const float (&p1)[4], const typename Op<MMA>::T *Bs, float *Pw,
+                                               int lane) {
     constexpr int LD = Tile<MMA, D>::LD;
     const int g = lane >> 2, tq = lane & 3;
     if constexpr (MMA) {
@@ -393,7 +409,8 @@ static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const flo
             float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
 #pragma unroll
             for (int j4 = 0; j4 < 16; j4 += 4) {
-                float4 x = *reinterpret_cast<const float4 *>(plo + j4), y = *reinterpret_cast<const float4 *>(phi + j4);
+                float4 x = *reinterpret_cast<const float4 *>(plo + j4),
+                       y = *reinterpret_cast<const float4 *>(phi + j4);
                 const float xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
@@ -472,8 +489,8 @@ static __device__ __forceinline__ void mm_ptb(float (&acc)[D / 8][4], const type
 // Stage a C fragment pair (the warp's rows 16w + g, + 8; 16 columns 16 kk + ...) into a (64, 64)
 // matrix Ps[row][col], rounded to the operand type.
 template <bool MMA>
-static __device__ __forceinline__ void stage16(typename Op<MMA>::T *Ps, int ldp, int row0, int kk, const float (&v)[2][4],
-                                               int lane) {
+static __device__ __forceinline__ void stage16(typename Op<MMA>::T *Ps, int ldp, int row0, int kk,
+                                               const float (&v)[2][4], int lane) {
     const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
     for (int cc = 0; cc < 2; cc++) {
@@ -509,7 +526,8 @@ static constexpr __host__ __device__ bool st_centred(int st) { return st_online(
 static constexpr __host__ __device__ bool st_norms(int st) { return st_cos(st) || st_rw(st); }
 
 template <int ST>
-static __device__ __forceinline__ void kind_params(const flash_params &in, flash_params &fp, flash_params &fpr) {
+static __device__ __forceinline__ void kind_params(const flash_params &in, flash_params &fp,
+                                                   flash_params &fpr) {
     fp = in;
     fp.score = st_cos(ST) ? LSSAR_SCORE_COS : LSSAR_SCORE_DOT;
     fp.phi = st_phi(ST);
@@ -565,324 +583,323 @@ __global__ void norms_kernel(const void *x, float *out, int B, int n, int stride
 
 // ================================================================ forward
 
-/* One CTA: 64 query rows r0.. of (b, h) = (blockIdx.x / H, blockIdx.x % H); query tiles in
-   reverse order (blockIdx.y = 0 is the last, longest tile) so the longest CTAs start first.
-   The emulation's fwd_cta, line by line: per lane two rows u = 0, 1 (g, g + 8 of the warp). */
-template <int ST, int D, bool MMA>
-__global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
-    typedef typename Op<MMA>::T T;
-    constexpr int LD = Tile<MMA, D>::LD;
-    constexpr bool ONLINE = st_online(ST), RW = st_rw(ST), NORMS = st_norms(ST);
-    constexpr bool PEXP = st_phi(ST) == LSSAR_PHI_EXP, UNNORMED = st_unnormed(ST);
-    FLASH_DYNAMIC_SHARED(smem);
-    constexpr int NBUF = Tile<MMA, D>::NBUF;
-    // Q, then NBUF (K, V) pairs, (64, LD) each; the keys' 1/|k| (NBUF, 64); SIMT: Pw
-    T *Qs = reinterpret_cast<T *>(smem), *Ks = Qs + 64 * LD, *Vs = Ks + 64 * LD;  // buffer 0
-    float *rks = reinterpret_cast<float *>(Qs + (1 + 2 * NBUF) * 64 * LD);
-    float *Pw = rks + NBUF * 64 + (threadIdx.x >> 5) * 16 * PW_LD;              // SIMT: (16, PW_LD)
-
-    flash_params fp, fpr;
-    kind_params<ST>(a.fp, fp, fpr);
-    const bool ssmax = a.fp.score == LSSAR_SCORE_SSMAX;
-    const int H = a.H, bh = blockIdx.x, b = bh / H, h = bh % H;
-    const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
-    const int r0 = qt * 64, bq = min(64, a.Tq - r0), i0 = a.q0 + r0;
-    const int nkt = (i0 + bq - 1) / 64 + 1;  // key tiles 0..nkt-1; those above the diagonal are skipped
-    const int HD = H * D;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-    const int64_t kv_base = (int64_t)b * a.kvs * HD + (int64_t)h * D;  // element of k[b][0][h][0]
-    const int64_t rk_base = ((int64_t)b * H + h) * a.Tk;
-
-    // this lane's rows: u = 0 -> tile row 16 warp + g, u = 1 -> + 8
+// The forward's per-CTA constants, and this lane's two rows (u = 0 -> tile row 16 warp + g,
+// u = 1 -> + 8) with their running statistics. The steps below take them by reference; they are
+// inlined, so everything stays in registers as in one function.
+struct FwdCta {
+    int H, b, h, r0, bq, i0, nkt, HD, warp, lane, g, tq;
+    int64_t kv_base;  // element of k[b][0][h][0]
+    int64_t rk_base;
+};
+struct FwdRows {
     bool valid[2];
     int ipos[2];
     flash_row rw[2];
-    const float s_h = ssmax ? a.ssmax_s[h] : 0.0f;
-#pragma unroll
-    for (int u = 0; u < 2; u++) {
-        int r = 16 * warp + g + 8 * u;
-        valid[u] = r < bq;
-        ipos[u] = i0 + r;
-        float rq = NORMS && valid[u] ? a.rq[((int64_t)b * H + h) * a.Tq + r0 + r] : 1.0f;
-        flash_row_init(&fpr, ipos[u], s_h, rq, &rw[u]);
-    }
-    load_tile<MMA, D>(Qs, a.q, ((int64_t)b * a.Tq + r0) * HD + (int64_t)h * D, HD, bq, a.io_bf16);
-    const T *Qw = Qs + 16 * warp * LD;  // the warp's 16 query rows
+    float m[2];     // online (and exp pass 1): running max
+    int jm[2];      // online: running argmax (-1: none yet); re-weighting: pass-1 argmax
+    float xmax[2];
+    float l[2];     // per-lane row sums: l' / Z / W'
+    float l2[2];    // re-weighting S'
+};
 
-    float m[2] = {-INFINITY, -INFINITY};  // online (and exp pass 1): running max
-    int jm[2] = {-1, -1};                 // online: running argmax (-1: none yet); re-weighting: pass-1 argmax
-    float xmax[2] = {-INFINITY, -INFINITY};
-    float l[2] = {0.0f, 0.0f}, l2[2] = {0.0f, 0.0f};  // per-lane row sums: l' / Z / W'; re-weighting S'
-
-    // ---- re-weighting pass 1: Z, xmax (first argmax), xmin and (dot / ssmax) min rk per lane, then
-    // the quad; the row constants
-    if constexpr (RW) {
-        float z[2] = {0.0f, 0.0f}, xn[2] = {INFINITY, INFINITY}, rkm[2] = {INFINITY, INFINITY};
-        int lj[2] = {-1, -1};
-        for (int kt = 0; kt < nkt; kt++) {
-            const int j0 = kt * 64, nk = min(64, a.Tk - j0);
-            __syncthreads();  // the previous tile's readers are done
-            load_tile<MMA, D>(Ks, a.k, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-            load_rk(rks, a.rk, rk_base + j0, nk, true);
-            __syncthreads();
-            if constexpr (PEXP) {
-                // the whole 16 x 64 tile first: its max decides the rescaling of Z (the online
-                // softmax, without the centring)
-                float s[8][4];
-                mm_abt<MMA, D, 8>(s, Qw, Ks, lane);
-#pragma unroll
-                for (int u = 0; u < 2; u++) {
-                    float lm = -INFINITY;
-                    int ljt = -1;
-#pragma unroll
-                    for (int t = 0; t < 16; t++) {
-                        int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
-                        bool vis = valid[u] && j0 + j <= ipos[u];
-                        float x = vis ? flash_logit(&fp, &rw[u], s[c8][2 * u + e], rks[j]) : -INFINITY;
-                        s[c8][2 * u + e] = x;
-                        if (x > lm) { lm = x; ljt = j; }
-                        if (vis) {
-                            xn[u] = x < xn[u] ? x : xn[u];
-                            rkm[u] = rks[j] < rkm[u] ? rks[j] : rkm[u];
-                        }
-                    }
-                    float tm = ljt >= 0 ? lm : -INFINITY;
-                    int tj = ljt >= 0 ? ljt : INT_MAX;
-                    quad_argmax(tm, tj);
-                    if (tm > m[u]) {  // uniform over the quad
-                        z[u] *= flash_online_alpha(m[u], tm);
-                        m[u] = tm;
-                    }
-                    if (tm > xmax[u]) { xmax[u] = tm; lj[u] = j0 + tj; }  // later tiles: larger j
-                    float zp = 0.0f;  // the lane's tile partial (masked entries: a = 0)
-#pragma unroll
-                    for (int t = 0; t < 16; t++) {
-                        float x = s[t >> 1][2 * u + (t & 1)];
-                        zp += x == -INFINITY ? 0.0f : flash_softmax_p(x, m[u]);
-                    }
-                    z[u] += zp;
-                }
-            } else {
-                float zp[2] = {0.0f, 0.0f};  // the lane's tile partials of Z (masked entries: a = 0)
-#pragma unroll 1
-                for (int kk = 0; kk < 4; kk++) {  // chunks of 16 keys (kept rolled: compile time)
-                    float s[2][4];
-                    mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
-#pragma unroll
-                    for (int u = 0; u < 2; u++)
-#pragma unroll
-                        for (int t = 0; t < 4; t++) {  // the lane's columns of this chunk, in t order
-                            int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
-                            if (valid[u] && j0 + j <= ipos[u]) {
-                                float x = flash_logit(&fp, &rw[u], s[cc][2 * u + e], rks[j]);
-                                // max / first argmax / min run across tiles: they do not depend on the order
-                                flash_lssar_pass1_a(x, flash_lssa_a(x), j0 + j, &zp[u], &xmax[u], &lj[u], &xn[u]);
-                                rkm[u] = rks[j] < rkm[u] ? rks[j] : rkm[u];
-                            }
-                        }
-                }
-                z[0] += zp[0];
-                z[1] += zp[1];
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < 2; u++) {
-            float zz = quad_sum(z[u]), mn = quad_min(xn[u]), rkmin = quad_min(rkm[u]);
-            float mx = lj[u] >= 0 ? xmax[u] : -INFINITY;
-            int j = lj[u] >= 0 ? lj[u] : INT_MAX;
-            quad_argmax(mx, j);
-            flash_lssar_row_finish(&fp, &rw[u], zz, mx, mn, j, rkmin);
-            xmax[u] = mx;
-            jm[u] = j;
-        }
-    }
-
-    float acc[D / 8][4], acc2[RW ? D / 8 : 1][4];  // acc' (acc); re-weighting E'
-#pragma unroll
-    for (int nb = 0; nb < D / 8; nb++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) acc[nb][e] = 0.0f;
-#pragma unroll
-    for (int nb = 0; nb < (RW ? D / 8 : 1); nb++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) acc2[nb][e] = 0.0f;
-
-    // ---- the main pass (lssar: pass 2). bf16 storage into bf16 tiles: K, V of tile kt + 1 copied
-    // by cp.async into the other buffer while tile kt is computed on.
-    const bool async = NBUF == 2 && a.io_bf16;
-    T *const K0 = Ks, *const V0 = Vs;
-    float *const rk0 = rks;
-    for (int kt = 0; kt < nkt; kt++) {
-        const int j0 = kt * 64, nk = min(64, a.Tk - j0), buf = async ? kt & 1 : 0;
-        Ks = K0 + buf * 2 * 64 * LD;
-        Vs = V0 + buf * 2 * 64 * LD;
-        rks = rk0 + buf * 64;
-        __syncthreads();  // the readers of the buffer the next copy goes to (tile kt - 1's) are done
-        if constexpr (NBUF == 2) {
-            if (async) {
-                for (int t = kt == 0 ? 0 : kt + 1; t <= kt + 1 && t < nkt; t++) {  // kt = 0: tiles 0 and 1
-                    const int64_t o = kv_base + (int64_t)t * 64 * HD;
-                    const int b2 = (t & 1) * 2 * 64 * LD, n2 = min(64, a.Tk - t * 64);
-                    load_tile_async<D>(K0 + b2, a.k, o, HD, n2);
-                    load_tile_async<D>(V0 + b2, a.v, o, HD, n2);
-                    cp_async_commit();
-                }
-                if (kt + 1 < nkt) cp_async_wait<1>();  // tile kt's group done, tile kt + 1's may run on
-                else cp_async_wait<0>();
-            }
-        }
-        if (!async) {
-            load_tile<MMA, D>(Ks, a.k, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-            load_tile<MMA, D>(Vs, a.v, kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        }
-        load_rk(rks, a.rk, rk_base + j0, nk, NORMS);
-        __syncthreads();  // every thread's copies of tile kt are visible
-        if constexpr (ONLINE) {
-            // the whole 16 x 64 tile first: its max decides the rescaling before any weight
+/* Re-weighting pass 1: Z, xmax (first argmax), xmin and (dot / ssmax) min rk per lane, then the
+   quad; the row constants. */
+template <int ST, int D, bool MMA>
+static __device__ __forceinline__ void fwd_rw_pass1(const fwd_args &a, const flash_params &fp,
+                                                    const FwdCta &c, FwdRows &r,
+                                                    const typename Op<MMA>::T *Qw, typename Op<MMA>::T *Ks,
+                                                    float *rks) {
+    constexpr int LD = Tile<MMA, D>::LD;
+    constexpr bool PEXP = st_phi(ST) == LSSAR_PHI_EXP;
+    const int lane = c.lane, tq = c.tq;
+    float z[2] = {0.0f, 0.0f}, xn[2] = {INFINITY, INFINITY}, rkm[2] = {INFINITY, INFINITY};
+    int lj[2] = {-1, -1};
+    for (int kt = 0; kt < c.nkt; kt++) {
+        const int j0 = kt * 64, nk = min(64, a.Tk - j0);
+        __syncthreads();  // the previous tile's readers are done
+        load_tile<MMA, D>(Ks, a.k, c.kv_base + (int64_t)j0 * c.HD, c.HD, nk, a.io_bf16);
+        load_rk(rks, a.rk, c.rk_base + j0, nk, true);
+        __syncthreads();
+        if constexpr (PEXP) {
+            // the whole 16 x 64 tile first: its max decides the rescaling of Z (the online
+            // softmax, without the centring)
             float s[8][4];
             mm_abt<MMA, D, 8>(s, Qw, Ks, lane);
 #pragma unroll
             for (int u = 0; u < 2; u++) {
-                // logits (-inf where not visible) and the lane's max / first argmax in t order
                 float lm = -INFINITY;
-                int lj = -1;
+                int ljt = -1;
 #pragma unroll
                 for (int t = 0; t < 16; t++) {
                     int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
-                    float x = valid[u] && j0 + j <= ipos[u] ? flash_logit(&fp, &rw[u], s[c8][2 * u + e], rks[j])
-                                                            : -INFINITY;
+                    bool vis = r.valid[u] && j0 + j <= r.ipos[u];
+                    float x = vis ? flash_logit(&fp, &r.rw[u], s[c8][2 * u + e], rks[j]) : -INFINITY;
                     s[c8][2 * u + e] = x;
-                    if (x > lm) { lm = x; lj = j; }
+                    if (x > lm) { lm = x; ljt = j; }
+                    if (vis) {
+                        xn[u] = x < xn[u] ? x : xn[u];
+                        rkm[u] = rks[j] < rkm[u] ? rks[j] : rkm[u];
+                    }
                 }
-                float tm = lj >= 0 ? lm : -INFINITY;
-                int tj = lj >= 0 ? lj : INT_MAX;
+                float tm = ljt >= 0 ? lm : -INFINITY;
+                int tj = ljt >= 0 ? ljt : INT_MAX;
                 quad_argmax(tm, tj);
-                if (tm > m[u] && !PEXP) {
-                    // softplus: the old argmax rejoins with its weight softplus(m_old); no rescale
-                    if (jm[u] >= 0) {
-                        float aj = flash_lssa_a(m[u]);
-                        if (tq == flash_col_lane(jm[u] & 63)) l[u] += aj;
-                        const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
-#pragma unroll
-                        for (int nb = 0; nb < D / 8; nb++) {
-                            float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
-                            acc[nb][2 * u] += aj * vj.x;
-                            acc[nb][2 * u + 1] += aj * vj.y;
-                        }
-                    }
-                    m[u] = tm;
-                    jm[u] = j0 + tj;
-                } else if (tm > m[u]) {  // uniform over the quad (its four lanes hold the same tm, m)
-                    // new max: the old argmax rejoins the sums with weight exp(x_jm - m_old) = 1,
-                    // then everything is rescaled to the new max
-                    float al = flash_online_alpha(m[u], tm);
-                    if (jm[u] >= 0) {
-                        if (tq == flash_col_lane(jm[u] & 63)) l[u] += 1.0f;
-                        const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
-#pragma unroll
-                        for (int nb = 0; nb < D / 8; nb++) {
-                            float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
-                            acc[nb][2 * u] = (acc[nb][2 * u] + vj.x) * al;
-                            acc[nb][2 * u + 1] = (acc[nb][2 * u + 1] + vj.y) * al;
-                        }
-                    } else {
-#pragma unroll
-                        for (int nb = 0; nb < D / 8; nb++) {
-                            acc[nb][2 * u] *= al;
-                            acc[nb][2 * u + 1] *= al;
-                        }
-                    }
-                    l[u] *= al;
-                    m[u] = tm;
-                    jm[u] = j0 + tj;
+                if (tm > r.m[u]) {  // uniform over the quad
+                    z[u] *= flash_online_alpha(r.m[u], tm);
+                    r.m[u] = tm;
                 }
-                // the weights; the argmax stays out of l' and acc'. l' += the lane's tile partial.
-                float lp = 0.0f;
+                if (tm > r.xmax[u]) { r.xmax[u] = tm; lj[u] = j0 + tj; }  // later tiles: larger j
+                float zp = 0.0f;  // the lane's tile partial (masked entries: a = 0)
 #pragma unroll
                 for (int t = 0; t < 16; t++) {
-                    int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
-                    float x = s[c8][2 * u + e];
-                    float p = x == -INFINITY ? 0.0f : PEXP ? flash_softmax_p(x, m[u]) : flash_lssa_a(x);
-                    p = j0 + j == jm[u] ? 0.0f : p;
-                    s[c8][2 * u + e] = p;
-                    lp += p;
+                    float x = s[t >> 1][2 * u + (t & 1)];
+                    zp += x == -INFINITY ? 0.0f : flash_softmax_p(x, r.m[u]);
                 }
-                l[u] += lp;
+                z[u] += zp;
             }
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++) mm_pv16<MMA, D>(acc, s[2 * kk], s[2 * kk + 1], Vs + 16 * kk * LD, Pw, lane);
         } else {
-            // lssa, re-weighting pass 2, sigmoid / relu: no tile-wide statistic, so chunks of 16 keys
-            // (fewer live registers)
-            float lp[2] = {0.0f, 0.0f}, lp2[2] = {0.0f, 0.0f};  // the lane's tile partials
+            float zp[2] = {0.0f, 0.0f};  // the lane's tile partials of Z (masked entries: a = 0)
 #pragma unroll 1
-            for (int kk = 0; kk < 4; kk++) {
-                float s[2][4], gg[2][4];
+            for (int kk = 0; kk < 4; kk++) {  // chunks of 16 keys (kept rolled: compile time)
+                float s[2][4];
                 mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
 #pragma unroll
                 for (int u = 0; u < 2; u++)
 #pragma unroll
-                    for (int t = 0; t < 4; t++) {
+                    for (int t = 0; t < 4; t++) {  // the lane's columns of this chunk, in t order
                         int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
-                        float x = valid[u] && j0 + j <= ipos[u] ? flash_logit(&fp, &rw[u], s[cc][2 * u + e], rks[j])
-                                                                : -INFINITY;
-                        if constexpr (!RW && !UNNORMED) {  // lssa
-                            float p = x == -INFINITY ? 0.0f : flash_lssa_a(x);
-                            s[cc][2 * u + e] = p;
-                            lp[u] += p;
-                        } else if constexpr (UNNORMED) {
-                            s[cc][2 * u + e] = flash_unnormed_a(&rw[u], x);  // 0 at x = -inf; no row sum
-                        } else {
-                            // masked: w = g = 0 (what flash_lssar_weight gives at x = -inf on a valid
-                            // row; rows past the end would give NaN there); jm stays out of the sums
-                            float w = 0.0f, gv = 0.0f;
-                            if (x != -INFINITY) w = flash_lssar_weight(&fp, &rw[u], x, 0, &gv);
-                            if (j0 + j == jm[u]) w = gv = 0.0f;
-                            s[cc][2 * u + e] = w;
-                            gg[cc][2 * u + e] = gv;
-                            lp[u] += w;    // W'
-                            lp2[u] += gv;  // S'
+                        if (r.valid[u] && j0 + j <= r.ipos[u]) {
+                            float x = flash_logit(&fp, &r.rw[u], s[cc][2 * u + e], rks[j]);
+                            // max / first argmax / min run across tiles: they do not depend on the order
+                            flash_lssar_pass1_a(x, flash_lssa_a(x), j0 + j, &zp[u], &r.xmax[u], &lj[u],
+                                                &xn[u]);
+                            rkm[u] = rks[j] < rkm[u] ? rks[j] : rkm[u];
                         }
                     }
-                mm_pv16<MMA, D>(acc, s[0], s[1], Vs + 16 * kk * LD, Pw, lane);  // acc' += P' V
-                if constexpr (RW) mm_pv16<MMA, D>(acc2, gg[0], gg[1], Vs + 16 * kk * LD, Pw, lane);  // E' += G' V
             }
-#pragma unroll
-            for (int u = 0; u < 2; u++) {
-                l[u] += lp[u];
-                l2[u] += lp2[u];
-            }
+            z[0] += zp[0];
+            z[1] += zp[1];
         }
     }
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        float zz = quad_sum(z[u]), mn = quad_min(xn[u]), rkmin = quad_min(rkm[u]);
+        float mx = lj[u] >= 0 ? r.xmax[u] : -INFINITY;
+        int j = lj[u] >= 0 ? lj[u] : INT_MAX;
+        quad_argmax(mx, j);
+        flash_lssar_row_finish(&fp, &r.rw[u], zz, mx, mn, j, rkmin);
+        r.xmax[u] = mx;
+        r.jm[u] = j;
+    }
+}
 
-    // ---- finish the rows: y, the centred rows, the statistics
+/* The main pass's copy of key tile kt into its buffer. bf16 storage into bf16 tiles (async): K, V
+   of tile kt + 1 copied by cp.async into the other buffer while tile kt is computed on. */
+template <int ST, int D, bool MMA>
+static __device__ __forceinline__ void fwd_load_kv(const fwd_args &a, const FwdCta &c, int kt, bool async,
+                                                   typename Op<MMA>::T *K0, typename Op<MMA>::T *V0,
+                                                   typename Op<MMA>::T *Ks, typename Op<MMA>::T *Vs,
+                                                   float *rks) {
+    constexpr int LD = Tile<MMA, D>::LD, NBUF = Tile<MMA, D>::NBUF;
+    const int j0 = kt * 64, nk = min(64, a.Tk - j0), HD = c.HD;
+    if constexpr (NBUF == 2) {
+        if (async) {
+            for (int t = kt == 0 ? 0 : kt + 1; t <= kt + 1 && t < c.nkt; t++) {  // kt = 0: tiles 0 and 1
+                const int64_t o = c.kv_base + (int64_t)t * 64 * HD;
+                const int b2 = (t & 1) * 2 * 64 * LD, n2 = min(64, a.Tk - t * 64);
+                load_tile_async<D>(K0 + b2, a.k, o, HD, n2);
+                load_tile_async<D>(V0 + b2, a.v, o, HD, n2);
+                cp_async_commit();
+            }
+            if (kt + 1 < c.nkt) cp_async_wait<1>();  // tile kt's group done, tile kt + 1's may run on
+            else cp_async_wait<0>();
+        }
+    }
+    if (!async) {
+        load_tile<MMA, D>(Ks, a.k, c.kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_tile<MMA, D>(Vs, a.v, c.kv_base + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+    }
+    load_rk(rks, a.rk, c.rk_base + j0, nk, st_norms(ST));
+}
+
+/* The main pass over key tile j0 of an online kind (softmax, ssmax; softplus with the online max):
+   the whole 16 x 64 tile first, its max decides the rescaling before any weight. */
+template <int ST, int D, bool MMA>
+static __device__ __forceinline__ void fwd_online_tile(const fwd_args &a, const flash_params &fp,
+                                                       const FwdCta &c, FwdRows &r, float (&acc)[D / 8][4],
+                                                       const typename Op<MMA>::T *Qw,
+                                                       const typename Op<MMA>::T *Ks,
+                                                       const typename Op<MMA>::T *Vs, const float *rks,
+                                                       float *Pw, int j0) {
+    constexpr int LD = Tile<MMA, D>::LD;
+    constexpr bool PEXP = st_phi(ST) == LSSAR_PHI_EXP;
+    const int lane = c.lane, tq = c.tq;
+    float s[8][4];
+    mm_abt<MMA, D, 8>(s, Qw, Ks, lane);
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        // logits (-inf where not visible) and the lane's max / first argmax in t order
+        float lm = -INFINITY;
+        int lj = -1;
+#pragma unroll
+        for (int t = 0; t < 16; t++) {
+            int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
+            float x = r.valid[u] && j0 + j <= r.ipos[u] ? flash_logit(&fp, &r.rw[u], s[c8][2 * u + e], rks[j])
+                                                        : -INFINITY;
+            s[c8][2 * u + e] = x;
+            if (x > lm) { lm = x; lj = j; }
+        }
+        float tm = lj >= 0 ? lm : -INFINITY;
+        int tj = lj >= 0 ? lj : INT_MAX;
+        quad_argmax(tm, tj);
+        if (tm > r.m[u] && !PEXP) {
+            // softplus: the old argmax rejoins with its weight softplus(m_old); no rescale
+            if (r.jm[u] >= 0) {
+                float aj = flash_lssa_a(r.m[u]);
+                if (tq == flash_col_lane(r.jm[u] & 63)) r.l[u] += aj;
+                const int64_t vo = c.kv_base + (int64_t)r.jm[u] * c.HD + 2 * tq;
+#pragma unroll
+                for (int nb = 0; nb < D / 8; nb++) {
+                    float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
+                    acc[nb][2 * u] += aj * vj.x;
+                    acc[nb][2 * u + 1] += aj * vj.y;
+                }
+            }
+            r.m[u] = tm;
+            r.jm[u] = j0 + tj;
+        } else if (tm > r.m[u]) {  // uniform over the quad (its four lanes hold the same tm, m)
+            // new max: the old argmax rejoins the sums with weight exp(x_jm - m_old) = 1,
+            // then everything is rescaled to the new max
+            float al = flash_online_alpha(r.m[u], tm);
+            if (r.jm[u] >= 0) {
+                if (tq == flash_col_lane(r.jm[u] & 63)) r.l[u] += 1.0f;
+                const int64_t vo = c.kv_base + (int64_t)r.jm[u] * c.HD + 2 * tq;
+#pragma unroll
+                for (int nb = 0; nb < D / 8; nb++) {
+                    float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
+                    acc[nb][2 * u] = (acc[nb][2 * u] + vj.x) * al;
+                    acc[nb][2 * u + 1] = (acc[nb][2 * u + 1] + vj.y) * al;
+                }
+            } else {
+#pragma unroll
+                for (int nb = 0; nb < D / 8; nb++) {
+                    acc[nb][2 * u] *= al;
+                    acc[nb][2 * u + 1] *= al;
+                }
+            }
+            r.l[u] *= al;
+            r.m[u] = tm;
+            r.jm[u] = j0 + tj;
+        }
+        // the weights; the argmax stays out of l' and acc'. l' += the lane's tile partial.
+        float lp = 0.0f;
+#pragma unroll
+        for (int t = 0; t < 16; t++) {
+            int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
+            float x = s[c8][2 * u + e];
+            float p = x == -INFINITY ? 0.0f : PEXP ? flash_softmax_p(x, r.m[u]) : flash_lssa_a(x);
+            p = j0 + j == r.jm[u] ? 0.0f : p;
+            s[c8][2 * u + e] = p;
+            lp += p;
+        }
+        r.l[u] += lp;
+    }
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        mm_pv16<MMA, D>(acc, s[2 * kk], s[2 * kk + 1], Vs + 16 * kk * LD, Pw, lane);
+}
+
+/* The main pass over key tile j0 of lssa, re-weighting pass 2, sigmoid / relu: no tile-wide
+   statistic, so chunks of 16 keys (fewer live registers). */
+template <int ST, int D, bool MMA>
+static __device__ __forceinline__ void fwd_chunk_tile(const flash_params &fp, const FwdCta &c, FwdRows &r,
+                                                      float (&acc)[D / 8][4],
+                                                      float (&acc2)[st_rw(ST) ? D / 8 : 1][4],
+                                                      const typename Op<MMA>::T *Qw,
+                                                      const typename Op<MMA>::T *Ks,
+                                                      const typename Op<MMA>::T *Vs, const float *rks,
+                                                      float *Pw, int j0) {
+    constexpr int LD = Tile<MMA, D>::LD;
+    constexpr bool RW = st_rw(ST), UNNORMED = st_unnormed(ST);
+    const int lane = c.lane, tq = c.tq;
+    float lp[2] = {0.0f, 0.0f}, lp2[2] = {0.0f, 0.0f};  // the lane's tile partials
+#pragma unroll 1
+    for (int kk = 0; kk < 4; kk++) {
+        float s[2][4], gg[2][4];
+        mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
+#pragma unroll
+        for (int u = 0; u < 2; u++)
+#pragma unroll
+            for (int t = 0; t < 4; t++) {
+                int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
+                float x = r.valid[u] && j0 + j <= r.ipos[u]
+                              ? flash_logit(&fp, &r.rw[u], s[cc][2 * u + e], rks[j])
+                              : -INFINITY;
+                if constexpr (!RW && !UNNORMED) {  // lssa
+                    float p = x == -INFINITY ? 0.0f : flash_lssa_a(x);
+                    s[cc][2 * u + e] = p;
+                    lp[u] += p;
+                } else if constexpr (UNNORMED) {
+                    s[cc][2 * u + e] = flash_unnormed_a(&r.rw[u], x);  // 0 at x = -inf; no row sum
+                } else {
+                    // masked: w = g = 0 (what flash_lssar_weight gives at x = -inf on a valid
+                    // row; rows past the end would give NaN there); jm stays out of the sums
+                    float w = 0.0f, gv = 0.0f;
+                    if (x != -INFINITY) w = flash_lssar_weight(&fp, &r.rw[u], x, 0, &gv);
+                    if (j0 + j == r.jm[u]) w = gv = 0.0f;
+                    s[cc][2 * u + e] = w;
+                    gg[cc][2 * u + e] = gv;
+                    lp[u] += w;    // W'
+                    lp2[u] += gv;  // S'
+                }
+            }
+        mm_pv16<MMA, D>(acc, s[0], s[1], Vs + 16 * kk * LD, Pw, lane);  // acc' += P' V
+        if constexpr (RW) mm_pv16<MMA, D>(acc2, gg[0], gg[1], Vs + 16 * kk * LD, Pw, lane);  // E' += G' V
+    }
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        r.l[u] += lp[u];
+        r.l2[u] += lp2[u];
+    }
+}
+
+/* Finish the rows: y, the centred rows, the statistics. */
+template <int ST, int D, bool MMA>
+static __device__ __forceinline__ void fwd_finish(const fwd_args &a, const flash_params &fp, const FwdCta &c,
+                                                  FwdRows &r, float (&acc)[D / 8][4],
+                                                  float (&acc2)[st_rw(ST) ? D / 8 : 1][4]) {
+    constexpr bool ONLINE = st_online(ST), RW = st_rw(ST);
+    constexpr bool PEXP = st_phi(ST) == LSSAR_PHI_EXP, UNNORMED = st_unnormed(ST);
+    const int H = c.H, HD = c.HD, tq = c.tq;
     float *yc_all = a.stats && st_centred(ST) ? a.stats + flash_stats_yc(a.B, a.Tq, H) : NULL;
     float *ec_all = a.stats && RW ? a.stats + flash_stats_ec(a.B, a.Tq, H, D) : NULL;
 #pragma unroll
     for (int u = 0; u < 2; u++) {
-        const int r = 16 * warp + g + 8 * u;
-        const int64_t orow = ((int64_t)b * a.Tq + r0 + r) * HD + (int64_t)h * D + 2 * tq;  // + 8 nb + {0, 1}
-        float q1 = quad_sum(l[u]), q2 = quad_sum(l2[u]);  // every lane: shuffles
-        if (!valid[u]) continue;
+        const int row = 16 * c.warp + c.g + 8 * u;
+        // + 8 nb + {0, 1}
+        const int64_t orow = ((int64_t)c.b * a.Tq + c.r0 + row) * HD + (int64_t)c.h * D + 2 * tq;
+        float q1 = quad_sum(r.l[u]), q2 = quad_sum(r.l2[u]);  // every lane: shuffles
+        if (!r.valid[u]) continue;
         float st0 = 0.0f, wsum = 0.0f, ssum = 0.0f;
-        const bool lost = st_centred(ST) && flash_row_lost(jm[u], ipos[u]);
-        if (lost) jm[u] = rw[u].jm = 0;  // every logit NaN or -inf: v_0 (in range), a NaN row
+        const bool lost = st_centred(ST) && flash_row_lost(r.jm[u], r.ipos[u]);
+        if (lost) r.jm[u] = r.rw[u].jm = 0;  // every logit NaN or -inf: v_0 (in range), a NaN row
         if constexpr (ONLINE) {
             // the argmax's weight: exp: exp(m - m) = 1, so Z = 1 + l', LSE = m + ln Z; softplus:
             // softplus(m), Z = softplus(m) + l' (saved as it is)
-            float ajm = PEXP ? 1.0f : flash_lssa_a(m[u]), zz = ajm + q1, inv = lost ? flash_nan() : 1.0f / zz;
-            const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
+            float ajm = PEXP ? 1.0f : flash_lssa_a(r.m[u]), zz = ajm + q1,
+                  inv = lost ? flash_nan() : 1.0f / zz;
+            const int64_t vo = c.kv_base + (int64_t)r.jm[u] * HD + 2 * tq;
 #pragma unroll
             for (int nb = 0; nb < D / 8; nb++) {
                 float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
                 float y0 = (acc[nb][2 * u] + ajm * vj.x) * inv, y1 = (acc[nb][2 * u + 1] + ajm * vj.y) * inv;
                 store2(a.out, orow + 8 * nb, a.io_bf16, y0, y1);
                 if (yc_all)
-                    *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) =
-                        make_float2((acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
+                    *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) = make_float2(
+                        (acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
             }
-            st0 = lost ? flash_nan() : PEXP ? m[u] + fm_log(zz) : zz;
-            rw[u].jm = jm[u];
+            st0 = lost ? flash_nan() : PEXP ? r.m[u] + fm_log(zz) : zz;
+            r.rw[u].jm = r.jm[u];
         } else if constexpr (!RW && !UNNORMED) {  // lssa
             float inv = 1.0f / q1;
 #pragma unroll
@@ -894,29 +911,110 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
             for (int nb = 0; nb < D / 8; nb++)  // y = sum_j a_j v_j: no normalisation
                 store2(a.out, orow + 8 * nb, a.io_bf16, acc[nb][2 * u], acc[nb][2 * u + 1]);
         } else {
-            float wjm = flash_lssar_wjm(&fp, &rw[u], xmax[u]);
+            float wjm = flash_lssar_wjm(&fp, &r.rw[u], r.xmax[u]);
             float W = q1 + wjm, inv = lost ? flash_nan() : 1.0f / W;
-            const int64_t vo = kv_base + (int64_t)jm[u] * HD + 2 * tq;
+            const int64_t vo = c.kv_base + (int64_t)r.jm[u] * HD + 2 * tq;
 #pragma unroll
             for (int nb = 0; nb < D / 8; nb++) {
                 float2 vj = load2(a.v, vo + 8 * nb, a.io_bf16, MMA);
                 float y0 = (acc[nb][2 * u] + wjm * vj.x) * inv, y1 = (acc[nb][2 * u + 1] + wjm * vj.y) * inv;
                 store2(a.out, orow + 8 * nb, a.io_bf16, y0, y1);
                 if (yc_all) {
-                    *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) =
-                        make_float2((acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
-                    *reinterpret_cast<float2 *>(ec_all + orow + 8 * nb) =
-                        make_float2((acc2[nb][2 * u] - q2 * vj.x) * inv, (acc2[nb][2 * u + 1] - q2 * vj.y) * inv);
+                    *reinterpret_cast<float2 *>(yc_all + orow + 8 * nb) = make_float2(
+                        (acc[nb][2 * u] - q1 * vj.x) * inv, (acc[nb][2 * u + 1] - q1 * vj.y) * inv);
+                    *reinterpret_cast<float2 *>(ec_all + orow + 8 * nb) = make_float2(
+                        (acc2[nb][2 * u] - q2 * vj.x) * inv, (acc2[nb][2 * u + 1] - q2 * vj.y) * inv);
                 }
             }
-            st0 = lost ? flash_nan() : rw[u].z;
+            st0 = lost ? flash_nan() : r.rw[u].z;
             wsum = W;
-            ssum = (q2 + rw[u].invm) * inv;
+            ssum = (q2 + r.rw[u].invm) * inv;
         }
         if (a.stats && tq == 0)
-            flash_stats_store(&fp, &rw[u], st0, wsum, ssum,
-                              a.stats + flash_row_index(b, h, r0 + r, H, a.Tq) * FLASH_NSTAT);
+            flash_stats_store(&fp, &r.rw[u], st0, wsum, ssum,
+                              a.stats + flash_row_index(c.b, c.h, c.r0 + row, H, a.Tq) * FLASH_NSTAT);
     }
+}
+
+/* One CTA: 64 query rows r0.. of (b, h) = (blockIdx.x / H, blockIdx.x % H); query tiles in
+   reverse order (blockIdx.y = 0 is the last, longest tile) so the longest CTAs start first.
+   The emulation's fwd_cta, line by line: per lane two rows u = 0, 1 (g, g + 8 of the warp). */
+template <int ST, int D, bool MMA>
+__global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
+    typedef typename Op<MMA>::T T;
+    constexpr int LD = Tile<MMA, D>::LD;
+    constexpr bool ONLINE = st_online(ST), RW = st_rw(ST), NORMS = st_norms(ST);
+    FLASH_DYNAMIC_SHARED(smem);
+    constexpr int NBUF = Tile<MMA, D>::NBUF;
+    // Q, then NBUF (K, V) pairs, (64, LD) each; the keys' 1/|k| (NBUF, 64); SIMT: Pw
+    T *Qs = reinterpret_cast<T *>(smem), *Ks = Qs + 64 * LD, *Vs = Ks + 64 * LD;  // buffer 0
+    float *rks = reinterpret_cast<float *>(Qs + (1 + 2 * NBUF) * 64 * LD);
+    float *Pw = rks + NBUF * 64 + (threadIdx.x >> 5) * 16 * PW_LD;              // SIMT: (16, PW_LD)
+
+    flash_params fp, fpr;
+    kind_params<ST>(a.fp, fp, fpr);
+    const bool ssmax = a.fp.score == LSSAR_SCORE_SSMAX;
+    FwdCta c;
+    c.H = a.H;
+    c.b = blockIdx.x / c.H;
+    c.h = blockIdx.x % c.H;
+    const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
+    c.r0 = qt * 64;
+    c.bq = min(64, a.Tq - c.r0);
+    c.i0 = a.q0 + c.r0;
+    c.nkt = (c.i0 + c.bq - 1) / 64 + 1;  // key tiles 0..nkt-1; those above the diagonal are skipped
+    c.HD = c.H * D;
+    c.warp = threadIdx.x >> 5;
+    c.lane = threadIdx.x & 31;
+    c.g = c.lane >> 2;
+    c.tq = c.lane & 3;
+    c.kv_base = (int64_t)c.b * a.kvs * c.HD + (int64_t)c.h * D;
+    c.rk_base = ((int64_t)c.b * c.H + c.h) * a.Tk;
+
+    FwdRows r;
+    const float s_h = ssmax ? a.ssmax_s[c.h] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        int row = 16 * c.warp + c.g + 8 * u;
+        r.valid[u] = row < c.bq;
+        r.ipos[u] = c.i0 + row;
+        float rq = NORMS && r.valid[u] ? a.rq[((int64_t)c.b * c.H + c.h) * a.Tq + c.r0 + row] : 1.0f;
+        flash_row_init(&fpr, r.ipos[u], s_h, rq, &r.rw[u]);
+        r.m[u] = r.xmax[u] = -INFINITY;
+        r.jm[u] = -1;
+        r.l[u] = r.l2[u] = 0.0f;
+    }
+    load_tile<MMA, D>(Qs, a.q, ((int64_t)c.b * a.Tq + c.r0) * c.HD + (int64_t)c.h * D, c.HD, c.bq, a.io_bf16);
+    const T *Qw = Qs + 16 * c.warp * LD;  // the warp's 16 query rows
+
+    if constexpr (RW) fwd_rw_pass1<ST, D, MMA>(a, fp, c, r, Qw, Ks, rks);
+
+    float acc[D / 8][4], acc2[RW ? D / 8 : 1][4];  // acc' (acc); re-weighting E'
+#pragma unroll
+    for (int nb = 0; nb < D / 8; nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[nb][e] = 0.0f;
+#pragma unroll
+    for (int nb = 0; nb < (RW ? D / 8 : 1); nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc2[nb][e] = 0.0f;
+
+    // ---- the main pass (lssar: pass 2)
+    const bool async = NBUF == 2 && a.io_bf16;
+    T *const K0 = Ks, *const V0 = Vs;
+    float *const rk0 = rks;
+    for (int kt = 0; kt < c.nkt; kt++) {
+        const int j0 = kt * 64, buf = async ? kt & 1 : 0;
+        Ks = K0 + buf * 2 * 64 * LD;
+        Vs = V0 + buf * 2 * 64 * LD;
+        rks = rk0 + buf * 64;
+        __syncthreads();  // the readers of the buffer the next copy goes to (tile kt - 1's) are done
+        fwd_load_kv<ST, D, MMA>(a, c, kt, async, K0, V0, Ks, Vs, rks);
+        __syncthreads();  // every thread's copies of tile kt are visible
+        if constexpr (ONLINE) fwd_online_tile<ST, D, MMA>(a, fp, c, r, acc, Qw, Ks, Vs, rks, Pw, j0);
+        else fwd_chunk_tile<ST, D, MMA>(fp, c, r, acc, acc2, Qw, Ks, Vs, rks, Pw, j0);
+    }
+    fwd_finish<ST, D, MMA>(a, fp, c, r, acc, acc2);
 }
 
 // ================================================================ backward
@@ -935,8 +1033,8 @@ __global__ void bwd_rows_kernel(const bwd_args a, int D) {
     const size_t ri = flash_row_index(b, h, i, H, T);
     const float *st = a.stats + ri * FLASH_NSTAT;
     flash_row rw;
-    flash_row_load(&fpr, i, a.fp.score == LSSAR_SCORE_SSMAX ? a.ssmax_s[h] : 0.0f, st_norms(ST) ? a.rq[ri] : 1.0f, st,
-                   &rw);
+    flash_row_load(&fpr, i, a.fp.score == LSSAR_SCORE_SSMAX ? a.ssmax_s[h] : 0.0f,
+                   st_norms(ST) ? a.rq[ri] : 1.0f, st, &rw);
     const int64_t HD = (int64_t)H * D, qr = ((int64_t)b * T + i) * HD + (int64_t)h * D;
     const int64_t vr = ((int64_t)b * T + rw.jm) * HD + (int64_t)h * D;
     const bool rnd = a.mma != 0;
@@ -946,7 +1044,8 @@ __global__ void bwd_rows_kernel(const bwd_args a, int D) {
     const float *ec = st_rw(ST) ? a.stats + flash_stats_ec(a.B, T, H, D) + qr : NULL;
     for (int d = 0; d < D; d += 2) {
         float2 dy = load2(a.dout, qr + d, a.io_bf16, rnd), vj = load2(a.v, vr + d, a.io_bf16, rnd);
-        float2 y = !CENTRED ? load2(a.out, qr + d, a.io_bf16, false) : *reinterpret_cast<const float2 *>(yc + d);
+        float2 y =
+            !CENTRED ? load2(a.out, qr + d, a.io_bf16, false) : *reinterpret_cast<const float2 *>(yc + d);
         dyv = fmaf(dy.x, vj.x, dyv); dyy = fmaf(dy.x, y.x, dyy);
         dyv = fmaf(dy.y, vj.y, dyv); dyy = fmaf(dy.y, y.y, dyy);
         if (st_rw(ST)) {
@@ -961,9 +1060,9 @@ __global__ void bwd_rows_kernel(const bwd_args a, int D) {
 // The constants of this lane's two query rows of tile r0.. (flash_row_load from the saved stats)
 // and their pre-pass values; rows past the end stay masked (valid = false).
 template <int ST>
-static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const flash_params &fpr, int b, int h, int r0,
-                                                     int warp, int g, bool (&valid)[2], flash_row (&rw)[2],
-                                                     float (&bs)[2][FLASH_NBSTAT]) {
+static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const flash_params &fpr, int b, int h,
+                                                     int r0, int warp, int g, bool (&valid)[2],
+                                                     flash_row (&rw)[2], float (&bs)[2][FLASH_NBSTAT]) {
     const float s_h = a.fp.score == LSSAR_SCORE_SSMAX ? a.ssmax_s[h] : 0.0f;
 #pragma unroll
     for (int u = 0; u < 2; u++) {
@@ -990,8 +1089,9 @@ static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const fl
    terms). The rows are the warp's (query rows r0 + 16 warp + g, + 8). */
 template <int ST, int D, bool MMA>
 static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const flash_row (&rw)[2],
-                                                 const float (&bs)[2][FLASH_NBSTAT], const bool (&valid)[2], int i0w,
-                                                 const typename Op<MMA>::T *Qw, const typename Op<MMA>::T *dYw,
+                                                 const float (&bs)[2][FLASH_NBSTAT], const bool (&valid)[2],
+                                                 int i0w, const typename Op<MMA>::T *Qw,
+                                                 const typename Op<MMA>::T *dYw,
                                                  const typename Op<MMA>::T *Ks, const typename Op<MMA>::T *Vs,
                                                  const float *rks, int j0, int kk, int lane, float (&w)[2][4],
                                                  float (&ds)[2][4], float (&dxs)[2][4], float (&s)[2][4],
@@ -1006,10 +1106,12 @@ static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const f
         const int i = i0w + g + 8 * u;  // the row's position
 #pragma unroll
         for (int t = 0; t < 4; t++) {
-            const int cc = t >> 1, e = t & 1, jl = 16 * kk + 8 * cc + 2 * tq + e, kj = j0 + jl, el = 2 * u + e;
+            const int cc = t >> 1, e = t & 1, jl = 16 * kk + 8 * cc + 2 * tq + e, kj = j0 + jl,
+                      el = 2 * u + e;
             float x = valid[u] && kj <= i ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl]) : -INFINITY;
             float wv, dx, rs, ff;
-            ds[cc][el] = flash_bwd_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], rks[jl], &wv, &dx, &rs, &ff);
+            ds[cc][el] = flash_bwd_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], rks[jl], &wv, &dx,
+                                        &rs, &ff);
             w[cc][el] = wv;
             dxs[cc][el] = dx;
             res[cc][el] = rs;
@@ -1023,8 +1125,8 @@ static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const f
    normed: one thread per row, g <- g - x rx^2 (x . g) with the raw (unrounded) input row x, dot
    over d in order (the emulation's project); then a coalesced store. Ends with __syncthreads. */
 template <int D>
-static __device__ void finish_tile(float *Gs, void *dst, const void *x, const float *rx, int64_t g_off, int64_t ld,
-                                   int nvalid, bool normed, int io_bf16) {
+static __device__ void finish_tile(float *Gs, void *dst, const void *x, const float *rx, int64_t g_off,
+                                   int64_t ld, int nvalid, bool normed, int io_bf16) {
     constexpr int LDG = D + 4;
     __syncthreads();  // Gs complete
     if (normed && (int)threadIdx.x < nvalid) {
@@ -1039,20 +1141,24 @@ static __device__ void finish_tile(float *Gs, void *dst, const void *x, const fl
     constexpr int CH = D / 2;
     for (int c = threadIdx.x; c < 64 * CH; c += NT) {
         int r = c / CH, d = (c % CH) * 2;
-        if (r < nvalid) store2(dst, g_off + (int64_t)r * ld + d, io_bf16, Gs[r * LDG + d], Gs[r * LDG + d + 1]);
+        if (r < nvalid)
+            store2(dst, g_off + (int64_t)r * ld + d, io_bf16, Gs[r * LDG + d], Gs[r * LDG + d + 1]);
     }
     __syncthreads();
 }
 
 // Write a warp's C fragments acc (16, D) into fp32 rows Gs (rows row0 + g, + 8).
 template <int D>
-static __device__ __forceinline__ void stage_acc(float *Gs, int row0, const float (&acc)[D / 8][4], int lane) {
+static __device__ __forceinline__ void stage_acc(float *Gs, int row0, const float (&acc)[D / 8][4],
+                                                 int lane) {
     constexpr int LDG = D + 4;
     const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
     for (int nb = 0; nb < D / 8; nb++) {
-        *reinterpret_cast<float2 *>(Gs + (row0 + g) * LDG + 8 * nb + 2 * tq) = make_float2(acc[nb][0], acc[nb][1]);
-        *reinterpret_cast<float2 *>(Gs + (row0 + g + 8) * LDG + 8 * nb + 2 * tq) = make_float2(acc[nb][2], acc[nb][3]);
+        *reinterpret_cast<float2 *>(Gs + (row0 + g) * LDG + 8 * nb + 2 * tq) =
+            make_float2(acc[nb][0], acc[nb][1]);
+        *reinterpret_cast<float2 *>(Gs + (row0 + g + 8) * LDG + 8 * nb + 2 * tq) =
+            make_float2(acc[nb][2], acc[nb][3]);
     }
 }
 
@@ -1184,8 +1290,8 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
             float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
-            bwd_chunk<ST, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD, dYs + 16 * warp * LD, Ks, Vs,
-                                  rks, j0, kk, lane, w, ds, dxs, sc, rs, fj);
+            bwd_chunk<ST, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
+                                  dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs, fj);
             stage16<MMA>(Ws, LDP, 16 * warp, kk, w, lane);
             stage16<MMA>(dSs, LDP, 16 * warp, kk, ds, lane);
         }
@@ -1201,7 +1307,8 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
         if (jr[u] < T_) {
             const int64_t o = head + (int64_t)jr[u] * HD + 2 * tq;
 #pragma unroll
-            for (int nb = 0; nb < D / 8; nb++) store2(a.dv, o + 8 * nb, a.io_bf16, dV[nb][2 * u], dV[nb][2 * u + 1]);
+            for (int nb = 0; nb < D / 8; nb++)
+                store2(a.dv, o + 8 * nb, a.io_bf16, dV[nb][2 * u], dV[nb][2 * u + 1]);
         }
     float *Gs = reinterpret_cast<float *>(Qs);  // Qs and dYs are free now (after the barrier below)
     __syncthreads();
@@ -1260,15 +1367,16 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
             float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
-            bwd_chunk<ST, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD, dYs + 16 * warp * LD, Ks, Vs,
-                                  rks, j0, kk, lane, w, ds, dxs, sc, rs, fj);
+            bwd_chunk<ST, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
+                                  dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs, fj);
             if (NORMED_L1 && !COS && ssmax) {  // the lane's columns of the chunk in t order
 #pragma unroll
                 for (int u = 0; u < 2; u++)
 #pragma unroll
                     for (int t = 0; t < 4; t++) {
                         const int cc = t >> 1, el = 2 * u + (t & 1);
-                        flash_ssmax_acc(dxs[cc][el], rs[cc][el], fj[cc][el], sc[cc][el], &pA[u], &pB[u], &pC[u]);
+                        flash_ssmax_acc(dxs[cc][el], rs[cc][el], fj[cc][el], sc[cc][el], &pA[u], &pB[u],
+                                        &pC[u]);
                     }
             }
             mm_pv16<MMA, D>(dQ, ds[0], ds[1], Ks + 16 * kk * LD, Pw, lane);  // dQ += dS K
@@ -1287,14 +1395,17 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
             float A = quad_sum(LA[u]), Bq = quad_sum(LB[u]), C = quad_sum(LC[u]);
             const int i = r0 + 16 * warp + g + 8 * u;
             if (valid[u] && (lane & 3) == 0 && a.rowds)
-                a.rowds[flash_row_index(b, h, i, H, T_)] = flash_ssmax_ds_row(&fp, i, flash_ssmax_row_term(A, Bq, C));
+                a.rowds[flash_row_index(b, h, i, H, T_)] =
+                    flash_ssmax_ds_row(&fp, i, flash_ssmax_row_term(A, Bq, C));
         }
     }
     float *Gs = reinterpret_cast<float *>(Ks);  // Ks and Vs are free after the barrier
     float *rqs = rks;                           // 1/|q| of the tile's rows for the projection
     __syncthreads();
     stage_acc<D>(Gs, 16 * warp, dQ, lane);
-    if (threadIdx.x < 64) rqs[threadIdx.x] = COS && (int)threadIdx.x < bq ? a.rq[((int64_t)b * H + h) * T_ + r0 + threadIdx.x] : 1.0f;
+    if (threadIdx.x < 64)
+        rqs[threadIdx.x] =
+            COS && (int)threadIdx.x < bq ? a.rq[((int64_t)b * H + h) * T_ + r0 + threadIdx.x] : 1.0f;
     finish_tile<D>(Gs, a.dq, a.q, rqs, head + (int64_t)r0 * HD, HD, bq, COS, a.io_bf16);
 }
 
@@ -1331,7 +1442,8 @@ static int cuda_err(cudaError_t e, const char *what) {
     // as the rest of the backend (cuda_common.h): out of memory is LSSAR_E_NOMEM, any other
     // device failure LSSAR_E_UNSUPPORTED (lssar.h has no code for device faults)
     return lssar_fail(e == cudaErrorMemoryAllocation ? LSSAR_E_NOMEM : LSSAR_E_UNSUPPORTED,
-                      "flash attention: CUDA error %s (%s) in %s", cudaGetErrorName(e), cudaGetErrorString(e), what);
+                      "flash attention: CUDA error %s (%s) in %s", cudaGetErrorName(e), cudaGetErrorString(e),
+                      what);
 }
 static int launched(const char *name) {
     cudaError_t e = cudaGetLastError();
@@ -1345,12 +1457,15 @@ static int prepare(K kern, size_t smem, const char *name) {
     if (smem > 48 * 1024) {
         int dev = 0, optin = 0;
         cudaError_t e = cudaGetDevice(&dev);
-        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
         if (e != cudaSuccess) return cuda_err(e, name);
         if ((size_t)optin < smem)
-            return lssar_fail(LSSAR_E_UNSUPPORTED,
-                              "flash attention: %s needs %zu bytes of shared memory per block; this GPU allows %d "
-                              "(use bf16 products, or a smaller head dim)", name, smem, optin);
+            return lssar_fail(
+                LSSAR_E_UNSUPPORTED,
+                "flash attention: %s needs %zu bytes of shared memory per block; this GPU allows %d "
+                "(use bf16 products, or a smaller head dim)",
+                name, smem, optin);
         e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return cuda_err(e, name);
     }
@@ -1405,15 +1520,16 @@ static int bwd_d(int D, const bwd_args &a, dim3 grid, cudaStream_t st) {
 }
 /* stages x D x mode -> the template instance (flash_st): the 9 stage instances; dot and ssmax share
    one, and so do sigmoid and relu. */
-#define FLASH_STAGES(fp, CALL)                                                                      \
-    if ((fp).norm == LSSAR_NORM_LEN) return CALL(flash_st(0, LSSAR_PHI_SIGMOID, 0));              \
-    if ((fp).score == LSSAR_SCORE_COS) {                                                           \
-        if ((fp).phi == LSSAR_PHI_EXP) return (fp).rw ? CALL(flash_st(1, LSSAR_PHI_EXP, 1))        \
-                                                      : CALL(flash_st(1, LSSAR_PHI_EXP, 0));       \
-        return (fp).rw ? CALL(flash_st(1, LSSAR_PHI_SOFTPLUS, 1)) : CALL(flash_st(1, LSSAR_PHI_SOFTPLUS, 0)); \
-    }                                                                                              \
-    if ((fp).phi == LSSAR_PHI_EXP) return (fp).rw ? CALL(flash_st(0, LSSAR_PHI_EXP, 1))            \
-                                                  : CALL(flash_st(0, LSSAR_PHI_EXP, 0));           \
+#define FLASH_STAGES(fp, CALL)                                                                          \
+    if ((fp).norm == LSSAR_NORM_LEN) return CALL(flash_st(0, LSSAR_PHI_SIGMOID, 0));                    \
+    if ((fp).score == LSSAR_SCORE_COS) {                                                                \
+        if ((fp).phi == LSSAR_PHI_EXP)                                                                  \
+            return (fp).rw ? CALL(flash_st(1, LSSAR_PHI_EXP, 1)) : CALL(flash_st(1, LSSAR_PHI_EXP, 0)); \
+        return (fp).rw ? CALL(flash_st(1, LSSAR_PHI_SOFTPLUS, 1))                                       \
+                       : CALL(flash_st(1, LSSAR_PHI_SOFTPLUS, 0));                                      \
+    }                                                                                                   \
+    if ((fp).phi == LSSAR_PHI_EXP)                                                                      \
+        return (fp).rw ? CALL(flash_st(0, LSSAR_PHI_EXP, 1)) : CALL(flash_st(0, LSSAR_PHI_EXP, 0));     \
     return (fp).rw ? CALL(flash_st(0, LSSAR_PHI_SOFTPLUS, 1)) : CALL(flash_st(0, LSSAR_PHI_SOFTPLUS, 0))
 template <bool MMA>
 static int fwd_stages(int D, const fwd_args &a, dim3 grid, cudaStream_t st) {
@@ -1438,9 +1554,11 @@ static int rows_stages(const bwd_args &a, int D, unsigned nblocks, cudaStream_t 
 #undef ROWS_CALL
 }
 
-static int norms(const void *x, float *out, int B, int n, int stride, int H, int D, int io_bf16, cudaStream_t st) {
+static int norms(const void *x, float *out, int B, int n, int stride, int H, int D, int io_bf16,
+                 cudaStream_t st) {
     int64_t rows = (int64_t)B * n * H;
-    FLASH_LAUNCH((unsigned)((rows + 255) / 256), 256, 0, st, norms_kernel)(x, out, B, n, stride, H, D, io_bf16);
+    FLASH_LAUNCH((unsigned)((rows + 255) / 256), 256, 0, st, norms_kernel)
+    (x, out, B, n, stride, H, D, io_bf16);
     return launched("the launch of norms_kernel");
 }
 
@@ -1454,12 +1572,14 @@ static int check_sizes(const char *fn, int B, int Tq, int Tk, int kvs, int H, in
         return lssar_fail(LSSAR_E_SIZE, "%s: B=%d Tq=%d Tk=%d kv_stride=%d H=%d D=%d; need sizes > 0 and "
                           "Tq <= Tk <= kv_stride", fn, B, Tq, Tk, kvs, H, D);
     if (D != 16 && D != 32 && D != 64 && D != 128)
-        return lssar_fail(LSSAR_E_UNSUPPORTED, "%s: head dim D=%d; the CUDA kernels support 16, 32, 64 and 128", fn, D);
+        return lssar_fail(LSSAR_E_UNSUPPORTED,
+                          "%s: head dim D=%d; the CUDA kernels support 16, 32, 64 and 128", fn, D);
     // query (key) tiles are grid.y (< 65536; the argmax then also travels exactly as a float in
     // the stats, < 2^24); (b, h) pairs grid.x
     if ((Tk + 63) / 64 > 65535 || (int64_t)B * H > INT32_MAX || (int64_t)H * D > INT32_MAX / 2 ||
         (int64_t)B * kvs > INT32_MAX)
-        return lssar_fail(LSSAR_E_SIZE, "%s: B=%d T=%d H=%d D=%d is too large (T at most 65535 x 64)", fn, B, Tk, H, D);
+        return lssar_fail(LSSAR_E_SIZE, "%s: B=%d T=%d H=%d D=%d is too large (T at most 65535 x 64)", fn, B,
+                          Tk, H, D);
     return LSSAR_OK;
 }
 // The kind has score ssmax (its ds output); 0 for a value that is not a kind.
@@ -1527,9 +1647,9 @@ extern "C" size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int T
 }
 
 // The forward on either storage type (the public API's bf16 and the backend's fp32).
-static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int io_bf16, int B, int Tq, int Tk, int kvs,
-                        int H, int D, const void *q, const void *k, const void *v, void *out, float *stats,
-                        void *scratch, cudaStream_t stream) {
+static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int io_bf16, int B, int Tq, int Tk,
+                        int kvs, int H, int D, const void *q, const void *k, const void *v, void *out,
+                        float *stats, void *scratch, cudaStream_t stream) {
     int rc = check_desc(d, fn);
     if (!rc) rc = check_sizes(fn, B, Tq, Tk, kvs, H, D);
     if (!rc) rc = check_ptr(fn, "q", q);
@@ -1539,7 +1659,8 @@ static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int i
     if (!rc && stats) rc = check_ptr(fn, "stats", stats);
     if (rc) return rc;
     scratch_map sm = carve(d, B, Tq, Tk, H, scratch, 0);
-    if (sm.bytes && !scratch) return lssar_fail(LSSAR_E_NULL, "%s: scratch is NULL (%zu bytes needed)", fn, sm.bytes);
+    if (sm.bytes && !scratch)
+        return lssar_fail(LSSAR_E_NULL, "%s: scratch is NULL (%zu bytes needed)", fn, sm.bytes);
     fwd_args a;
     memset(&a, 0, sizeof a);
     a.fp = desc_params(d, D);
@@ -1556,10 +1677,10 @@ static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int i
     return mma ? fwd_stages<true>(D, a, grid, stream) : fwd_stages<false>(D, a, grid, stream);
 }
 
-static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int io_bf16, int B, int T, int H, int D,
-                         const void *q, const void *k, const void *v, const void *out, const float *stats,
-                         const void *dout, void *dq, void *dk, void *dv, float *dscale, int accumulate, void *scratch,
-                         cudaStream_t stream) {
+static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int io_bf16, int B, int T, int H,
+                         int D, const void *q, const void *k, const void *v, const void *out,
+                         const float *stats, const void *dout, void *dq, void *dk, void *dv, float *dscale,
+                         int accumulate, void *scratch, cudaStream_t stream) {
     int rc = check_desc(d, fn);
     if (!rc) rc = check_sizes(fn, B, T, T, T, H, D);
     const char *names[] = {"q", "k", "v", "out", "stats", "dout", "dq", "dk", "dv"};
@@ -1596,19 +1717,20 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     return LSSAR_OK;
 }
 
-extern "C" int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, int B, int Tq, int Tk, int kv_stride,
-                                 int H, int D, const float *q, const float *k, const float *v, float *out,
-                                 float *stats, void *scratch, cudaStream_t stream) {
-    return attn_forward("attention forward (CUDA)", d, bf16_products != 0, 0, B, Tq, Tk, kv_stride, H, D, q, k, v, out,
-                        stats, scratch, stream);
+extern "C" int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, int B, int Tq, int Tk,
+                                 int kv_stride, int H, int D, const float *q, const float *k, const float *v,
+                                 float *out, float *stats, void *scratch, cudaStream_t stream) {
+    return attn_forward("attention forward (CUDA)", d, bf16_products != 0, 0, B, Tq, Tk, kv_stride, H, D, q,
+                        k, v, out, stats, scratch, stream);
 }
 
 extern "C" int cuda_attn_backward(const lssar_attn_desc *d, int bf16_products, int B, int T, int H, int D,
                                   const float *q, const float *k, const float *v, const float *out,
                                   const float *stats, const float *dout, float *dq, float *dk, float *dv,
                                   float *dscale, void *scratch, cudaStream_t stream) {
-    return attn_backward("attention backward (CUDA)", d, bf16_products != 0, 0, B, T, H, D, q, k, v, out, stats, dout,
-                         dq, dk, dv, d && attn_ssmax_kind(d->kind) ? dscale : NULL, 1, scratch, stream);
+    return attn_backward("attention backward (CUDA)", d, bf16_products != 0, 0, B, T, H, D, q, k, v, out,
+                         stats, dout, dq, dk, dv, d && attn_ssmax_kind(d->kind) ? dscale : NULL, 1, scratch,
+                         stream);
 }
 
 // ---------------------------------------------------------------- the public API (lssar.h)
@@ -1624,7 +1746,8 @@ static int check_dtype(const char *fn, lssar_dtype dtype) {
     return LSSAR_OK;
 }
 
-size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D) {
+size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H,
+                                      int D) {
     if (!a || (dtype != LSSAR_F32 && dtype != LSSAR_BF16)) return 0;
     if (flash_emu_check_fused(a, "lssar_attn_cuda_workspace_size")) return 0;  // LSSAR_E_UNSUPPORTED set
     size_t s = cuda_attn_stats_floats(a, B, T, H, D);
@@ -1633,7 +1756,8 @@ size_t lssar_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtyp
 }
 
 int lssar_attn_forward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B, int T, int H, int D,
-                            const void *q, const void *k, const void *v, void *out, void *workspace, void *stream) {
+                            const void *q, const void *k, const void *v, void *out, void *workspace,
+                            void *stream) {
     const char *fn = "lssar_attn_forward_cuda";
     int rc = check_dtype(fn, dtype);
     if (!rc) rc = check_desc(a, fn);
@@ -1657,9 +1781,9 @@ int lssar_attn_backward_cuda(const lssar_attn_desc *a, lssar_dtype dtype, int B,
     if (rc) return rc;
     char *ws = static_cast<char *>(workspace);
     int bf16 = dtype == LSSAR_BF16;
-    return attn_backward(fn, a, bf16, bf16, B, T, H, D, q, k, v, out, reinterpret_cast<const float *>(ws), dout, dq, dk,
-                         dv, attn_ssmax_kind(a->kind) ? ds : NULL, 0, ws + ws_stats_bytes(a, B, T, H, D),
-                         static_cast<cudaStream_t>(stream));
+    return attn_backward(fn, a, bf16, bf16, B, T, H, D, q, k, v, out, reinterpret_cast<const float *>(ws),
+                         dout, dq, dk, dv, attn_ssmax_kind(a->kind) ? ds : NULL, 0,
+                         ws + ws_stats_bytes(a, B, T, H, D), static_cast<cudaStream_t>(stream));
 }
 
 int lssar_cuda_device_count(void) {
