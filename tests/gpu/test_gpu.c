@@ -1184,6 +1184,8 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
     ref_args A = {kind, 15.0, in.sh, B, T, T, T, H, D, in.q, in.k, in.v, in.dy, 1, attn_len_norm, ATTN_TRAIN_LEN};
     int have_ref = attn_ref64(&A, &R) == 0;
     for (int h = 0; have_ref && h < H; h++) R.dsb[h] += 8 * U32 * R.dsabs[h];
+    double cond[4] = {0, 0, 0, 0};  /* f32 storage: the conditioning term, as attn_seam's */
+    if (have_ref) attn_conditioning(&A, &R, n, H, cond);
     use_ctx(NN_FP32);
     float *sh_ = cmem(H * 4);
     CU(cudaMemcpy(sh_, in.sh, H * 4, cudaMemcpyHostToDevice));
@@ -1225,8 +1227,10 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
                 for (int t = 0; t < nt; t++) {
                     size_t m = t == 4 ? (size_t)H : n;
                     cmpres c = cmp_ff(got[t], cpu[t], m);
-                    double b = 1e-5;
+                    double b = 1e-5 + (t < 4 ? 2 * cond[t] : 0);
                     char note[160] = "";
+                    if (t < 4 && !dt && 2 * cond[t] > 1e-6)
+                        snprintf(note, sizeof note, "(fp32: 1e-5 + 2 x conditioning %.2g)", cond[t]);
                     if (t == 4 && have_ref) b += 8 * U32 * nrm_d(R.dsabs, H) / fmax(nrm_f(dsc, H), 1e-300);
                     if (!dt) e32[t] = c.err;
                     else b = have_ref ? bound_bf16(sref[t], bref[t], cpu[t], m, e32[t], 0, note, sizeof note) : 1e-2;
