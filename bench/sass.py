@@ -35,8 +35,8 @@ import subprocess
 import sys
 
 # Kernel template instances: flash_st(cos, phi, rw) = cos * 16 + phi * 2 + rw (flash_attn.cu)
-STAGES = {0: "softmax", 2: "lssa+dot", 4: "sigmoid", 16: "softmax+cos", 18: "lssa", 19: "lssar"}
-REFUSED = {1: "softmax+rw", 3: "lssar+dot", 17: "softmax+cos+rw"}  # compiled, refused at run time
+STAGES = {0: "softmax", 1: "softmax+rw", 2: "lssa+dot", 3: "lssar+dot", 4: "sigmoid", 16: "softmax+cos",
+          17: "softmax+cos+rw", 18: "lssa", 19: "lssar"}
 GOALS = {("softmax", "fwd"): 10, ("softmax", "bwd"): 10, ("lssar", "fwd"): 15, ("lssar", "bwd"): 14}
 CHUNKS = 4  # FLASH_BC / 16: the trips of a nested loop with tensor ops (the 16-key chunks)
 SMEM_SM = {"sm_80": 167936, "sm_86": 102400, "sm_89": 102400, "sm_90": 233472, "sm_90a": 233472}
@@ -167,7 +167,7 @@ def main():
     ap.add_argument("--cuobjdump", default="cuobjdump", help="the cuobjdump program")
     ap.add_argument("--arch", default="sm_90a", help="the SASS to read (default sm_90a)")
     ap.add_argument("--D", type=int, nargs="*", default=[64], help="head sizes (default 64)")
-    ap.add_argument("--all", action="store_true", help="also the fp32 (SIMT) mode and the refused instances")
+    ap.add_argument("--all", action="store_true", help="also the fp32 (SIMT) mode")
     ap.add_argument("--detail", action="store_true",
                     help="also where the main loop's instructions go, per tensor op, by kind of instruction")
     ap.add_argument("--json", help="write the rows as JSON to this file")
@@ -177,7 +177,7 @@ def main():
     funcs = sass_functions(args.cuobjdump, args.obj, args.arch)
     if not funcs:
         sys.exit(f"sass.py: no {args.arch} SASS in {args.obj} (cuobjdump --list-elf lists what is there)")
-    kinds = {**STAGES, **(REFUSED if args.all else {})}
+    kinds = STAGES
     rows = []
     for name, ins in funcs.items():
         d = demangle(name)
