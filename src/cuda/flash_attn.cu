@@ -368,6 +368,19 @@ static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename
     }
 }
 
+// The SIMT products' inner step: t (rows lo, hi x columns v.x, v.y) += (lo, hi) (v.x, v.y), each an
+// FMA, then add_4 adds the four sums to a C fragment (the emulation's order).
+static __device__ __forceinline__ void fma_2x2(float (&t)[4], float lo, float hi, float2 v) {
+    t[0] = fmaf(lo, v.x, t[0]);
+    t[1] = fmaf(lo, v.y, t[1]);
+    t[2] = fmaf(hi, v.x, t[2]);
+    t[3] = fmaf(hi, v.y, t[3]);
+}
+static __device__ __forceinline__ void add_4(float (&acc)[4], const float (&t)[4]) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) acc[e] += t[e];
+}
+
 /* acc (16, D) += P B for one chunk of 16 keys (one mma k-step): P the warp's weights of those keys
    as two C fragments (p0: keys 0..7 of the chunk, p1: keys 8..15), Bs the chunk's 16 rows (16, D)
    of the right operand in shared memory. MMA: P rounded to bf16 becomes the A fragment directly
@@ -406,25 +419,17 @@ static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const flo
         const float *plo = Pw + g * PW_LD, *phi = Pw + (g + 8) * PW_LD, *b = Bs + 2 * tq;
 #pragma unroll
         for (int nb = 0; nb < D / 8; nb++) {
-            float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
+            float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int j4 = 0; j4 < 16; j4 += 4) {
                 float4 x = *reinterpret_cast<const float4 *>(plo + j4),
                        y = *reinterpret_cast<const float4 *>(phi + j4);
                 const float xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float2 v = *reinterpret_cast<const float2 *>(b + (j4 + e) * LD + 8 * nb);
-                    t0 = fmaf(xs[e], v.x, t0);
-                    t1 = fmaf(xs[e], v.y, t1);
-                    t2 = fmaf(ys[e], v.x, t2);
-                    t3 = fmaf(ys[e], v.y, t3);
-                }
+                for (int e = 0; e < 4; e++)
+                    fma_2x2(t, xs[e], ys[e], *reinterpret_cast<const float2 *>(b + (j4 + e) * LD + 8 * nb));
             }
-            acc[nb][0] += t0;
-            acc[nb][1] += t1;
-            acc[nb][2] += t2;
-            acc[nb][3] += t3;
+            add_4(acc[nb], t);
         }
     }
 }
@@ -468,19 +473,11 @@ static __device__ __forceinline__ void mm_ptb(float (&acc)[D / 8][4], const type
             const float *b = Bs + 16 * kk * LD + 2 * tq;
 #pragma unroll
             for (int nb = 0; nb < D / 8; nb++) {
-                float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
+                float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-                for (int rr = 0; rr < 16; rr++) {
-                    float2 v = *reinterpret_cast<const float2 *>(b + rr * LD + 8 * nb);
-                    t0 = fmaf(alo[rr], v.x, t0);
-                    t1 = fmaf(alo[rr], v.y, t1);
-                    t2 = fmaf(ahi[rr], v.x, t2);
-                    t3 = fmaf(ahi[rr], v.y, t3);
-                }
-                acc[nb][0] += t0;
-                acc[nb][1] += t1;
-                acc[nb][2] += t2;
-                acc[nb][3] += t3;
+                for (int rr = 0; rr < 16; rr++)
+                    fma_2x2(t, alo[rr], ahi[rr], *reinterpret_cast<const float2 *>(b + rr * LD + 8 * nb));
+                add_4(acc[nb], t);
             }
         }
     }
@@ -1057,12 +1054,18 @@ __global__ void bwd_rows_kernel(const bwd_args a, int D) {
     flash_bwd_row(&fp, &rw, dyv, dyy, dye, st[FLASH_ST_S], a.bstat + ri * FLASH_NBSTAT);
 }
 
-// The constants of this lane's two query rows of tile r0.. (flash_row_load from the saved stats)
-// and their pre-pass values; rows past the end stay masked (valid = false).
-template <int ST>
+// Query tile r0..: Q and dY into shared memory (the caller syncs before they are read), and the
+// constants of this lane's two rows (flash_row_load from the saved stats) with their pre-pass
+// values; rows past the end stay masked (valid = false).
+template <int ST, int D, bool MMA>
 static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const flash_params &fpr, int b, int h,
-                                                     int r0, int warp, int g, bool (&valid)[2],
+                                                     int r0, int warp, int g, typename Op<MMA>::T *Qs,
+                                                     typename Op<MMA>::T *dYs, bool (&valid)[2],
                                                      flash_row (&rw)[2], float (&bs)[2][FLASH_NBSTAT]) {
+    const int HD = a.H * D, bq = min(64, a.T - r0);
+    const int64_t off = ((int64_t)b * a.T + r0) * HD + (int64_t)h * D;
+    load_tile<MMA, D>(Qs, a.q, off, HD, bq, a.io_bf16);
+    load_tile<MMA, D>(dYs, a.dout, off, HD, bq, a.io_bf16);
     const float s_h = a.fp.score == LSSAR_SCORE_SSMAX ? a.ssmax_s[h] : 0.0f;
 #pragma unroll
     for (int u = 0; u < 2; u++) {
@@ -1185,18 +1188,16 @@ __global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
     kind_params<ST>(a.fp, fp, fpr);
     const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
     const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
-    const int r0 = qt * 64, bq = min(64, T_ - r0);
+    const int r0 = qt * 64;
     const int HD = H * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
     const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;
     const int i0w = r0 + 16 * warp;
 
-    load_tile<MMA, D>(Qs, a.q, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
-    load_tile<MMA, D>(dYs, a.dout, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
     bool valid[2];
     flash_row rw[2];
     float bs[2][FLASH_NBSTAT];
-    bwd_load_rows<ST>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
+    bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
     float LR[2] = {0.0f, 0.0f}, LP1[2] = {0.0f, 0.0f}, LP2[2] = {0.0f, 0.0f};  // the lane's running sums
 
     for (int kt = 0; kt <= qt; kt++) {
@@ -1278,14 +1279,12 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
         for (int e = 0; e < 4; e++) { dK[nb][e] = 0.0f; dV[nb][e] = 0.0f; }
 
     for (int qt = kt; qt < nt; qt++) {
-        const int r0 = qt * 64, bq = min(64, T_ - r0);
+        const int r0 = qt * 64;
         __syncthreads();  // the previous query tile's readers of Qs, dYs, Ws, dSs are done
-        load_tile<MMA, D>(Qs, a.q, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
-        load_tile<MMA, D>(dYs, a.dout, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
         bool valid[2];
         flash_row rw[2];
         float bs[2][FLASH_NBSTAT];
-        bwd_load_rows<ST>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
+        bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
         __syncthreads();
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
@@ -1341,12 +1340,10 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
     const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;
 
-    load_tile<MMA, D>(Qs, a.q, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
-    load_tile<MMA, D>(dYs, a.dout, head + (int64_t)r0 * HD, HD, bq, a.io_bf16);
     bool valid[2];
     flash_row rw[2];
     float bs[2][FLASH_NBSTAT];
-    bwd_load_rows<ST>(a, fpr, b, h, r0, warp, g, valid, rw, bs);
+    bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
 
     float dQ[D / 8][4];
 #pragma unroll
