@@ -23,8 +23,8 @@
  *   d = 0..D-1 in order; the products over keys or query rows (P V, G V, dS K, W^T dY, dS^T Q)
  *   go one mma k-step of 16 reduction indices at a time: the 16 products summed in order from 0,
  *   then added to the accumulator (the SIMT variant: FMAs into a temporary, then one add), so an
- *   accumulator rounds n / 16 times, not n (measured: |sum of weights - 1| 2.4e-4 at T = 16384
- *   with a plain running sum). The emulation sums in those orders in fp32; the order inside one
+ *   accumulator rounds n / 16 times, not n (a plain running sum drifts visibly at long T:
+ *   docs/PERF.md). The emulation sums in those orders in fp32; the order inside one
  *   mma is the hardware's (the GPU tests' bounds cover it).
  *
  * Precision modes: FP32 (products of fp32 operands, fp32 accumulation) and BF16 (the operands of
@@ -144,7 +144,7 @@
  *   Since dS is recomputed by both 1 and 2 with the same function on the same inputs, the two
  *   agree bit for bit.
  *
- * Why centred (measured; it is not in FlashAttention): every normalisation backward has the form
+ * Why centred (it is not in FlashAttention): every normalisation backward has the form
  *   dbeta_j - D1 with D1 = sum_k beta_k dbeta_k. On a nearly one-hot row (softmax on the peaked
  *   input family: w_k ~ e^-60 off the argmax; lssar with p = 15 nearly always) the true
  *   dbeta_jm - D1 = sum_{k != jm} beta_k (dbeta_jm - dbeta_k) is tiny, but D1 = dy . y carries an
@@ -156,7 +156,7 @@
  *   Cost: one (B, Tq, H, D) row buffer (yc) in the stats, and in the online forward an
  *   occasional extra load of v_jm_old when a row's argmax moves to a later tile.
  *
- * Two more measured choices: the backward's sigmoid comes from flash_softplus_sigmoid, not as
+ * Two more choices, both from measurements (docs/PERF.md): the backward's sigmoid comes from flash_softplus_sigmoid, not as
  *   1 - exp(-softplus(x)) (attn_rows.c's shortcut loses the row where x is very negative, which
  *   matters on uniform rows); ssmax's row term is A - Bs C (flash_ssmax_row_term), not A.
  */
@@ -400,8 +400,7 @@ FM_FN float flash_softmax_p(float x, float m) { return fm_exp(x - m); }
    sigmoid = 1 / (1 + e) (x >= 0) or e / (1 + e). Not sigmoid = 1 - exp(-a) (attn_rows.c's
    shortcut): where x is very negative a ~ e is tiny and 1 - exp(-a) keeps only an absolute
    error of ~6e-8, while on a (nearly) uniform row sigmoid / Z ~ 1 / n is not small at all
-   (measured: 1.5e-4 relative error of dk on the repeated-keys family at T = 1024, D = 16,
-   where lambda = 19 and x reaches -19). */
+   (docs/PERF.md has the error it gave). */
 FM_FN float flash_softplus_sigmoid(float x, float *sig) {
     float ax = x < 0.0f ? -x : x;
     float e = fm_exp(-ax);
@@ -680,8 +679,8 @@ FM_FN void flash_bwd_rs_finish(const flash_row *rw, float r1, float p1, float p2
    The l1 stage gives dx_j = f_j (h_j - K) with the row constant K = sum_k alpha_k h_k, so
    sum_j res_j = sum_j alpha_j (h_j - K) is 0 in real arithmetic and A - Bs C is A. But K (D1 or
    D2) comes from the forward's yc / Ec, not from the same dw values, so every dx_j carries a
-   common error -f_j e(K), which in A alone is multiplied by C and does not cancel (measured on
-   softmax: 2e-4 of |ds| on uniform rows, where the true term is 0, and on random rows). In
+   common error -f_j e(K), which in A alone is multiplied by C and does not cancel (docs/PERF.md
+   has the size of it on softmax). In
    A - Bs C it cancels to first order: A - Bs C is A with K replaced by the K consistent with the
    dw values. (phi exp without re-weighting: res = dx, f = w.) */
 FM_FN void flash_ssmax_acc(float dx, float res, float f, float S, float *A, float *Bs, float *C) {

@@ -136,8 +136,8 @@ static void tile_product(const float *A, const float *BT, int bq, int D, float *
    mma.sync does: one k-step of KSTEP = 16 consecutive reduction indices at a time, its products
    summed in order from 0 in fp32 (inside an mma the order is the hardware's), then added to the
    accumulator; the SIMT (fp32) kernel does the same with FMAs into a temporary. A running sum of
-   all n products would round n times into the accumulator (|sum of weights - 1| 2.4e-4 at
-   T = 16384, measured); this rounds n / 16 times. */
+   all n products would round n times into the accumulator (docs/PERF.md); this rounds n / 16
+   times. */
 #define KSTEP 16
 
 // acc (bq, D) += P M: acc[r][d] += sum_j P[r][j] M[j][d] over j < nk (M: (BC, D)); P (BR, BC) is
