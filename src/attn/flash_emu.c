@@ -571,9 +571,12 @@ static void bwd_block(const emu_ctx *c, const flash_row *rw, const float *bs, in
     }
 }
 
-// The row constants and the pre-pass values of query tile rows r0..r0+bq-1.
+// Query tile rows r0..r0+bq-1: Q and dY into t->qt, t->dyt, and the rows' constants and pre-pass
+// values (the kernels' bwd_load_rows).
 static void bwd_rows(const emu_ctx *c, const float *stats, const float *bstat, int b, int h, int r0,
-                     int bq, flash_row *rw, float *bs) {
+                     int bq, tiles *t, flash_row *rw, float *bs) {
+    load_rows(c, c->q, b, h, r0, bq, t->qt);
+    load_rows(c, c->dy, b, h, r0, bq, t->dyt);
     const flash_params *fp = &c->fp;
     const float s_h = fp->score == LSSAR_SCORE_SSMAX ? c->ssmax_s[h] : 0.0f;
     for (int r = 0; r < bq; r++) {
@@ -605,9 +608,7 @@ static void bwd_dkdv_cta(const emu_ctx *c, const float *stats, const float *bsta
     load_keys(c, b, h, j0, nk, t, 1, 0, 0);
     for (int qt = kt; qt < nqt; qt++) {  // BR == BC: query tile qt sees key tile kt iff qt >= kt
         int r0 = qt * BR, bq = T - r0 < BR ? T - r0 : BR;
-        load_rows(c, c->q, b, h, r0, bq, t->qt);
-        load_rows(c, c->dy, b, h, r0, bq, t->dyt);
-        bwd_rows(c, stats, bstat, b, h, r0, bq, rw, bs);
+        bwd_rows(c, stats, bstat, b, h, r0, bq, t, rw, bs);
         bwd_block(c, rw, bs, r0, bq, j0, t);
         acc_product_t(c, t->w, t->dyt, bq, nk, dV, t->tmp);   // dV += W^T dY
         acc_product_t(c, t->dS, t->qt, bq, nk, dK, t->tmp);   // dK += dS^T Q
@@ -632,9 +633,7 @@ static void bwd_rowsums_cta(const emu_ctx *c, const float *stats, float *bstat, 
     float bs[BR * FLASH_NBSTAT];
     float *L = t->lane;  // (BR, 3 sums, 4 lanes)
     memset(L, 0, (size_t)BR * 12 * sizeof(float));
-    load_rows(c, c->q, b, h, r0, bq, t->qt);
-    load_rows(c, c->dy, b, h, r0, bq, t->dyt);
-    bwd_rows(c, stats, bstat, b, h, r0, bq, rw, bs);
+    bwd_rows(c, stats, bstat, b, h, r0, bq, t, rw, bs);
     for (int kt = 0; kt <= qt; kt++) {
         int j0 = kt * BC, nk = T - j0 < BC ? T - j0 : BC;
         load_keys(c, b, h, j0, nk, t, 1, 0, 0);
@@ -675,9 +674,7 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
     float *dQ = t->acc, *L = t->lane;
     memset(dQ, 0, (size_t)BR * D * sizeof(float));
     memset(L, 0, (size_t)BR * 12 * sizeof(float));
-    load_rows(c, c->q, b, h, r0, bq, t->qt);
-    load_rows(c, c->dy, b, h, r0, bq, t->dyt);
-    bwd_rows(c, stats, bstat, b, h, r0, bq, rw, bs);
+    bwd_rows(c, stats, bstat, b, h, r0, bq, t, rw, bs);
     for (int kt = 0; kt <= qt; kt++) {
         int j0 = kt * BC, nk = T - j0 < BC ? T - j0 : BC;
         load_keys(c, b, h, j0, nk, t, 1, 1, 0);
