@@ -16,6 +16,7 @@
 #include "nn/nn.h"
 #include "cuda/kernels_emu.h"
 #include "cuda/kernels_math.h"
+#include "attn/flash.h"
 
 /* Error bounds. float32 rounds to nearest with unit roundoff U = 2^-24: fl(a op b) = (a op b)(1 +
    d), |d| <= U; float64 with U64 = 2^-53. gam(n) = nU / (1 - nU) bounds n compounded roundings
@@ -889,6 +890,95 @@ static void test_residual_scale(void) {
     CHECK(bits_equal(a, o, N), "residual in place");
 }
 
+/* ------------------------------------------------------------ bf16 cast */
+// An independent oracle for round-to-nearest-even into bf16, on magnitudes in float64: the
+// truncation lo (toward zero) and the next bf16 away from zero hi (after the largest finite value,
+// inf, which IEEE 754 places at 2^128 for rounding), the nearer one, on a tie the one with an even
+// last bit. Both differences are exact in float64. NaN: the canonical 0x7FFF.
+static double bf_mag(uint16_t h) {
+    if ((h & 0x7fff) == 0x7f80) return 0x1p128;
+    return fabs((double)km_bf16_float(h));
+}
+static uint16_t bf16_oracle(float x) {
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    if (isnan(x)) return 0x7fff;
+    uint16_t lo = (uint16_t)(b >> 16), hi = (uint16_t)(lo + 1);
+    if (!(b & 0xffffu)) return lo;
+    double dx = fabs((double)x), dl = dx - bf_mag(lo), dh = bf_mag(hi) - dx;
+    return dl < dh ? lo : dl > dh ? hi : (lo & 1) ? hi : lo;
+}
+static float f_of(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+
+// kemu_to_bf16 (the cast kernel's emulation, km_bf16_rne per value) bit for bit against the oracle
+// on: every sign and exponent and top-7 fraction (all 2^16 upper halves) with the lower halves that
+// decide the rounding (0, just below / at / just above the half, all ones), a stride through all
+// 2^32 patterns, named cases (ties to even both ways, subnormals, the overflow to inf, inf, NaNs
+// whose naive rounding would carry into inf or flip the sign), and the padded rows it writes.
+// flash_bf16 (the attention's rounding) must give the same value on every non-NaN input and a NaN
+// on every NaN.
+static void test_bf16_cast(void) {
+    static const uint16_t low[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xffff};
+    long bad = 0, flash_bad = 0, n = 0;
+    uint32_t first_bad = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t cnt = pass ? (1u << 20) : 65536u * 6;
+        for (size_t i = 0; i < cnt; i++) {
+            uint32_t b = pass ? (uint32_t)(i * 4099u + 12345u) : (uint32_t)((i / 6) << 16 | low[i % 6]);
+            float x = f_of(b);
+            uint16_t got = km_bf16_rne(x), want = bf16_oracle(x);
+            float fb = flash_bf16(x), kb = km_bf16_float(got);
+            n++;
+            if (got != want && !bad++) first_bad = b;
+            if (isnan(x) ? !isnan(fb) : memcmp(&fb, &kb, 4) != 0) flash_bad++;
+        }
+    }
+    CHECK(!bad, "km_bf16_rne differs from the RNE oracle on %ld of %ld inputs (first 0x%08x)", bad, n,
+          first_bad);
+    CHECK(!flash_bad, "flash_bf16 and km_bf16_rne differ on %ld of %ld inputs", flash_bad, n);
+    static const struct { uint32_t x; uint16_t want; } named[] = {
+        {0x3f808000, 0x3f80},   // 1 + 2^-8: a tie, even below
+        {0x3f818000, 0x3f82},   // a tie, even above
+        {0xbf818000, 0xbf82},   // the same negative
+        {0x3f808001, 0x3f81},   // just above the tie
+        {0x00008000, 0x0000},   // subnormal tie to +0
+        {0x00018000, 0x0002},   // subnormal tie up
+        {0x0000ffff, 0x0001},   // subnormal rounding up to the smallest bf16 subnormal
+        {0x007fffff, 0x0080},   // the largest subnormal rounds to the smallest normal
+        {0x80000001, 0x8000},   // -smallest subnormal: -0
+        {0x7f7f7fff, 0x7f7f},   // below the overflow threshold: the largest finite bf16
+        {0x7f7f8000, 0x7f80},   // the largest finite + half an ulp: inf (ties to even)
+        {0x7f7fffff, 0x7f80},   // FLT_MAX: inf
+        {0xff7fffff, 0xff80},   // -FLT_MAX: -inf
+        {0x7f800000, 0x7f80},   // inf
+        {0xff800000, 0xff80},   // -inf
+        {0x7f800001, 0x7fff},   // signalling NaN: +0x7FFF would carry into inf
+        {0x7fffffff, 0x7fff},   // NaN: +0x7FFF would carry into the sign
+        {0xffc00000, 0x7fff},   // -NaN
+        {0x80000000, 0x8000},   // -0
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        uint16_t got = km_bf16_rne(f_of(named[i].x));
+        CHECK(got == named[i].want, "bf16 of 0x%08x: 0x%04x, expected 0x%04x", named[i].x, got,
+              named[i].want);
+    }
+    // the padded rows of the operand copies: rows of cols values, ld rounded up to 8
+    enum { R = 3, C = 13 };
+    int ld = km_bf16_ld(C);
+    CHECK(ld == 16 && km_bf16_ld(16) == 16 && km_bf16_ld(50257) == 50264, "km_bf16_ld");
+    float in[R * C];
+    uint16_t out[R * 16];
+    randn(in, R * C, 3.0);
+    in[5] = f_of(0x7f800001);
+    for (int i = 0; i < R * 16; i++) out[i] = 0xabcd;
+    kemu_to_bf16(out, in, R, C, ld);
+    int ok = 1;
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < ld; j++)
+            ok &= out[r * ld + j] == (j < C ? bf16_oracle(in[r * C + j]) : 0xabcd);
+    CHECK(ok, "kemu_to_bf16: padded rows (values, or the padding overwritten)");
+}
+
 /* ------------------------------------------------------------ AdamW */
 // One step from a non-zero state, against the float64 formula on the float inputs (with the float
 // bias corrections both backends use: 1 / (1 - powf(beta, t))). Per value:
@@ -949,6 +1039,7 @@ int main(void) {
     RUN(test_rope);
     RUN(test_gelu);
     RUN(test_residual_scale);
+    RUN(test_bf16_cast);
     RUN(test_adamw);
     CPU.ctx_free(cpu);
     return test_summary("test_cuda_emu");

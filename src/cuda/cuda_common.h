@@ -123,6 +123,9 @@ int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, 
                float beta2, float eps, float wd, float ibc1, float ibc2, cudaStream_t stream);
 // out (N, OC) += bias on every row (the matmul's fallback when the bias epilogue is refused)
 int cuda_add_bias(float *out, const float *bias, int N, int OC, cudaStream_t stream);
+// out (rows, ldo) bf16 bits = in (rows, cols) rounded to nearest even (km_bf16_rne), ldo >= cols:
+// the GEMMs' bf16 operands (kemu_to_bf16 emulates it)
+int cuda_to_bf16(uint16_t *out, const float *in, int rows, int cols, int ldo, cudaStream_t stream);
 // kernels_embedding.cu (wte, dwte: Ch device pointers in a host array)
 int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe, int B,
                            int T, int Ch, int C, cudaStream_t stream);

@@ -1,6 +1,7 @@
-// kernels_elementwise.cu - GELU (tanh approximation), the residual add, scaling, AdamW and the
-// matmul's bias fallback: one thread per value (grid-stride beyond 2^20 blocks), the per-value
-// math of kernels_math.h (src/nn's formulas). No reductions, so nothing to order.
+// kernels_elementwise.cu - GELU (tanh approximation), the residual add, scaling, AdamW, the
+// matmul's bias fallback and the bf16 cast of its operands: one thread per value (grid-stride
+// beyond 2^20 blocks), the per-value math of kernels_math.h (src/nn's formulas). No reductions,
+// so nothing to order.
 #include "cuda/cuda_common.h"
 
 #define EW_MAX_BLOCKS (1u << 20)
@@ -44,6 +45,17 @@ static __global__ void adamw_kernel(float *params, const float *grads, float *m,
 }
 static __global__ void add_bias_kernel(float *out, const float *bias, size_t n, int OC) {
     EW_LOOP(i, n) out[i] = KM_ADD(out[i], bias[i % OC]);
+}
+// out (rows, ldo) = in (rows, cols) rounded to bf16 (km_bf16_rne); out's columns cols..ldo-1 are
+// left as they are (the GEMMs never read them). blockIdx.y strides over rows, x over columns: no
+// division per value.
+static __global__ void to_bf16_kernel(uint16_t *out, const float *in, int rows, int cols, int ldo) {
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float *x = in + (size_t)r * cols;
+        uint16_t *o = out + (size_t)r * ldo;
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += gridDim.x * blockDim.x)
+            o[j] = km_bf16_rne(x[j]);
+    }
 }
 
 int cuda_gelu_forward(float *out, const float *inp, size_t n, cudaStream_t stream) {
@@ -89,5 +101,13 @@ int cuda_add_bias(float *out, const float *bias, int N, int OC, cudaStream_t str
     if (!n) return 0;
     add_bias_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(out, bias, n, OC);
     CUDA_LAUNCHED("add_bias_kernel");
+    return 0;
+}
+int cuda_to_bf16(uint16_t *out, const float *in, int rows, int cols, int ldo, cudaStream_t stream) {
+    if (rows <= 0 || cols <= 0) return 0;
+    unsigned gx = cuda_blocks((size_t)cols, KM_EW_THREADS), gy = rows < 65535 ? (unsigned)rows : 65535u;
+    if (gx > 1024) gx = 1024;
+    to_bf16_kernel<<<dim3(gx, gy), KM_EW_THREADS, 0, stream>>>(out, in, rows, cols, ldo);
+    CUDA_LAUNCHED("to_bf16_kernel");
     return 0;
 }

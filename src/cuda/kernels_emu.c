@@ -255,6 +255,10 @@ void kemu_residual_forward(float *out, const float *a, const float *b, size_t n)
 void kemu_scale(float *x, size_t n, float s) {
     for (size_t i = 0; i < n; i++) x[i] = KM_MUL(x[i], s);
 }
+void kemu_to_bf16(uint16_t *out, const float *in, int rows, int cols, int ldo) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++) out[(size_t)r * ldo + j] = km_bf16_rne(in[(size_t)r * cols + j]);
+}
 void kemu_rope(float *x, const float *cos_t, const float *sin_t, int B, int T, int NH, int HS, int pos0,
                int inverse) {
     int h = HS / 2;

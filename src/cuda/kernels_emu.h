@@ -67,6 +67,9 @@ void kemu_gelu_forward(float *out, const float *inp, size_t n);
 void kemu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 void kemu_residual_forward(float *out, const float *a, const float *b, size_t n);
 void kemu_scale(float *x, size_t n, float s);
+// out (rows, ldo) = the bf16 bits of in (rows, cols), nearest even (km_bf16_rne: NaN -> 0x7FFF);
+// out's columns cols..ldo-1 untouched. The GEMMs' operand cast (cuda_to_bf16).
+void kemu_to_bf16(uint16_t *out, const float *in, int rows, int cols, int ldo);
 // x (B, T, NH, HS) in place with table rows pos0 + t; inverse: the backward (the transpose)
 void kemu_rope(float *x, const float *cos_t, const float *sin_t, int B, int T, int NH, int HS, int pos0,
                int inverse);
