@@ -36,11 +36,20 @@ extern "C" {
 
 // A GEMM shape's heuristic answer, asked once: its algorithm, or none (ok = 0: the caller falls back)
 typedef struct {
-    int transa, transb, m, n, k, lda, ldb, ldd, epilogue, compute;
+    int transa, transb, m, n, k, lda, ldb, ldd, epilogue, bf16;   // bf16: the operands' type
     uint32_t align_a, align_b, align_d;
     int ok;
     cublasLtMatmulAlgo_t algo;
 } mm_entry;
+
+// A bf16 copy of a weight the GEMMs read (NN_BF16; weight_bf16 below)
+typedef struct {
+    const float *src;   // the fp32 master weight (rows, cols), row-major
+    int rows, cols;
+    uint16_t *bf;       // its copy (rows, km_bf16_ld(cols)), `bytes` of device memory
+    size_t bytes;
+    int stale;          // src written since the last cast
+} wcopy;
 
 struct nn_ctx {
     cudaStream_t stream;
@@ -65,14 +74,17 @@ struct nn_ctx {
     cudaEvent_t up_free, up_done;
     int up_marked, up_pending;   // up_free / up_done recorded at least once
     int err;                  // the first failure (sticky), 0 while all is well
-    // memory statistics (device_stats): bytes this context holds (alloc, scratch, workspace) now and
-    // at most, the most device memory in use (cudaMemGetInfo, sampled after each allocation: use
-    // grows only there), and the size of each live alloc (cudaFree does not tell it)
+    // memory statistics (device_stats): bytes this context holds (alloc, scratch, workspace, the
+    // bf16 weight copies) now and at most, the most device memory in use (cudaMemGetInfo, sampled
+    // after each allocation: use grows only there), and the size of each live alloc (cudaFree does
+    // not tell it)
     size_t held, held_peak, used_peak;
     struct { void *p; size_t bytes; } *live;
     int nlive, cap_live;
     int ncache;
     mm_entry cache[MM_CACHE];
+    wcopy *wc;                // the bf16 weight copies (their bytes are in held, as every alloc's)
+    int nwc, cap_wc;
 };
 
 /* ---- errors */
@@ -125,6 +137,74 @@ static void *scratch(nn_ctx *c, size_t bytes) {
     return c->scratch;
 }
 
+/* ---- bf16 weight copies (NN_BF16). The GEMMs read bf16 operands (docs/CUDA.md): activations are
+   cast into scratch just before each product, weights are kept here as bf16 copies, made by the
+   first product that reads a weight and cast again only after its fp32 master changed. "Changed":
+   every seam call that writes device memory names what it writes (wrote), and the copies whose
+   source lies in the allocation written turn stale (a whole allocation: the seam does not always
+   say how far a write reaches, e.g. embedding_backward's tables). The model keeps parameters,
+   gradients, moments and activations in separate allocations, so only writes of the parameters
+   (upload, copy, zero, scale, adamw, dist_allgather, ...) touch the copies: one cast of every
+   weight per optimiser step, none between the micro-steps of gradient accumulation. */
+static void wcopy_free(nn_ctx *c, int i) {
+    cudaFree(c->wc[i].bf);
+    mem_note(c, -(ptrdiff_t)c->wc[i].bytes);
+    c->wc[i] = c->wc[--c->nwc];
+}
+
+// Every copy whose source lies in [lo, hi) is marked stale (drop: freed, when that memory goes).
+static void wcopy_mark(nn_ctx *c, uintptr_t lo, uintptr_t hi, int drop) {
+    for (int i = c->nwc - 1; i >= 0; i--) {
+        uintptr_t s = (uintptr_t)c->wc[i].src;
+        if (s < lo || s >= hi) continue;
+        if (drop) wcopy_free(c, i);
+        else c->wc[i].stale = 1;
+    }
+}
+
+// A seam call writes device memory at p: the copies of weights in p's allocation are stale (all of
+// them if p is in none of this context's allocations).
+static void wrote(nn_ctx *c, const void *p) {
+    if (!c->nwc || !p) return;
+    uintptr_t a = (uintptr_t)p;
+    for (int i = 0; i < c->nlive; i++) {
+        uintptr_t lo = (uintptr_t)c->live[i].p;
+        if (a >= lo && a < lo + (c->live[i].bytes ? c->live[i].bytes : 1)) {
+            wcopy_mark(c, lo, lo + c->live[i].bytes, 0);
+            return;
+        }
+    }
+    wcopy_mark(c, 0, UINTPTR_MAX, 0);
+}
+
+// The bf16 copy of weight w (rows, cols), rows km_bf16_ld(cols) apart; cast now if stale. NULL
+// (the context's error set) when there is no device memory for it.
+static const uint16_t *weight_bf16(nn_ctx *c, const float *w, int rows, int cols) {
+    wcopy *e = NULL;
+    for (int i = 0; i < c->nwc && !e; i++)
+        if (c->wc[i].src == w && c->wc[i].rows == rows && c->wc[i].cols == cols) e = &c->wc[i];
+    if (!e) {
+        if (c->nwc == c->cap_wc) {
+            int cap = c->cap_wc ? 2 * c->cap_wc : 64;
+            void *nw = realloc(c->wc, cap * sizeof *c->wc);
+            if (!nw) { note(c, lssar_fail(LSSAR_E_NOMEM, "cuda backend: out of host memory")); return NULL; }
+            c->wc = (wcopy *)nw;
+            c->cap_wc = cap;
+        }
+        wcopy n = {w, rows, cols, NULL, (size_t)rows * km_bf16_ld(cols) * sizeof(uint16_t), 1};
+        if (CU(c, cudaMalloc((void **)&n.bf, n.bytes))) return NULL;
+        mem_note(c, (ptrdiff_t)n.bytes);
+        c->wc[c->nwc] = n;
+        e = &c->wc[c->nwc++];
+    }
+    if (e->stale) {
+        int rc = cuda_to_bf16(e->bf, w, rows, cols, km_bf16_ld(cols), c->stream);
+        if (rc) { note(c, rc); return NULL; }
+        e->stale = 0;
+    }
+    return e->bf;
+}
+
 /* ---- context and memory */
 static __global__ void probe_kernel(void) {}
 
@@ -143,6 +223,8 @@ static void cuda_ctx_free(nn_ctx *c) {
     if (c->ready) cudaEventDestroy(c->ready);
     if (c->summed) cudaEventDestroy(c->summed);
     if (c->lt) cublasLtDestroy(c->lt);
+    while (c->nwc) wcopy_free(c, c->nwc - 1);
+    free(c->wc);
     cudaFree(c->workspace);
     cudaFree(c->scratch);
     cudaFree(c->result_dev);
@@ -245,6 +327,8 @@ static void cuda_release(nn_ctx *c, void *p) {
     cudaFree(p);
     for (int i = c->nlive - 1; i >= 0; i--)
         if (c->live[i].p == p) {
+            // the copies of weights it held go with it (the address may come back for other data)
+            wcopy_mark(c, (uintptr_t)p, (uintptr_t)p + c->live[i].bytes, 1);
             mem_note(c, -(ptrdiff_t)c->live[i].bytes);
             c->live[i] = c->live[--c->nlive];
             break;
@@ -296,6 +380,7 @@ static int up_stream(nn_ctx *c) {
     return 0;
 }
 static void cuda_upload_async(nn_ctx *c, void *dst, const void *src, size_t bytes) {
+    wrote(c, dst);
     if (c->err || !bytes || up_stream(c)) return;
     // the previous copy has read its source once this returns (the caller may rewrite it)
     if (c->up_pending && CU(c, cudaEventSynchronize(c->up_done))) return;
@@ -312,6 +397,7 @@ static void cuda_upload_wait(nn_ctx *c) {
 }
 
 static void cuda_upload(nn_ctx *c, void *dst, const void *src, size_t bytes) {
+    wrote(c, dst);
     // from pageable memory the call returns once src is staged: the caller may reuse it at once
     if (!c->err && bytes) CU(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
 }
@@ -323,15 +409,26 @@ static void cuda_download(nn_ctx *c, void *dst, const void *src, size_t bytes) {
 }
 
 static void cuda_copy(nn_ctx *c, void *dst, const void *src, size_t bytes) {
+    wrote(c, dst);
     if (!c->err && bytes) CU(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
 }
 
 static void cuda_zero(nn_ctx *c, float *x, size_t n) {
+    wrote(c, x);
     if (!c->err && n) CU(c, cudaMemsetAsync(x, 0, n * sizeof(float), c->stream));
 }
 
 /* ---- matmul through cuBLASLt. Row-major X (r, c) is column-major X^T (c, r) with ld c, so every
-   product below is written for column-major matrices as cuBLASLt sees them. */
+   product below is written for column-major matrices as cuBLASLt sees them.
+
+   Precision. NN_FP32: fp32 operands, CUBLAS_COMPUTE_32F. NN_BF16: bf16 operands (CUDA_R_16BF),
+   fp32 accumulation (CUBLAS_COMPUTE_32F), fp32 output D and bias, so the tensor cores read half
+   the bytes: the weights' bf16 copies (weight_bf16) and the activations cast into scratch just
+   before the product (cuda_to_bf16), both rounded to nearest even, the rounding flash_bf16 and the
+   fake GPU apply. Activations are still stored fp32 between layers: every seam buffer is float
+   (backend.h), and layernorm, GELU, the residual stream and attention read and write fp32. Storing
+   them bf16 (half the activation memory and traffic) needs a bf16 activation type in the seam,
+   the elementwise kernels reading and writing it, and the GEMMs writing bf16 D: the next step. */
 
 // the largest power of two (<= 256) dividing the address: cuBLASLt assumes 256 unless told
 static uint32_t align_of(const void *p) {
@@ -345,12 +442,13 @@ static uint32_t align_of(const void *p) {
 // that it has none, so a fallback of gemm() is never silent.
 static void log_shape(const mm_entry *e) {
     if (lssar_dist_rank() != 0) return;
-    const char *ct = e->compute == (int)CUBLAS_COMPUTE_32F_FAST_16BF ? "32F_FAST_16BF" : "32F";
-    fprintf(stderr, "lssar cuda: GEMM %d x %d x %d op %c%c %s compute %s: ", e->m, e->n, e->k,
-            e->transa ? 'T' : 'N', e->transb ? 'T' : 'N', e->epilogue ? "bias epilogue" : "no epilogue", ct);
+    fprintf(stderr, "lssar cuda: GEMM %d x %d x %d op %c%c %s operands %s compute 32F: ", e->m, e->n, e->k,
+            e->transa ? 'T' : 'N', e->transb ? 'T' : 'N', e->epilogue ? "bias epilogue" : "no epilogue",
+            e->bf16 ? "bf16" : "fp32");
     if (!e->ok) {
-        fprintf(stderr, "no algorithm (alignments %u %u %u); gemm falls back\n", e->align_a, e->align_b,
-                e->align_d);
+        const char *to = e->epilogue ? " to the bias kernel" : e->bf16 ? " to fp32 operands (slower)" : "";
+        fprintf(stderr, "no algorithm (alignments %u %u %u); gemm falls back%s\n", e->align_a, e->align_b,
+                e->align_d, to);
         return;
     }
     int v[5] = {0};
@@ -364,12 +462,12 @@ static void log_shape(const mm_entry *e) {
     fprintf(stderr, "algo %d tile %d stages %d split-k %d reduction %d\n", v[0], v[1], v[2], v[3], v[4]);
 }
 
-// D (m, n) = op(A) (m, k) op(B) (k, n) + beta D [+ bias (m) on every column], column-major, fp32
-// storage, compute type ct. Returns 0, an lssar_err, or -1 when cuBLASLt has no algorithm for it
-// (CUBLAS_STATUS_NOT_SUPPORTED), for gemm's fallbacks.
-static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const float *bias, int transa,
-                     int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta,
-                     cublasComputeType_t ct) {
+// D (m, n) = op(A) (m, k) op(B) (k, n) + beta D [+ bias (m) on every column], column-major, fp32 D
+// and bias, A and B fp32 or bf16 (bf16: their element type), compute CUBLAS_COMPUTE_32F. Returns 0,
+// an lssar_err, or -1 when cuBLASLt has no algorithm for it (CUBLAS_STATUS_NOT_SUPPORTED), for
+// gemm's fallbacks.
+static int lt_matmul(nn_ctx *c, float *D, const void *A, const void *B, int bf16, const float *bias,
+                     int transa, int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta) {
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
@@ -378,30 +476,33 @@ static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const 
     int rc = 0, epi = bias != NULL;
     float alpha = 1.0f;
     cublasOperation_t ta = transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    uint32_t aa = align_of(A), ab = align_of(B), ad = align_of(D);
+    cudaDataType_t ab = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    uint32_t aa = align_of(A), abl = align_of(B), ad = align_of(D);
     const mm_entry *hit = NULL;
     cublasLtMatmulAlgo_t algo;
 #define LT(call)                                                  \
     do {                                                          \
         if ((st = (call)) != CUBLAS_STATUS_SUCCESS) { what = #call; goto done; } \
     } while (0)
-    LT(cublasLtMatmulDescCreate(&op, ct, CUDA_R_32F));
+    LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     if (epi) {
         cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+        int32_t bt = CUDA_R_32F;   // D's type, cuBLASLt's default: stated, as it must stay fp32
         LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
         LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
     }
     // the stored matrices: A is (m, k), or (k, m) when transposed; B (k, n) or (n, k)
-    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, transa ? k : m, transa ? m : k, lda));
-    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, transb ? n : k, transb ? k : n, ldb));
+    LT(cublasLtMatrixLayoutCreate(&la, ab, transa ? k : m, transa ? m : k, lda));
+    LT(cublasLtMatrixLayoutCreate(&lb, ab, transb ? n : k, transb ? k : n, ldb));
     LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, ldd));
     for (int i = 0; i < c->ncache && !hit; i++) {
         const mm_entry *e = &c->cache[i];
         if (e->transa == transa && e->transb == transb && e->m == m && e->n == n && e->k == k &&
-            e->lda == lda && e->ldb == ldb && e->ldd == ldd && e->epilogue == epi && e->compute == (int)ct &&
-            e->align_a == aa && e->align_b == ab && e->align_d == ad)
+            e->lda == lda && e->ldb == ldb && e->ldd == ldd && e->epilogue == epi && e->bf16 == bf16 &&
+            e->align_a == aa && e->align_b == abl && e->align_d == ad)
             hit = e;
     }
     if (hit) {
@@ -416,8 +517,8 @@ static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const 
                                                 sizeof ws));
         LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa,
                                                 sizeof aa));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab,
-                                                sizeof ab));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &abl,
+                                                sizeof abl));
         LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad,
                                                 sizeof ad));
         LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad,
@@ -430,7 +531,7 @@ static int lt_matmul(nn_ctx *c, float *D, const float *A, const float *B, const 
             goto done;
         }
         // the answer, yes or no, is kept (a shape beyond the cache asks again: logged again)
-        mm_entry e = {transa, transb, m, n, k, lda, ldb, ldd, epi, (int)ct, aa, ab, ad,
+        mm_entry e = {transa, transb, m, n, k, lda, ldb, ldd, epi, bf16, aa, abl, ad,
                       st == CUBLAS_STATUS_SUCCESS, res.algo};
         if (c->ncache < MM_CACHE) c->cache[c->ncache++] = e;
         log_shape(&e);
@@ -451,30 +552,57 @@ done:
     return rc;
 }
 
-// The context's GEMM: compute CUBLAS_COMPUTE_32F (NN_FP32) or CUBLAS_COMPUTE_32F_FAST_16BF
-// (NN_BF16: the operands rounded to bf16 for the tensor cores, fp32 accumulation), the bias
-// through the epilogue. Where cuBLASLt has no algorithm for a shape and alignment: without the
-// epilogue, then the bias kernel (the same one rounding of acc + bias as the epilogue); and in
-// bf16 mode, at last, in fp32 (more accurate, slower). A shape always takes the same path, and
-// lt_matmul logs each step of it once (log_shape).
-static int gemm(nn_ctx *c, float *D, const float *A, const float *B, const float *bias, int transa,
-                int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta) {
-    cublasComputeType_t ct = c->precision == NN_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
-    int rc = lt_matmul(c, D, A, B, bias, transa, transb, m, n, k, lda, ldb, ldd, beta, ct);
+// A GEMM operand: the fp32 matrix f (leading dimension ld) and, in NN_BF16, its bf16 copy h (ldh)
+typedef struct {
+    const float *f;
+    const uint16_t *h;
+    int ld, ldh;
+} mm_op;
+static mm_op op32(const float *f, int ld) {
+    mm_op o = {f, NULL, ld, 0};
+    return o;
+}
+static mm_op op16(const float *f, int ld, const uint16_t *h) {
+    mm_op o = {f, h, ld, km_bf16_ld(ld)};
+    return o;
+}
+
+// The context's GEMM, the bias through the epilogue: bf16 operands when both have a copy, else
+// fp32. Where cuBLASLt has no algorithm for a shape and alignment: without the epilogue, then the
+// bias kernel (the same one rounding of acc + bias as the epilogue); and for bf16 operands, at
+// last, the fp32 ones (more accurate, slower). Falling back, not failing, is what a user wants:
+// a shape first met mid-run (an evaluation chunk, a short last batch, decoding's one row) would
+// otherwise end a run hours in, the fallback changes no result beyond the bf16 bounds, and
+// lt_matmul logs each step of it once (log_shape), so it is never silent. Only a shape with no
+// fp32 algorithm either fails, naming the shape.
+static int gemm(nn_ctx *c, float *D, mm_op A, mm_op B, const float *bias, int transa, int transb, int m,
+                int n, int k, int ldd, float beta) {
+    int rc = -1;
+    for (int bf = A.h && B.h; bf >= 0 && rc == -1; bf--) {
+        const void *a = bf ? (const void *)A.h : A.f, *b = bf ? (const void *)B.h : B.f;
+        int lda = bf ? A.ldh : A.ld, ldb = bf ? B.ldh : B.ld;
+        rc = lt_matmul(c, D, a, b, bf, bias, transa, transb, m, n, k, lda, ldb, ldd, beta);
+        if (rc == -1 && bias) {
+            rc = lt_matmul(c, D, a, b, bf, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta);
+            if (rc == 0) rc = cuda_add_bias(D, bias, n, m, c->stream);
+        }
+    }
     if (rc != -1) return rc;
-    if (bias) {
-        rc = lt_matmul(c, D, A, B, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta, ct);
-        if (rc == 0) return cuda_add_bias(D, bias, n, m, c->stream);
-        if (rc != -1) return rc;
-    }
-    if (ct != CUBLAS_COMPUTE_32F) {
-        rc = lt_matmul(c, D, A, B, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta, CUBLAS_COMPUTE_32F);
-        if (rc == 0 && bias) rc = cuda_add_bias(D, bias, n, m, c->stream);
-        if (rc != -1) return rc;
-    }
     return lssar_fail(LSSAR_E_UNSUPPORTED, "cuBLASLt has no algorithm for the %d x %d x %d product (op %c%c, "
-                      "alignments %u %u %u)", m, n, k, transa ? 'T' : 'N', transb ? 'T' : 'N', align_of(A),
-                      align_of(B), align_of(D));
+                      "alignments %u %u %u)", m, n, k, transa ? 'T' : 'N', transb ? 'T' : 'N', align_of(A.f),
+                      align_of(B.f), align_of(D));
+}
+
+// Rows of activations cast per product in NN_BF16: all N, unless their bf16 copies (row_bytes
+// each) exceed CAST_CAP; then chunks of a multiple of 128 rows (the chunks' fp32 rows keep the
+// base's alignment), each its own product. Only the classifier's backward chunks at GPT-2 sizes
+// (dlogits (B T, V)); a chunked dweight adds the chunks' products in order (beta 1), a fixed
+// order: the same bits on every run.
+#define CAST_CAP ((size_t)128 << 20)
+static int cast_rows(int N, size_t row_bytes) {
+    size_t r = CAST_CAP / row_bytes;
+    if (r >= (size_t)N) return N;
+    return r >= 128 ? (int)(r / 128 * 128) : r ? (int)r : 1;
 }
 
 // out (N, OC) = inp (N, IC) @ W^T + bias. W stored (OC, IC) row-major is (IC, OC) column-major,
@@ -483,7 +611,50 @@ static int gemm(nn_ctx *c, float *D, const float *A, const float *B, const float
 static void cuda_matmul_forward(nn_ctx *c, float *out, const float *inp, const float *weight,
                                 const float *bias, int N, int IC, int OC) {
     if (c->err || N <= 0 || OC <= 0) return;
-    note(c, gemm(c, out, weight, inp, bias, 1, 0, OC, N, IC, IC, IC, OC, 0.0f));
+    wrote(c, out);
+    if (c->precision != NN_BF16 || IC <= 0) {
+        note(c, gemm(c, out, op32(weight, IC), op32(inp, IC), bias, 1, 0, OC, N, IC, OC, 0.0f));
+        return;
+    }
+    int ldi = km_bf16_ld(IC), R = cast_rows(N, (size_t)ldi * sizeof(uint16_t));
+    const uint16_t *wb = weight_bf16(c, weight, OC, IC);
+    uint16_t *ib = wb ? (uint16_t *)scratch(c, (size_t)R * ldi * sizeof(uint16_t)) : NULL;   // (R, ldi)
+    for (int r0 = 0; ib && r0 < N && !c->err; r0 += R) {
+        int rr = N - r0 < R ? N - r0 : R;
+        const float *x = inp + (size_t)r0 * IC;
+        int rc = cuda_to_bf16(ib, x, rr, IC, ldi, c->stream);
+        if (!rc)
+            rc = gemm(c, out + (size_t)r0 * OC, op16(weight, IC, wb), op16(x, IC, ib), bias, 1, 0, OC, rr, IC,
+                      OC, 0.0f);
+        note(c, rc);
+    }
+}
+
+// The two products of the backward in NN_BF16 over row chunks of R (cast_rows): dout's rows cast
+// into scratch (R, ldo), inp's (for dweight) after them (R, ldi); then the products as below.
+static int matmul_backward_bf16(nn_ctx *c, float *dinp, float *dweight, const float *dout, const float *inp,
+                                const float *weight, int N, int IC, int OC, int accumulate) {
+    int ldo = km_bf16_ld(OC), ldi = km_bf16_ld(IC);
+    int R = cast_rows(N, (size_t)(ldo + (dweight ? ldi : 0)) * sizeof(uint16_t));
+    size_t ob = cuda_round256((size_t)R * ldo * sizeof(uint16_t));
+    const uint16_t *wb = dinp ? weight_bf16(c, weight, OC, IC) : NULL;
+    size_t bytes = ob + (dweight ? (size_t)R * ldi * sizeof(uint16_t) : 0);
+    char *s = dinp && !wb ? NULL : (char *)scratch(c, bytes);
+    if (!s) return 0;   // the error is the context's already
+    uint16_t *db16 = (uint16_t *)s, *ib16 = (uint16_t *)(s + ob);
+    int rc = 0;
+    for (int r0 = 0; !rc && r0 < N; r0 += R) {
+        int rr = N - r0 < R ? N - r0 : R;
+        const float *d = dout + (size_t)r0 * OC, *x = inp + (size_t)r0 * IC;
+        rc = cuda_to_bf16(db16, d, rr, OC, ldo, c->stream);
+        if (!rc && dweight) rc = cuda_to_bf16(ib16, x, rr, IC, ldi, c->stream);
+        if (!rc && dinp)
+            rc = gemm(c, dinp + (size_t)r0 * IC, op16(weight, IC, wb), op16(d, OC, db16), NULL, 0, 0, IC, rr,
+                      OC, IC, accumulate ? 1.0f : 0.0f);
+        if (!rc && dweight)
+            rc = gemm(c, dweight, op16(x, IC, ib16), op16(d, OC, db16), NULL, 0, 1, IC, OC, rr, IC, 1.0f);
+    }
+    return rc;
 }
 
 // dinp (N, IC) = / += dout (N, OC) @ W:  D (IC, N) = W (IC, OC) x dout^T (OC, N)
@@ -494,10 +665,19 @@ static void cuda_matmul_backward(nn_ctx *c, float *dinp, float *dweight, float *
                                  const float *inp, const float *weight, int N, int IC, int OC,
                                  int accumulate) {
     if (c->err || N <= 0 || OC <= 0 || IC <= 0) return;
+    wrote(c, dinp);
+    wrote(c, dweight);
+    wrote(c, dbias);
     int rc = 0;
-    if (dinp) rc = gemm(c, dinp, weight, dout, NULL, 0, 0, IC, N, OC, IC, OC, IC, accumulate ? 1.0f : 0.0f);
-    if (!rc && dweight) rc = gemm(c, dweight, inp, dout, NULL, 0, 1, IC, OC, N, IC, OC, IC, 1.0f);
-    if (!rc && dbias) {
+    if (c->precision == NN_BF16) {
+        rc = matmul_backward_bf16(c, dinp, dweight, dout, inp, weight, N, IC, OC, accumulate);
+    } else {
+        float bi = accumulate ? 1.0f : 0.0f;
+        if (dinp) rc = gemm(c, dinp, op32(weight, IC), op32(dout, OC), NULL, 0, 0, IC, N, OC, IC, bi);
+        if (!rc && dweight)
+            rc = gemm(c, dweight, op32(inp, IC), op32(dout, OC), NULL, 0, 1, IC, OC, N, IC, 1.0f);
+    }
+    if (!rc && dbias && !c->err) {
         void *s = scratch(c, cuda_colsum_scratch(N, OC));
         if (!s) return;
         rc = cuda_colsum(dbias, dout, N, OC, s, c->stream);
@@ -508,31 +688,39 @@ static void cuda_matmul_backward(nn_ctx *c, float *dinp, float *dweight, float *
 /* ---- layers */
 static void cuda_layernorm_forward_(nn_ctx *c, float *out, float *mean, float *rstd, const float *inp,
                                     const float *weight, const float *bias, int N, int C) {
+    wrote(c, out); wrote(c, mean); wrote(c, rstd);
     if (!c->err) note(c, cuda_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, c->stream));
 }
 static void cuda_layernorm_backward_(nn_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
                                      const float *inp, const float *weight, const float *mean,
                                      const float *rstd, int N, int C) {
+    wrote(c, dinp); wrote(c, dweight); wrote(c, dbias);
     if (c->err) return;
     void *s = scratch(c, cuda_layernorm_backward_scratch(N, C));
     if (!s) return;
     note(c, cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, s, c->stream));
 }
 static void cuda_gelu_forward_(nn_ctx *c, float *out, const float *inp, size_t n) {
+    wrote(c, out);
     if (!c->err) note(c, cuda_gelu_forward(out, inp, n, c->stream));
 }
 static void cuda_gelu_backward_(nn_ctx *c, float *dinp, const float *inp, const float *dout, size_t n) {
+    wrote(c, dinp);
     if (!c->err) note(c, cuda_gelu_backward(dinp, inp, dout, n, c->stream));
 }
 static void cuda_residual_forward_(nn_ctx *c, float *out, const float *a, const float *b, size_t n) {
+    wrote(c, out);
     if (!c->err) note(c, cuda_residual_forward(out, a, b, n, c->stream));
 }
 static void cuda_embedding_forward_(nn_ctx *c, float *out, const uint16_t *tokens, float *const *wte,
                                     const float *wpe, int B, int T, int Ch, int C) {
+    wrote(c, out);
     if (!c->err) note(c, cuda_embedding_forward(out, tokens, wte, wpe, B, T, Ch, C, c->stream));
 }
 static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe, const float *dout,
                                      const uint16_t *tokens, int B, int T, int Ch, int C) {
+    for (int ch = 0; ch < Ch; ch++) wrote(c, dwte[ch]);
+    wrote(c, dwpe);
     if (c->err) return;
     size_t bytes = 0;
     int rc = cuda_embedding_backward_scratch(B, T, &bytes);
@@ -543,10 +731,12 @@ static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe,
 }
 static void cuda_rope_forward_(nn_ctx *c, float *x, const float *cos_t, const float *sin_t, int B, int T,
                                int NH, int HS, int pos0) {
+    wrote(c, x);
     if (!c->err) note(c, cuda_rope(x, cos_t, sin_t, B, T, NH, HS, pos0, 0, c->stream));
 }
 static void cuda_rope_backward_(nn_ctx *c, float *dx, const float *cos_t, const float *sin_t, int B, int T,
                                 int NH, int HS) {
+    wrote(c, dx);
     if (!c->err) note(c, cuda_rope(dx, cos_t, sin_t, B, T, NH, HS, 0, 1, c->stream));
 }
 
@@ -557,6 +747,7 @@ static size_t cuda_attention_stats_floats(const lssar_attn_desc *d, int B, int T
 static int cuda_attention_forward(nn_ctx *c, float *out, float *stats, const float *q, const float *k,
                                   const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
                                   int kv_stride, int NH, int HS) {
+    wrote(c, out); wrote(c, stats);
     if (c->err) return c->err;
     size_t bytes = cuda_attn_scratch_bytes(d, B, Tq, Tk, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
@@ -568,6 +759,7 @@ static int cuda_attention_backward(nn_ctx *c, float *dq, float *dk, float *dv, f
                                    const float *dout, const float *q, const float *k, const float *v,
                                    const float *out, const float *stats, const lssar_attn_desc *d, int B,
                                    int T, int NH, int HS) {
+    wrote(c, dq); wrote(c, dk); wrote(c, dv); wrote(c, dscale);
     if (c->err) return c->err;
     size_t bytes = cuda_attn_scratch_bytes(d, B, T, T, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
@@ -579,6 +771,7 @@ static int cuda_attention_backward(nn_ctx *c, float *dq, float *dk, float *dv, f
 /* ---- cross-entropy, optimiser */
 static void cuda_xent_forward_(nn_ctx *c, float *logits, float *losses, uint16_t *argmax,
                                const uint16_t *targets, int tstride, int ostride, int R, int V, double *acc) {
+    wrote(c, logits); wrote(c, losses); wrote(c, argmax); wrote(c, acc);
     if (c->err) return;
     void *s = scratch(c, cuda_xent_forward_scratch(R));
     if (!s) return;
@@ -586,10 +779,12 @@ static void cuda_xent_forward_(nn_ctx *c, float *logits, float *losses, uint16_t
 }
 static void cuda_xent_backward_(nn_ctx *c, float *probs, const uint16_t *targets, int tstride, int R, int V,
                                 float grad_scale, const double *acc) {
+    wrote(c, probs);
     if (!c->err) note(c, cuda_xent_backward(probs, targets, tstride, R, V, grad_scale, acc, c->stream));
 }
 static void cuda_adamw_(nn_ctx *c, float *params, const float *grads, float *m, float *v, size_t n, int t,
                         float lr, float beta1, float beta2, float eps, float wd) {
+    wrote(c, params); wrote(c, m); wrote(c, v);
     if (c->err) return;
     float ibc1, ibc2;
     km_adamw_ibc(t, beta1, beta2, &ibc1, &ibc2);   // on the host, with libm's powf, as adamw.c
@@ -608,15 +803,18 @@ static double cuda_sum_squares_(nn_ctx *c, const float *x, size_t n) {
     return *c->result_host;
 }
 static void cuda_block_sum_squares_(nn_ctx *c, double *out, const float *x, size_t n, size_t block) {
+    wrote(c, out);
     if (c->err) return;
     void *s = scratch(c, cuda_block_sum_squares_scratch(n));
     if (s) note(c, cuda_block_sum_squares(out, x, n, block, s, c->stream));
 }
 static void cuda_clip_norm_(nn_ctx *c, float *x, size_t n, const double *ss, size_t nb, float clip,
                             float *norm) {
+    wrote(c, x); wrote(c, norm);
     if (!c->err) note(c, cuda_clip_norm(x, n, ss, nb, clip, norm, c->factor_dev, c->stream));
 }
 static void cuda_scale_(nn_ctx *c, float *x, size_t n, float s) {
+    wrote(c, x);
     if (!c->err) note(c, cuda_scale(x, n, s, c->stream));
 }
 
@@ -624,6 +822,7 @@ static void cuda_scale_(nn_ctx *c, float *x, size_t n, float s) {
    that failed on one rank leaves the job's ranks out of step). */
 static int cuda_dist_sum_(nn_ctx *c, float *out, const float *x, const size_t *off, const size_t *cnt,
                           int accumulate, float *scratch) {
+    wrote(c, out);
     if (c->err) return c->err;
     if (!c->comm && (CU(c, cudaStreamCreateWithFlags(&c->comm, cudaStreamNonBlocking)) ||
                      CU(c, cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming)) ||
@@ -641,6 +840,7 @@ static void cuda_dist_wait_(nn_ctx *c) {
     if (!CU(c, cudaEventRecord(c->summed, c->comm))) CU(c, cudaStreamWaitEvent(c->stream, c->summed, 0));
 }
 static int cuda_dist_allgather_(nn_ctx *c, float *x, const size_t *off, const size_t *cnt, int root) {
+    wrote(c, x);
     if (c->err) return c->err;
     cuda_dist_wait_(c);   // one communicator, one order of its operations: after every sum
     if (c->err) return c->err;

@@ -8,7 +8,7 @@
  *   - fake_backend_cuda: an nn_backend table over host memory whose functions are the CPU
  *     emulations of the CUDA kernels (src/cuda/kernels_emu.c, src/attn/flash_emu.c: the same
  *     algorithms, orders and bf16 roundings as the kernels), and for matmul the CPU sgemm on
- *     bf16-rounded operands in an NN_BF16 context (cuBLASLt's FAST_16BF rounds the same operands),
+ *     bf16-rounded operands in an NN_BF16 context (the backend's cast kernel rounds the same operands),
  *     and dist_sum / dist_allgather for a job of one rank only (one process: no NCCL);
  *   - fake_attn_{forward,backward}_cuda, fake_attn_cuda_workspace_size, fake_cuda_device_count:
  *     the public API over flash_emu, with bf16 storage converted on the way in and out;
