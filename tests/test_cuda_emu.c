@@ -977,6 +977,14 @@ static void test_bf16_cast(void) {
         for (int j = 0; j < ld; j++)
             ok &= out[r * ld + j] == (j < C ? bf16_oracle(in[r * C + j]) : 0xabcd);
     CHECK(ok, "kemu_to_bf16: padded rows (values, or the padding overwritten)");
+    // the backend's row chunks of the cast (CAST_CAP = 128 MiB) at GPT-2 124M, B T = 16384: the
+    // MLP's backward (dout and inp, 768 + 3072 wide) in one product, the classifier's (V = 50257
+    // padded to 50264, and 768) in chunks of 1280 rows; then the small cases
+    size_t cap = (size_t)128 << 20;
+    CHECK(km_cast_rows(16384, (768 + 3072) * 2, cap) == 16384, "cast rows, MLP backward");
+    CHECK(km_cast_rows(16384, (size_t)(km_bf16_ld(50257) + 768) * 2, cap) == 1280, "cast rows, classifier");
+    CHECK(km_cast_rows(300, 1000, 100000) == 100 && km_cast_rows(300, 200000, 100000) == 1 &&
+          km_cast_rows(1000, 100, 25600) == 256, "cast rows, small caps");
 }
 
 /* ------------------------------------------------------------ AdamW */

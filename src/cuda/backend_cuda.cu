@@ -593,17 +593,12 @@ static int gemm(nn_ctx *c, float *D, mm_op A, mm_op B, const float *bias, int tr
                       align_of(B.f), align_of(D));
 }
 
-// Rows of activations cast per product in NN_BF16: all N, unless their bf16 copies (row_bytes
-// each) exceed CAST_CAP; then chunks of a multiple of 128 rows (the chunks' fp32 rows keep the
-// base's alignment), each its own product. Only the classifier's backward chunks at GPT-2 sizes
-// (dlogits (B T, V)); a chunked dweight adds the chunks' products in order (beta 1), a fixed
-// order: the same bits on every run.
+// Rows of activations cast per product in NN_BF16 (km_cast_rows): all N, unless their bf16
+// copies (row_bytes each) exceed CAST_CAP; then chunks, each its own product. Only the
+// classifier's backward chunks at GPT-2 sizes (dlogits (B T, V)); a chunked dweight adds the
+// chunks' products in order (beta 1), a fixed order: the same bits on every run.
 #define CAST_CAP ((size_t)128 << 20)
-static int cast_rows(int N, size_t row_bytes) {
-    size_t r = CAST_CAP / row_bytes;
-    if (r >= (size_t)N) return N;
-    return r >= 128 ? (int)(r / 128 * 128) : r ? (int)r : 1;
-}
+static int cast_rows(int N, size_t row_bytes) { return km_cast_rows(N, row_bytes, CAST_CAP); }
 
 // out (N, OC) = inp (N, IC) @ W^T + bias. W stored (OC, IC) row-major is (IC, OC) column-major,
 // so D = out^T (OC, N) = op_T(W) (OC, IC) x inp^T (IC, N), and the bias (OC) runs down D's

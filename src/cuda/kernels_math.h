@@ -304,5 +304,13 @@ FM_FN float km_bf16_float(uint16_t h) { return fm_bits_to_float((int32_t)((uint3
 // leading dimension (elements) of a bf16 copy of rows of n values: n rounded up to 8, so that every
 // row starts 16-byte aligned (the tensor-core GEMM kernels' alignment) whatever n is (V = 50257)
 FM_FN int km_bf16_ld(int n) { return (n + 7) / 8 * 8; }
+// Rows of N cast per product when a row's bf16 copies take row_bytes and a product may cast at
+// most cap bytes: all N if they fit, else a multiple of 128 rows (so the chunks' fp32 rows keep
+// the base's alignment), else as many as fit, at least 1.
+FM_FN int km_cast_rows(int N, size_t row_bytes, size_t cap) {
+    size_t r = cap / row_bytes;
+    if (r >= (size_t)N) return N;
+    return r >= 128 ? (int)(r / 128 * 128) : r ? (int)r : 1;
+}
 
 #endif
