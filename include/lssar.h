@@ -362,7 +362,7 @@ typedef struct {
     int progress;           /* 1: progress lines on stderr, as `lssar train` prints them (0) */
     int recompute;          /* 1: keep only each block's output and run the block forward again in
                                the backward (0). Activations shrink (12 layers, width 768, batch 1,
-                               T = 1024: 812 -> 316 MiB on the CPU, 196 MiB of it the logits) for
+                               T = 1024: 640 -> 145 MiB on the CPU, 25 MiB of it the logits) for
                                one more forward of the blocks per step (at most 4/3 the FLOPs); the
                                weights are bit for bit the same. Not stored: a resume may change it */
 } lssar_train_options;

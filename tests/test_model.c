@@ -1,6 +1,7 @@
 // test_model.c - the whole GPT model: gradient checks against central finite differences for every
 // attention kind, position mode, tied / untied heads and 1 or 2 channels; determinism; memory
-// reservation; error paths; evaluation chunks == training path; decoding == full forward;
+// reservation; error paths; evaluation chunks == training path; training's chunked output heads
+// against one chunk, float64 and finite differences; decoding == full forward;
 // activation recomputation == storing (bit for bit) and its memory;
 // overfitting a small batch.
 #include <float.h>
@@ -139,6 +140,26 @@ static double fd_dir(gpt *m, const float *p0, const double *d, size_t n, double 
     return (4 * f2 - f1) / 3;
 }
 
+/* Larger weights than GPT-2's 0.02 (normal, scale wscale; LayerNorms 1 + 0.1 z, SSMax scales 1 +
+   0.3 z) into p0 (all parameters, flat) and the model, so the attention weights are far from
+   uniform and every path carries a real gradient. */
+static void spread_weights(gpt *m, float *p0, lssar_rng *r, double wscale) {
+    size_t off = 0;
+    for (int i = 0; i < gpt_num_tensors(m); i++) {
+        const char *nm = gpt_tensor_name(m, i);
+        size_t k = gpt_tensor_numel(m, i);
+        int is_ln = strstr(nm, "ln_") != NULL, is_s = strstr(nm, "ssmax") != NULL;
+        for (size_t j = 0; j < k; j++) {
+            double z = lssar_rng_normal(r);
+            if (is_ln) p0[off + j] += (float)(0.1 * z);
+            else if (is_s) p0[off + j] = (float)(1.0 + 0.3 * z);
+            else p0[off + j] = (float)(wscale * z);   // biases too, so their gradients are exercised
+        }
+        off += k;
+    }
+    write_all(m, p0);
+}
+
 static double worst_rel = 0, worst_abs = 0;
 static double worst_rel_new[2], worst_abs_new[2];   // the same for sigmoid, relu
 
@@ -151,31 +172,13 @@ static void gradcheck_config(gpt_config cfg) {
         gpt_free(m);
         return;
     }
-    // larger initial weights than GPT-2's 0.02 so the attention weights are far from uniform
-    // and every path carries a real gradient
     size_t n;
     float *p0 = read_all(m, GPT_BUF_PARAM, &n);
     lssar_rng r;
     lssar_rng_seed(&r, 99);
     // GC_W, GC_EPS, GC_P (environment) override the weight scale, the finite-difference step
     // and the LSSAR power, for exploring the check's sensitivity by hand
-    double wscale = getenv("GC_W") ? atof(getenv("GC_W")) : 0.3;
-    {
-        size_t off = 0;
-        for (int i = 0; i < gpt_num_tensors(m); i++) {
-            const char *nm = gpt_tensor_name(m, i);
-            size_t k = gpt_tensor_numel(m, i);
-            int is_ln = strstr(nm, "ln_") != NULL, is_s = strstr(nm, "ssmax") != NULL;
-            for (size_t j = 0; j < k; j++) {
-                double z = lssar_rng_normal(&r);
-                if (is_ln) p0[off + j] += (float)(0.1 * z);
-                else if (is_s) p0[off + j] = (float)(1.0 + 0.3 * z);
-                else p0[off + j] = (float)(wscale * z);   // biases too, so their gradients are exercised
-            }
-            off += k;
-        }
-        write_all(m, p0);
-    }
+    spread_weights(m, p0, &r, getenv("GC_W") ? atof(getenv("GC_W")) : 0.3);
     uint16_t in[2 * 8 * 2], tg[2 * 8 * 2];
     random_tokens(in, (size_t)B * T * Ch, cfg.vocab, 5);
     random_tokens(tg, (size_t)B * T * Ch, cfg.vocab, 6);
@@ -631,12 +634,17 @@ static void test_recompute_bytes(void) {
                      .pos = LSSAR_POS_ROPE, .attn = LSSAR_ATTN_LSSAR, .p = 15.0f, .tied = 1};
     CHECK_OK(gpt_create_empty(&g2, &m));
     if (!m) return;
-    double a0 = gpt_activation_bytes(m, 1, 1024, 1) / 1048576.0, logits = 50257.0 * 1024 * 4 / 1048576.0;
+    // the logits: one chunk of eval_rows rows, in training as in evaluation
+    double a0 = gpt_activation_bytes(m, 1, 1024, 1) / 1048576.0;
+    double logits = 50257.0 * (m->be->eval_rows < 1024 ? m->be->eval_rows : 1024) * 4 / 1048576.0;
     gpt_set_recompute(m, 1);
     double a1 = gpt_activation_bytes(m, 1, 1024, 1) / 1048576.0;
     printf("  12 x 768, T = 1024, batch 1 (%s backend): activations %.1f MiB -> %.1f MiB with recompute "
            "(x %.3f; %.1f MiB of it the logits)\n", m->be->name, a0, a1, a1 / a0, logits);
     CHECK(a1 < 0.5 * a0, "recompute at least halves GPT-2 small's activations");
+    // no logits per row in training: a second sequence adds less than its rows' logits would
+    size_t inc = gpt_activation_bytes(m, 2, 1024, 1) - gpt_activation_bytes(m, 1, 1024, 1);
+    CHECK(inc < (size_t)1024 * 50257 * sizeof(float), "training bytes grow by %zu per sequence", inc);
     // Long-context evaluation (1x-16x of T = 1024, one sequence): evaluation memory is affine in T,
     // with no T x T term anywhere: each doubling of T adds exactly twice the previous increment
     // (the rows are whole 64-byte lines and N >= eval_rows, so the logits chunk is fixed). A T x T
@@ -811,14 +819,162 @@ static void test_eval_equals_train(void) {
     double md = 0;
     int same = 1;
     for (size_t i = 0; i < n; i++) { md = fmax(md, fabs(la[i] - lb[i])); same &= am[i] == bm[i]; }
-    // the same kernels on other row counts (OpenBLAS blocks them differently): each logit within
-    // gam(C + 1) sum |h w| ~ gam(17) x 4 = 4e-6 of the other path, the loss moves by at most the
-    // largest logit difference, so 1e-5 holds on every CPU
-    CHECK(md < 1e-5, "eval vs train per-position losses differ by %g", md);
+    // training makes the logits in the same chunks of eval_rows rows as evaluation, with the same
+    // kernels on the same hidden states: the same bits
+    CHECK(md == 0, "eval vs train per-position losses differ by %g", md);
     CHECK(same, "eval vs train argmax differ");
-    CHECK_CLOSE(lossa, lossb, 1e-6);
+    CHECK(lossa == lossb, "eval vs train loss %.9g vs %.9g", lossa, lossb);
     free(in); free(tg); free(am); free(bm); free(la); free(lb);
     gpt_free(a); gpt_free(b);
+}
+
+/* The output heads in float64 for hidden states h (N, C), heads W (Ch, V, C), targets tg (N, Ch):
+   the mean loss over the counted targets, dh (N, C) and dW (Ch, V, C) of it. */
+static double heads_ref(const float *h, const float *W, const uint16_t *tg, int N, int C, int V, int Ch,
+                        double *dh, double *dW) {
+    int count = 0;
+    for (int i = 0; i < N * Ch; i++) count += tg[i] != GPT_IGNORE;
+    double loss = 0, *z = malloc(V * sizeof(double));
+    for (int i = 0; i < N * C; i++) dh[i] = 0;
+    for (size_t i = 0; i < (size_t)Ch * V * C; i++) dW[i] = 0;
+    for (int r = 0; r < N; r++)
+        for (int ch = 0; ch < Ch; ch++) {
+            int t = tg[r * Ch + ch];
+            if (t == GPT_IGNORE) continue;
+            const float *w = W + (size_t)ch * V * C, *hr = h + (size_t)r * C;
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < V; j++) {
+                z[j] = 0;
+                for (int c = 0; c < C; c++) z[j] += (double)hr[c] * w[(size_t)j * C + c];
+                mx = fmax(mx, z[j]);
+            }
+            for (int j = 0; j < V; j++) sum += exp(z[j] - mx);
+            loss += mx + log(sum) - z[t];
+            for (int j = 0; j < V; j++) {
+                double g = (exp(z[j] - mx) / sum - (j == t)) / count;
+                for (int c = 0; c < C; c++) {
+                    dh[(size_t)r * C + c] += g * w[(size_t)j * C + c];
+                    dW[((size_t)ch * V + j) * C + c] += g * hr[c];
+                }
+            }
+        }
+    free(z);
+    return loss / count;
+}
+
+// Largest |a - b| over n entries, and the largest |b| (the scale it is judged against).
+static double max_diff(const float *a, const double *b, size_t n, double *scale) {
+    double md = 0, sc = 0;
+    for (size_t i = 0; i < n; i++) { md = fmax(md, fabs(a[i] - b[i])); sc = fmax(sc, fabs(b[i])); }
+    *scale = sc;
+    return md;
+}
+
+/* Finite differences along the parameters [lo, hi) of the flat array: half the gradient's
+   direction there, half a random one, against the analytic derivative (gradcheck_config's
+   tolerance). */
+static void fd_check_span(gpt *m, const float *p0, const float *g, size_t n, size_t lo, size_t hi,
+                          lssar_rng *r, const uint16_t *in, const uint16_t *tg, int B, int T,
+                          const char *what) {
+    double *d = calloc(n, sizeof(double)), gt = 0, rn = 0;
+    for (size_t j = lo; j < hi; j++) {
+        gt += (double)g[j] * g[j];
+        d[j] = lssar_rng_normal(r);
+        rn += d[j] * d[j];
+    }
+    gt = sqrt(gt); rn = sqrt(rn);
+    for (size_t j = lo; j < hi; j++) d[j] = 0.5 * d[j] / rn + 0.5 * g[j] / gt;
+    double an = dot(g, d, n), fd = fd_dir(m, p0, d, n, 4e-3, in, tg, B, T);
+    CHECK(fabs(fd - an) <= 2e-2 * fabs(an) + 2e-4, "chunked heads, %s: fd %.6g vs analytic %.6g", what, fd,
+          an);
+    free(d);
+}
+
+/* Training's output heads run R = eval_rows rows at a time, the backward making each chunk's
+   logits again. A copy of the CPU backend with eval_rows = 5 splits 16 rows into 5 + 5 + 5 + 1
+   (two channels, untied heads, an ignored target on a chunk's first row), against the same model
+   in one chunk and against float64: the heads' gradients exactly and by finite differences; the
+   gradient on the hidden states (float64's, pushed through gpt_backward_hidden, gives the
+   chunked backward's trunk gradients) and by finite differences along ln_f (which sums it over
+   every row, the last partial chunk's included). */
+static void test_chunked_heads(void) {
+    gpt_config cfg = tiny(LSSAR_ATTN_SOFTMAX, LSSAR_POS_ROPE, 0, 2);
+    cfg.vocab = 37;
+    enum { B = 2, T = 8, N = B * T, Ch = 2, R = 5 };
+    const int C = cfg.dim, V = cfg.vocab;
+    static nn_backend small;
+    gpt *u = NULL, *k = NULL;
+    CHECK_OK(gpt_create(&cfg, 77, &u));
+    CHECK_OK(gpt_create(&cfg, 77, &k));
+    if (!u || !k) { gpt_free(u); gpt_free(k); return; }
+    small = *k->be;
+    small.eval_rows = R;
+    k->be = &small;   // before the reserve, which lays the logits out for R rows
+    CHECK_OK(gpt_reserve(u, B, T, 1));
+    CHECK_OK(gpt_reserve(k, B, T, 1));
+    CHECK(u->acts.logit_rows == N && k->acts.logit_rows == R, "logit rows %d and %d", u->acts.logit_rows,
+          k->acts.logit_rows);
+    size_t n;
+    float *p0 = read_all(u, GPT_BUF_PARAM, &n);
+    lssar_rng r;
+    lssar_rng_seed(&r, 41);
+    spread_weights(u, p0, &r, 0.3);
+    write_all(k, p0);
+    uint16_t in[N * Ch], tg[N * Ch];
+    random_tokens(in, N * Ch, V, 51);
+    random_tokens(tg, N * Ch, V, 52);
+    tg[R * Ch] = GPT_IGNORE;
+    float lu = NAN, lk = NAN;
+    CHECK_OK(gpt_forward(u, in, tg, B, T, &lu));
+    CHECK_OK(gpt_forward(k, in, tg, B, T, &lk));
+    CHECK_OK(gpt_zero_grad(u)); CHECK_OK(gpt_backward(u, 1.0f));
+    CHECK_OK(gpt_zero_grad(k)); CHECK_OK(gpt_backward(k, 1.0f));
+    float *gu = read_all(u, GPT_BUF_GRAD, &n), *gk = read_all(k, GPT_BUF_GRAD, &n);
+    size_t head0 = n - (size_t)Ch * V * C;   // the untied heads come last
+    // 1. one chunk against four: the same loss, gradients within the rounding of other sums
+    double *gud = malloc(n * sizeof(double)), sc;
+    for (size_t i = 0; i < n; i++) gud[i] = gu[i];
+    double dg = max_diff(gk, gud, n, &sc);
+    printf("  chunked heads: loss %.9g vs %.9g in one chunk; gradients within %.2e of a largest %.3g\n",
+           lk, lu, dg, sc);
+    // (rounding of sums of 16 terms: a few 1e-7 of the largest; a row left out moves them by 1e-1)
+    CHECK_CLOSE(lk, lu, 1e-6);
+    CHECK(dg <= 1e-5 * sc, "chunked vs one chunk: gradients differ by %g (largest %g)", dg, sc);
+    // 2. float64 heads on the model's own hidden states
+    float *h = malloc((size_t)N * C * sizeof(float)), *W = malloc((size_t)Ch * V * C * sizeof(float));
+    CHECK_OK(gpt_get_hidden(k, h));
+    for (int ch = 0; ch < Ch; ch++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "lm_head.%d", ch);
+        CHECK_OK(gpt_read_tensor(k, GPT_BUF_PARAM, gpt_tensor_index(k, nm), W + (size_t)ch * V * C));
+    }
+    double *dh = malloc((size_t)N * C * sizeof(double)), *dW = malloc((size_t)Ch * V * C * sizeof(double));
+    double lref = heads_ref(h, W, tg, N, C, V, Ch, dh, dW);
+    double dw = max_diff(gk + head0, dW, (size_t)Ch * V * C, &sc);
+    printf("  chunked heads against float64: loss %.2e, head gradients %.2e of a largest %.3g\n",
+           fabs(lk - lref), dw, sc);
+    CHECK_CLOSE(lk, lref, 1e-5);
+    CHECK(dw <= 1e-5 * sc, "chunked head gradients vs float64 differ by %g (largest %g)", dw, sc);
+    // 3. float64's gradient on the hidden states through the trunk gives the chunked trunk's
+    float *dhf = malloc((size_t)N * C * sizeof(float));
+    for (int i = 0; i < N * C; i++) dhf[i] = (float)dh[i];
+    CHECK_OK(gpt_forward_hidden(k, in, B, T));
+    CHECK_OK(gpt_zero_grad(k));
+    CHECK_OK(gpt_backward_hidden(k, dhf, 1.0f));
+    float *gh = read_all(k, GPT_BUF_GRAD, &n);
+    for (size_t i = 0; i < head0; i++) gud[i] = gh[i];
+    double dt = max_diff(gk, gud, head0, &sc);
+    printf("  chunked trunk gradients against float64's hidden-state gradient: %.2e of a largest %.3g\n",
+           dt, sc);
+    CHECK(dt <= 1e-5 * sc, "chunked trunk gradients vs float64's dh differ by %g (largest %g)", dt, sc);
+    // 4. finite differences of the chunked loss: the heads, and ln_f (every row's hidden state)
+    int lnf = gpt_tensor_index(k, "ln_f.weight");
+    size_t lnf0 = 0;
+    for (int i = 0; i < lnf; i++) lnf0 += gpt_tensor_numel(k, i);
+    fd_check_span(k, p0, gk, n, head0, n, &r, in, tg, B, T, "lm_head.0 and .1");
+    fd_check_span(k, p0, gk, n, lnf0, lnf0 + 2 * (size_t)C, &r, in, tg, B, T, "ln_f");
+    free(p0); free(gu); free(gk); free(gud); free(h); free(W); free(dh); free(dW); free(dhf); free(gh);
+    gpt_free(u); gpt_free(k);
 }
 
 /* The full forward's log-probabilities lp (B, T, Ch, V), recovered from the per-position losses
@@ -1102,6 +1258,7 @@ int main(void) {
     RUN(test_reserve_and_errors);
     RUN(test_ignore_and_accumulation);
     RUN(test_eval_equals_train);
+    RUN(test_chunked_heads);
     RUN(test_decode);
     RUN(test_decode_rows);
     RUN(test_determinism);

@@ -422,10 +422,9 @@ static size_t act_layout(const gpt *m, gpt_acts *a, float *base, size_t N, int t
     TAKE(a->encoded, N * C);
     TAKE(a->lnf, N * C); TAKE(a->lnf_mean, N); TAKE(a->lnf_rstd, N);
     TAKE(a->scratch, N * C);
-    // logits: all rows when training (the backward pass turns them into dlogits in place),
-    // chunks of the backend's eval_rows in evaluation, so memory stays linear in T with a 50k
-    // vocabulary
-    size_t R = train || N < (size_t)m->be->eval_rows ? N : (size_t)m->be->eval_rows;
+    // logits: chunks of the backend's eval_rows, in training as in evaluation (the backward makes
+    // each chunk's logits again, gpt_backward), so memory stays linear in T with a 50k vocabulary
+    size_t R = N < (size_t)m->be->eval_rows ? N : (size_t)m->be->eval_rows;
     if (base) a->logit_rows = (int)R;
     TAKE(a->logits, c->channels * R * c->vocab);
     if (train) {
@@ -519,7 +518,7 @@ int gpt_reserve(gpt *m, int B, int T, int train) {
 
 void gpt_params_changed(gpt *m) {
     // a backward from the stored activations would mix the old parameters with the new
-    m->last.probs = 0;
+    m->last.heads = 0;
     m->last.hidden = 0;
 }
 
@@ -752,18 +751,25 @@ static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets
     return 0;
 }
 
-/* The output heads of rows [r0, r0 + rr) of hidden states lnf (N, C) into a->logits (Ch, R, V);
-   softmax, per-row loss and argmax into a->losses / a->argmax rows r0.., loss sum and count added
-   to a->loss_acc on the device. */
-static void heads_forward(gpt *m, gpt_acts *a, int r0, int rr, int with_targets) {
+/* The logits of channel ch's head for rows [r0, r0 + rr) of the final hidden states lnf (N, C):
+   a->logits + ch R V, (rr, V). The forward and the backward's recomputation both make them here. */
+static float *head_logits(gpt *m, gpt_acts *a, int ch, int r0, int rr) {
     const gpt_config *c = &m->cfg;
-    int C = c->dim, V = c->vocab, Ch = c->channels, R = a->logit_rows;
+    float *lg = a->logits + (size_t)ch * a->logit_rows * c->vocab;
+    m->be->matmul_forward(m->ctx, lg, a->lnf + (size_t)r0 * c->dim, m->params.head[ch], NULL, rr, c->dim,
+                          c->vocab);
+    return lg;
+}
+
+/* The output heads of rows [r0, r0 + rr): softmax, per-row loss and argmax into a->losses /
+   a->argmax rows r0.., loss sum and count added to a->loss_acc on the device. */
+static void heads_forward(gpt *m, gpt_acts *a, int r0, int rr, int with_targets) {
+    int Ch = m->cfg.channels;
     for (int ch = 0; ch < Ch; ch++) {
-        float *lg = a->logits + (size_t)ch * R * V;
-        m->be->matmul_forward(m->ctx, lg, a->lnf + (size_t)r0 * C, m->params.head[ch], NULL, rr, C, V);
+        float *lg = head_logits(m, a, ch, r0, rr);
         size_t o = (size_t)r0 * Ch + ch;
         m->be->xent_forward(m->ctx, lg, a->losses + o, a->argmax + o, with_targets ? a->targets + o : NULL,
-                            Ch, Ch, rr, V, a->loss_acc);
+                            Ch, Ch, rr, m->cfg.vocab, a->loss_acc);
     }
 }
 
@@ -778,8 +784,7 @@ int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, 
         heads_forward(m, a, r0, N - r0 < R ? N - r0 : R, with_targets);
     m->last.outputs = 1;
     m->last.targets = with_targets;
-    // the probabilities of every row are still there only if one chunk held all rows
-    m->last.probs = a->train && with_targets && R >= N;
+    m->last.heads = a->train && with_targets;
     return loss ? gpt_get_loss(m, loss) : 0;
 }
 
@@ -884,23 +889,43 @@ static int backward_trunk(gpt *m) {
     return 0;
 }
 
+/* The output heads' backward, R = logit_rows rows at a time: each chunk's logits are made again
+   (the forward kept only its loss, argmax and loss sum, as evaluation does), turned into
+   probabilities and in place into dlogits = (grad_scale / count) (p - onehot), count = the
+   forward's acc[1] (all 0 if every target is ignored); then dlnf rows (rr, C) = sum_ch dlogits_ch
+   W_ch and dW_ch (V, C) += dlogits_ch^T lnf rows, so dW is summed chunk by chunk.
+   Why recompute (one more (N, C) x (C, V) product a step: 2 C V FLOPs a row, 77 M at GPT-2 small,
+   9% on top of the step's 6 P + 12 L C T = 855 M at T = 1024) rather than llm.c's fused
+   classifier, which does this backward inside the forward: that needs grad_scale and the
+   gradients at forward time, and gpt_forward with targets on a training model also scores
+   batches no backward follows, so every caller would need a new flag. The same kernels on the
+   same rows give the same probabilities, so one chunk (N <= R) gives the bits of keeping every
+   row's logits. */
+static void heads_backward(gpt *m, gpt_acts *a, int N, float grad_scale) {
+    const gpt_config *c = &m->cfg;
+    int C = c->dim, V = c->vocab, Ch = c->channels, R = a->logit_rows;
+    for (int r0 = 0; r0 < N; r0 += R) {
+        int rr = N - r0 < R ? N - r0 : R;
+        const float *lnf = a->lnf + (size_t)r0 * C;   // (rr, C)
+        for (int ch = 0; ch < Ch; ch++) {
+            float *lg = head_logits(m, a, ch, r0, rr);   // (rr, V)
+            // probabilities only: without targets nothing is added to loss_acc
+            m->be->xent_forward(m->ctx, lg, NULL, NULL, NULL, Ch, Ch, rr, V, a->loss_acc);
+            m->be->xent_backward(m->ctx, lg, a->targets + (size_t)r0 * Ch + ch, Ch, rr, V, grad_scale,
+                                 a->loss_acc);
+            m->be->matmul_backward(m->ctx, a->dln + (size_t)r0 * C, m->grads.head[ch], NULL, lg, lnf,
+                                   m->params.head[ch], rr, C, V, ch > 0);
+        }
+    }
+}
+
 int gpt_backward(gpt *m, float grad_scale) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_backward: model is NULL");
-    if (!m->last.probs)
+    if (!m->last.heads)
         return lssar_fail(LSSAR_E_ARG, "gpt_backward: needs a gpt_forward with targets just before it, on a "
                           "model reserved with train = 1 (and only one backward per forward)");
-    m->last.probs = 0;   // the probabilities are consumed in place below
-    const gpt_config *c = &m->cfg;
-    gpt_acts *a = &m->acts;
-    int N = m->last.B * m->last.T, C = c->dim, V = c->vocab, Ch = c->channels;
-    // output heads: dlogits = (grad_scale / count) (p - onehot) in place (all 0 if every target is
-    // ignored); dlnf (N, C) = sum_ch dlogits_ch W_ch
-    for (int ch = 0; ch < Ch; ch++) {
-        float *lg = a->logits + (size_t)ch * N * V;   // R == N when training
-        m->be->xent_backward(m->ctx, lg, a->targets + ch, Ch, N, V, grad_scale, a->loss_acc);
-        m->be->matmul_backward(m->ctx, a->dln, m->grads.head[ch], NULL, lg, a->lnf, m->params.head[ch],
-                               N, C, V, ch > 0);
-    }
+    m->last.heads = 0;   // one backward per forward, as when the logits were consumed in place
+    heads_backward(m, &m->acts, m->last.B * m->last.T, grad_scale);
     return backward_trunk(m);
 }
 

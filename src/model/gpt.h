@@ -83,9 +83,9 @@ int gpt_device_stats(const gpt *m, char *name, size_t name_len, size_t *held_pea
 
 /* Allocate activations once, up front, for batches of up to B x T (train = 1 also keeps what the
    backward pass needs, and gradients and AdamW state). Calling again with a smaller or equal
-   shape is free. Memory grows linearly in T: no T x T matrix is stored, and in evaluation the
-   logits are produced in chunks of the backend's eval_rows and reduced, on the backend, to
-   per-position loss, argmax and the loss sum. */
+   shape is free. Memory grows linearly in T: no T x T matrix is stored, and the logits are
+   produced in chunks of the backend's eval_rows (in training too: gpt_backward makes them again)
+   and reduced, on the backend, to per-position loss, argmax and the loss sum. */
 int gpt_reserve(gpt *m, int B, int T, int train);
 
 /* Activation recomputation, a runtime option (not part of gpt_config, not in checkpoints; off at
@@ -94,7 +94,7 @@ int gpt_reserve(gpt *m, int B, int T, int train);
    its saved input into that set just before the block's backward (the last block's is still
    there). The kernels are deterministic, so the gradients are bit for bit those without it; the
    price is one more forward of every block but the last per step (at most 4/3 of the step's
-   FLOPs; less where the output heads weigh: 1.22x for GPT-2 small at T = 1024). The backward
+   FLOPs; less where the output heads weigh: 1.20x for GPT-2 small at T = 1024). The backward
    recomputes with the parameters it finds, so they must not change between forward and backward
    (no caller changes them). Switching re-lays the reserved activations out at the same shape
    (their contents are lost: run the forward again). */
@@ -134,7 +134,10 @@ int gpt_get_hidden(const gpt *m, float *out);
 int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale);
 
 /* Backward of the last forward's mean loss; gradients are ACCUMULATED (call gpt_zero_grad first),
-   scaled by grad_scale (1/accum steps for gradient accumulation). */
+   scaled by grad_scale (1/accum steps for gradient accumulation). One per gpt_forward with targets
+   on a model reserved with train = 1 (LSSAR_E_ARG otherwise). No full logits tensor is kept: the
+   backward makes the output heads' logits again, eval_rows rows at a time (one more (B T, C) x
+   (C, vocab) product per step), and sums the heads' weight gradients chunk by chunk. */
 int gpt_zero_grad(gpt *m);
 int gpt_backward(gpt *m, float grad_scale);
 /* The sum of squares of n floats x (on the model's backend), as every gradient norm defines it: in

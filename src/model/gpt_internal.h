@@ -63,10 +63,11 @@ typedef struct {
 } gpt_block_acts;
 
 /* Activations for batches of up to N rows, T positions (llm.c's ActivationTensors). In evaluation
-   (train = 0) every block aliases one set and the logits are made eval_rows rows at a time, so
-   memory is linear in T. The training set keeps every block and all N rows of logits; with
-   recompute (gpt_set_recompute) it keeps only each block's output res2 and one shared set that
-   the backward refills block by block by running the block forward again. */
+   (train = 0) every block aliases one set. The logits are made eval_rows rows at a time, in
+   training too (the backward makes each chunk again), so memory is linear in T. The training set
+   keeps every block; with recompute (gpt_set_recompute) it keeps only each block's output res2
+   and one shared set that the backward refills block by block by running the block forward
+   again. */
 typedef struct {
     int N, T, train;                    // capacity
     int recompute;                      // training layout: h[l] share one set but for res2
@@ -101,7 +102,7 @@ typedef struct {
     int hidden;         // acts.lnf holds its final hidden states (gpt_get_hidden, gpt_backward_hidden)
     int outputs;        // acts.losses, argmax and loss_acc hold its heads' outputs (gpt_get_loss, ...)
     int targets;        // ... scored against targets
-    int probs;          // acts.logits holds every row's probabilities, for one gpt_backward
+    int heads;          // it scored targets on a training reservation: one gpt_backward may run
 } gpt_forward_state;
 
 /* gpt_prefetch's staging: two host buffers (the backend's host_alloc, 2 * acts.nt16 tokens each:
