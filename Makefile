@@ -187,7 +187,7 @@ deps:
 	@bash scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/tests/lssar-hooks $(EXAMPLE_BIN) $(CUDA_HOST_TEST) $(BUILD)/tests/gpu/test_gpu $(BUILD)/bench/gpu_attn
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/tests/lssar-hooks $(EXAMPLE_BIN) $(CUDA_HOST_TEST) $(CUDA_DECODE_HOST_TEST) $(BUILD)/tests/gpu/test_gpu $(BUILD)/bench/gpu_attn
 	@BUILD=$(BUILD) bash tests/run.sh
 
 bench: all $(BENCH_BIN)

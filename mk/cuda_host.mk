@@ -54,3 +54,27 @@ test-flash-host: $(CUDA_HOST_TEST)
 	$(CUDA_HOST_TEST)
 
 -include $(CUDA_HOST_OBJ:=.d)
+
+# The split-KV decoding kernels (src/cuda/flash_decode.cu) the same way, against their emulation
+# src/attn/flash_decode_emu.c (tests/cuda_host/test_decode_host.cpp); the -D renames play the part
+# of cuda_host.h's for flash_attn.cu's entry points.
+CUDA_DECODE_HOST_TEST := $(BUILD)/tests/test_decode_host
+CUDA_DECODE_HOST_OBJ := $(BUILD)/obj/tests/cuda_host/flash_decode.o \
+                        $(BUILD)/obj/tests/cuda_host/test_decode_host.o
+CUDA_DECODE_RENAME := -Dcuda_attn_decode_forward=cuda_host_attn_decode_forward \
+                      -Dcuda_attn_decode_scratch_bytes=cuda_host_attn_decode_scratch_bytes
+
+$(BUILD)/obj/tests/cuda_host/flash_decode.o: src/cuda/flash_decode.cu $(BUILD)/build-flags
+	@mkdir -p $(dir $@)
+	$(CXX) $(CUDA_HOST_CXXFLAGS) $(CUDA_DECODE_RENAME) -include cuda_host.h -MMD -MP -MF $@.d -MT $@ \
+	    -x c++ -c $< -o $@
+
+$(BUILD)/obj/tests/cuda_host/test_decode_host.o: tests/cuda_host/test_decode_host.cpp $(BUILD)/build-flags
+	@mkdir -p $(dir $@)
+	$(CXX) $(CUDA_HOST_CXXFLAGS) $(CUDA_DECODE_RENAME) -MMD -MP -MF $@.d -MT $@ -c $< -o $@
+
+$(CUDA_DECODE_HOST_TEST): $(CUDA_DECODE_HOST_OBJ) $(BUILD)/liblssar.a
+	@mkdir -p $(dir $@)
+	$(CXX) -pthread -o $@ $(CUDA_DECODE_HOST_OBJ) $(BUILD)/liblssar.a $(LIBS)
+
+-include $(CUDA_DECODE_HOST_OBJ:=.d)
