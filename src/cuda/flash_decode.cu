@@ -79,6 +79,8 @@ static __device__ __forceinline__ void split_rows(const dec_args &a, int pass, i
 }
 
 // K, V of the tile (rows past nk zero; bf16-rounded in BF16 mode) and 1/|k| from the fp32 inputs.
+// K's rows are D + 1 floats apart in shared memory: the logits' threads read K[j][d] of 32 keys j at
+// once, which at a stride of D (a multiple of 32 floats) would all hit one bank.
 template <int D>
 static __device__ __forceinline__ void load_tile(const dec_args &a, int b, int h, int t0, int nk, float *Ks,
                                                  float *Vs, float *RKs) {
@@ -89,7 +91,7 @@ static __device__ __forceinline__ void load_tile(const dec_args &a, int b, int h
             kx = __ldg(row_of(a.k, b, t0 + j, h, a.kvs, a.H, D) + d);
             vx = __ldg(row_of(a.v, b, t0 + j, h, a.kvs, a.H, D) + d);
         }
-        Ks[i] = a.bf16 ? flash_bf16(kx) : kx;
+        Ks[j * (D + 1) + d] = a.bf16 ? flash_bf16(kx) : kx;
         Vs[i] = a.bf16 ? flash_bf16(vx) : vx;
     }
     for (int j = threadIdx.x; j < FD_KT; j += FD_NT)
@@ -104,7 +106,7 @@ __global__ void __launch_bounds__(FD_NT) split_kernel(dec_args a, int pass) {
     constexpr int RSTEP = FD_NT / D;
     static_assert(FD_NT % D == 0, "a thread's accumulators share one d");
     FD_SHARED_ARRAY(float, Qs, FD_MAXQ * D);
-    FD_SHARED_ARRAY(float, Ks, FD_KT * D);
+    FD_SHARED_ARRAY(float, Ks, FD_KT * (D + 1));  // (see load_tile)
     FD_SHARED_ARRAY(float, Vs, FD_KT * D);
     FD_SHARED_ARRAY(float, Xs, FD_MAXQ * FD_KT);
     FD_SHARED_ARRAY(float, RKs, FD_KT);
@@ -130,7 +132,7 @@ __global__ void __launch_bounds__(FD_NT) split_kernel(dec_args a, int pass) {
         for (int i = tid; i < Tq * FD_KT; i += FD_NT) {  // logits
             int r = i / FD_KT, j = i % FD_KT;
             Xs[i] = j < fd_nvis(a.Tk, Tq, r, t0, nk)
-                        ? flash_logit(&fp, &RW[r], fd_dot(Qs + r * D, Ks + j * D, D), RKs[j])
+                        ? flash_logit(&fp, &RW[r], fd_dot(Qs + r * D, Ks + j * (D + 1), D), RKs[j])
                         : -INFINITY;
         }
         __syncthreads();

@@ -10,12 +10,13 @@
  * Checks (the last line "test_decode_host: N passed, M failed", exit 1 on a failure):
  *   exact     every kind x product mode (fp32, bf16), two (D, case) pairs each in rotation over
  *             D = 16, 32, 64, 128 and the (Tq, Tk, kv_stride, nsplit) cases; softmax and lssar fp32
- *             over every D (every case at D = 16, every third otherwise). The cases: Tk = 1, Tk not a multiple of the 32-key tile,
- *             nsplit = 1, the automatic split count, more splits than tiles, Tq = 16. The kv cache
- *             rows past Tk NaN (never read); out starts NaN (every element written); some cases
- *             run twice, the same bits (the shim's threads interleave differently each time)
+ *             over every D (every case at D = 16, every third otherwise). The cases: Tk = 1, Tk
+ *             not a multiple of the 32-key tile, nsplit = 1, the automatic split count, more splits
+ *             than tiles, Tq = 16. The kv cache rows past Tk NaN (never read); out starts NaN (every
+ *             element written); some cases run twice, the same bits (the shim's threads interleave
+ *             differently each time)
  *   nonfinite NaN (and inf or -inf in rotation) in one element of q, k or v, every kind: the same
- *             bits as the emulation (NaN where it has NaN), and the rows that cannot see a key unchanged
+ *             bits as the emulation (NaN where it has NaN), the rows that cannot see it unchanged
  *   args      Tq > 16, D = 48, NULL scratch: refused with the codes
  */
 #include "cuda_host.h"  // first: the shim
