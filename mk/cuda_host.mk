@@ -62,6 +62,7 @@ CUDA_DECODE_HOST_TEST := $(BUILD)/tests/test_decode_host
 CUDA_DECODE_HOST_OBJ := $(BUILD)/obj/tests/cuda_host/flash_decode.o \
                         $(BUILD)/obj/tests/cuda_host/test_decode_host.o
 CUDA_DECODE_RENAME := -Dcuda_attn_decode_forward=cuda_host_attn_decode_forward \
+                      -Dcuda_attn_decode_applies=cuda_host_attn_decode_applies \
                       -Dcuda_attn_decode_scratch_bytes=cuda_host_attn_decode_scratch_bytes
 
 $(BUILD)/obj/tests/cuda_host/flash_decode.o: src/cuda/flash_decode.cu $(BUILD)/build-flags

@@ -227,6 +227,15 @@ static flash_params params_of(const lssar_attn_desc *d, int D) {
     return fp;
 }
 
+extern "C" int cuda_attn_decode_applies(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D,
+                                        int want_stats) {
+    if (want_stats || !d || !attn_kind_ok(d->kind) || B <= 0 || H <= 0 || Tq <= 0 || Tq > FD_MAXQ || Tq > Tk)
+        return 0;
+    lssar_attn_stages st = attn_stages(d->kind);
+    if (!flash_fused_supported(&st) || (D != 16 && D != 32 && D != 64 && D != 128)) return 0;
+    return (int64_t)B * H < INT32_MAX && fd_auto_nsplit(B * H, Tk, sm_count()) > 1;
+}
+
 extern "C" size_t cuda_attn_decode_scratch_bytes(const lssar_attn_desc *d, int nsplit, int B, int Tq, int Tk,
                                                  int H, int D) {
     if (!d || !attn_kind_ok(d->kind) || B <= 0 || Tq <= 0 || Tk < Tq || H <= 0 || D <= 0 || nsplit < 0)

@@ -16,6 +16,12 @@
 extern "C" {
 #endif
 
+/* 1 when cuda_attn_forward should take this path for these arguments: no statistics wanted
+   (want_stats = 0: decoding, evaluation), a kind the fused path runs, Tq <= 16, D 16, 32, 64 or 128,
+   and the automatic split count for this GPU is above 1 (B H CTAs leave SMs idle and Tk >= 64);
+   otherwise the fused forward's one CTA per (b, h, 64 query rows) already fills the GPU. */
+int cuda_attn_decode_applies(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D, int want_stats);
+
 /* Bytes of scratch cuda_attn_decode_forward needs (the splits' partials; a 256-byte multiple).
    nsplit as there (0: the split count that fills the current GPU). 0 for invalid arguments. */
 size_t cuda_attn_decode_scratch_bytes(const lssar_attn_desc *d, int nsplit, int B, int Tq, int Tk, int H,

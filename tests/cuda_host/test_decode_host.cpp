@@ -17,7 +17,7 @@
  *             differently each time)
  *   nonfinite NaN (and inf or -inf in rotation) in one element of q, k or v, every kind: the same
  *             bits as the emulation (NaN where it has NaN), the rows that cannot see it unchanged
- *   args      Tq > 16, D = 48, NULL scratch: refused with the codes
+ *   args      Tq > 16, D = 48, NULL scratch: refused with the codes; cuda_attn_decode_applies
  */
 #include "cuda_host.h"  // first: the shim
 
@@ -207,6 +207,14 @@ static void test_args(void) {
                                    NULL, NULL) == LSSAR_E_NULL,
           "args: NULL scratch refused");
     check(cuda_host_device.launches == before, "args: nothing launched");
+    // the dispatch's test (the host build's device has 132 SMs)
+    check(cuda_attn_decode_applies(&a, 1, 1, 1024, 12, 64, 0) == 1, "applies: B = 1, H = 12, Tk = 1024");
+    check(cuda_attn_decode_applies(&a, 1, 16, 300, 12, 128, 0) == 1, "applies: Tq = 16, D = 128");
+    check(cuda_attn_decode_applies(&a, 1, 1, 1024, 12, 64, 1) == 0, "applies: not with statistics");
+    check(cuda_attn_decode_applies(&a, 1, 17, 1024, 12, 64, 0) == 0, "applies: not for Tq = 17");
+    check(cuda_attn_decode_applies(&a, 64, 1, 1024, 12, 64, 0) == 0, "applies: not when B H fills the GPU");
+    check(cuda_attn_decode_applies(&a, 1, 1, 40, 12, 64, 0) == 0, "applies: not for Tk < 64 (one split)");
+    check(cuda_attn_decode_applies(&a, 1, 1, 1024, 12, 48, 0) == 0, "applies: not for D = 48");
 }
 
 int main(void) {
