@@ -522,6 +522,19 @@ static constexpr __host__ __device__ bool st_online(int st) {
 static constexpr __host__ __device__ bool st_centred(int st) { return st_online(st) || st_rw(st); }
 static constexpr __host__ __device__ bool st_norms(int st) { return st_cos(st) || st_rw(st); }
 
+/* The causal mask only where it can hide a key: a FULL tile (every key visible to every row the
+   CTA owns) runs the tile step instantiated with FULL = true, which has no test of the key's
+   position at all; only the diagonal tile (and the forward's second partial tile when Tq != Tk)
+   runs the masked one. Rows past the end of the tensor (valid = false) need no mask in a full tile
+   where each row's values stay in that row's accumulators and are never stored (forward, dQ, the
+   row sums); dK / dV sum over the rows, so there a query tile with such rows is masked. The masked
+   step is called outside the loop of full tiles (after it, or before it in dK / dV), so the loop
+   holds only the unmasked code. Full<F>() passes the choice to the tile lambdas as a type. */
+template <bool F> struct Full { static constexpr bool value = F; };
+// key j visible to row i (valid: i is a row of the tensor); always in a FULL tile
+template <bool FULL>
+static __device__ __forceinline__ bool visible(bool valid, int j, int i) { return FULL || (valid && j <= i); }
+
 template <int ST>
 static __device__ __forceinline__ void kind_params(const flash_params &in, flash_params &fp,
                                                    flash_params &fpr) {
@@ -585,6 +598,7 @@ __global__ void norms_kernel(const void *x, float *out, int B, int n, int stride
 // inlined, so everything stays in registers as in one function.
 struct FwdCta {
     int H, b, h, r0, bq, i0, nkt, HD, warp, lane, g, tq;
+    int nfull;  // key tiles 0..nfull-1 are full (every key visible to every row)
     int64_t kv_base;  // element of k[b][0][h][0]
     int64_t rk_base;
 };
@@ -600,89 +614,110 @@ struct FwdRows {
 };
 
 /* Re-weighting pass 1: Z, xmax (first argmax), xmin and (dot / ssmax) min rk per lane, then the
-   quad; the row constants. */
+   quad; the row constants. One key tile per call (FULL: no mask test), into the lane's running
+   values p. */
+struct Pass1 {
+    float z[2], xn[2], rkm[2];  // Z (running, rescaled for phi exp), min x, min rk
+    int lj[2];                  // the first argmax (-1: none yet)
+};
+template <int ST, int D, bool MMA, bool FULL>
+static __device__ __forceinline__ void fwd_rw_pass1_tile(const flash_params &fp, const FwdCta &c, FwdRows &r,
+                                                         Pass1 &p, const typename Op<MMA>::T *Qw,
+                                                         const typename Op<MMA>::T *Ks, const float *rks,
+                                                         int j0) {
+    constexpr int LD = Tile<MMA, D>::LD;
+    constexpr bool PEXP = st_phi(ST) == LSSAR_PHI_EXP;
+    const int lane = c.lane, tq = c.tq;
+    if constexpr (PEXP) {
+        // the whole 16 x 64 tile first: its max decides the rescaling of Z (the online
+        // softmax, without the centring)
+        float s[8][4];
+        mm_abt<MMA, D, 8>(s, Qw, Ks, lane);
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            float lm = -INFINITY;
+            int ljt = -1;
+#pragma unroll
+            for (int t = 0; t < 16; t++) {
+                int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
+                bool vis = visible<FULL>(r.valid[u], j0 + j, r.ipos[u]);
+                float x = vis ? flash_logit(&fp, &r.rw[u], s[c8][2 * u + e], rks[j]) : -INFINITY;
+                s[c8][2 * u + e] = x;
+                if (x > lm) { lm = x; ljt = j; }
+                if (vis) {
+                    p.xn[u] = x < p.xn[u] ? x : p.xn[u];
+                    p.rkm[u] = rks[j] < p.rkm[u] ? rks[j] : p.rkm[u];
+                }
+            }
+            float tm = ljt >= 0 ? lm : -INFINITY;
+            int tj = ljt >= 0 ? ljt : INT_MAX;
+            quad_argmax(tm, tj);
+            if (tm > r.m[u]) {  // uniform over the quad
+                p.z[u] *= flash_online_alpha(r.m[u], tm);
+                r.m[u] = tm;
+            }
+            if (tm > r.xmax[u]) { r.xmax[u] = tm; p.lj[u] = j0 + tj; }  // later tiles: larger j
+            float zp = 0.0f;  // the lane's tile partial (masked entries: a = 0)
+#pragma unroll
+            for (int t = 0; t < 16; t++) {
+                float x = s[t >> 1][2 * u + (t & 1)];
+                zp += x == -INFINITY ? 0.0f : flash_softmax_p(x, r.m[u]);
+            }
+            p.z[u] += zp;
+        }
+    } else {
+        float zp[2] = {0.0f, 0.0f};  // the lane's tile partials of Z (masked entries: a = 0)
+#pragma unroll 1
+        for (int kk = 0; kk < 4; kk++) {  // chunks of 16 keys (kept rolled: compile time)
+            float s[2][4];
+            mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
+#pragma unroll
+            for (int u = 0; u < 2; u++)
+#pragma unroll
+                for (int t = 0; t < 4; t++) {  // the lane's columns of this chunk, in t order
+                    int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
+                    if (visible<FULL>(r.valid[u], j0 + j, r.ipos[u])) {
+                        float x = flash_logit(&fp, &r.rw[u], s[cc][2 * u + e], rks[j]);
+                        // max / first argmax / min run across tiles: they do not depend on the order
+                        flash_lssar_pass1_a(x, flash_lssa_a(x), j0 + j, &zp[u], &r.xmax[u], &p.lj[u],
+                                            &p.xn[u]);
+                        p.rkm[u] = rks[j] < p.rkm[u] ? rks[j] : p.rkm[u];
+                    }
+                }
+        }
+        p.z[0] += zp[0];
+        p.z[1] += zp[1];
+    }
+}
+
 template <int ST, int D, bool MMA>
 static __device__ __forceinline__ void fwd_rw_pass1(const fwd_args &a, const flash_params &fp,
                                                     const FwdCta &c, FwdRows &r,
                                                     const typename Op<MMA>::T *Qw, typename Op<MMA>::T *Ks,
                                                     float *rks) {
-    constexpr int LD = Tile<MMA, D>::LD;
-    constexpr bool PEXP = st_phi(ST) == LSSAR_PHI_EXP;
-    const int lane = c.lane, tq = c.tq;
-    float z[2] = {0.0f, 0.0f}, xn[2] = {INFINITY, INFINITY}, rkm[2] = {INFINITY, INFINITY};
-    int lj[2] = {-1, -1};
-    for (int kt = 0; kt < c.nkt; kt++) {
+    Pass1 p;
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        p.z[u] = 0.0f;
+        p.xn[u] = p.rkm[u] = INFINITY;
+        p.lj[u] = -1;
+    }
+    auto tile = [&](int kt, auto full) {
         const int j0 = kt * 64, nk = min(64, a.Tk - j0);
         __syncthreads();  // the previous tile's readers are done
         load_tile<MMA, D>(Ks, a.k, c.kv_base + (int64_t)j0 * c.HD, c.HD, nk, a.io_bf16);
         load_rk(rks, a.rk, c.rk_base + j0, nk, true);
         __syncthreads();
-        if constexpr (PEXP) {
-            // the whole 16 x 64 tile first: its max decides the rescaling of Z (the online
-            // softmax, without the centring)
-            float s[8][4];
-            mm_abt<MMA, D, 8>(s, Qw, Ks, lane);
-#pragma unroll
-            for (int u = 0; u < 2; u++) {
-                float lm = -INFINITY;
-                int ljt = -1;
-#pragma unroll
-                for (int t = 0; t < 16; t++) {
-                    int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
-                    bool vis = r.valid[u] && j0 + j <= r.ipos[u];
-                    float x = vis ? flash_logit(&fp, &r.rw[u], s[c8][2 * u + e], rks[j]) : -INFINITY;
-                    s[c8][2 * u + e] = x;
-                    if (x > lm) { lm = x; ljt = j; }
-                    if (vis) {
-                        xn[u] = x < xn[u] ? x : xn[u];
-                        rkm[u] = rks[j] < rkm[u] ? rks[j] : rkm[u];
-                    }
-                }
-                float tm = ljt >= 0 ? lm : -INFINITY;
-                int tj = ljt >= 0 ? ljt : INT_MAX;
-                quad_argmax(tm, tj);
-                if (tm > r.m[u]) {  // uniform over the quad
-                    z[u] *= flash_online_alpha(r.m[u], tm);
-                    r.m[u] = tm;
-                }
-                if (tm > r.xmax[u]) { r.xmax[u] = tm; lj[u] = j0 + tj; }  // later tiles: larger j
-                float zp = 0.0f;  // the lane's tile partial (masked entries: a = 0)
-#pragma unroll
-                for (int t = 0; t < 16; t++) {
-                    float x = s[t >> 1][2 * u + (t & 1)];
-                    zp += x == -INFINITY ? 0.0f : flash_softmax_p(x, r.m[u]);
-                }
-                z[u] += zp;
-            }
-        } else {
-            float zp[2] = {0.0f, 0.0f};  // the lane's tile partials of Z (masked entries: a = 0)
-#pragma unroll 1
-            for (int kk = 0; kk < 4; kk++) {  // chunks of 16 keys (kept rolled: compile time)
-                float s[2][4];
-                mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
-#pragma unroll
-                for (int u = 0; u < 2; u++)
-#pragma unroll
-                    for (int t = 0; t < 4; t++) {  // the lane's columns of this chunk, in t order
-                        int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
-                        if (r.valid[u] && j0 + j <= r.ipos[u]) {
-                            float x = flash_logit(&fp, &r.rw[u], s[cc][2 * u + e], rks[j]);
-                            // max / first argmax / min run across tiles: they do not depend on the order
-                            flash_lssar_pass1_a(x, flash_lssa_a(x), j0 + j, &zp[u], &r.xmax[u], &lj[u],
-                                                &xn[u]);
-                            rkm[u] = rks[j] < rkm[u] ? rks[j] : rkm[u];
-                        }
-                    }
-            }
-            z[0] += zp[0];
-            z[1] += zp[1];
-        }
-    }
+        fwd_rw_pass1_tile<ST, D, MMA, decltype(full)::value>(fp, c, r, p, Qw, Ks, rks, j0);
+    };
+    for (int kt = 0; kt < c.nfull; kt++) tile(kt, Full<true>());
+    if (c.nfull < c.nkt) tile(c.nfull, Full<false>());  // the diagonal: at most two tiles
+    if (c.nfull + 1 < c.nkt) tile(c.nfull + 1, Full<false>());
 #pragma unroll
     for (int u = 0; u < 2; u++) {
-        float zz = quad_sum(z[u]), mn = quad_min(xn[u]), rkmin = quad_min(rkm[u]);
-        float mx = lj[u] >= 0 ? r.xmax[u] : -INFINITY;
-        int j = lj[u] >= 0 ? lj[u] : INT_MAX;
+        float zz = quad_sum(p.z[u]), mn = quad_min(p.xn[u]), rkmin = quad_min(p.rkm[u]);
+        float mx = p.lj[u] >= 0 ? r.xmax[u] : -INFINITY;
+        int j = p.lj[u] >= 0 ? p.lj[u] : INT_MAX;
         quad_argmax(mx, j);
         flash_lssar_row_finish(&fp, &r.rw[u], zz, mx, mn, j, rkmin);
         r.xmax[u] = mx;
@@ -720,8 +755,8 @@ static __device__ __forceinline__ void fwd_load_kv(const fwd_args &a, const FwdC
 }
 
 /* The main pass over key tile j0 of an online kind (softmax, ssmax; softplus with the online max):
-   the whole 16 x 64 tile first, its max decides the rescaling before any weight. */
-template <int ST, int D, bool MMA>
+   the whole 16 x 64 tile first, its max decides the rescaling before any weight. FULL: no mask. */
+template <int ST, int D, bool MMA, bool FULL>
 static __device__ __forceinline__ void fwd_online_tile(const fwd_args &a, const flash_params &fp,
                                                        const FwdCta &c, FwdRows &r, float (&acc)[D / 8][4],
                                                        const typename Op<MMA>::T *Qw,
@@ -741,8 +776,9 @@ static __device__ __forceinline__ void fwd_online_tile(const fwd_args &a, const 
 #pragma unroll
         for (int t = 0; t < 16; t++) {
             int c8 = t >> 1, e = t & 1, j = 8 * c8 + 2 * tq + e;
-            float x = r.valid[u] && j0 + j <= r.ipos[u] ? flash_logit(&fp, &r.rw[u], s[c8][2 * u + e], rks[j])
-                                                        : -INFINITY;
+            float x = visible<FULL>(r.valid[u], j0 + j, r.ipos[u])
+                          ? flash_logit(&fp, &r.rw[u], s[c8][2 * u + e], rks[j])
+                          : -INFINITY;
             s[c8][2 * u + e] = x;
             if (x > lm) { lm = x; lj = j; }
         }
@@ -807,8 +843,8 @@ static __device__ __forceinline__ void fwd_online_tile(const fwd_args &a, const 
 }
 
 /* The main pass over key tile j0 of lssa, re-weighting pass 2, sigmoid / relu: no tile-wide
-   statistic, so chunks of 16 keys (fewer live registers). */
-template <int ST, int D, bool MMA>
+   statistic, so chunks of 16 keys (fewer live registers). FULL: no mask. */
+template <int ST, int D, bool MMA, bool FULL>
 static __device__ __forceinline__ void fwd_chunk_tile(const flash_params &fp, const FwdCta &c, FwdRows &r,
                                                       float (&acc)[D / 8][4],
                                                       float (&acc2)[st_rw(ST) ? D / 8 : 1][4],
@@ -829,7 +865,7 @@ static __device__ __forceinline__ void fwd_chunk_tile(const flash_params &fp, co
 #pragma unroll
             for (int t = 0; t < 4; t++) {
                 int cc = t >> 1, e = t & 1, j = 16 * kk + 8 * cc + 2 * tq + e;
-                float x = r.valid[u] && j0 + j <= r.ipos[u]
+                float x = visible<FULL>(r.valid[u], j0 + j, r.ipos[u])
                               ? flash_logit(&fp, &r.rw[u], s[cc][2 * u + e], rks[j])
                               : -INFINITY;
                 if constexpr (!RW && !UNNORMED) {  // lssa
@@ -960,6 +996,7 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
     c.bq = min(64, a.Tq - c.r0);
     c.i0 = a.q0 + c.r0;
     c.nkt = (c.i0 + c.bq - 1) / 64 + 1;  // key tiles 0..nkt-1; those above the diagonal are skipped
+    c.nfull = (c.i0 + 1) / 64;           // j0 + 63 <= i0: nkt - nfull is 1 or 2 (Tq != Tk)
     c.HD = c.H * D;
     c.warp = threadIdx.x >> 5;
     c.lane = threadIdx.x & 31;
@@ -1000,7 +1037,8 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
     const bool async = NBUF == 2 && a.io_bf16;
     T *const K0 = Ks, *const V0 = Vs;
     float *const rk0 = rks;
-    for (int kt = 0; kt < c.nkt; kt++) {
+    auto tile = [&](int kt, auto full) {
+        constexpr bool FULL = decltype(full)::value;
         const int j0 = kt * 64, buf = async ? kt & 1 : 0;
         Ks = K0 + buf * 2 * 64 * LD;
         Vs = V0 + buf * 2 * 64 * LD;
@@ -1008,9 +1046,12 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
         __syncthreads();  // the readers of the buffer the next copy goes to (tile kt - 1's) are done
         fwd_load_kv<ST, D, MMA>(a, c, kt, async, K0, V0, Ks, Vs, rks);
         __syncthreads();  // every thread's copies of tile kt are visible
-        if constexpr (ONLINE) fwd_online_tile<ST, D, MMA>(a, fp, c, r, acc, Qw, Ks, Vs, rks, Pw, j0);
-        else fwd_chunk_tile<ST, D, MMA>(fp, c, r, acc, acc2, Qw, Ks, Vs, rks, Pw, j0);
-    }
+        if constexpr (ONLINE) fwd_online_tile<ST, D, MMA, FULL>(a, fp, c, r, acc, Qw, Ks, Vs, rks, Pw, j0);
+        else fwd_chunk_tile<ST, D, MMA, FULL>(fp, c, r, acc, acc2, Qw, Ks, Vs, rks, Pw, j0);
+    };
+    for (int kt = 0; kt < c.nfull; kt++) tile(kt, Full<true>());
+    if (c.nfull < c.nkt) tile(c.nfull, Full<false>());  // the diagonal: at most two tiles
+    if (c.nfull + 1 < c.nkt) tile(c.nfull + 1, Full<false>());
     fwd_finish<ST, D, MMA>(a, fp, c, r, acc, acc2);
 }
 
@@ -1089,8 +1130,8 @@ static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const fl
    bwd_block, shared by the dK/dV and the dQ kernels so that both see the same bits. S = Q K^T
    (s) and dW = dY V^T by products, then flash_bwd_elem for every element (a masked one has
    x = -inf and comes out w = dx = dS = 0): the weight beta (w), dS (ds) and dx (the ssmax
-   terms). The rows are the warp's (query rows r0 + 16 warp + g, + 8). */
-template <int ST, int D, bool MMA>
+   terms). The rows are the warp's (query rows r0 + 16 warp + g, + 8). FULL: no mask. */
+template <int ST, int D, bool MMA, bool FULL>
 static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const flash_row (&rw)[2],
                                                  const float (&bs)[2][FLASH_NBSTAT], const bool (&valid)[2],
                                                  int i0w, const typename Op<MMA>::T *Qw,
@@ -1111,7 +1152,8 @@ static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const f
         for (int t = 0; t < 4; t++) {
             const int cc = t >> 1, e = t & 1, jl = 16 * kk + 8 * cc + 2 * tq + e, kj = j0 + jl,
                       el = 2 * u + e;
-            float x = valid[u] && kj <= i ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl]) : -INFINITY;
+            float x = visible<FULL>(valid[u], kj, i) ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl])
+                                                     : -INFINITY;
             float wv, dx, rs, ff;
             ds[cc][el] = flash_bwd_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], rks[jl], &wv, &dx,
                                         &rs, &ff);
@@ -1200,7 +1242,8 @@ __global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
     bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
     float LR[2] = {0.0f, 0.0f}, LP1[2] = {0.0f, 0.0f}, LP2[2] = {0.0f, 0.0f};  // the lane's running sums
 
-    for (int kt = 0; kt <= qt; kt++) {
+    auto tile = [&](int kt, auto full) {
+        constexpr bool FULL = decltype(full)::value;
         const int j0 = kt * 64, nk = min(64, T_ - j0);
         __syncthreads();
         load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
@@ -1220,7 +1263,8 @@ __global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
                 for (int t = 0; t < 4; t++) {  // the lane's columns of the chunk in t order
                     const int cc = t >> 1, el = 2 * u + (t & 1), jl = 16 * kk + 8 * cc + 2 * tq + (t & 1);
                     const int kj = j0 + jl;
-                    float x = valid[u] && kj <= i ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl]) : -INFINITY;
+                    float x = visible<FULL>(valid[u], kj, i) ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl])
+                                                             : -INFINITY;
                     float r1, p1, p2;
                     flash_bwd_rs_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], &r1, &p1, &p2);
                     pR[u] += r1;
@@ -1235,7 +1279,9 @@ __global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
             LP1[u] += pP1[u];
             LP2[u] += pP2[u];
         }
-    }
+    };
+    for (int kt = 0; kt < qt; kt++) tile(kt, Full<true>());  // rows past T: their own sums, unused
+    tile(qt, Full<false>());                                 // the diagonal
 #pragma unroll
     for (int u = 0; u < 2; u++) {
         float R1 = quad_sum(LR[u]), P1 = quad_sum(LP1[u]), P2 = quad_sum(LP2[u]);
@@ -1278,7 +1324,8 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
 #pragma unroll
         for (int e = 0; e < 4; e++) { dK[nb][e] = 0.0f; dV[nb][e] = 0.0f; }
 
-    for (int qt = kt; qt < nt; qt++) {
+    auto tile = [&](int qt, auto full) {
+        constexpr bool FULL = decltype(full)::value;
         const int r0 = qt * 64;
         __syncthreads();  // the previous query tile's readers of Qs, dYs, Ws, dSs are done
         bool valid[2];
@@ -1289,15 +1336,22 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
             float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
-            bwd_chunk<ST, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
-                                  dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs, fj);
+            bwd_chunk<ST, D, MMA, FULL>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
+                                        dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs,
+                                        fj);
             stage16<MMA>(Ws, LDP, 16 * warp, kk, w, lane);
             stage16<MMA>(dSs, LDP, 16 * warp, kk, ds, lane);
         }
         __syncthreads();
         mm_ptb<MMA, D>(dV, Ws, 16 * warp, dYs, lane);   // dV += W^T dY
         mm_ptb<MMA, D>(dK, dSs, 16 * warp, Qs, lane);   // dK += dS^T Q
-    }
+    };
+    // the diagonal first, then the full query tiles; one with rows past T (the last when T % 64
+    // != 0) is masked too: W^T dY and dS^T Q sum over the rows
+    const int nfull_end = T_ % 64 == 0 ? nt : nt - 1;
+    tile(kt, Full<false>());
+    for (int qt = kt + 1; qt < nfull_end; qt++) tile(qt, Full<true>());
+    if (nfull_end < nt && kt < nt - 1) tile(nt - 1, Full<false>());
 
     // dV straight from the fragments; dK through the projection
     const int jr[2] = {j0 + 16 * warp + g, j0 + 16 * warp + g + 8};
@@ -1353,7 +1407,8 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
     // ssmax: the lane's running sums A = sum dx S, Bs = sum res, C = sum f S (flash_ssmax_acc)
     float LA[2] = {0.0f, 0.0f}, LB[2] = {0.0f, 0.0f}, LC[2] = {0.0f, 0.0f};
 
-    for (int kt = 0; kt <= qt; kt++) {
+    auto tile = [&](int kt, auto full) {
+        constexpr bool FULL = decltype(full)::value;
         const int j0 = kt * 64, nk = min(64, T_ - j0);
         __syncthreads();
         load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
@@ -1364,8 +1419,9 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
             float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
-            bwd_chunk<ST, D, MMA>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
-                                  dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs, fj);
+            bwd_chunk<ST, D, MMA, FULL>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
+                                        dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs,
+                                        fj);
             if (NORMED_L1 && !COS && ssmax) {  // the lane's columns of the chunk in t order
 #pragma unroll
                 for (int u = 0; u < 2; u++)
@@ -1384,7 +1440,9 @@ __global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
             LB[u] += pB[u];
             LC[u] += pC[u];
         }
-    }
+    };
+    for (int kt = 0; kt < qt; kt++) tile(kt, Full<true>());  // rows past T: their own dQ rows, not stored
+    tile(qt, Full<false>());                                 // the diagonal
 
     if (NORMED_L1 && !COS && ssmax) {
 #pragma unroll
