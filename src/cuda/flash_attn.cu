@@ -196,6 +196,10 @@ template <bool MMA, int D> struct Tile {
     // forward K / V buffers: two in MMA mode (the next tile's cp.async beside the current one), one
     // at D = 128, where the lssar forward's registers leave no room for the copies' addresses
     static constexpr int NBUF = MMA && D <= 64 ? 2 : 1;
+    // the forward and dK / dV split their tiles into full ones and the diagonal (the causal mask
+    // only there) up to D = 64; at D = 128 their registers leave no room for the second copy of
+    // the tile step (it spilled), so every tile takes the masked one
+    static constexpr bool SPLIT = D <= 64;
     static constexpr size_t FWD =
         (1 + 2 * NBUF) * TILE + NBUF * 64 * sizeof(float) + PW;  // Q (K V)* rk* (Pw)
     static constexpr size_t DQ = 4 * TILE + 64 * sizeof(float) + PW;             // Q dY K V rk (Pw)
@@ -527,7 +531,8 @@ static constexpr __host__ __device__ bool st_norms(int st) { return st_cos(st) |
    position at all; only the diagonal tile (and the forward's second partial tile when Tq != Tk)
    runs the masked one. Rows past the end of the tensor (valid = false) need no mask in a full tile
    where each row's values stay in that row's accumulators and are never stored (forward, dQ, the
-   row sums); dK / dV sum over the rows, so there a query tile with such rows is masked. The masked
+   row sums); dK / dV sum over the rows, so there a query tile with such rows is masked. (The forward
+   and dK / dV at D = 128 keep the masked step on every tile: Tile::SPLIT.) The masked
    step is called outside the loop of full tiles (after it, or before it in dK / dV), so the loop
    holds only the unmasked code. Full<F>() passes the choice to the tile lambdas as a type. */
 template <bool F> struct Full { static constexpr bool value = F; };
@@ -710,9 +715,13 @@ static __device__ __forceinline__ void fwd_rw_pass1(const fwd_args &a, const fla
         __syncthreads();
         fwd_rw_pass1_tile<ST, D, MMA, decltype(full)::value>(fp, c, r, p, Qw, Ks, rks, j0);
     };
-    for (int kt = 0; kt < c.nfull; kt++) tile(kt, Full<true>());
-    if (c.nfull < c.nkt) tile(c.nfull, Full<false>());  // the diagonal: at most two tiles
-    if (c.nfull + 1 < c.nkt) tile(c.nfull + 1, Full<false>());
+    if constexpr (Tile<MMA, D>::SPLIT) {
+        for (int kt = 0; kt < c.nfull; kt++) tile(kt, Full<true>());
+        if (c.nfull < c.nkt) tile(c.nfull, Full<false>());  // the diagonal: at most two tiles
+        if (c.nfull + 1 < c.nkt) tile(c.nfull + 1, Full<false>());
+    } else {
+        for (int kt = 0; kt < c.nkt; kt++) tile(kt, Full<false>());
+    }
 #pragma unroll
     for (int u = 0; u < 2; u++) {
         float zz = quad_sum(p.z[u]), mn = quad_min(p.xn[u]), rkmin = quad_min(p.rkm[u]);
@@ -976,7 +985,7 @@ template <int ST, int D, bool MMA>
 __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD;
-    constexpr bool ONLINE = st_online(ST), RW = st_rw(ST), NORMS = st_norms(ST);
+    constexpr bool ONLINE = st_online(ST), RW = st_rw(ST), NORMS = st_norms(ST), SPLIT = Tile<MMA, D>::SPLIT;
     FLASH_DYNAMIC_SHARED(smem);
     constexpr int NBUF = Tile<MMA, D>::NBUF;
     // Q, then NBUF (K, V) pairs, (64, LD) each; the keys' 1/|k| (NBUF, 64); SIMT: Pw
@@ -1049,9 +1058,13 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
         if constexpr (ONLINE) fwd_online_tile<ST, D, MMA, FULL>(a, fp, c, r, acc, Qw, Ks, Vs, rks, Pw, j0);
         else fwd_chunk_tile<ST, D, MMA, FULL>(fp, c, r, acc, acc2, Qw, Ks, Vs, rks, Pw, j0);
     };
-    for (int kt = 0; kt < c.nfull; kt++) tile(kt, Full<true>());
-    if (c.nfull < c.nkt) tile(c.nfull, Full<false>());  // the diagonal: at most two tiles
-    if (c.nfull + 1 < c.nkt) tile(c.nfull + 1, Full<false>());
+    if constexpr (SPLIT) {
+        for (int kt = 0; kt < c.nfull; kt++) tile(kt, Full<true>());
+        if (c.nfull < c.nkt) tile(c.nfull, Full<false>());  // the diagonal: at most two tiles
+        if (c.nfull + 1 < c.nkt) tile(c.nfull + 1, Full<false>());
+    } else {
+        for (int kt = 0; kt < c.nkt; kt++) tile(kt, Full<false>());
+    }
     fwd_finish<ST, D, MMA>(a, fp, c, r, acc, acc2);
 }
 
@@ -1348,10 +1361,14 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     };
     // the diagonal first, then the full query tiles; one with rows past T (the last when T % 64
     // != 0) is masked too: W^T dY and dS^T Q sum over the rows
-    const int nfull_end = T_ % 64 == 0 ? nt : nt - 1;
-    tile(kt, Full<false>());
-    for (int qt = kt + 1; qt < nfull_end; qt++) tile(qt, Full<true>());
-    if (nfull_end < nt && kt < nt - 1) tile(nt - 1, Full<false>());
+    if constexpr (Tile<MMA, D>::SPLIT) {
+        const int nfull_end = T_ % 64 == 0 ? nt : nt - 1;
+        tile(kt, Full<false>());
+        for (int qt = kt + 1; qt < nfull_end; qt++) tile(qt, Full<true>());
+        if (nfull_end < nt && kt < nt - 1) tile(nt - 1, Full<false>());
+    } else {
+        for (int qt = kt; qt < nt; qt++) tile(qt, Full<false>());
+    }
 
     // dV straight from the fragments; dK through the projection
     const int jr[2] = {j0 + 16 * warp + g, j0 + 16 * warp + g + 8};
