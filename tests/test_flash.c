@@ -21,6 +21,7 @@
  * (flash_bwd_rowsums; repeated keys T = 4 D = 128, dq 1.08e-4 softmax+rw): each fails here.
  * (Leaving P unrounded in BF16 mode passes: it is more accurate, not wrong.)
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -560,7 +561,8 @@ static void test_long_rows_unnormed(void) {
    |q_d k_d|, so the logit x_j moves by at most ex_j = (2u + u^2) sc_j Sabs_j, Sabs_j =
    sum_d |q_d k_jd| (sc_j = 1/sqrt(D) (ssmax: s_h ln n / sqrt(D)), or lambda rq rk_j). That gives
    rigorous intervals for the unnormalised weights: softmax exp(x - m) e^(+-ex); softplus
-   a +- ex sig(x + ex) (sigmoid increases); lssar u = n alpha - o from alpha's interval, and
+   a +- ex sig(x + ex) (sigmoid increases); each widened by the exponential unit's relative error
+   (EXP_ERR below: the kernels' MUFU ex2, flash.h); lssar u = n alpha - o from alpha's interval, and
    (u / u_max)^p from u's, where p amplifies: a relative error e of u becomes one of ~p e in the
    weight (vacuous, |e(beta)| <= 1, where u_max's interval reaches 0). A normalised weight
    beta_j = b_j / sum_k b_k then lies in [lo_j / (lo_j + sum_{k != j} hi_k), hi_j / (hi_j +
@@ -576,6 +578,14 @@ static void test_long_rows_unnormed(void) {
    and out_id: sum_j e(a_j) |v_jd| + u sum_j (a_j + e(a_j)) |v_jd| (not centred on y: the errors
    of unnormalised weights need not sum to 0). */
 #define U_BF16 0x1p-8
+/* The exponential unit's relative error at exp(y) (flash.h, flash_ex2: eps_ex2 = 2^-22 of the unit
+   plus the rounding of y log2 e, |y| 2^-23 with that of log2 e itself). phi exp's weights are
+   products of exponentials: the online max is rescaled at most once per key tile (n / 64 + 1
+   factors, whose arguments telescope to y = x - xmax), and the backward's exp(x - LSE) takes the
+   LSE from them; hence (2 + n / 64) eps_ex2. Through the re-weighting's intervals below it is
+   amplified as every error of alpha is: u = n alpha - o, then (u / u_max)^p turns a relative
+   error e of u into ~p e of the weight. */
+#define EXP_ERR(y, n) ((2 + (n) / 64) * 0x1p-22 + 0x1p-23 * fabs(y))
 
 typedef struct {
     double *out, *dq, *dk, *dv, ds[16];   // the model's outputs (B, T, H, D), ds (H)
@@ -777,10 +787,15 @@ static void model_ref(int kind, int len_norm, int L, double p, const double *sh,
                         for (int j = 0; j < n; j++) eb[j] = 0;  // stays exactly uniform (see above)
                     } else {
                         for (int j = 0; j < n; j++) {
-                            double ea = ex[j] * sigmoid(x[j] + ex[j]);
+                            // the operands' rounding moves x by ex; the exponential unit adds its
+                            // relative error (flash.h, flash_ex2): exp(y) within EXP_ERR, and
+                            // softplus's e = exp(-|x|) within EXP_ERR moves log1p(e) by at most
+                            // e EXP_ERR / (1 + e) (absolute)
+                            double ea = ex[j] * sigmoid(x[j] + ex[j]), e = exp(-fabs(x[j]));
+                            double ee = pexp ? EXP_ERR(x[j] - x[jm], n) : EXP_ERR(fabs(x[j]), 0) * e / (1 + e);
                             bb[j] = a[j];
-                            lo[j] = pexp ? a[j] * exp(-ex[j]) : fmax(a[j] - ea, 0);
-                            hi[j] = pexp ? a[j] * exp(ex[j]) : a[j] + ea;
+                            lo[j] = pexp ? a[j] * exp(-ex[j]) * (1 - ee) : fmax(a[j] - ea - ee, 0);
+                            hi[j] = pexp ? a[j] * exp(ex[j]) * (1 + ee) : a[j] + ea + ee;
                         }
                         norm_err(bb, lo, hi, n, eb);  // alpha's e
                         if (rw) {
@@ -1121,8 +1136,40 @@ static void test_refused(void) {
     printf("  %d kinds refused by the fused path\n", nref);
 }
 
+/* flash_ex2's host model (flash.h) against 2^t in double: within half an ulp (relative 2^-24, the
+   rounding of a correctly rounded result) plus the polynomial's 1e-14, on a sweep of t over the
+   whole range; the unit's special values (+0 for -inf and below FLT_MIN, +inf, NaN). The bounds
+   of the error-bound steps in flash.h take the model and the unit each within 2^-22. */
+static void test_ex2_model(void) {
+    double worst = 0;
+    for (int k = 0; k <= 2600000; k++) {
+        float t = -130.0f + (float)k * 1e-4f;
+        double ref = exp2((double)t);
+        float y = flash_ex2(t);
+        if (ref < FLT_MIN) {
+            CHECK(y == 0.0f, "flash_ex2(%.9g) = %.9g: not flushed to +0", t, y);
+            continue;
+        }
+        if (ref > FLT_MAX) {
+            CHECK(isinf(y) && y > 0, "flash_ex2(%.9g) = %.9g: not +inf", t, y);
+            continue;
+        }
+        double rel = fabs((double)y - ref) / ref;
+        worst = fmax(worst, rel);
+        CHECK(rel <= ldexp(1.0, -24) + 1e-13, "flash_ex2(%.9g) = %.9g vs %.17g: relative error %.3g", t, y, ref, rel);
+    }
+    CHECK(flash_ex2(-INFINITY) == 0.0f && !signbit(flash_ex2(-INFINITY)), "flash_ex2(-inf) is not +0");
+    CHECK(isinf(flash_ex2(INFINITY)) && flash_ex2(INFINITY) > 0, "flash_ex2(+inf) is not +inf");
+    CHECK(isnan(flash_ex2(NAN)), "flash_ex2(NaN) is not NaN");
+    CHECK(flash_ex2(0.0f) == 1.0f && flash_ex2(-126.0f) == FLT_MIN && flash_ex2(-126.5f) == 0.0f,
+          "flash_ex2 at 0, -126, -126.5: %.9g %.9g %.9g", flash_ex2(0.0f), flash_ex2(-126.0f), flash_ex2(-126.5f));
+    CHECK(fabs(flash_exp(-1.0f) - exp(-1.0)) <= 4e-7 * exp(-1.0), "flash_exp(-1) = %.9g", flash_exp(-1.0f));
+    printf("  flash_ex2 model: worst relative error %.3g (2^-24 = %.3g)\n", worst, ldexp(1.0, -24));
+}
+
 int main(void) {
     double t0 = lssar_now();
+    RUN(test_ex2_model);
     RUN(test_invalid_arguments);
     RUN(test_refused);
     RUN(test_reference_fast);

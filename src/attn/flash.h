@@ -387,15 +387,95 @@ FM_FN float flash_logit(const flash_params *fp, const flash_row *rw, float S, fl
     return flash_cos(fp) ? rw->scale * (S * rk) : rw->scale * S;
 }
 
+// ---- the exponential of the fused path
+
+/* 2^t, the one exponential of the kernels and the emulation (exp(y) = flash_ex2(y * FLASH_LOG2E)).
+   Under nvcc the hardware unit: ex2.approx.ftz.f32 (one MUFU.EX2), whose maximum relative error
+   the PTX ISA documents (ex2, "Floating Point Instructions"); taken here as eps_ex2 = 2^-22; -inf
+   gives +0, +inf gives +inf, NaN stays NaN, and results below FLT_MIN flush to +0 (.ftz). On the
+   host (the emulation, the host harness) a model of it with the same special values and flush:
+   t = n + r (n = rint(t), r exact, |r| <= 1/2), 2^r = e^(r ln 2) by its Taylor polynomial of
+   degree 11 in double (remainder < 1e-14), times 2^n exactly, rounded once to float: within half
+   an ulp (2^-24 relative) plus 1e-14 of 2^t. So model and hardware are each within
+   eps_ex2 = 2^-22 of 2^t, and within 2^-21 of each other (tests/test_flash.c checks the model's
+   side on a sweep of t).
+   Error of exp(y) = flash_ex2(fl(y log2 e)): the product rounds to t (1 + d), |d| <= 2^-24, which
+   moves 2^t by the factor 2^(t d) = 1 + |y| 2^-24 (to first order); with the unit's error,
+   |fl(exp(y)) / e^y - 1| <= eps_ex2 + |y| 2^-24 (+ 2^-24 |y| from the rounding of log2 e itself).
+   Every exponential of the fused path takes y = x - m <= 0 (the online max, the row's xmax, the
+   LSE) or y = -|x| (softplus, sigmoid), and what it multiplies is w = e^y: so the absolute error
+   of each weight is at most w (2^-22 + 2^-23 |y|) <= w 2^-22 + 2^-23 max_y |y| e^y = w 2^-22 +
+   2^-23 / e, relative to the row's largest weight (1 at the max): below 3.2e-7 of it. The
+   online softmax multiplies a weight by at most one rescale factor per key tile, whose
+   arguments telescope to x - xmax: (2 + n / 64) eps_ex2 + 2^-23 |x - xmax| in all.
+   softplus: e = exp(-|x|) within e (eps_ex2 + 2^-23 |x|) moves log1p(e) by at most e / (1 + e)
+   times that (absolute), so a = softplus(x) by a relative (eps_ex2 + 2^-23 |x|) e / ((1 + e) a),
+   which is largest (the whole of it) where a ~ e, x << 0.
+   Through the re-weighting, w = r^p with r = u / u_max, u = n a / Z - o: a relative error e_a of
+   every a (so at most e_a of Z, a sum of them, and of u_max) moves u by (u + o) 2 e_a, r by
+   2 e_a ((u + o) / u + (u_max + o) / u_max) relative, and w by p times that. A weight that shows
+   in the fp32 sums has w >= 2^-24, r >= 2^(-24 / p) (0.33 at p = 15), so u >= 0.33 u_max and
+   |dw / w| <= 2 p e_a (2 + 4 / u_max): for p = 15, 60 (1 + 2 / u_max) e_a (the re-weighting's
+   own conditioning 1 / u_max, which every rounding of a meets alike; at |x| <= 4, e_a <= 3 2^-22
+   and the factor is 4.3e-5 (1 + 2 / u_max)). tests/test_flash.c's (B) intervals carry e_a through
+   this chain (EXP_ERR, with the unit's 2^-22 although the host model is within 2^-24). */
+#define FLASH_LOG2E 1.44269504088896341f
+FM_FN float flash_ex2(float t) {
+#ifdef __CUDA_ARCH__
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(t));
+    return y;
+#else
+    float tc = t > 128.0f ? 128.0f : t;  // 2^128 overflows to +inf, as the unit's
+    tc = tc < -127.0f ? -127.0f : tc;     // (-inf too: (int) of it would be undefined)
+    float n = (tc + 12582912.0f) - 12582912.0f;  // rint(t) by the 1.5 * 2^23 trick
+    n = n == n ? n : 0.0f;                       // NaN: r below stays NaN
+    double z = ((double)tc - (double)n) * 0.6931471805599453;  // r ln 2, |z| <= 0.347
+    double q = 1.0 / 39916800.0;  // 1 / 11!
+    q = q * z + 1.0 / 3628800.0;
+    q = q * z + 1.0 / 362880.0;
+    q = q * z + 1.0 / 40320.0;
+    q = q * z + 1.0 / 5040.0;
+    q = q * z + 1.0 / 720.0;
+    q = q * z + 1.0 / 120.0;
+    q = q * z + 1.0 / 24.0;
+    q = q * z + 1.0 / 6.0;
+    q = q * z + 0.5;
+    q = q * z + 1.0;
+    q = q * z + 1.0;
+    int64_t eb = ((int64_t)n + 1023) << 52;  // 2^n, n in [-127, 128]: a normal double
+    double sc;
+    memcpy(&sc, &eb, 8);
+    float y = (float)(q * sc);
+    return t < -126.0f || y < FLT_MIN ? 0.0f : y;  // ftz (a NaN t compares false: y is NaN)
+#endif
+}
+// e^y through the unit
+FM_FN float flash_exp(float y) { return flash_ex2(y * FLASH_LOG2E); }
+// softplus(x) = max(x, 0) + log1p(e), e = exp(-|x|) from the unit; log1p stays fastmath's
+// polynomial (lg2.approx's absolute error near 1 would leave no relative accuracy in log1p(e)
+// for small e, where softplus ~ e is the whole weight of a key that points away from q).
+FM_FN float flash_softplus(float x) {
+    float ax = x < 0.0f ? -x : x;
+    return (x > 0.0f ? x : 0.0f) + fm_log1p01(flash_exp(-ax));
+}
+// sigmoid(x) through e = exp(-|x|) from the unit (never overflows)
+FM_FN float flash_sigmoid(float x) {
+    float ax = x < 0.0f ? -x : x;
+    float e = flash_exp(-ax);
+    float inv = 1.0f / (1.0f + e);
+    return x >= 0.0f ? inv : e * inv;
+}
+
 // ---- forward, per element
 
 // Online softmax (and the re-weighting's exp pass 1): the rescale factor exp(m_old - m_new) (0
 // while no key was seen).
 FM_FN float flash_online_alpha(float m_old, float m_new) {
-    return m_old == -INFINITY ? 0.0f : fm_exp(m_old - m_new);
+    return m_old == -INFINITY ? 0.0f : flash_exp(m_old - m_new);
 }
 // phi exp: the unnormalised weight of logit x under the running max (or shift) m.
-FM_FN float flash_softmax_p(float x, float m) { return fm_exp(x - m); }
+FM_FN float flash_softmax_p(float x, float m) { return flash_exp(x - m); }
 /* softplus(x) and sigmoid(x) from one exp: e = exp(-|x|), a = max(x, 0) + log1p(e),
    sigmoid = 1 / (1 + e) (x >= 0) or e / (1 + e). Not sigmoid = 1 - exp(-a) (attn_rows.c's
    shortcut): where x is very negative a ~ e is tiny and 1 - exp(-a) keeps only an absolute
@@ -403,30 +483,30 @@ FM_FN float flash_softmax_p(float x, float m) { return fm_exp(x - m); }
    (docs/PERF.md has the error it gave). */
 FM_FN float flash_softplus_sigmoid(float x, float *sig) {
     float ax = x < 0.0f ? -x : x;
-    float e = fm_exp(-ax);
+    float e = flash_exp(-ax);
     float inv = 1.0f / (1.0f + e);
     *sig = x >= 0.0f ? inv : e * inv;
     return (x > 0.0f ? x : 0.0f) + fm_log1p01(e);
 }
 
 // phi softplus (and the re-weighting's softplus pass 1): a = softplus(x).
-FM_FN float flash_lssa_a(float x) { return fm_softplus(x); }
+FM_FN float flash_lssa_a(float x) { return flash_softplus(x); }
 // The re-weighting's a = phi(x) of a row after pass 1: exp(x - m) or softplus(x).
 FM_FN float flash_rw_a(const flash_params *fp, const flash_row *rw, float x) {
-    return fp->phi == LSSAR_PHI_EXP ? fm_exp(x - rw->xm) : fm_softplus(x);
+    return fp->phi == LSSAR_PHI_EXP ? flash_exp(x - rw->xm) : flash_softplus(x);
 }
 
 // sigmoid / relu: the weight itself, a = sigmoid(x) or max(x, 0) / L (x > 0 exactly as
 // attn_rows.c, and a NaN x stays NaN). A masked element (x = -inf) gives 0 in both.
 FM_FN float flash_unnormed_a(const flash_row *rw, float x) {
-    return rw->relu ? (!(x <= 0.0f) ? x * rw->ilen : 0.0f) : fm_sigmoid(x);
+    return rw->relu ? (!(x <= 0.0f) ? x * rw->ilen : 0.0f) : flash_sigmoid(x);
 }
 // ... and its derivative da/dx, *a the weight: sigmoid e / (1 + e)^2 with e = exp(-|x|) (=
 // s(x) s(-x), no cancellation where s is near 1), a from the same e; relu 1 / L where x > 0, else
 // 0 (the kink included, as attn_rows.c). Both 0 at x = -inf.
 FM_FN float flash_unnormed_grad(const flash_row *rw, float x, float *a) {
     float ax = x < 0.0f ? -x : x;
-    float e = fm_exp(-ax);
+    float e = flash_exp(-ax);
     float inv = 1.0f / (1.0f + e);
     float sa = x >= 0.0f ? inv : e * inv, sg = e * inv * inv;
     int pos = !(x <= 0.0f);  // a NaN x keeps its NaN weight (and gradient)
@@ -444,7 +524,7 @@ FM_FN void flash_lssar_pass1_a(float x, float a, int j, float *z, float *xmax, i
     *xmin = x < *xmin ? x : *xmin;
 }
 FM_FN void flash_lssar_pass1(float x, int j, float *z, float *xmax, int *jm, float *xmin) {
-    flash_lssar_pass1_a(x, fm_softplus(x), j, z, xmax, jm, xmin);
+    flash_lssar_pass1_a(x, flash_softplus(x), j, z, xmax, jm, xmin);
 }
 
 /* Re-weighting: after pass 1 (z, xmax, xmin, jm combined over the quad; phi exp: z = sum
@@ -459,7 +539,7 @@ FM_FN void flash_lssar_row_finish(const flash_params *fp, flash_row *rw, float z
     rw->nz = rw->n * rw->invz;
     rw->jm = jm;
     rw->xm = xmax;
-    float ajm = fp->phi == LSSAR_PHI_EXP ? 1.0f : fm_softplus(xmax);  // exp: a_jm = exp(0)
+    float ajm = fp->phi == LSSAR_PHI_EXP ? 1.0f : flash_softplus(xmax);  // exp: a_jm = exp(0)
     float m = rw->nz * ajm - rw->o;
     rw->umax = m;
     float asc = rw->scale < 0.0f ? -rw->scale : rw->scale;
@@ -495,7 +575,7 @@ FM_FN float flash_lssar_weight(const flash_params *fp, const flash_row *rw, floa
 
 // Re-weighting: the weight of jm itself (1, or alpha_jm = a_jm / Z on a fallback row), given xmax.
 FM_FN float flash_lssar_wjm(const flash_params *fp, const flash_row *rw, float xmax) {
-    float ajm = fp->phi == LSSAR_PHI_EXP ? 1.0f : fm_softplus(xmax);
+    float ajm = fp->phi == LSSAR_PHI_EXP ? 1.0f : flash_softplus(xmax);
     return rw->fallback ? ajm * rw->invz : 1.0f;
 }
 
@@ -596,7 +676,7 @@ FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const fl
     float g = (is_jm ? 0.0f : dwc) - d1;  // dbeta_j - D1, centred on c = dbeta_jm (jm: exactly -D1)
     float dxj;
     if (flash_online_exp(fp)) {
-        float wj = fm_exp(x - rw->lse);
+        float wj = flash_exp(x - rw->lse);
         dxj = wj * g;
         *w = wj;
         *dx = dxj;
@@ -605,7 +685,7 @@ FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const fl
     } else {
         // a = phi(x), alpha = a / Z; hk = dalpha - D2 (the l1 stage's h - K)
         float sig = 0.0f, a;
-        if (fp->phi == LSSAR_PHI_EXP) a = fm_exp(x - rw->xm);
+        if (fp->phi == LSSAR_PHI_EXP) a = flash_exp(x - rw->xm);
         else a = flash_softplus_sigmoid(x, &sig);
         float hk;
         if (!fp->rw) {
