@@ -390,8 +390,10 @@ FM_FN float flash_logit(const flash_params *fp, const flash_row *rw, float S, fl
 // ---- the exponential of the fused path
 
 /* 2^t, the one exponential of the kernels and the emulation (exp(y) = flash_ex2(y * FLASH_LOG2E)).
-   Under nvcc the hardware unit: ex2.approx.ftz.f32 (one MUFU.EX2), whose maximum relative error
-   the PTX ISA documents (ex2, "Floating Point Instructions"); taken here as eps_ex2 = 2^-22; -inf
+   Under nvcc the hardware unit: ex2.approx.ftz.f32 (one MUFU.EX2). The CUDA C++ Programming
+   Guide's table of intrinsic functions gives __expf(x), this instruction applied to fl(x log2 e)
+   as flash_exp below, a maximum error of 2 + floor(|1.173 x|) ulp; an ulp of a float y is at
+   most 2^-23 |y|, so the unit's own part is eps_ex2 = 2^-22 relative; -inf
    gives +0, +inf gives +inf, NaN stays NaN, and results below FLT_MIN flush to +0 (.ftz). On the
    host (the emulation, the host harness) a model of it with the same special values and flush:
    t = n + r (n = rint(t), r exact, |r| <= 1/2), 2^r = e^(r ln 2) by its Taylor polynomial of
@@ -400,16 +402,18 @@ FM_FN float flash_logit(const flash_params *fp, const flash_row *rw, float S, fl
    eps_ex2 = 2^-22 of 2^t, and within 2^-21 of each other (tests/test_flash.c checks the model's
    side on a sweep of t).
    Error of exp(y) = flash_ex2(fl(y log2 e)): the product rounds to t (1 + d), |d| <= 2^-24, which
-   moves 2^t by the factor 2^(t d) = 1 + |y| 2^-24 (to first order); with the unit's error,
-   |fl(exp(y)) / e^y - 1| <= eps_ex2 + |y| 2^-24 (+ 2^-24 |y| from the rounding of log2 e itself).
+   moves 2^t by the factor 2^(t d) = 1 + |y| 2^-24 (to first order), and the rounding of log2 e
+   as much again; the guide's figure for the whole is the larger 1.173 |y| ulp, so the bound
+   used is |fl(exp(y)) / e^y - 1| <= eps_ex2 + 1.173 |y| 2^-23 (EXP_ERR in the tests).
    Every exponential of the fused path takes y = x - m <= 0 (the online max, the row's xmax, the
    LSE) or y = -|x| (softplus, sigmoid), and what it multiplies is w = e^y: so the absolute error
-   of each weight is at most w (2^-22 + 2^-23 |y|) <= w 2^-22 + 2^-23 max_y |y| e^y = w 2^-22 +
-   2^-23 / e, relative to the row's largest weight (1 at the max): below 3.2e-7 of it. The
+   of each weight is at most w (2^-22 + 1.173 2^-23 |y|) <= w 2^-22 + 1.173 2^-23 max_y |y| e^y =
+   w 2^-22 + 1.173 2^-23 / e, relative to the row's largest weight (1 at the max): below 3.2e-7 of it. The
    online softmax multiplies a weight by at most one rescale factor per key tile, whose
-   arguments telescope to x - xmax: (2 + n / 64) eps_ex2 + 2^-23 |x - xmax| in all.
-   softplus: e = exp(-|x|) within e (eps_ex2 + 2^-23 |x|) moves log1p(e) by at most e / (1 + e)
-   times that (absolute), so a = softplus(x) by a relative (eps_ex2 + 2^-23 |x|) e / ((1 + e) a),
+   arguments telescope to x - xmax: (2 + n / 64) eps_ex2 + 1.173 2^-23 |x - xmax| in all.
+   softplus: e = exp(-|x|) within e (eps_ex2 + 1.173 2^-23 |x|) moves log1p(e) by at most
+   e / (1 + e) times that (absolute), so a = softplus(x) by a relative
+   (eps_ex2 + 1.173 2^-23 |x|) e / ((1 + e) a),
    which is largest (the whole of it) where a ~ e, x << 0.
    Through the re-weighting, w = r^p with r = u / u_max, u = n a / Z - o: a relative error e_a of
    every a (so at most e_a of Z, a sum of them, and of u_max) moves u by (u + o) 2 e_a, r by

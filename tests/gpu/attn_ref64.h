@@ -70,6 +70,7 @@
 #define LSSAR_TEST_ATTN_REF64_H
 
 #include <float.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ typedef struct {
     const float *q, *k, *v, *dy;      /* dy NULL: forward only; the backward needs Tq = Tk = kvs */
     int store_bf16;                   /* 1: outputs stored in bf16 (public API, LSSAR_BF16) */
     int len_norm, L;                  /* sigmoid / relu: lssar_len_norm, the training length L */
+    double exp_err;                   /* > 0: every logit moved by the exponential unit's error (ref_jitter) */
 } ref_args;
 
 typedef struct {
@@ -134,6 +136,25 @@ static inline int ref_centred(int kind) {
 static inline double ref_logit(const ref_args *A, const ref_row *r, double S, double rk) {
     if (ref_unnormed(A->kind)) return r->sc * S + r->bias;
     return ref_normed(A->kind) ? r->sc * rk * S : r->sc * S;
+}
+
+/* The fused kernels' exponential unit (src/attn/flash.h, flash_ex2): exp(y) within
+   eps_ex2 + 1.173 |y| 2^-23 relative (y = x - m for phi exp, -|x| inside softplus and sigmoid),
+   which is exp of y moved by as much: so its effect on the outputs is that of every logit moved by
+   delta = exp_err (1 + 0.5865 |y|) (exp_err = eps_ex2 = 2^-22; for softplus and sigmoid the change
+   of the weight, e / (1 + e) of that for softplus and sigma (1 - sigma) of it for sigmoid, is
+   their derivative times delta). The sign comes from a hash of (b, h, i, j), so the forward and
+   the backward's recomputation move the same logit alike: a first-order randomised estimate, as
+   test_gpu's conditioning term. relu takes no exponential. */
+static inline double ref_jitter(const ref_args *A, const ref_row *r, double x, int b, int h, int i, int j) {
+    if (!(A->exp_err > 0) || ref_st(A->kind).phi == LSSAR_PHI_RELU) return 0.0;
+    double y = ref_exp(A->kind) && !ref_unnormed(A->kind) ? x - r->m : fabs(x);
+    uint64_t z = ((((uint64_t)b * 65537u + (uint64_t)h) * 1000003u + (uint64_t)i) * 1000033u + (uint64_t)j);
+    z *= 0x9E3779B97F4A7C15ull;
+    z ^= z >> 31;
+    z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 29;
+    return (z & 1 ? 1.0 : -1.0) * A->exp_err * (1.0 + 0.5865 * fabs(y));
 }
 
 /* beta of one pair; alpha and u (lssar's n alpha - o; 0 otherwise) on the side */
@@ -265,6 +286,10 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                 if (x[j] > xmax) { xmax = x[j]; jm = j; }
                 xmin = fmin(xmin, x[j]);
                 rkmin = fmin(rkmin, rkh[j]);
+            }
+            if (A->exp_err > 0) {   /* (r->m as set below: the jitter's y needs it first) */
+                r->m = ref_exp(A->kind) && !ref_unnormed(A->kind) ? xmax : 0.0;
+                for (int j = 0; j < n; j++) x[j] += ref_jitter(A, r, x[j], b, h, i, j);
             }
             if (ref_unnormed(A->kind)) {
                 r->z = 1;   /* no normalisation */
@@ -446,6 +471,7 @@ static int attn_ref64(const ref_args *A, ref_out *O) {
                     size_t qo = ((size_t)b * T + i) * HD + (size_t)h * D;
                     const float *qi = A->q + qo, *dyi = A->dy + qo;
                     double S = ref_dot(qi, kj, D), x = ref_logit(A, r, S, rkj), al, u;
+                    x += ref_jitter(A, r, x, b, h, i, j);
                     double bet = ref_weight(A, r, x, &al, &u);
                     double dbeta = ref_dot(dyi, vj, D), dbe = ref_gam(D) * ref_absdot(dyi, vj, D);
                     double dS, dSb, dx, a1, a2, dxb, f;

@@ -35,6 +35,8 @@
  *   bound + 2 U32 ||dscale|| / ||increment|| for the rounding of the accumulation, + 8 U32
  *   sum |terms| / ||increment|| (the float64 reference's sum of |terms| over (b, i, j), on every
  *   ssmax case) for the roundings of the terms, which do not cancel as the terms do.
+ *   attention: 1e-5 + 2 cond (attn_conditioning): the outputs' sensitivity to the fp32 rounding of
+ *   q . k on each side, and once to the GPU's exponential unit (MUFU ex2, src/attn/flash.h).
  *
  * NN_BF16 context (operands of matmul and attention rounded to bf16, unit roundoff u = 2^-9,
  * fp32 accumulation; everything else fp32, so every other function keeps the 1e-5):
@@ -998,29 +1000,24 @@ static double bound_bf16(const double *sig, const double *worst, const float *re
         }                                                                                              \
     } while (0)
 
-/* The fp32 context's conditioning term of attn_seam's bounds. An fp32 dot product q . k is the
-   exact dot product of inputs moved by up to gamma_D relative per component (backward error
-   analysis); in the probabilistic model of rounding (attn_ref64.h) by about sqrt(D) u. Where the
-   kind amplifies that (phi exp with the re-weighting on the cos score: the logits reach
-   ln(D) ln(T) and the power p multiplies their relative error), two fp32 implementations cannot
-   agree to 1e-5 however they sum (docs/CUDA.md "Supported kinds" has the figures: both sides
-   near 1e-5 from float64). cond[t] = ||R(q~, k~) - R|| / ||R|| for out, dq,
-   dk, dv, with q~, k~ the inputs moved by sqrt(D) u with random signs (a first-order randomised
-   condition estimate); each side may make such an error, so the bound adds 2 cond. */
-static void attn_conditioning(const ref_args *A, const ref_out *R, size_t n, int H, double *cond) {
+/* ||R(A perturbed) - R|| / ||R|| for out, dq, dk, dv: q and k moved by du relative with random
+   signs (du > 0), every logit moved by the exponential unit's error (exp_err > 0, attn_ref64.h's
+   ref_jitter). */
+static void attn_perturbed(const ref_args *A, const ref_out *R, size_t n, int H, double du, double exp_err,
+                           double *rel) {
     ref_out P = {0};
     NEW_REF(P, n, H, 1);
     float *q2 = hcopy(A->q, n), *k2 = hcopy(A->k, n);
-    const double du = sqrt((double)A->D) * U32;
     lssar_rng r;
     lssar_rng_seed(&r, 4242 + (uint64_t)A->Tq);  /* (not the global stream: the inputs of later cases stay) */
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; du > 0 && i < n; i++) {
         q2[i] = (float)(q2[i] * (1 + (lssar_rng_below(&r, 2) ? du : -du)));
         k2[i] = (float)(k2[i] * (1 + (lssar_rng_below(&r, 2) ? du : -du)));
     }
     ref_args A2 = *A;
     A2.q = q2;
     A2.k = k2;
+    A2.exp_err = exp_err;
     if (attn_ref64(&A2, &P)) return;  /* (out of memory: no term) */
     const double *a[4] = {P.y, P.dq, P.dk, P.dv}, *b[4] = {R->y, R->dq, R->dk, R->dv};
     for (int t = 0; t < 4; t++) {
@@ -1029,8 +1026,27 @@ static void attn_conditioning(const ref_args *A, const ref_out *R, size_t n, int
             num += (a[t][i] - b[t][i]) * (a[t][i] - b[t][i]);
             den += b[t][i] * b[t][i];
         }
-        cond[t] = den > 0 ? sqrt(num / den) : 0;
+        rel[t] = den > 0 ? sqrt(num / den) : 0;
     }
+}
+
+/* The fp32 context's conditioning term of attn_seam's bounds. An fp32 dot product q . k is the
+   exact dot product of inputs moved by up to gamma_D relative per component (backward error
+   analysis); in the probabilistic model of rounding (attn_ref64.h) by about sqrt(D) u. Where the
+   kind amplifies that (phi exp with the re-weighting on the cos score: the logits reach
+   ln(D) ln(T) and the power p multiplies their relative error), two fp32 implementations cannot
+   agree to 1e-5 however they sum (docs/CUDA.md "Supported kinds" has the figures: both sides
+   near 1e-5 from float64). cond[t] = ||R(q~, k~) - R|| / ||R|| for out, dq, dk, dv, with q~, k~
+   the inputs moved by sqrt(D) u with random signs (a first-order randomised condition estimate);
+   each side may make such an error, so the bound adds 2 cond. The GPU side alone also takes its
+   exponentials from the hardware unit (src/attn/flash.h, flash_ex2: 2^-22 relative and more;
+   the CPU rows' exponential is within the 1e-5): its effect, every logit moved by the unit's
+   error with random signs, is added once, as half of it in cond. */
+static void attn_conditioning(const ref_args *A, const ref_out *R, size_t n, int H, double *cond) {
+    double unit[4] = {0, 0, 0, 0};
+    attn_perturbed(A, R, n, H, sqrt((double)A->D) * U32, 0, cond);
+    attn_perturbed(A, R, n, H, 0, 0x1p-22, unit);
+    for (int t = 0; t < 4; t++) cond[t] += unit[t] / 2;
 }
 
 /* full forward + backward through the seam (Tq = Tk = kv_stride = T) */
@@ -1053,7 +1069,7 @@ static void attn_seam(int kind, int B, int T, int H, int D, int grid) {
     ref_out R = {0};
     NEW_REF(R, n, H, 1);
     ref_args A = {kind, 15.0, in.sh, B, T, T, T, H, D, in.q, in.k, in.v, in.dy, 0, attn_len_norm,
-                  ATTN_TRAIN_LEN};
+                  ATTN_TRAIN_LEN, 0};
     int have_ref = attn_ref64(&A, &R) == 0;
     if (!have_ref)
         infof("attention %s: the float64 reference ran out of memory; bf16 checks use 1e-2", shape);
@@ -1153,7 +1169,7 @@ static void attn_decode(int kind, int B, int Tq, int Tk, int kvs, int H, int D) 
     }
     ref_out R = {0};
     NEW_REF(R, nq, H, 0);
-    ref_args A = {kind, 15.0, in.sh, B, Tq, Tk, kvs, H, D, in.q, in.k, in.v, NULL, 0, attn_len_norm, ATTN_TRAIN_LEN};
+    ref_args A = {kind, 15.0, in.sh, B, Tq, Tk, kvs, H, D, in.q, in.k, in.v, NULL, 0, attn_len_norm, ATTN_TRAIN_LEN, 0};
     int have_ref = attn_ref64(&A, &R) == 0;
     double e32 = 0;
     for (int prec = 0; prec < 2; prec++) {
@@ -1202,7 +1218,7 @@ static void api_case(int kind, int B, int T, int H, int D, int adversarial) {
     if (rc) { check_true(0, lssar_errmsg(), "api CPU reference %s", shape); return; }
     ref_out R = {0};
     NEW_REF(R, n, H, 1);
-    ref_args A = {kind, 15.0, in.sh, B, T, T, T, H, D, in.q, in.k, in.v, in.dy, 1, attn_len_norm, ATTN_TRAIN_LEN};
+    ref_args A = {kind, 15.0, in.sh, B, T, T, T, H, D, in.q, in.k, in.v, in.dy, 1, attn_len_norm, ATTN_TRAIN_LEN, 0};
     int have_ref = attn_ref64(&A, &R) == 0;
     for (int h = 0; have_ref && h < H; h++) R.dsb[h] += 8 * U32 * R.dsabs[h];
     double cond[4] = {0, 0, 0, 0};  /* f32 storage: the conditioning term, as attn_seam's */
