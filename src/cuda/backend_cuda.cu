@@ -26,6 +26,7 @@
 #include "cuda/cuda_common.h"
 #include "cuda/dist_nccl.h"
 #include "cuda/flash_attn.h"
+#include "cuda/flash_decode.h"
 extern "C" {
 #include "core/dist.h"
 #include "nn/backend.h"
@@ -744,6 +745,15 @@ static int cuda_attention_forward(nn_ctx *c, float *out, float *stats, const flo
                                   int kv_stride, int NH, int HS) {
     wrote(c, out); wrote(c, stats);
     if (c->err) return c->err;
+    // decoding (a few query rows against a long cache, no statistics): the keys split over CTAs,
+    // since one CTA per (b, h, 64 query rows) would leave most SMs idle (flash_decode.h)
+    if (cuda_attn_decode_applies(d, B, Tq, Tk, NH, HS, stats != NULL)) {
+        size_t db = cuda_attn_decode_scratch_bytes(d, 0, B, Tq, Tk, NH, HS);
+        void *s = db ? scratch(c, db) : NULL;
+        if (db && !s) return c->err;
+        return cuda_attn_decode_forward(d, c->precision == NN_BF16, 0, B, Tq, Tk, kv_stride, NH, HS, q, k, v,
+                                        out, s, c->stream);
+    }
     size_t bytes = cuda_attn_scratch_bytes(d, B, Tq, Tk, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
     if (bytes && !s) return c->err;
