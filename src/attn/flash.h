@@ -41,7 +41,7 @@
  *   lssa+dot, lssa+ssmax), every re-weighting kind the two-pass lssar path (with pass 1 per phi),
  *   norm len the unnormalised pass. The score only changes the logit (flash_logit) and, for cos,
  *   the l2 projection of the backward; ssmax adds the ds row term. Every valid combination runs
- *   (issue 34); the re-weighting kinds but lssar add the backward's row-sum pass (0b below).
+ *   (issue 34); every re-weighting kind adds the backward's row-sum pass (0b below).
  *
  * Pre-pass (score cos, and the re-weighting): rq_i = 1 / max(|q_i|, 1e-12) and rk_j likewise
  *   (flash_inv_norm of the fp32 sum of squares over d in order, from the fp32 inputs), (B, H, T)
@@ -112,7 +112,7 @@
  *      sigmoid / relu: no pre-pass (there is no normalisation to differentiate: no D1 term);
  *      per element dx_ij = a'(x_ij) (dy_i . v_j), dS_ij = dx_ij / sqrt(D) (flash_bwd_elem),
  *      dV += A^T dY with the weights a themselves.
- *   0b. Row constants of the re-weighting (flash_bwd_rowsums: every re-weighting kind but lssar).
+ *   0b. Row constants of the re-weighting (flash_bwd_rowsums: every re-weighting kind).
  *      The l1 stage is exact only if its constant is the weighted mean of the very h_j it is
  *      subtracted from: sum_j alpha_j (h_j - K) = 0, so that dx_j = f_j (h_j - K) carries no
  *      common part f_j e(K) into dQ = dS K (where it does not cancel: on repeated keys the true
@@ -129,8 +129,10 @@
  *      |sum_j beta_j g_j| <= gamma_m sum_j beta_j |dw_j - c| and |sum_j alpha_j (dalpha_j - D2)|
  *      <= gamma_m' (P1' + |R1| P2), m = 16 + n / 64 + 2 additions per sum, m' = m + 2 (P1' the
  *      sum of |terms|): relative to the row's own terms, no longer to |dy| |v| (the error of
- *      each dw_j). lssar keeps the forward's constants (its results are unchanged; it meets the
- *      bounds with them). One more pass over the keys per backward for those kinds (S and dW
+ *      each dw_j). lssar took the forward's constants until the exponentials moved to the
+ *      hardware unit: where the emulation's library contracts a * b + c (NATIVE=1) its dq on
+ *      repeated keys then left 1e-4 (docs/CUDA.md), as the GPU, which contracts too, could;
+ *      so lssar takes this pass as well. One more pass over the keys per backward for those kinds (S and dW
  *      again, no product into an accumulator).
  *   1. dK, dV: a CTA per (b, h, key tile) walks the query tiles that see it (in order):
  *      recompute S, x and the weights (flash_bwd_elem from the saved stats), dW = dY V^T,
@@ -156,9 +158,10 @@
  *   Cost: one (B, Tq, H, D) row buffer (yc) in the stats, and in the online forward an
  *   occasional extra load of v_jm_old when a row's argmax moves to a later tile.
  *
- * Two more choices, both from measurements (docs/PERF.md): the backward's sigmoid comes from flash_softplus_sigmoid, not as
- *   1 - exp(-softplus(x)) (attn_rows.c's shortcut loses the row where x is very negative, which
- *   matters on uniform rows); ssmax's row term is A - Bs C (flash_ssmax_row_term), not A.
+ * Two more choices, both from measurements (docs/PERF.md): the backward's sigmoid comes from
+ *   flash_softplus_sigmoid, not as 1 - exp(-softplus(x)) (attn_rows.c's shortcut loses the row
+ *   where x is very negative, which matters on uniform rows); ssmax's row term is A - Bs C
+ *   (flash_ssmax_row_term), not A.
  */
 #ifndef LSSAR_ATTN_FLASH_H
 #define LSSAR_ATTN_FLASH_H
@@ -217,7 +220,7 @@ typedef struct {
 
 /* The stage combinations the fused path (the CUDA kernels and flash_emu) supports; the one place
    that decides it (flash_emu_check_fused gives the error). Every valid combination (issue 34): the
-   re-weighting kinds but lssar take their backward's row constants from the backward's own dw
+   re-weighting kinds take their backward's row constants from the backward's own dw
    (flash_bwd_rowsums), which their precision needed. */
 FM_FN int flash_fused_supported(const lssar_attn_stages *st) { return st != NULL; }
 
@@ -722,17 +725,14 @@ FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const fl
     return flash_cos(fp) ? rw->scale * dxj * rk : rw->scale * dxj;
 }
 
-/* The re-weighting kinds but lssar take their row constants from the backward's own dw
+/* The re-weighting kinds take their row constants from the backward's own dw
    (flash_bwd_rowsums; see the header comment "Row constants of the re-weighting"): a pass over
    each row's keys, before the dK/dV and dQ kernels, sums per lane
      R1 = sum_j beta_j (dw_j - c),  P1 = sum_j alpha_j A_j (dw_j - c),  P2 = sum_j alpha_j A_j
    (the jm term 0: dw_jm - c is centred away exactly, as in flash_bwd_elem), from the same
    recomputed beta_j, A_j and dw_j as flash_bwd_elem's. Then D1 - c = R1 and D2 = sum_j alpha_j
-   dalpha_j = P1 - R1 P2 (fallback rows: beta = alpha, D1 - c = R1, no D2). lssar keeps the
-   forward's constants (its results stay as they were). */
-FM_FN int flash_bwd_rowsums(const flash_params *fp) {
-    return fp->rw && !(flash_cos(fp) && fp->phi == LSSAR_PHI_SOFTPLUS);
-}
+   dalpha_j = P1 - R1 P2 (fallback rows: beta = alpha, D1 - c = R1, no D2). */
+FM_FN int flash_bwd_rowsums(const flash_params *fp) { return fp->rw; }
 // One element's terms of R1, P1, P2 (a masked element, x = -inf, gives 0: a = 0, u <= 0).
 FM_FN void flash_bwd_rs_elem(const flash_params *fp, const flash_row *rw, const float *bs, float x, int is_jm,
                              float dw, float *r1, float *p1, float *p2) {

@@ -622,7 +622,7 @@ static void bwd_dkdv_cta(const emu_ctx *c, const float *stats, const float *bsta
     }
 }
 
-// The row constants of the re-weighting kinds but lssar (flash_bwd_rowsums) for query tile qt of
+// The row constants of the re-weighting kinds (flash_bwd_rowsums) for query tile qt of
 // (b, h): walk its key tiles 0..qt as the dQ CTA does, recompute S, dW and the weights, and sum
 // flash_bwd_rs_elem's R1, P1, P2 per lane (tile partials, then the quad); bstat's D1 and D2 of the
 // tile's rows are replaced (flash_bwd_rs_finish). Runs before the dK/dV and dQ CTAs.
@@ -931,7 +931,7 @@ int flash_emu_backward(const lssar_attn_desc *a, flash_mode mode, int B, int T, 
 #pragma omp atomic write
                 failed = 1;
             }
-            // ---- 0b. the re-weighting kinds but lssar: the row constants from the backward's dw
+            // ---- 0b. the re-weighting kinds: the row constants from the backward's dw
 #pragma omp for schedule(dynamic, 1)
             for (int64_t cta = 0; cta < (flash_bwd_rowsums(&c.fp) ? ncta : 0); cta++) {
                 if (!ok) continue;

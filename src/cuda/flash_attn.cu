@@ -37,7 +37,7 @@
  *                    and (if asked) the statistics
  *   bwd_rows_kernel  one thread per row: D1, D2, c (flash_bwd_row) into (B, H, T, FLASH_NBSTAT)
  *                    (not for sigmoid / relu: no normalisation, nothing to compute)
- *   rowsums_kernel   the re-weighting kinds but lssar: one CTA per (b, h, 64 query rows) walks its
+ *   rowsums_kernel   the re-weighting kinds: one CTA per (b, h, 64 query rows) walks its
  *                    key tiles and replaces D1, D2 by sums of the backward's own dW (flash_bwd_rowsums)
  *   dkdv_kernel      one CTA per (b, h, 64 keys): walks the query tiles that see them
  *   dq_kernel        one CTA per (b, h, 64 query rows): walks its key tiles; ssmax row terms
@@ -1220,12 +1220,12 @@ static __device__ __forceinline__ void stage_acc(float *Gs, int row0, const floa
     }
 }
 
-// flash.h's flash_bwd_rowsums of the instance: the re-weighting kinds but lssar
+// flash.h's flash_bwd_rowsums of the instance: the re-weighting kinds
 static constexpr __host__ __device__ bool st_rowsums(int st) {
-    return st_rw(st) && !(st_cos(st) && st_phi(st) == LSSAR_PHI_SOFTPLUS);
+    return st_rw(st);
 }
 
-/* 0b. The row constants of the re-weighting kinds but lssar (st_rowsums; the emulation's
+/* 0b. The row constants of the re-weighting kinds (st_rowsums; the emulation's
    bwd_rowsums_cta), after bwd_rows_kernel and before the dK/dV and dQ kernels: a CTA per (b, h,
    64 query rows) walks key tiles 0..qt as dq_kernel does, recomputes S, dW and the weights, and
    sums flash_bwd_rs_elem's R1, P1, P2 per lane (the chunk's columns in t order into tile
