@@ -63,6 +63,7 @@ struct Rng {
 static bool same(float a, float b) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
 #ifdef LSSAR_HOST_EMU_FMA
+    if (a == b) return true;   // (infinities too: inf - inf is NaN)
     return fabsf(a - b) <= 1e-5f * fmaxf(1.0f, fmaxf(fabsf(a), fabsf(b)));
 #else
     return memcmp(&a, &b, 4) == 0;
