@@ -134,17 +134,21 @@
  *      repeated keys then left 1e-4 (docs/CUDA.md), as the GPU, which contracts too, could;
  *      so lssar takes this pass as well. One more pass over the keys per backward for those kinds (S and dW
  *      again, no product into an accumulator).
- *   1. dK, dV: a CTA per (b, h, key tile) walks the query tiles that see it (in order):
- *      recompute S, x and the weights (flash_bwd_elem from the saved stats), dW = dY V^T,
- *      dV += W^T dY, dS per element, dK += dS^T Q; at the end the l2-normalisation projection
- *      for score cos: with G = sum_i dS_ij q_i (raw q), dk_j = G_j - k_j rk_j^2 (k_j . G_j).
- *   2. dQ: a CTA per (b, h, query tile) walks its key tiles (in order): the same recomputation,
- *      dQ += dS K; then dq_i = G_i - q_i rq_i^2 (q_i . G_i) (score cos). ssmax: each row's
- *      term sum_j dx_ij S_ij, as A - Bs C from three row sums (flash_ssmax_acc; lane tile
- *      partials and the quad tree as every row sum; flash_ssmax_row_term) to a buffer.
+ *   1. dK, dV and dQ's parts: a CTA per (b, h, key tile) walks the query tiles that see it (in
+ *      order): recompute S, x and the weights (flash_bwd_elem from the saved stats),
+ *      dW = dY V^T, dV += W^T dY, dS per element, dK += dS^T Q, and the block's part of dQ, dS K
+ *      (a fresh sum), added to an fp32 dQ buffer in key-tile order (the CTAs of one query tile
+ *      hand over by a counter; the emulation walks the same blocks per query tile, in the same
+ *      order, for the same bits). At the end the l2-normalisation projection for score cos:
+ *      with G = sum_i dS_ij q_i (raw q), dk_j = G_j - k_j rk_j^2 (k_j . G_j). ssmax: each
+ *      row's term sum_j dx_ij S_ij, as A - Bs C from three row sums (flash_ssmax_acc; per
+ *      block the lane partials and the quad tree, added in key-tile order as dQ;
+ *      flash_ssmax_row_term).
+ *   2. dQ: per (b, h, query tile) the buffer's rows, dq_i = G_i - q_i rq_i^2 (q_i . G_i)
+ *      (score cos); ssmax: the row terms to a buffer.
  *   3. ssmax ds_h = sum over (b, i) in index order of flash_ssmax_ds_row(...) (double).
- *   Since dS is recomputed by both 1 and 2 with the same function on the same inputs, the two
- *   agree bit for bit.
+ *   Five products per (query tile, key tile) block, as FlashAttention-2 (whose dQ adds are
+ *   atomic, in no fixed order); the re-weighting kinds' row-sum pass adds two.
  *
  * Why centred (it is not in FlashAttention): every normalisation backward has the form
  *   dbeta_j - D1 with D1 = sum_k beta_k dbeta_k. On a nearly one-hot row (softmax on the peaked
@@ -727,7 +731,7 @@ FM_FN float flash_bwd_elem(const flash_params *fp, const flash_row *rw, const fl
 
 /* The re-weighting kinds take their row constants from the backward's own dw
    (flash_bwd_rowsums; see the header comment "Row constants of the re-weighting"): a pass over
-   each row's keys, before the dK/dV and dQ kernels, sums per lane
+   each row's keys, before the dK/dV kernel, sums per lane
      R1 = sum_j beta_j (dw_j - c),  P1 = sum_j alpha_j A_j (dw_j - c),  P2 = sum_j alpha_j A_j
    (the jm term 0: dw_jm - c is centred away exactly, as in flash_bwd_elem), from the same
    recomputed beta_j, A_j and dw_j as flash_bwd_elem's. Then D1 - c = R1 and D2 = sum_j alpha_j

@@ -71,7 +71,7 @@ typedef struct {
     float *rkt;               // (BC): 1/|k_j| of the tile
     float *s, *x, *w, *dw, *dS, *dxs;  // (BR, BC) each: scores, logits, weights, dW, dS, dx
     float *res, *fj;          // (BR, BC) each: ssmax's row-term parts (flash_bwd_elem's res, f)
-    float *acc, *acc2;        // (64, D): accumulators (acc', E' / dK, dV / dQ)
+    float *acc, *acc2;        // (64, D): accumulators (acc', E' / dK, dV / dQ, its part)
     float *tmp;               // (64, D): one k-step's products before they join an accumulator
     float *lane;              // (BR, 4, 4): per-lane running row reductions, four kinds
 } tiles;
@@ -507,9 +507,9 @@ static void fwd_cta(const emu_ctx *c, int b, int h, int qt, tiles *t, float *out
 // ------------------------------------------------------------------ backward
 
 // One (query tile, key tile) block of the backward, shared by the dK/dV and the dQ CTAs so that
-// both see the same bits: S = Q K^T, dW = dY V^T, then per element the weight beta (t->w), dS
-// (t->dS) and dx, the gradient of the logit (t->dxs, for ssmax's ds). Needs t->qt, t->dyt, t->kT, t->vT,
-// t->rkt loaded.
+// both see the same bits (the kernel computes it once, in its dK/dV CTA): S = Q K^T, dW = dY V^T,
+// then per element the weight beta (t->w), dS (t->dS) and dx, the gradient of the logit (t->dxs,
+// for ssmax's ds). Needs t->qt, t->dyt, t->kT, t->vT, t->rkt loaded.
 static void bwd_block(const emu_ctx *c, const flash_row *rw, const float *bs, int i0, int bq, int j0,
                       tiles *t) {
     const flash_params *fp = &c->fp;
@@ -623,7 +623,7 @@ static void bwd_dkdv_cta(const emu_ctx *c, const float *stats, const float *bsta
 }
 
 // The row constants of the re-weighting kinds (flash_bwd_rowsums) for query tile qt of
-// (b, h): walk its key tiles 0..qt as the dQ CTA does, recompute S, dW and the weights, and sum
+// (b, h): walk its key tiles 0..qt, recompute S, dW and the weights, and sum
 // flash_bwd_rs_elem's R1, P1, P2 per lane (tile partials, then the quad); bstat's D1 and D2 of the
 // tile's rows are replaced (flash_bwd_rs_finish). Runs before the dK/dV and dQ CTAs.
 static void bwd_rowsums_cta(const emu_ctx *c, const float *stats, float *bstat, int b, int h, int qt,
@@ -663,36 +663,43 @@ static void bwd_rowsums_cta(const emu_ctx *c, const float *stats, float *bstat, 
     }
 }
 
-// dQ of query tile qt of (b, h): walk its key tiles 0..qt. ssmax: rowds (B, H, T) gets each row's
-// flash_ssmax_ds_row.
+/* dQ of query tile qt of (b, h): walk its key tiles 0..qt. The kernel computes each block's dQ part
+   dS K in the dK/dV CTA of its key tile and adds the parts to an fp32 buffer in key-tile order;
+   here the dQ CTA walks the same blocks (bwd_block gives the dK/dV CTA's bits) in that order: each
+   part a fresh sum of k-steps (acc_product from 0), then added to the running dQ (the first one
+   copied, as the kernel's key tile 0 stores it). ssmax: the rows' sums A, Bs, C likewise (per
+   block the lane partials and the quad, then into the running sums); rowds (B, H, T) gets each
+   row's flash_ssmax_ds_row. */
 static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat, int b, int h, int qt,
                        tiles *t, float *dq, float *rowds) {
     const int D = c->D, T = c->Tq, r0 = qt * BR, bq = T - r0 < BR ? T - r0 : BR;
     flash_row rw[BR];
     float bs[BR * FLASH_NBSTAT];
-    // dQ (BR, D); L (BR, 3 sums, 4 lanes): ssmax's per-lane A = sum dx S, Bs = sum res, C = sum f S
-    float *dQ = t->acc, *L = t->lane;
-    memset(dQ, 0, (size_t)BR * D * sizeof(float));
-    memset(L, 0, (size_t)BR * 12 * sizeof(float));
+    // dQ, its part (BR, D); R (BR, 3): ssmax's running A = sum dx S, Bs = sum res, C = sum f S
+    float *dQ = t->acc, *part = t->acc2, *R = t->lane;
     bwd_rows(c, stats, bstat, b, h, r0, bq, t, rw, bs);
     for (int kt = 0; kt <= qt; kt++) {
         int j0 = kt * BC, nk = T - j0 < BC ? T - j0 : BC;
         load_keys(c, b, h, j0, nk, t, 1, 1, 0);
         bwd_block(c, rw, bs, r0, bq, j0, t);
-        acc_product(c, t->dS, t->kt, bq, nk, dQ, t->tmp);  // dQ += dS K
+        memset(part, 0, (size_t)bq * D * sizeof(float));
+        acc_product(c, t->dS, t->kt, bq, nk, part, t->tmp);  // the block's dS K
+        for (size_t e = 0; e < (size_t)bq * D; e++) dQ[e] = kt ? dQ[e] + part[e] : part[e];
         if (c->fp.score == LSSAR_SCORE_SSMAX)
             for (int r = 0; r < bq; r++) {
                 const float *dxr = t->dxs + (size_t)r * BC, *sr = t->s + (size_t)r * BC;
                 const float *rsr = t->res + (size_t)r * BC, *fr = t->fj + (size_t)r * BC;
-                float *Lr = L + r * 12;
-                for (int q = 0; q < 4; q++) {  // tile partials, then into the running sums
+                float L[12];  // the lanes' partials of A, Bs, C
+                for (int q = 0; q < 4; q++) {
                     float A = 0.0f, Bs = 0.0f, C = 0.0f;
                     for (int tt = 0; tt < FLASH_LANE_COLS; tt++) {
                         int j = flash_lane_col(q, tt);
                         flash_ssmax_acc(dxr[j], rsr[j], fr[j], sr[j], &A, &Bs, &C);
                     }
-                    Lr[q] += A; Lr[4 + q] += Bs; Lr[8 + q] += C;
+                    L[q] = A; L[4 + q] = Bs; L[8 + q] = C;
                 }
+                float *Rr = R + r * 3;
+                for (int m = 0; m < 3; m++) Rr[m] = kt ? Rr[m] + quad(L + 4 * m) : quad(L + 4 * m);
             }
     }
     for (int r = 0; r < bq; r++) {
@@ -701,9 +708,8 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
         if (flash_cos(&c->fp)) project(g, c->qf + qr, c->rq[ri], D);
         memcpy(dq + qr, g, D * sizeof(float));
         if (rowds) {
-            const float *Lr = L + r * 12;
-            rowds[ri] = flash_ssmax_ds_row(&c->fp, r0 + r,
-                                           flash_ssmax_row_term(quad(Lr), quad(Lr + 4), quad(Lr + 8)));
+            const float *Rr = R + r * 3;
+            rowds[ri] = flash_ssmax_ds_row(&c->fp, r0 + r, flash_ssmax_row_term(Rr[0], Rr[1], Rr[2]));
         }
     }
 }

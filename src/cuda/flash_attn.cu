@@ -39,16 +39,22 @@
  *                    (not for sigmoid / relu: no normalisation, nothing to compute)
  *   rowsums_kernel   the re-weighting kinds: one CTA per (b, h, 64 query rows) walks its
  *                    key tiles and replaces D1, D2 by sums of the backward's own dW (flash_bwd_rowsums)
- *   dkdv_kernel      one CTA per (b, h, 64 keys): walks the query tiles that see them
- *   dq_kernel        one CTA per (b, h, 64 query rows): walks its key tiles; ssmax row terms
+ *   sem_zero_kernel  the dK/dV kernel's counters (one per (b, h, query tile)) to 0
+ *   dkdv_kernel      one CTA per (b, h, 64 keys): walks the query tiles that see them; dK, dV in
+ *                    registers, and each query tile's part of dQ (dS K) added to an fp32 dQ
+ *                    buffer in key-tile order (sem_wait / sem_post); ssmax row sums likewise
+ *   dq_finish_kernel one CTA per (b, h, 64 query rows): the fp32 dQ buffer through the projection
+ *                    (lssa / lssar) to dq; ssmax row terms
  *   ds_kernel        ssmax: one CTA per head, a fixed-order double sum of the row terms
- * Deterministic: no atomics; every sum has a fixed order. Memory O(T): no T x T buffer.
+ * Deterministic: no floating-point atomics; every sum has a fixed order (dQ's over key tiles by
+ * the counters). Memory O(T): no T x T buffer.
  */
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <type_traits>
 #ifdef LSSAR_CUDA_HOST
 /* Host-test hooks: this block, the host branch of mma_bf16, and the FLASH_LAUNCH,
    FLASH_DYNAMIC_SHARED and FLASH_SHARED_ARRAY macros (nothing else in the file differs). Under
@@ -191,7 +197,7 @@ template <bool MMA, int D> struct Tile {
     static constexpr size_t TILE = (size_t)64 * LD * sizeof(T);    // bytes of one (64, D) tile
     static constexpr size_t STAGE = (size_t)64 * LDP * sizeof(T);  // bytes of one (64, 64) tile
     static constexpr size_t EPI = (size_t)64 * LDG * sizeof(float);
-    // SIMT: each warp's (16, PW_LD) scratch for the weights entering P V / dS K (mm_pv16)
+    // SIMT: each warp's (16, PW_LD) scratch for the weights entering P V (mm_pv16)
     static constexpr size_t PW = MMA ? 0 : (size_t)FLASH_WARPS * 16 * PW_LD * sizeof(float);
     // forward K / V buffers: two in MMA mode (the next tile's cp.async beside the current one), one
     // at D = 128, where the lssar forward's registers leave no room for the copies' addresses
@@ -202,7 +208,7 @@ template <bool MMA, int D> struct Tile {
     static constexpr bool SPLIT = D <= 64;
     static constexpr size_t FWD =
         (1 + 2 * NBUF) * TILE + NBUF * 64 * sizeof(float) + PW;  // Q (K V)* rk* (Pw)
-    static constexpr size_t DQ = 4 * TILE + 64 * sizeof(float) + PW;             // Q dY K V rk (Pw)
+    static constexpr size_t ROWSUMS = 4 * TILE + 64 * sizeof(float);             // Q dY K V rk
     static constexpr size_t DKDV = 4 * TILE + 2 * STAGE + 64 * sizeof(float);    // + W, dS
     static_assert(EPI <= 2 * TILE, "the fp32 epilogue rows reuse two operand tiles");
     static_assert(TILE % 16 == 0 && STAGE % 16 == 0, "16-byte aligned tiles");
@@ -267,6 +273,33 @@ static __device__ __forceinline__ void cp_async_wait() {
     cuda_host_cp_async_wait(N);
 #else
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+/* Ordered hand-overs between the CTAs of one launch: the dK/dV kernel adds each query tile's dQ
+   part in key-tile order. A counter in global memory holds how many key tiles have added theirs;
+   thread 0 of the next one spins (ld.acquire.gpu) until it holds its own index, and after the
+   CTA's adds (each thread's __threadfence, then the barrier) sets the next (st.release.gpu). A CTA
+   waits only on CTAs with a smaller linear block index, which the hardware dispatches first
+   (FlashAttention-3's deterministic backward relies on the same order); the host harness runs
+   blocks in that order and reports a wait on a later block as the deadlock it would be. */
+static __device__ __forceinline__ void sem_wait(const int *sem, int v) {
+#ifdef LSSAR_CUDA_HOST
+    cuda_host_sem_wait(sem, v);
+#else
+    for (;;) {
+        int x;
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(x) : "l"(sem) : "memory");
+        if (x == v) break;
+        __nanosleep(64);
+    }
+#endif
+}
+static __device__ __forceinline__ void sem_post(int *sem, int v) {
+#ifdef LSSAR_CUDA_HOST
+    cuda_host_sem_post(sem, v);
+#else
+    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(sem), "r"(v) : "memory");
 #endif
 }
 
@@ -385,6 +418,31 @@ static __device__ __forceinline__ void add_4(float (&acc)[4], const float (&t)[4
     for (int e = 0; e < 4; e++) acc[e] += t[e];
 }
 
+/* The SIMT k-step of 16 keys: acc (16, 8 NNB) += P B with the lane's rows' 16 weights at plo
+   (row g) and phi (row g + 8), B's 16 rows at Bs (stride LD, NNB n8 blocks from there): per n8
+   block the products summed key by key in order from 0 by FMAs, that partial then added to acc
+   (the emulation's acc_product). */
+template <int D, int NNB>
+static __device__ __forceinline__ void pv16_simt(float (&acc)[NNB][4], const float *plo, const float *phi,
+                                                 const float *Bs, int lane) {
+    constexpr int LD = Tile<false, D>::LD;
+    const float *b = Bs + 2 * (lane & 3);
+#pragma unroll
+    for (int nb = 0; nb < NNB; nb++) {
+        float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int j4 = 0; j4 < 16; j4 += 4) {
+            float4 x = *reinterpret_cast<const float4 *>(plo + j4),
+                   y = *reinterpret_cast<const float4 *>(phi + j4);
+            const float xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                fma_2x2(t, xs[e], ys[e], *reinterpret_cast<const float2 *>(b + (j4 + e) * LD + 8 * nb));
+        }
+        add_4(acc[nb], t);
+    }
+}
+
 /* acc (16, D) += P B for one chunk of 16 keys (one mma k-step): P the warp's weights of those keys
    as two C fragments (p0: keys 0..7 of the chunk, p1: keys 8..15), Bs the chunk's 16 rows (16, D)
    of the right operand in shared memory. MMA: P rounded to bf16 becomes the A fragment directly
@@ -420,21 +478,48 @@ static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const flo
         *reinterpret_cast<float2 *>(Pw + g * PW_LD + 8 + 2 * tq) = make_float2(p1[0], p1[1]);
         *reinterpret_cast<float2 *>(Pw + (g + 8) * PW_LD + 8 + 2 * tq) = make_float2(p1[2], p1[3]);
         __syncwarp();
-        const float *plo = Pw + g * PW_LD, *phi = Pw + (g + 8) * PW_LD, *b = Bs + 2 * tq;
+        pv16_simt<D, D / 8>(acc, Pw + g * PW_LD, Pw + (g + 8) * PW_LD, Bs, lane);
+    }
+}
+
+/* acc (16, 8 NNB) = P B over the 64 keys of a staged (64, 64) matrix Ps[r][j], for the warp's
+   rows row0..row0+15, B = Bs (64, D) from column 8 NB0 on: the dK/dV kernel's dQ part of one
+   query tile (dS K), in NNB-block pieces where the whole would not fit in the registers beside
+   dK and dV. A fresh sum: the k-steps of 16 keys added in order from 0, each as mm_pv16 adds it
+   (the same bits as mm_pv16 on the C fragments staged here). MMA: A by ldmatrix, B by
+   ldmatrix.trans. */
+template <bool MMA, int D, int NB0, int NNB>
+static __device__ __forceinline__ void mm_pb(float (&acc)[NNB][4], const typename Op<MMA>::T *Ps, int row0,
+                                             const typename Op<MMA>::T *Bs, int lane) {
+    constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP;
+    static_assert(NNB % 2 == 0 && NB0 + NNB <= D / 8, "pairs of n8 blocks within D");
+    const int g = lane >> 2;
 #pragma unroll
-        for (int nb = 0; nb < D / 8; nb++) {
-            float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int nb = 0; nb < NNB; nb++)
 #pragma unroll
-            for (int j4 = 0; j4 < 16; j4 += 4) {
-                float4 x = *reinterpret_cast<const float4 *>(plo + j4),
-                       y = *reinterpret_cast<const float4 *>(phi + j4);
-                const float xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+        for (int e = 0; e < 4; e++) acc[nb][e] = 0.0f;
+    if constexpr (MMA) {
+        __syncwarp();
+        // A as in mm_abt (rows row0 + l % 16, col 8 (l / 16)); B as in mm_pv16
+        const uint16_t *pa = Ps + (row0 + (lane & 15)) * LDP + 8 * (lane >> 4);
+        const uint16_t *pb = Bs + (lane & 15) * LD + 8 * (lane >> 4) + 8 * NB0;
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    fma_2x2(t, xs[e], ys[e], *reinterpret_cast<const float2 *>(b + (j4 + e) * LD + 8 * nb));
+        for (int kk = 0; kk < 4; kk++) {
+            uint32_t a[4];
+            ldsm_x4<false>(a, pa + 16 * kk);
+#pragma unroll
+            for (int nb = 0; nb < NNB; nb += 2) {
+                uint32_t r[4];
+                ldsm_x4<true>(r, pb + 16 * kk * LD + 8 * nb);
+                mma_bf16(acc[nb], a, r[0], r[1]);
+                mma_bf16(acc[nb + 1], a, r[2], r[3]);
             }
-            add_4(acc[nb], t);
         }
+    } else {
+#pragma unroll 1
+        for (int kk = 0; kk < 4; kk++)
+            pv16_simt<D, NNB>(acc, Ps + (row0 + g) * LDP + 16 * kk, Ps + (row0 + g + 8) * LDP + 16 * kk,
+                              Bs + 16 * kk * LD + 8 * NB0, lane);
     }
 }
 
@@ -569,6 +654,9 @@ typedef struct {
     const float *stats;                  // the forward's
     float *bstat;                        // (B, H, T, FLASH_NBSTAT): the row pre-pass
     float *rowds;                        // (B, H, T): ssmax row terms
+    float *dqacc;                        // (B, T, H, D) fp32: dQ summed over the key tiles
+    float *rowacc;                       // (B, H, T, 3) ssmax: the row sums A, Bs, C likewise
+    int *sem;                            // (B H, query tiles): key tiles added so far
     const float *rq, *rk;                // (B, H, T) each
     const float *ssmax_s;                // (H)
     float *dscale;                       // (H) ssmax: ds written or added
@@ -1140,7 +1228,7 @@ static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const fl
 }
 
 /* One 16-key chunk (keys j0 + 16 kk ..) of the (query tile, key tile) block: the emulation's
-   bwd_block, shared by the dK/dV and the dQ kernels so that both see the same bits. S = Q K^T
+   bwd_block, shared by the row-sum and the dK/dV kernels. S = Q K^T
    (s) and dW = dY V^T by products, then flash_bwd_elem for every element (a masked one has
    x = -inf and comes out w = dx = dS = 0): the weight beta (w), dS (ds) and dx (the ssmax
    terms). The rows are the warp's (query rows r0 + 16 warp + g, + 8). FULL: no mask. */
@@ -1226,8 +1314,8 @@ static constexpr __host__ __device__ bool st_rowsums(int st) {
 }
 
 /* 0b. The row constants of the re-weighting kinds (st_rowsums; the emulation's
-   bwd_rowsums_cta), after bwd_rows_kernel and before the dK/dV and dQ kernels: a CTA per (b, h,
-   64 query rows) walks key tiles 0..qt as dq_kernel does, recomputes S, dW and the weights, and
+   bwd_rowsums_cta), after bwd_rows_kernel and before the dK/dV kernel: a CTA per (b, h,
+   64 query rows) walks key tiles 0..qt, recomputes S, dW and the weights, and
    sums flash_bwd_rs_elem's R1, P1, P2 per lane (the chunk's columns in t order into tile
    partials, added to running sums), the quad tree at the end; lane tq = 0 replaces the row's D1
    and D2 in bstat (flash_bwd_rs_finish). Each CTA reads and writes only its own rows. */
@@ -1304,15 +1392,23 @@ __global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
     }
 }
 
-/* 1. dK, dV of 64 keys j0.. of (b, h): walk the query tiles kt..last (BR == BC, so query tile qt
-   sees key tile kt iff qt >= kt). Per query tile, the warps own query rows for the block (the same
-   bwd_chunk as the dQ kernel), stage W and dS in shared memory, and then own keys (16 per warp)
-   for dV += W^T dY, dK += dS^T Q. At the end dV is stored, dK projected (lssa / lssar) and stored. */
+// n8 blocks of the dK/dV kernel's dQ part at a time: all of them up to D = 64, half at D = 128
+template <int D> constexpr int DQ_PIECE = D > 64 ? D / 16 : D / 8;
+
+/* 1. dK, dV of 64 keys j0.. of (b, h), and their part of dQ: walk the query tiles kt..last
+   (BR == BC, so query tile qt sees key tile kt iff qt >= kt). Per query tile, the warps own query
+   rows for the block (bwd_chunk: S, dW and the elements), stage W and dS in shared memory, then own
+   keys (16 per warp) for dV += W^T dY, dK += dS^T Q, and query rows again for the tile's dQ part
+   dS K (mm_pb): five products per block, as FlashAttention-2. The part is added to the fp32 dQ
+   buffer in key-tile order: key tile kt waits until the query tile's counter says kt tiles have
+   added theirs (key tile 0 stores its part: nothing is before it), adds, and counts itself in.
+   ssmax: the rows' sums A, Bs, C over the tile (lane partials in t order, the quad tree) are
+   added to rowacc the same way. At the end dV is stored, dK projected (lssa / lssar) and stored. */
 template <int ST, int D, bool MMA>
 __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP;
-    constexpr bool NORMS = st_norms(ST), COS = st_cos(ST);
+    constexpr bool NORMS = st_norms(ST), COS = st_cos(ST), NORMED_L1 = !st_unnormed(ST);
     FLASH_DYNAMIC_SHARED(smem);
     T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
     T *Ws = dYs + 64 * LD, *dSs = Ws + 64 * LDP;  // (64 query rows, 64 keys) each
@@ -1320,6 +1416,7 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
 
     flash_params fp, fpr;
     kind_params<ST>(a.fp, fp, fpr);
+    const bool ssmax = NORMED_L1 && !COS && a.fp.score == LSSAR_SCORE_SSMAX && a.rowacc;
     const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
     const int nt = (int)gridDim.y, kt = (int)blockIdx.y;  // the first key tiles see the most rows: first
     const int j0 = kt * 64, nk = min(64, T_ - j0);
@@ -1346,6 +1443,7 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
         float bs[2][FLASH_NBSTAT];
         bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
         __syncthreads();
+        float pA[2] = {0.0f, 0.0f}, pB[2] = {0.0f, 0.0f}, pC[2] = {0.0f, 0.0f};  // ssmax: lane partials
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
             float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
@@ -1354,10 +1452,74 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
                                         fj);
             stage16<MMA>(Ws, LDP, 16 * warp, kk, w, lane);
             stage16<MMA>(dSs, LDP, 16 * warp, kk, ds, lane);
+            if (ssmax) {  // the lane's columns of the chunk in t order
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+#pragma unroll
+                    for (int t = 0; t < 4; t++) {
+                        const int cc = t >> 1, el = 2 * u + (t & 1);
+                        flash_ssmax_acc(dxs[cc][el], rs[cc][el], fj[cc][el], sc[cc][el], &pA[u], &pB[u],
+                                        &pC[u]);
+                    }
+            }
         }
         __syncthreads();
         mm_ptb<MMA, D>(dV, Ws, 16 * warp, dYs, lane);   // dV += W^T dY
         mm_ptb<MMA, D>(dK, dSs, 16 * warp, Qs, lane);   // dK += dS^T Q
+        float sA[2], sB[2], sC[2];
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            sA[u] = quad_sum(pA[u]);
+            sB[u] = quad_sum(pB[u]);
+            sC[u] = quad_sum(pC[u]);
+        }
+        // the warp's rows' dS K, added to dqacc after key tiles 0..kt-1, in that order: in two
+        // halves of D at D = 128 (beside dK and dV the whole spilled)
+        int *sem = a.sem + (int64_t)bh * nt + qt;
+        auto add_dq = [&](auto nb0) {
+            constexpr int NB0 = decltype(nb0)::value, NQ = DQ_PIECE<D>;
+            float dQ[NQ][4];
+            mm_pb<MMA, D, NB0, NQ>(dQ, dSs, 16 * warp, Ks, lane);
+            if (NB0 == 0 && kt > 0) {
+                if (threadIdx.x == 0) sem_wait(sem, kt);
+                __syncthreads();
+            }
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const int i = r0 + 16 * warp + g + 8 * u;
+                if (!valid[u]) continue;
+                float *qr = a.dqacc + ((int64_t)b * T_ + i) * HD + (int64_t)h * D + 2 * tq + 8 * NB0;
+#pragma unroll
+                for (int nb = 0; nb < NQ; nb++) {
+                    float2 *p = reinterpret_cast<float2 *>(qr + 8 * nb);
+                    float2 x = make_float2(dQ[nb][2 * u], dQ[nb][2 * u + 1]);
+                    if (kt > 0) {
+                        const float2 o = __ldcg(p);
+                        x = make_float2(o.x + x.x, o.y + x.y);
+                    }
+                    __stcg(p, x);
+                }
+            }
+        };
+        add_dq(std::integral_constant<int, 0>());
+        if constexpr (DQ_PIECE<D> < D / 8) add_dq(std::integral_constant<int, DQ_PIECE<D>>());
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const int i = r0 + 16 * warp + g + 8 * u;
+            if (!valid[u]) continue;
+            if (ssmax && tq == 0) {
+                float *ra = a.rowacc + flash_row_index(b, h, i, H, T_) * 3;
+                const float x0 = kt > 0 ? __ldcg(ra) + sA[u] : sA[u];
+                const float x1 = kt > 0 ? __ldcg(ra + 1) + sB[u] : sB[u];
+                const float x2 = kt > 0 ? __ldcg(ra + 2) + sC[u] : sC[u];
+                __stcg(ra, x0);
+                __stcg(ra + 1, x1);
+                __stcg(ra + 2, x2);
+            }
+        }
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) sem_post(sem, kt + 1);
     };
     // the diagonal first, then the full query tiles; one with rows past T (the last when T % 64
     // != 0) is masked too: W^T dY and dS^T Q sum over the rows
@@ -1387,98 +1549,40 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     finish_tile<D>(Gs, a.dk, a.k, rks, head + (int64_t)j0 * HD, HD, nk, COS, a.io_bf16);
 }
 
-/* 2. dQ of 64 query rows r0.. of (b, h): walk key tiles 0..qt: dQ += dS K; ssmax: per lane the
-   row sums A, Bs, C (flash_ssmax_acc; tile partials in t order added to running sums), the quad
-   tree at the end, the row term A - Bs C to rowds. Then the projection (lssa / lssar) and the
-   store. */
-template <int ST, int D, bool MMA>
-__global__ void __launch_bounds__(NT, 1) dq_kernel(const bwd_args a) {
-    typedef typename Op<MMA>::T T;
-    constexpr int LD = Tile<MMA, D>::LD;
-    constexpr bool NORMS = st_norms(ST), COS = st_cos(ST), NORMED_L1 = !st_unnormed(ST);
+// The counters of the dK/dV kernel's ordered adds to 0 (n of them).
+__global__ void sem_zero_kernel(int *sem, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) sem[i] = 0;
+}
+
+/* 2. dQ of 64 query rows r0.. of (b, h) from the fp32 buffer the dK/dV kernel summed (the
+   emulation's bwd_dq_cta): staged as fp32 rows, projected (lssa / lssar) and stored; ssmax: each
+   row's term A - Bs C from rowacc to rowds. */
+template <int D>
+__global__ void __launch_bounds__(NT) dq_finish_kernel(const bwd_args a) {
+    constexpr int LDG = Tile<true, D>::LDG, CH = D / 4;
     FLASH_DYNAMIC_SHARED(smem);
-    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
-    float *rks = reinterpret_cast<float *>(dYs + 64 * LD);
-    float *Pw = rks + 64 + (threadIdx.x >> 5) * 16 * PW_LD;  // SIMT: (16, PW_LD)
-
-    flash_params fp, fpr;
-    kind_params<ST>(a.fp, fp, fpr);
-    const bool ssmax = a.fp.score == LSSAR_SCORE_SSMAX;
+    float *Gs = reinterpret_cast<float *>(smem), *rqs = Gs + 64 * LDG;
+    const bool cos = a.fp.score == LSSAR_SCORE_COS;
     const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
-    const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
-    const int r0 = qt * 64, bq = min(64, T_ - r0);
-    const int HD = H * D;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
-    const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;
-
-    bool valid[2];
-    flash_row rw[2];
-    float bs[2][FLASH_NBSTAT];
-    bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
-
-    float dQ[D / 8][4];
-#pragma unroll
-    for (int nb = 0; nb < D / 8; nb++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) dQ[nb][e] = 0.0f;
-    // ssmax: the lane's running sums A = sum dx S, Bs = sum res, C = sum f S (flash_ssmax_acc)
-    float LA[2] = {0.0f, 0.0f}, LB[2] = {0.0f, 0.0f}, LC[2] = {0.0f, 0.0f};
-
-    auto tile = [&](int kt, auto full) {
-        constexpr bool FULL = decltype(full)::value;
-        const int j0 = kt * 64, nk = min(64, T_ - j0);
-        __syncthreads();
-        load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, NORMS);
-        __syncthreads();
-        float pA[2] = {0.0f, 0.0f}, pB[2] = {0.0f, 0.0f}, pC[2] = {0.0f, 0.0f};  // ssmax: tile partials
-#pragma unroll 1
-        for (int kk = 0; kk < 4; kk++) {
-            float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
-            bwd_chunk<ST, D, MMA, FULL>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
-                                        dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs,
-                                        fj);
-            if (NORMED_L1 && !COS && ssmax) {  // the lane's columns of the chunk in t order
-#pragma unroll
-                for (int u = 0; u < 2; u++)
-#pragma unroll
-                    for (int t = 0; t < 4; t++) {
-                        const int cc = t >> 1, el = 2 * u + (t & 1);
-                        flash_ssmax_acc(dxs[cc][el], rs[cc][el], fj[cc][el], sc[cc][el], &pA[u], &pB[u],
-                                        &pC[u]);
-                    }
-            }
-            mm_pv16<MMA, D>(dQ, ds[0], ds[1], Ks + 16 * kk * LD, Pw, lane);  // dQ += dS K
-        }
-#pragma unroll
-        for (int u = 0; u < 2; u++) {
-            LA[u] += pA[u];
-            LB[u] += pB[u];
-            LC[u] += pC[u];
-        }
-    };
-    for (int kt = 0; kt < qt; kt++) tile(kt, Full<true>());  // rows past T: their own dQ rows, not stored
-    tile(qt, Full<false>());                                 // the diagonal
-
-    if (NORMED_L1 && !COS && ssmax) {
-#pragma unroll
-        for (int u = 0; u < 2; u++) {
-            float A = quad_sum(LA[u]), Bq = quad_sum(LB[u]), C = quad_sum(LC[u]);
-            const int i = r0 + 16 * warp + g + 8 * u;
-            if (valid[u] && (lane & 3) == 0 && a.rowds)
-                a.rowds[flash_row_index(b, h, i, H, T_)] =
-                    flash_ssmax_ds_row(&fp, i, flash_ssmax_row_term(A, Bq, C));
+    const int r0 = (int)blockIdx.y * 64, bq = min(64, T_ - r0);
+    const int64_t HD = (int64_t)H * D, g_off = ((int64_t)b * T_ + r0) * HD + (int64_t)h * D;
+    for (int c = threadIdx.x; c < 64 * CH; c += NT) {
+        const int r = c / CH, d = (c % CH) * 4;
+        if (r < bq)
+            *reinterpret_cast<float4 *>(Gs + r * LDG + d) =
+                __ldcg(reinterpret_cast<const float4 *>(a.dqacc + g_off + r * HD + d));
+    }
+    if (threadIdx.x < 64) {
+        const int r = threadIdx.x, i = r0 + r;
+        rqs[r] = cos && r < bq ? a.rq[((int64_t)b * H + h) * T_ + i] : 1.0f;
+        if (a.rowds && a.rowacc && r < bq) {
+            const float *ra = a.rowacc + flash_row_index(b, h, i, H, T_) * 3;
+            a.rowds[flash_row_index(b, h, i, H, T_)] =
+                flash_ssmax_ds_row(&a.fp, i, flash_ssmax_row_term(ra[0], ra[1], ra[2]));
         }
     }
-    float *Gs = reinterpret_cast<float *>(Ks);  // Ks and Vs are free after the barrier
-    float *rqs = rks;                           // 1/|q| of the tile's rows for the projection
-    __syncthreads();
-    stage_acc<D>(Gs, 16 * warp, dQ, lane);
-    if (threadIdx.x < 64)
-        rqs[threadIdx.x] =
-            COS && (int)threadIdx.x < bq ? a.rq[((int64_t)b * H + h) * T_ + r0 + threadIdx.x] : 1.0f;
-    finish_tile<D>(Gs, a.dq, a.q, rqs, head + (int64_t)r0 * HD, HD, bq, COS, a.io_bf16);
+    finish_tile<D>(Gs, a.dq, a.q, rqs, g_off, HD, bq, cos, a.io_bf16);
 }
 
 /* 3. ssmax: ds_h = sum over (b, i) of rowds (B, H, T), in double. One CTA per head: thread t sums
@@ -1554,21 +1658,23 @@ static int launch_fwd(const fwd_args &a, dim3 grid, cudaStream_t st) {
 }
 template <int ST, int D, bool MMA>
 static int launch_bwd(const bwd_args &a, dim3 grid, cudaStream_t st) {
-    size_t smem = Tile<MMA, D>::DQ;
+    size_t smem = Tile<MMA, D>::ROWSUMS;
     int rc;
     if constexpr (st_rowsums(ST)) {  // the row constants first (the emulation's step 0b)
         if ((rc = prepare(rowsums_kernel<ST, D, MMA>, smem, "rowsums_kernel"))) return rc;
         FLASH_LAUNCH(grid, NT, smem, st, rowsums_kernel<ST, D, MMA>)(a);
         if ((rc = launched("the launch of rowsums_kernel"))) return rc;
     }
+    const int nsem = (int)(grid.x * grid.y);
+    FLASH_LAUNCH((unsigned)((nsem + 255) / 256), 256, 0, st, sem_zero_kernel)(a.sem, nsem);
+    if ((rc = launched("the launch of sem_zero_kernel"))) return rc;
     smem = Tile<MMA, D>::DKDV;
     if ((rc = prepare(dkdv_kernel<ST, D, MMA>, smem, "dkdv_kernel"))) return rc;
     FLASH_LAUNCH(grid, NT, smem, st, dkdv_kernel<ST, D, MMA>)(a);
     if ((rc = launched("the launch of dkdv_kernel"))) return rc;
-    smem = Tile<MMA, D>::DQ;
-    if ((rc = prepare(dq_kernel<ST, D, MMA>, smem, "dq_kernel"))) return rc;
-    FLASH_LAUNCH(grid, NT, smem, st, dq_kernel<ST, D, MMA>)(a);
-    return launched("the launch of dq_kernel");
+    smem = Tile<MMA, D>::EPI + 64 * sizeof(float);
+    FLASH_LAUNCH(grid, NT, smem, st, dq_finish_kernel<D>)(a);
+    return launched("the launch of dq_finish_kernel");
 }
 
 // stages x D x mode -> the template instance
@@ -1668,8 +1774,9 @@ static int check_ptr(const char *fn, const char *name, const void *p) {
 }
 
 // Scratch layout (each piece 256-byte aligned): rq (B, H, Tq), rk (B, H, Tk) for lssa / lssar;
-// bstat (B, H, Tq, FLASH_NBSTAT) and rowds (B, H, Tq) for the backward.
-typedef struct { float *rq, *rk, *bstat, *rowds; size_t bytes; } scratch_map;
+// for the backward bstat (B, H, Tq, FLASH_NBSTAT), dqacc (B, Tq, H, D), the counters (B H, query
+// tiles) and, ssmax, rowds (B, H, Tq) and rowacc (B, H, Tq, 3).
+typedef struct { float *rq, *rk, *bstat, *rowds, *dqacc, *rowacc; int *sem; size_t bytes; } scratch_map;
 // The launch parameters of a descriptor whose kind is valid.
 static flash_params desc_params(const lssar_attn_desc *d, int D) {
     lssar_attn_stages st;
@@ -1680,8 +1787,9 @@ static flash_params desc_params(const lssar_attn_desc *d, int D) {
     flash_params_temp(&fp, d->temp_d);
     return fp;
 }
-static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, void *base, int backward) {
-    scratch_map m = {NULL, NULL, NULL, NULL, 0};
+static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D, void *base,
+                         int backward) {
+    scratch_map m = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
     char *p = static_cast<char *>(base);
     size_t off = 0, rows_q = (size_t)B * H * Tq, rows_k = (size_t)B * H * Tk;
     const flash_params fp = desc_params(d, 16);
@@ -1694,9 +1802,15 @@ static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H,
     if (backward) {
         m.bstat = p ? reinterpret_cast<float *>(p + off) : NULL;
         off += round256(rows_q * FLASH_NBSTAT * sizeof(float));
+        m.dqacc = p ? reinterpret_cast<float *>(p + off) : NULL;
+        off += round256(rows_q * D * sizeof(float));
+        m.sem = p ? reinterpret_cast<int *>(p + off) : NULL;
+        off += round256((size_t)B * H * ((Tq + 63) / 64) * sizeof(int));
         if (fp.score == LSSAR_SCORE_SSMAX) {
             m.rowds = p ? reinterpret_cast<float *>(p + off) : NULL;
             off += round256(rows_q * sizeof(float));
+            m.rowacc = p ? reinterpret_cast<float *>(p + off) : NULL;
+            off += round256(rows_q * 3 * sizeof(float));
         }
     }
     m.bytes = off;
@@ -1715,7 +1829,7 @@ extern "C" size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T,
 extern "C" size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D) {
     if (!d || B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0 || D <= 0 || !attn_kind_ok(d->kind)) return 0;
     // the backward's layout includes the forward's (Tq = Tk there)
-    return carve(d, B, Tq, Tk, H, NULL, 1).bytes;
+    return carve(d, B, Tq, Tk, H, D, NULL, 1).bytes;
 }
 
 // The forward on either storage type (the public API's bf16 and the backend's fp32).
@@ -1730,7 +1844,7 @@ static int attn_forward(const char *fn, const lssar_attn_desc *d, int mma, int i
     if (!rc) rc = check_ptr(fn, "out", out);
     if (!rc && stats) rc = check_ptr(fn, "stats", stats);
     if (rc) return rc;
-    scratch_map sm = carve(d, B, Tq, Tk, H, scratch, 0);
+    scratch_map sm = carve(d, B, Tq, Tk, H, D, scratch, 0);
     if (sm.bytes && !scratch)
         return lssar_fail(LSSAR_E_NULL, "%s: scratch is NULL (%zu bytes needed)", fn, sm.bytes);
     fwd_args a;
@@ -1759,7 +1873,7 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     const void *ptrs[] = {q, k, v, out, stats, dout, dq, dk, dv};
     for (int t = 0; t < 9 && !rc; t++) rc = check_ptr(fn, names[t], ptrs[t]);
     if (rc) return rc;
-    scratch_map sm = carve(d, B, T, T, H, scratch, 1);
+    scratch_map sm = carve(d, B, T, T, H, D, scratch, 1);
     if (!scratch) return lssar_fail(LSSAR_E_NULL, "%s: scratch is NULL (%zu bytes needed)", fn, sm.bytes);
     bwd_args a;
     memset(&a, 0, sizeof a);
@@ -1767,6 +1881,7 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     const bool ssmax = a.fp.score == LSSAR_SCORE_SSMAX;
     a.q = q; a.k = k; a.v = v; a.out = out; a.dout = dout; a.dq = dq; a.dk = dk; a.dv = dv;
     a.stats = stats; a.bstat = sm.bstat; a.rowds = ssmax && dscale ? sm.rowds : NULL;
+    a.dqacc = sm.dqacc; a.sem = sm.sem; a.rowacc = a.rowds ? sm.rowacc : NULL;
     a.rq = sm.rq; a.rk = sm.rk;
     a.ssmax_s = ssmax ? d->ssmax_s : NULL;
     a.dscale = dscale;

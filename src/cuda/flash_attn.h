@@ -29,7 +29,8 @@ extern "C" {
 size_t cuda_attn_stats_floats(const lssar_attn_desc *d, int B, int T, int H, int D);
 
 /* Bytes of transient workspace both calls need (lssa / lssar: the q and k inverse norms; the
-   backward: its per-row D1 / D2 values and the ssmax ds row terms); a 256-byte multiple, and at
+   backward: its per-row D1 / D2 values, dQ summed in fp32 over the key tiles (4 B T H D bytes),
+   one counter per (b, h, 64 query rows), ssmax its row sums and row terms); a 256-byte multiple, and at
    least what both the forward of (Tq, Tk) and the backward of T = Tq = Tk need. */
 size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D);
 

@@ -69,6 +69,9 @@
  * - cp.async (16 bytes, zero fill), commit_group, wait_group (cuda_host_cp_async16 and after):
  *   per thread, done as late as the PTX ISA allows (at the covering wait_group), the destination
  *   holding NaN bytes until then, so a read before the wait or its barrier is seen.
+ * - Hand-overs between blocks (cuda_host_sem_wait / _post: a counter in global memory, waited for
+ *   by ld.acquire and set by st.release): since blocks run in order, a wait must find its value
+ *   set by an earlier block; a wait on a later block is reported as the deadlock it can be on a GPU.
  * - Not emulated: 2-D / 3-D warp numbering, partial masks, __shfl_up/down, atomics, textures,
  *   streams and events, device memory allocation (pointers are host pointers), bulk and TMA copies,
  *   cooperative groups, clusters. Anything the file uses must be added here first. Linux only
@@ -682,6 +685,30 @@ static inline void cuda_host_cp_async_wait(int n) {
     }
     cuda_host::ts.copies.swap(left);
 }
+
+/* ---- ordered hand-overs between the blocks of one launch (flash_attn.cu's sem_wait / sem_post:
+   ld.acquire.gpu spinning until a counter in global memory holds v; st.release.gpu of the next
+   value), and the L2 loads and stores (__ldcg, __stcg) of the data they guard. Blocks run here one
+   after another in blockIdx order, so a wait can only ever be satisfied by an earlier block, which
+   has finished: a wait that finds another value would spin forever here, and on a GPU it waits for
+   a block with a larger index, which may not be resident (a deadlock). It is reported as that
+   error. __threadfence orders nothing more here (x86 stores are seen in order, blocks do not
+   overlap). */
+static inline void cuda_host_sem_wait(const int *sem, int v) {
+    cuda_host::need_block("sem_wait (ld.acquire.gpu spin)");
+    int x = __atomic_load_n(sem, __ATOMIC_ACQUIRE);
+    if (x != v)
+        cuda_host::fatal("%s: a block waits for a counter to reach %ld, which holds %ld: only a later "
+                         "block could set it (blocks may wait only on blocks launched before them)",
+                         "sem_wait", (long)v, (long)x);
+}
+static inline void cuda_host_sem_post(int *sem, int v) {
+    cuda_host::need_block("sem_post (st.release.gpu)");
+    __atomic_store_n(sem, v, __ATOMIC_RELEASE);
+}
+static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+template <typename T> static inline T __ldcg(const T *p) { return *p; }
+template <typename T> static inline void __stcg(T *p, T v) { *p = v; }
 
 /* ---- shared memory (src/cuda/flash_attn.cu's FLASH_DYNAMIC_SHARED / FLASH_SHARED_ARRAY) */
 static inline unsigned char *cuda_host_dynamic_shared(void) {
