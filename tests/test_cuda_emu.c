@@ -897,7 +897,7 @@ static void test_residual_scale(void) {
 // last bit. Both differences are exact in float64. NaN: the canonical 0x7FFF.
 static double bf_mag(uint16_t h) {
     if ((h & 0x7fff) == 0x7f80) return 0x1p128;
-    return fabs((double)km_bf16_float(h));
+    return fabs((double)fm_bf16_float(h));
 }
 static uint16_t bf16_oracle(float x) {
     uint32_t b;
@@ -915,11 +915,10 @@ static float f_of(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 // decide the rounding (0, just below / at / just above the half, all ones), a stride through all
 // 2^32 patterns, named cases (ties to even both ways, subnormals, the overflow to inf, inf, NaNs
 // whose naive rounding would carry into inf or flip the sign), and the padded rows it writes.
-// flash_bf16 (the attention's rounding) must give the same value on every non-NaN input and a NaN
-// on every NaN.
+// (km_bf16_rne is fm_bf16_rne on the host, as flash_bf16 and the fake GPU's rounding are.)
 static void test_bf16_cast(void) {
     static const uint16_t low[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xffff};
-    long bad = 0, flash_bad = 0, n = 0;
+    long bad = 0, n = 0;
     uint32_t first_bad = 0;
     for (int pass = 0; pass < 2; pass++) {
         size_t cnt = pass ? (1u << 20) : 65536u * 6;
@@ -927,15 +926,12 @@ static void test_bf16_cast(void) {
             uint32_t b = pass ? (uint32_t)(i * 4099u + 12345u) : (uint32_t)((i / 6) << 16 | low[i % 6]);
             float x = f_of(b);
             uint16_t got = km_bf16_rne(x), want = bf16_oracle(x);
-            float fb = flash_bf16(x), kb = km_bf16_float(got);
             n++;
             if (got != want && !bad++) first_bad = b;
-            if (isnan(x) ? !isnan(fb) : memcmp(&fb, &kb, 4) != 0) flash_bad++;
         }
     }
     CHECK(!bad, "km_bf16_rne differs from the RNE oracle on %ld of %ld inputs (first 0x%08x)", bad, n,
           first_bad);
-    CHECK(!flash_bad, "flash_bf16 and km_bf16_rne differ on %ld of %ld inputs", flash_bad, n);
     static const struct { uint32_t x; uint16_t want; } named[] = {
         {0x3f808000, 0x3f80},   // 1 + 2^-8: a tie, even below
         {0x3f818000, 0x3f82},   // a tie, even above

@@ -304,17 +304,12 @@ FM_FN void flash_params_len(flash_params *fp, int len_row, int train_len) {
 }
 
 // bf16 rounding (round to nearest, ties to even), returned as the float it represents; NaN stays
-// NaN. The same value as __float2bfloat16_rn.
+// NaN. The same value as __float2bfloat16_rn (fm_bf16_rne).
 FM_FN float flash_bf16(float x) {
 #ifdef __CUDA_ARCH__
     return __bfloat162float(__float2bfloat16_rn(x));  // the device's conversion instruction: the same value
 #else
-    int32_t b = fm_float_to_bits(x);
-    if ((b & 0x7f800000) == 0x7f800000 && (b & 0x007fffff)) return x;  // NaN
-    uint32_t ub = (uint32_t)b;
-    ub += 0x7fffu + ((ub >> 16) & 1u);
-    ub &= 0xffff0000u;
-    return fm_bits_to_float((int32_t)ub);
+    return fm_bf16_float(fm_bf16_rne(x));
 #endif
 }
 
@@ -463,20 +458,46 @@ FM_FN float flash_ex2(float t) {
 }
 // e^y through the unit
 FM_FN float flash_exp(float y) { return flash_ex2(y * FLASH_LOG2E); }
+
+/* 1 / x on the GPU's reciprocal unit, for the divisions of the per-element hot loops (sigmoid,
+   and the re-weighting's w / u and n p beta / u): rcp.approx.ftz.f32 under nvcc (MUFU.RCP),
+   where an IEEE division (nvcc's default, -prec-div=true) is a dozen instructions and a branch
+   to a slow path. Its error: the CUDA C++ Programming Guide's table of single-precision functions
+   gives 1/x at most 1 ulp over the full range when compiled to the approximate reciprocal
+   (-prec-div=false); .ftz reads a subnormal x as 0 of its sign (1 / x = +-inf) and flushes a
+   subnormal result (|x| > 2^126) to 0. On the host (the emulation, the host harness) a model
+   with the same flushes: the fp32 division 1 / x, within half an ulp. So model and hardware are
+   each within 2^-23 of 1 / x (relative), and what a reciprocal feeds (g = w / u into S and E,
+   A_j into dalpha, sigmoid into dx) is a product of a few such roundings: one more ulp per term
+   than an IEEE division gave, small beside the exponential unit's 2^-22 that p multiplies (the
+   GPU tests' fp32 bound carries the unit's error, not this one). The
+   per-row reciprocals (1 / Z, 1 / u_max, 1 / W) stay IEEE divisions: once per row, they cost
+   nothing, and u_max's error would be amplified p times. */
+FM_FN float flash_rcp(float x) {
+#ifdef __CUDA_ARCH__
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+#else
+    float ax = x < 0.0f ? -x : x;
+    float xf = ax < FLT_MIN ? x * 0.0f : x;  // subnormal (and 0): 0 of x's sign (NaN: ax < FLT_MIN is false)
+    float r = 1.0f / xf;
+    float ar = r < 0.0f ? -r : r;
+    return ar < FLT_MIN ? r * 0.0f : r;  // a subnormal result: 0 of its sign
+#endif
+}
+// sigmoid(x) = 1 / (1 + e) (x >= 0) or e / (1 + e) from e = exp(-|x|) (never overflows): fastmath's
+// fm_sigmoid_e with the reciprocal of the unit
+FM_FN float flash_sigmoid_e(float x, float e) {
+    float inv = flash_rcp(1.0f + e);
+    return x >= 0.0f ? inv : e * inv;
+}
 // softplus(x) = max(x, 0) + log1p(e), e = exp(-|x|) from the unit; log1p stays fastmath's
 // polynomial (lg2.approx's absolute error near 1 would leave no relative accuracy in log1p(e)
 // for small e, where softplus ~ e is the whole weight of a key that points away from q).
-FM_FN float flash_softplus(float x) {
-    float ax = x < 0.0f ? -x : x;
-    return (x > 0.0f ? x : 0.0f) + fm_log1p01(flash_exp(-ax));
-}
-// sigmoid(x) through e = exp(-|x|) from the unit (never overflows)
-FM_FN float flash_sigmoid(float x) {
-    float ax = x < 0.0f ? -x : x;
-    float e = flash_exp(-ax);
-    float inv = 1.0f / (1.0f + e);
-    return x >= 0.0f ? inv : e * inv;
-}
+FM_FN float flash_softplus(float x) { return fm_softplus_e(x, flash_exp(x < 0.0f ? x : -x)); }
+// sigmoid(x) through e = exp(-|x|) from the unit
+FM_FN float flash_sigmoid(float x) { return flash_sigmoid_e(x, flash_exp(x < 0.0f ? x : -x)); }
 
 // ---- forward, per element
 
@@ -493,11 +514,9 @@ FM_FN float flash_softmax_p(float x, float m) { return flash_exp(x - m); }
    error of ~6e-8, while on a (nearly) uniform row sigmoid / Z ~ 1 / n is not small at all
    (docs/PERF.md has the error it gave). */
 FM_FN float flash_softplus_sigmoid(float x, float *sig) {
-    float ax = x < 0.0f ? -x : x;
-    float e = flash_exp(-ax);
-    float inv = 1.0f / (1.0f + e);
-    *sig = x >= 0.0f ? inv : e * inv;
-    return (x > 0.0f ? x : 0.0f) + fm_log1p01(e);
+    float e = flash_exp(x < 0.0f ? x : -x);
+    *sig = flash_sigmoid_e(x, e);
+    return fm_softplus_e(x, e);
 }
 
 // phi softplus (and the re-weighting's softplus pass 1): a = softplus(x).
@@ -518,7 +537,7 @@ FM_FN float flash_unnormed_a(const flash_row *rw, float x) {
 FM_FN float flash_unnormed_grad(const flash_row *rw, float x, float *a) {
     float ax = x < 0.0f ? -x : x;
     float e = flash_exp(-ax);
-    float inv = 1.0f / (1.0f + e);
+    float inv = flash_rcp(1.0f + e);
     float sa = x >= 0.0f ? inv : e * inv, sg = e * inv * inv;
     int pos = !(x <= 0.0f);  // a NaN x keeps its NaN weight (and gradient)
     float ra = pos ? x * rw->ilen : 0.0f, rg = pos ? (x == x ? rw->ilen : x) : 0.0f;
@@ -579,7 +598,7 @@ FM_FN float flash_lssar_weight(const flash_params *fp, const flash_row *rw, floa
     w = is_jm ? 1.0f : w;
     int pos = u > 0.0f;
     float uu = pos ? u : 1.0f;
-    float gg = w / uu;
+    float gg = w * flash_rcp(uu);
     *g = pos ? gg : 0.0f;
     return w;
 }
@@ -659,7 +678,7 @@ FM_FN float flash_bwd_rw_beta(const flash_params *fp, const flash_row *rw, float
     float beta = wu * rw->invw;
     *pos = u > 0.0f;
     float uu = *pos ? u : 1.0f;
-    *A = rw->n * fp->p * beta / uu;
+    *A = rw->n * fp->p * beta * flash_rcp(uu);
     return beta;
 }
 

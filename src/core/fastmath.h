@@ -43,6 +43,22 @@
 FM_FN float fm_bits_to_float(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
 FM_FN int32_t fm_float_to_bits(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
 
+/* x rounded to the nearest bfloat16, ties to even, as its 16 bits: the upper 16 bits of
+   x + 0x7FFF + (bit 16 of x), which is round-to-nearest-even on every finite x, subnormals
+   included (fp32 and bf16 share the exponent range, so a subnormal keeps its top 7 fraction
+   bits, rounded), carries into the exponent (the largest values round to inf) and keeps +-inf
+   and +-0. A NaN gives the canonical bf16 NaN 0x7FFF (CUDART_NAN_BF16, what cuda_bf16.hpp's host
+   conversion returns). The one host definition: the attention's flash_bf16, the GEMM casts'
+   km_bf16_rne and the fake GPU use it (on the device, the conversion instruction). */
+FM_FN uint16_t fm_bf16_rne(float x) {
+    uint32_t b = (uint32_t)fm_float_to_bits(x);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return 0x7fff;  // NaN
+    b += 0x7fffu + ((b >> 16) & 1u);
+    return (uint16_t)(b >> 16);
+}
+// the float a bf16 holds (exact)
+FM_FN float fm_bf16_float(uint16_t h) { return fm_bits_to_float((int32_t)((uint32_t)h << 16)); }
+
 /* exp(x). Exactly 0 below -87.3 (where float32 would go subnormal), clamped to exp(88) above. */
 FM_FN float fm_exp(float x) {
     float xc = x > 88.0f ? 88.0f : x;
@@ -118,19 +134,16 @@ FM_FN float fm_log1p01(float y) {
     return l + c * (2.0f - u);
 }
 
-/* softplus(x) = max(x, 0) + log1p(exp(-|x|)); never overflows. */
-FM_FN float fm_softplus(float x) {
-    float ax = x < 0.0f ? -x : x;
-    return (x > 0.0f ? x : 0.0f) + fm_log1p01(fm_exp(-ax));
-}
-
-/* sigmoid(x) = 1 / (1 + exp(-x)) through exp(-|x|) so it never overflows. */
-FM_FN float fm_sigmoid(float x) {
-    float ax = x < 0.0f ? -x : x;
-    float e = fm_exp(-ax);
+/* softplus(x) = max(x, 0) + log1p(e) and sigmoid(x) = 1 / (1 + e) (x >= 0) or e / (1 + e), from
+   e = exp(-|x|) (so they never overflow) of the caller's exponential: fm_exp below, the GPU's
+   exponential unit in attn/flash.h. */
+FM_FN float fm_softplus_e(float x, float e) { return (x > 0.0f ? x : 0.0f) + fm_log1p01(e); }
+FM_FN float fm_sigmoid_e(float x, float e) {
     float inv = 1.0f / (1.0f + e);
     return x >= 0.0f ? inv : e * inv;
 }
+FM_FN float fm_softplus(float x) { return fm_softplus_e(x, fm_exp(x < 0.0f ? x : -x)); }
+FM_FN float fm_sigmoid(float x) { return fm_sigmoid_e(x, fm_exp(x < 0.0f ? x : -x)); }
 
 /* sigmoid'(x) = sigmoid(x) sigmoid(-x) = e / (1 + e)^2 with e = exp(-|x|) (even in x). Not as
    s (1 - s): for x >> 0, 1 - s is all rounding (absolute error 6e-8 on a value of e^-x). */

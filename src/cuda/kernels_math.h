@@ -281,26 +281,17 @@ FM_FN void km_adamw(float *p, float *m, float *v, float g, float lr, float beta1
 
 /* ---- the bf16 operands of the GEMMs (NN_BF16): x rounded to the nearest bfloat16, ties to even,
    as its 16 bits. On the device the conversion instruction (cvt.rn.bf16.f32 through
-   __float2bfloat16_rn, sm_80 and later); on the host the same rounding on the bits: the upper 16
-   bits of x + 0x7FFF + (bit 16 of x), which is round-to-nearest-even on every finite x, subnormals
-   included (cvt.rn has no .ftz: fp32 and bf16 share the exponent range, so a subnormal keeps its
-   top 7 fraction bits, rounded), carries into the exponent (the largest values round to inf) and
-   keeps +-inf and +-0. A NaN gives the canonical bf16 NaN 0x7FFF (CUDART_NAN_BF16, what
-   cuda_bf16.hpp's host conversion returns); the device's NaN may differ in sign or payload but is
-   a NaN, which is all a product needs. flash_bf16 (src/attn/flash.h) and the fake GPU's f2bf
-   (tests/gpu/fake_cuda.c) round the same way (test_cuda_emu checks both against this). */
+   __float2bfloat16_rn, sm_80 and later: no .ftz, so subnormals round as on the host); on the host
+   fm_bf16_rne (core/fastmath.h), the rounding of flash_bf16 and the fake GPU too. The device's
+   NaN may differ in sign or payload from the host's 0x7FFF but is a NaN, which is all a product
+   needs. */
 FM_FN uint16_t km_bf16_rne(float x) {
 #ifdef __CUDA_ARCH__
     return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 #else
-    uint32_t b = (uint32_t)fm_float_to_bits(x);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return 0x7fff;   // NaN
-    b += 0x7fffu + ((b >> 16) & 1u);
-    return (uint16_t)(b >> 16);
+    return fm_bf16_rne(x);
 #endif
 }
-// the float a bf16 holds (exact)
-FM_FN float km_bf16_float(uint16_t h) { return fm_bits_to_float((int32_t)((uint32_t)h << 16)); }
 // leading dimension (elements) of a bf16 copy of rows of n values: n rounded up to 8, so that every
 // row starts 16-byte aligned (the tensor-core GEMM kernels' alignment) whatever n is (V = 50257)
 FM_FN int km_bf16_ld(int n) { return (n + 7) / 8 * 8; }

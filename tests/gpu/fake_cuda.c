@@ -32,6 +32,7 @@
 #include "lssar.h"
 #include "core/dist.h"
 #include "core/util.h"
+#include "core/fastmath.h"
 #include "nn/backend.h"
 #include "nn/nn.h"
 #include "attn/flash_emu.h"
@@ -61,19 +62,11 @@ static void fault(const char *fn, float *x, float saved_last, size_t n) {
     }
 }
 
-/* ------------------------------------------------------------------ bf16 */
-static uint16_t f2bf(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-static float bf2f(uint16_t b) { uint32_t x = (uint32_t)b << 16; float f; memcpy(&f, &x, 4); return f; }
+/* ------------------------------------------------------------------ bf16 (core/fastmath.h's rounding, as the cast kernel's) */
 static float *rounded_copy(const float *x, size_t n) {
     float *y = malloc(n * sizeof(float) + 4);
     if (!y) { fprintf(stderr, "fake_cuda: out of memory\n"); abort(); }
-    for (size_t i = 0; i < n; i++) y[i] = bf2f(f2bf(x[i]));
+    for (size_t i = 0; i < n; i++) y[i] = fm_bf16_float(fm_bf16_rne(x[i]));
     return y;
 }
 
@@ -308,12 +301,12 @@ size_t fake_attn_cuda_workspace_size(const lssar_attn_desc *a, lssar_dtype dtype
 static float *to_float(const void *x, lssar_dtype dt, size_t n) {
     float *y = malloc(n * sizeof(float) + 4);
     if (!y) return NULL;
-    if (dt == LSSAR_BF16) for (size_t i = 0; i < n; i++) y[i] = bf2f(((const uint16_t *)x)[i]);
+    if (dt == LSSAR_BF16) for (size_t i = 0; i < n; i++) y[i] = fm_bf16_float(((const uint16_t *)x)[i]);
     else memcpy(y, x, n * sizeof(float));
     return y;
 }
 static void from_float(void *dst, const float *x, lssar_dtype dt, size_t n) {
-    if (dt == LSSAR_BF16) for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = f2bf(x[i]);
+    if (dt == LSSAR_BF16) for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = fm_bf16_rne(x[i]);
     else memcpy(dst, x, n * sizeof(float));
 }
 
