@@ -22,7 +22,8 @@ How the figures are read
 - Backward: dkdv_kernel (dK, dV and the dQ parts: five products per block) and, for the
   re-weighting kinds, rowsums_kernel (the row constants: two more products per block), their main
   loops summed (the per-row, dQ finishing and ds kernels run once per row or head, outside the
-  tile loops).
+  tile loops). ssmax_kernel (ssmax's row terms of ds) is listed under the instance it shares with
+  the dot score (kind softmax, lssa+dot, ...) but runs for ssmax only: not in the goals.
 - Shared memory per CTA: the dynamic bytes the host code launches with (Tile<MMA, D> in
   flash_attn.cu: FWD, ROWSUMS, DKDV; mirrored in dyn_smem below) plus the static bytes cuobjdump
   reports, plus the 1 KB per CTA that the driver reserves (included in cuobjdump's figure on sm_90,
@@ -52,7 +53,7 @@ def dyn_smem(kernel, D, mma):
     pw = 0 if mma else 4 * 16 * 24 * 4
     nbuf = 2 if mma and D <= 64 else 1  # the forward's K / V buffers (Tile<MMA, D>::NBUF)
     return {"fwd": (1 + 2 * nbuf) * tile + nbuf * 256 + pw, "rowsums": 4 * tile + 256,
-            "dkdv": 4 * tile + 2 * stage + 256}[kernel]
+            "dkdv": 4 * tile + 2 * stage + 256, "ssmax": 4 * tile + 256}[kernel]
 
 
 def run(cmd):
@@ -156,7 +157,7 @@ def ctas_per_sm(regs, smem, arch, nthreads=128):
 
 
 def demangle(name):
-    m = re.match(r"_Z\d+(fwd_kernel|rowsums_kernel|dkdv_kernel)ILi(\d+)ELi(\d+)ELb([01])E", name)
+    m = re.match(r"_Z\d+(fwd_kernel|rowsums_kernel|dkdv_kernel|ssmax_kernel)ILi(\d+)ELi(\d+)ELb([01])E", name)
     if not m:
         return None
     return m.group(1).replace("_kernel", ""), int(m.group(2)), int(m.group(3)), m.group(4) == "1"
@@ -195,7 +196,7 @@ def main():
                          loop_ins=n, loop_mma=nmma, inner=inner,
                          ins_per_mma=round(n / nmma, 1) if nmma else None, loop_classes=by_class,
                          **features(ins)))
-    order = {"fwd": 0, "rowsums": 1, "dkdv": 2}
+    order = {"fwd": 0, "rowsums": 1, "dkdv": 2, "ssmax": 3}
     rows.sort(key=lambda x: (x["D"], x["mode"], list(kinds).index(x["stages"]), order[x["kernel"]]))
 
     print(f"sass: {args.obj}, {args.arch} ({len(funcs)} functions)")

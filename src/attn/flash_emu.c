@@ -667,9 +667,9 @@ static void bwd_rowsums_cta(const emu_ctx *c, const float *stats, float *bstat, 
    dS K in the dK/dV CTA of its key tile and adds the parts to an fp32 buffer in key-tile order;
    here the dQ CTA walks the same blocks (bwd_block gives the dK/dV CTA's bits) in that order: each
    part a fresh sum of k-steps (acc_product from 0), then added to the running dQ (the first one
-   copied, as the kernel's key tile 0 stores it). ssmax: the rows' sums A, Bs, C likewise (per
-   block the lane partials and the quad, then into the running sums); rowds (B, H, T) gets each
-   row's flash_ssmax_ds_row. */
+   copied, as the kernel's key tile 0 stores it). ssmax: the rows' sums A, Bs, C in the same walk
+   (per block the lane partials and the quad, then into the running sums, as the kernels'
+   ssmax_kernel); rowds (B, H, T) gets each row's flash_ssmax_ds_row. */
 static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat, int b, int h, int qt,
                        tiles *t, float *dq, float *rowds) {
     const int D = c->D, T = c->Tq, r0 = qt * BR, bq = T - r0 < BR ? T - r0 : BR;

@@ -42,9 +42,11 @@
  *   sem_zero_kernel  the dK/dV kernel's counters (one per (b, h, query tile)) to 0
  *   dkdv_kernel      one CTA per (b, h, 64 keys): walks the query tiles that see them; dK, dV in
  *                    registers, and each query tile's part of dQ (dS K) added to an fp32 dQ
- *                    buffer in key-tile order (sem_wait / sem_post); ssmax row sums likewise
+ *                    buffer in key-tile order (sem_wait / sem_post)
  *   dq_finish_kernel one CTA per (b, h, 64 query rows): the fp32 dQ buffer through the projection
- *                    (lssa / lssar) to dq; ssmax row terms
+ *                    (lssa / lssar) to dq
+ *   ssmax_kernel     ssmax with ds wanted: one CTA per (b, h, 64 query rows) walks its key tiles
+ *                    for each row's term of ds
  *   ds_kernel        ssmax: one CTA per head, a fixed-order double sum of the row terms
  * Deterministic: no floating-point atomics; every sum has a fixed order (dQ's over key tiles by
  * the counters). Memory O(T): no T x T buffer.
@@ -345,6 +347,29 @@ static __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const uint16_t 
 
 // ================================================================ warp products
 
+/* The MMA steps of c = A B^T (c zeroed by the caller): for each of the D / 16 k-steps, A's fragment
+   from a_kstep(kk, a), then the n8 blocks of Bt (8 NNB rows, row-major in shared memory, stride
+   LD) by ldmatrix: matrices (n8 block nb, nb + 1) x (cols 0-7, 8-15) give b0, b1 of both blocks;
+   lane l: row 8 nb + l % 8 + 8 (l / 16), col 8 ((l / 8) % 2). */
+template <int D, int NNB, typename AK>
+static __device__ __forceinline__ void mm_abt_mma(float (&c)[NNB][4], AK a_kstep, const uint16_t *Bt, int lane) {
+    constexpr int LD = Tile<true, D>::LD;
+    static_assert(NNB % 2 == 0, "ldmatrix.x4 loads two n8 blocks");
+    const uint16_t *pb = Bt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t a[4];
+        a_kstep(kk, a);
+#pragma unroll
+        for (int nb = 0; nb < NNB; nb += 2) {
+            uint32_t b[4];
+            ldsm_x4<false>(b, pb + 8 * nb * LD + 16 * kk);
+            mma_bf16(c[nb], a, b[0], b[1]);
+            mma_bf16(c[nb + 1], a, b[2], b[3]);
+        }
+    }
+}
+
 /* c[NNB][4] = A B^T for the warp: A the warp's 16 rows (16, D), Bt the 8 NNB rows (keys) of the
    other operand (8 NNB, D), both row-major in shared memory with stride LD; summed over d.
    MMA: D / 16 mma k-steps. SIMT: each element by FMAs over d = 0..D-1 in order (the emulation's
@@ -359,25 +384,10 @@ static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename
 #pragma unroll
         for (int e = 0; e < 4; e++) c[nb][e] = 0.0f;
     if constexpr (MMA) {
-        static_assert(NNB % 2 == 0, "ldmatrix.x4 loads two n8 blocks");
         __syncwarp();  // ldmatrix and mma.sync.aligned: the whole warp, converged
         // A: matrices (rows 0-7, 8-15) x (cols 0-7, 8-15) give a0..a3; lane l: row l % 16, col 8 (l / 16).
-        // Bt: matrices (n8 block nb, nb + 1) x (cols 0-7, 8-15) give b0, b1 of both blocks; lane l:
-        // row 8 nb + l % 8 + 8 (l / 16), col 8 ((l / 8) % 2).
         const uint16_t *pa = A + (lane & 15) * LD + 8 * (lane >> 4);
-        const uint16_t *pb = Bt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t a[4];
-            ldsm_x4<false>(a, pa + 16 * kk);
-#pragma unroll
-            for (int nb = 0; nb < NNB; nb += 2) {
-                uint32_t b[4];
-                ldsm_x4<false>(b, pb + 8 * nb * LD + 16 * kk);
-                mma_bf16(c[nb], a, b[0], b[1]);
-                mma_bf16(c[nb + 1], a, b[2], b[3]);
-            }
-        }
+        mm_abt_mma<D, NNB>(c, [&](int kk, uint32_t (&a)[4]) { ldsm_x4<false>(a, pa + 16 * kk); }, Bt, lane);
     } else {
         const float *a0 = A + g * LD, *a1 = a0 + 8 * LD;
 #pragma unroll 2
@@ -402,6 +412,50 @@ static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename
                     c[nb][2 + e] = w;
                 }
         }
+    }
+}
+
+/* The forward's Q operand: the warp's 16 query rows as the A side of every score product of the
+   CTA. REG: held in registers as the bf16 A fragments of the D / 16 k-steps (ldmatrix once per
+   CTA, q_load); else the rows in shared memory, which mm_abt reads again for every key tile
+   (one ldmatrix per k-step). Held where the registers allow it (QREG): bf16 products up to
+   D = 32, and at D = 64 without the re-weighting; the re-weighting's forward at D = 64 and every
+   forward at D = 128 have no D / 4 registers to spare (they would spill). */
+template <bool MMA, int D, bool REG> struct QOperand { const typename Op<MMA>::T *p; };
+template <int D> struct QOperand<true, D, true> { uint32_t a[D / 16][4]; };
+
+// Rows 16 warp.. of the Q tile Qs (stride LD) as the warp's operand; Qs written and synchronised.
+template <bool MMA, int D, bool REG>
+static __device__ __forceinline__ void q_load(QOperand<MMA, D, REG> &q, const typename Op<MMA>::T *Qw,
+                                              int lane) {
+    if constexpr (REG) {
+        constexpr int LD = Tile<true, D>::LD;
+        __syncwarp();
+        const uint16_t *pa = Qw + (lane & 15) * LD + 8 * (lane >> 4);  // as mm_abt's A
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) ldsm_x4<false>(q.a[kk], pa + 16 * kk);
+    } else {
+        q.p = Qw;
+    }
+}
+
+// mm_abt with the forward's Q operand: the same products, A's fragments from the registers.
+template <bool MMA, int D, int NNB, bool REG>
+static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const QOperand<MMA, D, REG> &q,
+                                              const typename Op<MMA>::T *Bt, int lane) {
+    if constexpr (REG) {
+#pragma unroll
+        for (int nb = 0; nb < NNB; nb++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) c[nb][e] = 0.0f;
+        __syncwarp();
+        mm_abt_mma<D, NNB>(
+            c, [&](int kk, uint32_t (&a)[4]) {
+#pragma unroll
+                for (int i = 0; i < 4; i++) a[i] = q.a[kk][i];
+            }, Bt, lane);
+    } else {
+        mm_abt<MMA, D, NNB>(c, q.p, Bt, lane);
     }
 }
 
@@ -610,6 +664,9 @@ static constexpr __host__ __device__ bool st_online(int st) {
 }
 static constexpr __host__ __device__ bool st_centred(int st) { return st_online(st) || st_rw(st); }
 static constexpr __host__ __device__ bool st_norms(int st) { return st_cos(st) || st_rw(st); }
+// the forward holds Q in registers (QOperand)
+template <int ST, int D, bool MMA>
+constexpr bool QREG = MMA && (D <= 32 || (D == 64 && !st_rw(ST)));
 
 /* The causal mask only where it can hide a key: a FULL tile (every key visible to every row the
    CTA owns) runs the tile step instantiated with FULL = true, which has no test of the key's
@@ -655,7 +712,6 @@ typedef struct {
     float *bstat;                        // (B, H, T, FLASH_NBSTAT): the row pre-pass
     float *rowds;                        // (B, H, T): ssmax row terms
     float *dqacc;                        // (B, T, H, D) fp32: dQ summed over the key tiles
-    float *rowacc;                       // (B, H, T, 3) ssmax: the row sums A, Bs, C likewise
     int *sem;                            // (B H, query tiles): key tiles added so far
     const float *rq, *rk;                // (B, H, T) each
     const float *ssmax_s;                // (H)
@@ -713,9 +769,9 @@ struct Pass1 {
     float z[2], xn[2], rkm[2];  // Z (running, rescaled for phi exp), min x, min rk
     int lj[2];                  // the first argmax (-1: none yet)
 };
-template <int ST, int D, bool MMA, bool FULL>
+template <int ST, int D, bool MMA, bool FULL, typename QW>
 static __device__ __forceinline__ void fwd_rw_pass1_tile(const flash_params &fp, const FwdCta &c, FwdRows &r,
-                                                         Pass1 &p, const typename Op<MMA>::T *Qw,
+                                                         Pass1 &p, const QW &Qw,
                                                          const typename Op<MMA>::T *Ks, const float *rks,
                                                          int j0) {
     constexpr int LD = Tile<MMA, D>::LD;
@@ -783,10 +839,10 @@ static __device__ __forceinline__ void fwd_rw_pass1_tile(const flash_params &fp,
     }
 }
 
-template <int ST, int D, bool MMA>
+template <int ST, int D, bool MMA, typename QW>
 static __device__ __forceinline__ void fwd_rw_pass1(const fwd_args &a, const flash_params &fp,
                                                     const FwdCta &c, FwdRows &r,
-                                                    const typename Op<MMA>::T *Qw, typename Op<MMA>::T *Ks,
+                                                    const QW &Qw, typename Op<MMA>::T *Ks,
                                                     float *rks) {
     Pass1 p;
 #pragma unroll
@@ -853,10 +909,10 @@ static __device__ __forceinline__ void fwd_load_kv(const fwd_args &a, const FwdC
 
 /* The main pass over key tile j0 of an online kind (softmax, ssmax; softplus with the online max):
    the whole 16 x 64 tile first, its max decides the rescaling before any weight. FULL: no mask. */
-template <int ST, int D, bool MMA, bool FULL>
+template <int ST, int D, bool MMA, bool FULL, typename QW>
 static __device__ __forceinline__ void fwd_online_tile(const fwd_args &a, const flash_params &fp,
                                                        const FwdCta &c, FwdRows &r, float (&acc)[D / 8][4],
-                                                       const typename Op<MMA>::T *Qw,
+                                                       const QW &Qw,
                                                        const typename Op<MMA>::T *Ks,
                                                        const typename Op<MMA>::T *Vs, const float *rks,
                                                        float *Pw, int j0) {
@@ -941,11 +997,11 @@ static __device__ __forceinline__ void fwd_online_tile(const fwd_args &a, const 
 
 /* The main pass over key tile j0 of lssa, re-weighting pass 2, sigmoid / relu: no tile-wide
    statistic, so chunks of 16 keys (fewer live registers). FULL: no mask. */
-template <int ST, int D, bool MMA, bool FULL>
+template <int ST, int D, bool MMA, bool FULL, typename QW>
 static __device__ __forceinline__ void fwd_chunk_tile(const flash_params &fp, const FwdCta &c, FwdRows &r,
                                                       float (&acc)[D / 8][4],
                                                       float (&acc2)[st_rw(ST) ? D / 8 : 1][4],
-                                                      const typename Op<MMA>::T *Qw,
+                                                      const QW &Qw,
                                                       const typename Op<MMA>::T *Ks,
                                                       const typename Op<MMA>::T *Vs, const float *rks,
                                                       float *Pw, int j0) {
@@ -1116,7 +1172,9 @@ __global__ void __launch_bounds__(NT, 1) fwd_kernel(const fwd_args a) {
         r.l[u] = r.l2[u] = 0.0f;
     }
     load_tile<MMA, D>(Qs, a.q, ((int64_t)c.b * a.Tq + c.r0) * c.HD + (int64_t)c.h * D, c.HD, c.bq, a.io_bf16);
-    const T *Qw = Qs + 16 * c.warp * LD;  // the warp's 16 query rows
+    QOperand<MMA, D, QREG<ST, D, MMA>> Qw;  // the warp's 16 query rows
+    if constexpr (QREG<ST, D, MMA>) __syncthreads();  // the Q tile, before its fragments are read
+    q_load(Qw, Qs + 16 * c.warp * LD, c.lane);
 
     if constexpr (RW) fwd_rw_pass1<ST, D, MMA>(a, fp, c, r, Qw, Ks, rks);
 
@@ -1402,13 +1460,14 @@ template <int D> constexpr int DQ_PIECE = D > 64 ? D / 16 : D / 8;
    dS K (mm_pb): five products per block, as FlashAttention-2. The part is added to the fp32 dQ
    buffer in key-tile order: key tile kt waits until the query tile's counter says kt tiles have
    added theirs (key tile 0 stores its part: nothing is before it), adds, and counts itself in.
-   ssmax: the rows' sums A, Bs, C over the tile (lane partials in t order, the quad tree) are
-   added to rowacc the same way. At the end dV is stored, dK projected (lssa / lssar) and stored. */
+   At the end dV is stored, dK projected (lssa / lssar) and stored. (ssmax's row terms are
+   ssmax_kernel's: their three row sums here, even in shared memory, made the D = 128 instances
+   shared by dot and ssmax spill.) */
 template <int ST, int D, bool MMA>
 __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP;
-    constexpr bool NORMS = st_norms(ST), COS = st_cos(ST), NORMED_L1 = !st_unnormed(ST);
+    constexpr bool NORMS = st_norms(ST), COS = st_cos(ST);
     FLASH_DYNAMIC_SHARED(smem);
     T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
     T *Ws = dYs + 64 * LD, *dSs = Ws + 64 * LDP;  // (64 query rows, 64 keys) each
@@ -1416,7 +1475,6 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
 
     flash_params fp, fpr;
     kind_params<ST>(a.fp, fp, fpr);
-    const bool ssmax = NORMED_L1 && !COS && a.fp.score == LSSAR_SCORE_SSMAX && a.rowacc;
     const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
     const int nt = (int)gridDim.y, kt = (int)blockIdx.y;  // the first key tiles see the most rows: first
     const int j0 = kt * 64, nk = min(64, T_ - j0);
@@ -1443,7 +1501,6 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
         float bs[2][FLASH_NBSTAT];
         bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
         __syncthreads();
-        float pA[2] = {0.0f, 0.0f}, pB[2] = {0.0f, 0.0f}, pC[2] = {0.0f, 0.0f};  // ssmax: lane partials
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
             float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
@@ -1452,27 +1509,10 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
                                         fj);
             stage16<MMA>(Ws, LDP, 16 * warp, kk, w, lane);
             stage16<MMA>(dSs, LDP, 16 * warp, kk, ds, lane);
-            if (ssmax) {  // the lane's columns of the chunk in t order
-#pragma unroll
-                for (int u = 0; u < 2; u++)
-#pragma unroll
-                    for (int t = 0; t < 4; t++) {
-                        const int cc = t >> 1, el = 2 * u + (t & 1);
-                        flash_ssmax_acc(dxs[cc][el], rs[cc][el], fj[cc][el], sc[cc][el], &pA[u], &pB[u],
-                                        &pC[u]);
-                    }
-            }
         }
         __syncthreads();
         mm_ptb<MMA, D>(dV, Ws, 16 * warp, dYs, lane);   // dV += W^T dY
         mm_ptb<MMA, D>(dK, dSs, 16 * warp, Qs, lane);   // dK += dS^T Q
-        float sA[2], sB[2], sC[2];
-#pragma unroll
-        for (int u = 0; u < 2; u++) {
-            sA[u] = quad_sum(pA[u]);
-            sB[u] = quad_sum(pB[u]);
-            sC[u] = quad_sum(pC[u]);
-        }
         // the warp's rows' dS K, added to dqacc after key tiles 0..kt-1, in that order: in two
         // halves of D at D = 128 (beside dK and dV the whole spilled)
         int *sem = a.sem + (int64_t)bh * nt + qt;
@@ -1503,20 +1543,6 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
         };
         add_dq(std::integral_constant<int, 0>());
         if constexpr (DQ_PIECE<D> < D / 8) add_dq(std::integral_constant<int, DQ_PIECE<D>>());
-#pragma unroll
-        for (int u = 0; u < 2; u++) {
-            const int i = r0 + 16 * warp + g + 8 * u;
-            if (!valid[u]) continue;
-            if (ssmax && tq == 0) {
-                float *ra = a.rowacc + flash_row_index(b, h, i, H, T_) * 3;
-                const float x0 = kt > 0 ? __ldcg(ra) + sA[u] : sA[u];
-                const float x1 = kt > 0 ? __ldcg(ra + 1) + sB[u] : sB[u];
-                const float x2 = kt > 0 ? __ldcg(ra + 2) + sC[u] : sC[u];
-                __stcg(ra, x0);
-                __stcg(ra + 1, x1);
-                __stcg(ra + 2, x2);
-            }
-        }
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) sem_post(sem, kt + 1);
@@ -1556,8 +1582,7 @@ __global__ void sem_zero_kernel(int *sem, int n) {
 }
 
 /* 2. dQ of 64 query rows r0.. of (b, h) from the fp32 buffer the dK/dV kernel summed (the
-   emulation's bwd_dq_cta): staged as fp32 rows, projected (lssa / lssar) and stored; ssmax: each
-   row's term A - Bs C from rowacc to rowds. */
+   emulation's bwd_dq_cta): staged as fp32 rows, projected (lssa / lssar) and stored. */
 template <int D>
 __global__ void __launch_bounds__(NT) dq_finish_kernel(const bwd_args a) {
     constexpr int LDG = Tile<true, D>::LDG, CH = D / 4;
@@ -1573,16 +1598,81 @@ __global__ void __launch_bounds__(NT) dq_finish_kernel(const bwd_args a) {
             *reinterpret_cast<float4 *>(Gs + r * LDG + d) =
                 __ldcg(reinterpret_cast<const float4 *>(a.dqacc + g_off + r * HD + d));
     }
-    if (threadIdx.x < 64) {
-        const int r = threadIdx.x, i = r0 + r;
-        rqs[r] = cos && r < bq ? a.rq[((int64_t)b * H + h) * T_ + i] : 1.0f;
-        if (a.rowds && a.rowacc && r < bq) {
-            const float *ra = a.rowacc + flash_row_index(b, h, i, H, T_) * 3;
-            a.rowds[flash_row_index(b, h, i, H, T_)] =
-                flash_ssmax_ds_row(&a.fp, i, flash_ssmax_row_term(ra[0], ra[1], ra[2]));
-        }
-    }
+    if (threadIdx.x < 64)
+        rqs[threadIdx.x] = cos && (int)threadIdx.x < bq ? a.rq[((int64_t)b * H + h) * T_ + r0 + threadIdx.x] : 1.0f;
     finish_tile<D>(Gs, a.dq, a.q, rqs, g_off, HD, bq, cos, a.io_bf16);
+}
+
+/* 2b. ssmax with ds wanted (a.rowds): each row's term of ds. A CTA per (b, h, 64 query rows) walks
+   key tiles 0..qt as rowsums_kernel does, recomputes the blocks (bwd_chunk, the dK/dV kernel's
+   bits) and sums per lane A = sum dx S, Bs = sum res, C = sum f S (flash_ssmax_acc; the chunk's
+   columns in t order into tile partials); per key tile the quad tree, added to the row's running
+   sums in key-tile order (the emulation's bwd_dq_cta); rowds = flash_ssmax_ds_row of A - Bs C.
+   Two more products per block (S, dW) for the ssmax kinds only: in the dK/dV kernel, the row sums
+   made the instances that dot and ssmax share spill at D = 128. */
+template <int ST, int D, bool MMA>
+__global__ void __launch_bounds__(NT, 1) ssmax_kernel(const bwd_args a) {
+    typedef typename Op<MMA>::T T;
+    constexpr int LD = Tile<MMA, D>::LD;
+    FLASH_DYNAMIC_SHARED(smem);
+    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
+    float *rks = reinterpret_cast<float *>(dYs + 64 * LD);
+
+    flash_params fp, fpr;
+    kind_params<ST>(a.fp, fp, fpr);
+    const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
+    const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
+    const int r0 = qt * 64;
+    const int HD = H * D;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;
+
+    bool valid[2];
+    flash_row rw[2];
+    float bs[2][FLASH_NBSTAT];
+    bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
+    float RA[2] = {0.0f, 0.0f}, RB[2] = {0.0f, 0.0f}, RC[2] = {0.0f, 0.0f};  // the rows' running sums
+
+    auto tile = [&](int kt, auto full) {
+        constexpr bool FULL = decltype(full)::value;
+        const int j0 = kt * 64, nk = min(64, T_ - j0);
+        __syncthreads();
+        load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, st_norms(ST));
+        __syncthreads();
+        float pA[2] = {0.0f, 0.0f}, pB[2] = {0.0f, 0.0f}, pC[2] = {0.0f, 0.0f};  // the lane's tile partials
+#pragma unroll 1
+        for (int kk = 0; kk < 4; kk++) {
+            float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
+            bwd_chunk<ST, D, MMA, FULL>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
+                                        dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs,
+                                        fj);
+#pragma unroll
+            for (int u = 0; u < 2; u++)
+#pragma unroll
+                for (int t = 0; t < 4; t++) {  // the lane's columns of the chunk in t order
+                    const int cc = t >> 1, el = 2 * u + (t & 1);
+                    flash_ssmax_acc(dxs[cc][el], rs[cc][el], fj[cc][el], sc[cc][el], &pA[u], &pB[u], &pC[u]);
+                }
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const float qa = quad_sum(pA[u]), qb = quad_sum(pB[u]), qc = quad_sum(pC[u]);
+            RA[u] = kt ? RA[u] + qa : qa;
+            RB[u] = kt ? RB[u] + qb : qb;
+            RC[u] = kt ? RC[u] + qc : qc;
+        }
+    };
+    for (int kt = 0; kt < qt; kt++) tile(kt, Full<true>());  // rows past T: their own sums, unused
+    tile(qt, Full<false>());                                 // the diagonal
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        const int i = r0 + 16 * warp + g + 8 * u;
+        if (valid[u] && tq == 0)
+            a.rowds[flash_row_index(b, h, i, H, T_)] =
+                flash_ssmax_ds_row(&fp, i, flash_ssmax_row_term(RA[u], RB[u], RC[u]));
+    }
 }
 
 /* 3. ssmax: ds_h = sum over (b, i) of rowds (B, H, T), in double. One CTA per head: thread t sums
@@ -1674,7 +1764,16 @@ static int launch_bwd(const bwd_args &a, dim3 grid, cudaStream_t st) {
     if ((rc = launched("the launch of dkdv_kernel"))) return rc;
     smem = Tile<MMA, D>::EPI + 64 * sizeof(float);
     FLASH_LAUNCH(grid, NT, smem, st, dq_finish_kernel<D>)(a);
-    return launched("the launch of dq_finish_kernel");
+    if ((rc = launched("the launch of dq_finish_kernel"))) return rc;
+    if constexpr (!st_cos(ST) && !st_unnormed(ST)) {  // the instances ssmax shares with dot
+        if (a.rowds) {
+            smem = Tile<MMA, D>::ROWSUMS;
+            if ((rc = prepare(ssmax_kernel<ST, D, MMA>, smem, "ssmax_kernel"))) return rc;
+            FLASH_LAUNCH(grid, NT, smem, st, ssmax_kernel<ST, D, MMA>)(a);
+            if ((rc = launched("the launch of ssmax_kernel"))) return rc;
+        }
+    }
+    return LSSAR_OK;
 }
 
 // stages x D x mode -> the template instance
@@ -1775,8 +1874,8 @@ static int check_ptr(const char *fn, const char *name, const void *p) {
 
 // Scratch layout (each piece 256-byte aligned): rq (B, H, Tq), rk (B, H, Tk) for lssa / lssar;
 // for the backward bstat (B, H, Tq, FLASH_NBSTAT), dqacc (B, Tq, H, D), the counters (B H, query
-// tiles) and, ssmax, rowds (B, H, Tq) and rowacc (B, H, Tq, 3).
-typedef struct { float *rq, *rk, *bstat, *rowds, *dqacc, *rowacc; int *sem; size_t bytes; } scratch_map;
+// tiles) and, ssmax, rowds (B, H, Tq).
+typedef struct { float *rq, *rk, *bstat, *rowds, *dqacc; int *sem; size_t bytes; } scratch_map;
 // The launch parameters of a descriptor whose kind is valid.
 static flash_params desc_params(const lssar_attn_desc *d, int D) {
     lssar_attn_stages st;
@@ -1789,7 +1888,7 @@ static flash_params desc_params(const lssar_attn_desc *d, int D) {
 }
 static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H, int D, void *base,
                          int backward) {
-    scratch_map m = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+    scratch_map m = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
     char *p = static_cast<char *>(base);
     size_t off = 0, rows_q = (size_t)B * H * Tq, rows_k = (size_t)B * H * Tk;
     const flash_params fp = desc_params(d, 16);
@@ -1809,8 +1908,6 @@ static scratch_map carve(const lssar_attn_desc *d, int B, int Tq, int Tk, int H,
         if (fp.score == LSSAR_SCORE_SSMAX) {
             m.rowds = p ? reinterpret_cast<float *>(p + off) : NULL;
             off += round256(rows_q * sizeof(float));
-            m.rowacc = p ? reinterpret_cast<float *>(p + off) : NULL;
-            off += round256(rows_q * 3 * sizeof(float));
         }
     }
     m.bytes = off;
@@ -1881,7 +1978,7 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     const bool ssmax = a.fp.score == LSSAR_SCORE_SSMAX;
     a.q = q; a.k = k; a.v = v; a.out = out; a.dout = dout; a.dq = dq; a.dk = dk; a.dv = dv;
     a.stats = stats; a.bstat = sm.bstat; a.rowds = ssmax && dscale ? sm.rowds : NULL;
-    a.dqacc = sm.dqacc; a.sem = sm.sem; a.rowacc = a.rowds ? sm.rowacc : NULL;
+    a.dqacc = sm.dqacc; a.sem = sm.sem;
     a.rq = sm.rq; a.rk = sm.rk;
     a.ssmax_s = ssmax ? d->ssmax_s : NULL;
     a.dscale = dscale;
