@@ -497,6 +497,22 @@ static __device__ __forceinline__ void pv16_simt(float (&acc)[NNB][4], const flo
     }
 }
 
+/* One k-step of a product over keys or rows, acc[0..NNB) (16, 8 NNB) += A B: A the k-step's fragment,
+   B its 16 rows of 8 NNB columns, row-major in shared memory with stride LD, transposed out by
+   ldmatrix.trans: matrices (rows 0-7, 8-15) x (n8 blocks nb, nb + 1) give b0, b1 of both blocks;
+   lane l's address is row l % 16, col 8 (l / 16) (pb, set by the caller). */
+template <int LD, int NNB>
+static __device__ __forceinline__ void mma_kstep_bt(float (&acc)[NNB][4], const uint32_t (&a)[4],
+                                                    const uint16_t *pb) {
+#pragma unroll
+    for (int nb = 0; nb < NNB; nb += 2) {
+        uint32_t r[4];
+        ldsm_x4<true>(r, pb + 8 * nb);
+        mma_bf16(acc[nb], a, r[0], r[1]);
+        mma_bf16(acc[nb + 1], a, r[2], r[3]);
+    }
+}
+
 /* acc (16, D) += P B for one chunk of 16 keys (one mma k-step): P the warp's weights of those keys
    as two C fragments (p0: keys 0..7 of the chunk, p1: keys 8..15), Bs the chunk's 16 rows (16, D)
    of the right operand in shared memory. MMA: P rounded to bf16 becomes the A fragment directly
@@ -515,16 +531,7 @@ static __device__ __forceinline__ void mm_pv16(float (&acc)[D / 8][4], const flo
         __syncwarp();
         uint32_t a[4] = {pack_bf16(p0[0], p0[1]), pack_bf16(p0[2], p0[3]), pack_bf16(p1[0], p1[1]),
                          pack_bf16(p1[2], p1[3])};
-        // B[k][n] = Bs[k][8 nb + n], transposed out of the row-major tile: matrices (keys 0-7, 8-15)
-        // x (n8 blocks nb, nb + 1) give b0, b1 of both blocks; lane l: row l % 16, col 8 (l / 16)
-        const uint16_t *b = Bs + (lane & 15) * LD + 8 * (lane >> 4);
-#pragma unroll
-        for (int nb = 0; nb < D / 8; nb += 2) {
-            uint32_t r[4];
-            ldsm_x4<true>(r, b + 8 * nb);
-            mma_bf16(acc[nb], a, r[0], r[1]);
-            mma_bf16(acc[nb + 1], a, r[2], r[3]);
-        }
+        mma_kstep_bt<LD, D / 8>(acc, a, Bs + (lane & 15) * LD + 8 * (lane >> 4));  // B[k][n] = Bs[k][8 nb + n]
     } else {
         __syncwarp();  // the previous chunk's readers of Pw are done
         *reinterpret_cast<float2 *>(Pw + g * PW_LD + 2 * tq) = make_float2(p0[0], p0[1]);
@@ -561,13 +568,7 @@ static __device__ __forceinline__ void mm_pb(float (&acc)[NNB][4], const typenam
         for (int kk = 0; kk < 4; kk++) {
             uint32_t a[4];
             ldsm_x4<false>(a, pa + 16 * kk);
-#pragma unroll
-            for (int nb = 0; nb < NNB; nb += 2) {
-                uint32_t r[4];
-                ldsm_x4<true>(r, pb + 16 * kk * LD + 8 * nb);
-                mma_bf16(acc[nb], a, r[0], r[1]);
-                mma_bf16(acc[nb + 1], a, r[2], r[3]);
-            }
+            mma_kstep_bt<LD, NNB>(acc, a, pb + 16 * kk * LD);
         }
     } else {
 #pragma unroll 1
@@ -596,13 +597,7 @@ static __device__ __forceinline__ void mm_ptb(float (&acc)[D / 8][4], const type
         for (int kk = 0; kk < 4; kk++) {
             uint32_t a[4];
             ldsm_x4<true>(a, pa + 16 * kk * LDP);
-#pragma unroll
-            for (int nb = 0; nb < D / 8; nb += 2) {
-                uint32_t r[4];
-                ldsm_x4<true>(r, pb + 16 * kk * LD + 8 * nb);
-                mma_bf16(acc[nb], a, r[0], r[1]);
-                mma_bf16(acc[nb + 1], a, r[2], r[3]);
-            }
+            mma_kstep_bt<LD, D / 8>(acc, a, pb + 16 * kk * LD);
         }
     } else {
 #pragma unroll 1
