@@ -20,10 +20,11 @@ How the figures are read
   two main loops: their sum is divided by their tensor ops. A kernel without tensor ops (the fp32
   SIMT mode) shows '-'.
 - Backward: dkdv_kernel (dK, dV and the dQ parts: five products per block) and, for the
-  re-weighting kinds, rowsums_kernel (the row constants: two more products per block), their main
-  loops summed (the per-row, dQ finishing and ds kernels run once per row or head, outside the
-  tile loops). ssmax_kernel (ssmax's row terms of ds) is listed under the instance it shares with
-  the dot score (kind softmax, lssa+dot, ...) but runs for ssmax only: not in the goals.
+  re-weighting kinds, the row-sum pass (rowpass_kernel PASS_RS: the row constants, two more
+  products per block), their main loops summed (the per-row, dQ finishing and ds kernels run once
+  per row or head, outside the tile loops). The ssmax row pass (rowpass_kernel PASS_SSMAX: ssmax's row terms of ds, shown as
+  kernel ssmax) is listed under the instance it shares with the dot score (kind softmax,
+  lssa+dot, ...) but runs for ssmax only: not in the goals; rowpass_kernel PASS_RS is rowsums.
 - Shared memory per CTA: the dynamic bytes the host code launches with (Tile<MMA, D> in
   flash_attn.cu: FWD, ROWSUMS, DKDV; mirrored in dyn_smem below) plus the static bytes cuobjdump
   reports, plus the 1 KB per CTA that the driver reserves (included in cuobjdump's figure on sm_90,
@@ -157,10 +158,13 @@ def ctas_per_sm(regs, smem, arch, nthreads=128):
 
 
 def demangle(name):
-    m = re.match(r"_Z\d+(fwd_kernel|rowsums_kernel|dkdv_kernel|ssmax_kernel)ILi(\d+)ELi(\d+)ELb([01])E", name)
+    m = re.match(r"_Z\d+(fwd_kernel|dkdv_kernel|rowpass_kernel)ILi(\d+)ELi(\d+)ELb([01])E(?:Li([01])E)?", name)
     if not m:
         return None
-    return m.group(1).replace("_kernel", ""), int(m.group(2)), int(m.group(3)), m.group(4) == "1"
+    kernel = m.group(1).replace("_kernel", "")
+    if kernel == "rowpass":  # PASS_RS = 0: the re-weighting's row sums; PASS_SSMAX = 1
+        kernel = "ssmax" if m.group(5) == "1" else "rowsums"
+    return kernel, int(m.group(2)), int(m.group(3)), m.group(4) == "1"
 
 
 def main():

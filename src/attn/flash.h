@@ -144,8 +144,8 @@
  *   2. dQ: per (b, h, query tile) the buffer's rows, dq_i = G_i - q_i rq_i^2 (q_i . G_i)
  *      (score cos). ssmax: a pass per (b, h, query tile) over its key tiles recomputes the
  *      blocks for each row's term sum_j dx_ij S_ij, as A - Bs C from three row sums
- *      (flash_ssmax_acc; per block the lane partials and the quad tree, added in key-tile
- *      order; flash_ssmax_row_term), to a buffer.
+ *      (flash_ssmax_acc; lane tile partials and the quad tree as every row sum;
+ *      flash_ssmax_row_term), to a buffer.
  *   3. ssmax ds_h = sum over (b, i) in index order of flash_ssmax_ds_row(...) (double).
  *   Five products per (query tile, key tile) block, as FlashAttention-2 (whose dQ adds are
  *   atomic, in no fixed order); the re-weighting kinds' row-sum pass adds two.

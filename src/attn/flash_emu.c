@@ -668,15 +668,17 @@ static void bwd_rowsums_cta(const emu_ctx *c, const float *stats, float *bstat, 
    here the dQ CTA walks the same blocks (bwd_block gives the dK/dV CTA's bits) in that order: each
    part a fresh sum of k-steps (acc_product from 0), then added to the running dQ (the first one
    copied, as the kernel's key tile 0 stores it). ssmax: the rows' sums A, Bs, C in the same walk
-   (per block the lane partials and the quad, then into the running sums, as the kernels'
-   ssmax_kernel); rowds (B, H, T) gets each row's flash_ssmax_ds_row. */
+   (per lane tile partials into running sums, the quad at the end, as the kernels' row pass);
+   rowds (B, H, T) gets each row's flash_ssmax_ds_row. */
 static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat, int b, int h, int qt,
                        tiles *t, float *dq, float *rowds) {
     const int D = c->D, T = c->Tq, r0 = qt * BR, bq = T - r0 < BR ? T - r0 : BR;
     flash_row rw[BR];
     float bs[BR * FLASH_NBSTAT];
-    // dQ, its part (BR, D); R (BR, 3): ssmax's running A = sum dx S, Bs = sum res, C = sum f S
-    float *dQ = t->acc, *part = t->acc2, *R = t->lane;
+    // dQ, its part (BR, D); L (BR, 3 sums, 4 lanes): ssmax's per-lane A = sum dx S, Bs = sum res,
+    // C = sum f S
+    float *dQ = t->acc, *part = t->acc2, *L = t->lane;
+    memset(L, 0, (size_t)BR * 12 * sizeof(float));
     bwd_rows(c, stats, bstat, b, h, r0, bq, t, rw, bs);
     for (int kt = 0; kt <= qt; kt++) {
         int j0 = kt * BC, nk = T - j0 < BC ? T - j0 : BC;
@@ -689,17 +691,15 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
             for (int r = 0; r < bq; r++) {
                 const float *dxr = t->dxs + (size_t)r * BC, *sr = t->s + (size_t)r * BC;
                 const float *rsr = t->res + (size_t)r * BC, *fr = t->fj + (size_t)r * BC;
-                float L[12];  // the lanes' partials of A, Bs, C
-                for (int q = 0; q < 4; q++) {
+                float *Lr = L + r * 12;
+                for (int q = 0; q < 4; q++) {  // tile partials, then into the running sums
                     float A = 0.0f, Bs = 0.0f, C = 0.0f;
                     for (int tt = 0; tt < FLASH_LANE_COLS; tt++) {
                         int j = flash_lane_col(q, tt);
                         flash_ssmax_acc(dxr[j], rsr[j], fr[j], sr[j], &A, &Bs, &C);
                     }
-                    L[q] = A; L[4 + q] = Bs; L[8 + q] = C;
+                    Lr[q] += A; Lr[4 + q] += Bs; Lr[8 + q] += C;
                 }
-                float *Rr = R + r * 3;
-                for (int m = 0; m < 3; m++) Rr[m] = kt ? Rr[m] + quad(L + 4 * m) : quad(L + 4 * m);
             }
     }
     for (int r = 0; r < bq; r++) {
@@ -708,8 +708,9 @@ static void bwd_dq_cta(const emu_ctx *c, const float *stats, const float *bstat,
         if (flash_cos(&c->fp)) project(g, c->qf + qr, c->rq[ri], D);
         memcpy(dq + qr, g, D * sizeof(float));
         if (rowds) {
-            const float *Rr = R + r * 3;
-            rowds[ri] = flash_ssmax_ds_row(&c->fp, r0 + r, flash_ssmax_row_term(Rr[0], Rr[1], Rr[2]));
+            const float *Lr = L + r * 12;
+            rowds[ri] = flash_ssmax_ds_row(&c->fp, r0 + r,
+                                           flash_ssmax_row_term(quad(Lr), quad(Lr + 4), quad(Lr + 8)));
         }
     }
 }

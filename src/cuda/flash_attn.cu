@@ -37,16 +37,16 @@
  *                    and (if asked) the statistics
  *   bwd_rows_kernel  one thread per row: D1, D2, c (flash_bwd_row) into (B, H, T, FLASH_NBSTAT)
  *                    (not for sigmoid / relu: no normalisation, nothing to compute)
- *   rowsums_kernel   the re-weighting kinds: one CTA per (b, h, 64 query rows) walks its
- *                    key tiles and replaces D1, D2 by sums of the backward's own dW (flash_bwd_rowsums)
+ *   rowpass_kernel   PASS_RS, the re-weighting kinds: one CTA per (b, h, 64 query rows) walks
+ *                    its key tiles and replaces D1, D2 by sums of the backward's own dW
+ *                    (flash_bwd_rowsums)
  *   sem_zero_kernel  the dK/dV kernel's counters (one per (b, h, query tile)) to 0
  *   dkdv_kernel      one CTA per (b, h, 64 keys): walks the query tiles that see them; dK, dV in
  *                    registers, and each query tile's part of dQ (dS K) added to an fp32 dQ
  *                    buffer in key-tile order (sem_wait / sem_post)
  *   dq_finish_kernel one CTA per (b, h, 64 query rows): the fp32 dQ buffer through the projection
  *                    (lssa / lssar) to dq
- *   ssmax_kernel     ssmax with ds wanted: one CTA per (b, h, 64 query rows) walks its key tiles
- *                    for each row's term of ds
+ *   rowpass_kernel   PASS_SSMAX, ssmax with ds wanted: the same walk for each row's term of ds
  *   ds_kernel        ssmax: one CTA per head, a fixed-order double sum of the row terms
  * Deterministic: no floating-point atomics; every sum has a fixed order (dQ's over key tiles by
  * the counters). Memory O(T): no T x T buffer.
@@ -1280,11 +1280,10 @@ static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const fl
     }
 }
 
-/* One 16-key chunk (keys j0 + 16 kk ..) of the (query tile, key tile) block: the emulation's
-   bwd_block, shared by the row-sum and the dK/dV kernels. S = Q K^T
-   (s) and dW = dY V^T by products, then flash_bwd_elem for every element (a masked one has
-   x = -inf and comes out w = dx = dS = 0): the weight beta (w), dS (ds) and dx (the ssmax
-   terms). The rows are the warp's (query rows r0 + 16 warp + g, + 8). FULL: no mask. */
+/* One 16-key chunk (keys j0 + 16 kk ..) of the (query tile, key tile) block of the dK/dV kernel:
+   the emulation's bwd_block. S = Q K^T and dW = dY V^T by products, then flash_bwd_elem for every
+   element (a masked one has x = -inf and comes out w = dS = 0): the weight beta (w) and dS (ds).
+   The rows are the warp's (query rows r0 + 16 warp + g, + 8). FULL: no mask. */
 template <int ST, int D, bool MMA, bool FULL>
 static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const flash_row (&rw)[2],
                                                  const float (&bs)[2][FLASH_NBSTAT], const bool (&valid)[2],
@@ -1292,11 +1291,10 @@ static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const f
                                                  const typename Op<MMA>::T *dYw,
                                                  const typename Op<MMA>::T *Ks, const typename Op<MMA>::T *Vs,
                                                  const float *rks, int j0, int kk, int lane, float (&w)[2][4],
-                                                 float (&ds)[2][4], float (&dxs)[2][4], float (&s)[2][4],
-                                                 float (&res)[2][4], float (&fj)[2][4]) {
+                                                 float (&ds)[2][4]) {
     constexpr int LD = Tile<MMA, D>::LD;
     const int g = lane >> 2, tq = lane & 3;
-    float dw[2][4];
+    float s[2][4], dw[2][4];
     mm_abt<MMA, D, 2>(s, Qw, Ks + 16 * kk * LD, lane);
     mm_abt<MMA, D, 2>(dw, dYw, Vs + 16 * kk * LD, lane);
 #pragma unroll
@@ -1312,9 +1310,6 @@ static __device__ __forceinline__ void bwd_chunk(const flash_params &fp, const f
             ds[cc][el] = flash_bwd_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], rks[jl], &wv, &dx,
                                         &rs, &ff);
             w[cc][el] = wv;
-            dxs[cc][el] = dx;
-            res[cc][el] = rs;
-            fj[cc][el] = ff;
         }
     }
 }
@@ -1366,14 +1361,20 @@ static constexpr __host__ __device__ bool st_rowsums(int st) {
     return st_rw(st);
 }
 
-/* 0b. The row constants of the re-weighting kinds (st_rowsums; the emulation's
-   bwd_rowsums_cta), after bwd_rows_kernel and before the dK/dV kernel: a CTA per (b, h,
-   64 query rows) walks key tiles 0..qt, recomputes S, dW and the weights, and
-   sums flash_bwd_rs_elem's R1, P1, P2 per lane (the chunk's columns in t order into tile
-   partials, added to running sums), the quad tree at the end; lane tq = 0 replaces the row's D1
-   and D2 in bstat (flash_bwd_rs_finish). Each CTA reads and writes only its own rows. */
-template <int ST, int D, bool MMA>
-__global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
+/* Row passes: a CTA per (b, h, 64 query rows) walks key tiles 0..qt, recomputes S and dW and
+   sums three per-element quantities per lane (the chunk's columns in t order into tile partials,
+   added to running sums), the quad tree at the end; lane tq = 0 finishes the row. Each CTA reads
+   and writes only its own rows.
+   PASS_RS (0b, the re-weighting kinds: st_rowsums; the emulation's bwd_rowsums_cta), after
+     bwd_rows_kernel and before the dK/dV kernel: flash_bwd_rs_elem's R1, P1, P2; flash_bwd_rs_finish
+     replaces the row's D1 and D2 in bstat.
+   PASS_SSMAX (2b, ssmax with ds wanted; the emulation's bwd_dq_cta), after them: flash_bwd_elem's
+     dx S, res and f S (flash_ssmax_acc, the bits of the dK/dV kernel's elements); rowds gets
+     flash_ssmax_ds_row of A - Bs C. Two more products per block for ssmax only: kept in the dK/dV
+     kernel, these sums made the D = 128 instances that ssmax shares with the dot score spill. */
+enum { PASS_RS = 0, PASS_SSMAX = 1 };
+template <int ST, int D, bool MMA, int PASS>
+__global__ void __launch_bounds__(NT, 1) rowpass_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
     constexpr int LD = Tile<MMA, D>::LD;
     FLASH_DYNAMIC_SHARED(smem);
@@ -1394,7 +1395,7 @@ __global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
     flash_row rw[2];
     float bs[2][FLASH_NBSTAT];
     bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
-    float LR[2] = {0.0f, 0.0f}, LP1[2] = {0.0f, 0.0f}, LP2[2] = {0.0f, 0.0f};  // the lane's running sums
+    float L[3][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};  // the lane's running sums
 
     auto tile = [&](int kt, auto full) {
         constexpr bool FULL = decltype(full)::value;
@@ -1402,9 +1403,9 @@ __global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
         __syncthreads();
         load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
         load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, true);
+        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, st_norms(ST));
         __syncthreads();
-        float pR[2] = {0.0f, 0.0f}, pP1[2] = {0.0f, 0.0f}, pP2[2] = {0.0f, 0.0f};  // tile partials
+        float p[3][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};  // tile partials
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
             float s[2][4], dw[2][4];
@@ -1419,29 +1420,36 @@ __global__ void __launch_bounds__(NT, 1) rowsums_kernel(const bwd_args a) {
                     const int kj = j0 + jl;
                     float x = visible<FULL>(valid[u], kj, i) ? flash_logit(&fp, &rw[u], s[cc][el], rks[jl])
                                                              : -INFINITY;
-                    float r1, p1, p2;
-                    flash_bwd_rs_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], &r1, &p1, &p2);
-                    pR[u] += r1;
-                    pP1[u] += p1;
-                    pP2[u] += p2;
+                    if constexpr (PASS == PASS_RS) {
+                        float r1, p1, p2;
+                        flash_bwd_rs_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], &r1, &p1, &p2);
+                        p[0][u] += r1;
+                        p[1][u] += p1;
+                        p[2][u] += p2;
+                    } else {
+                        float wv, dx, rs, ff;
+                        flash_bwd_elem(&fp, &rw[u], bs[u], x, kj == rw[u].jm, dw[cc][el], rks[jl], &wv, &dx, &rs,
+                                       &ff);
+                        flash_ssmax_acc(dx, rs, ff, s[cc][el], &p[0][u], &p[1][u], &p[2][u]);
+                    }
                 }
             }
         }
 #pragma unroll
-        for (int u = 0; u < 2; u++) {
-            LR[u] += pR[u];
-            LP1[u] += pP1[u];
-            LP2[u] += pP2[u];
-        }
+        for (int m = 0; m < 3; m++)
+#pragma unroll
+            for (int u = 0; u < 2; u++) L[m][u] += p[m][u];
     };
     for (int kt = 0; kt < qt; kt++) tile(kt, Full<true>());  // rows past T: their own sums, unused
     tile(qt, Full<false>());                                 // the diagonal
 #pragma unroll
     for (int u = 0; u < 2; u++) {
-        float R1 = quad_sum(LR[u]), P1 = quad_sum(LP1[u]), P2 = quad_sum(LP2[u]);
+        const float q0 = quad_sum(L[0][u]), q1 = quad_sum(L[1][u]), q2 = quad_sum(L[2][u]);
         const int i = i0w + g + 8 * u;
-        if (valid[u] && tq == 0)
-            flash_bwd_rs_finish(&rw[u], R1, P1, P2, a.bstat + flash_row_index(b, h, i, H, T_) * FLASH_NBSTAT);
+        if (!valid[u] || tq != 0) continue;
+        const size_t ri = flash_row_index(b, h, i, H, T_);
+        if constexpr (PASS == PASS_RS) flash_bwd_rs_finish(&rw[u], q0, q1, q2, a.bstat + ri * FLASH_NBSTAT);
+        else a.rowds[ri] = flash_ssmax_ds_row(&fp, i, flash_ssmax_row_term(q0, q1, q2));
     }
 }
 
@@ -1456,8 +1464,8 @@ template <int D> constexpr int DQ_PIECE = D > 64 ? D / 16 : D / 8;
    buffer in key-tile order: key tile kt waits until the query tile's counter says kt tiles have
    added theirs (key tile 0 stores its part: nothing is before it), adds, and counts itself in.
    At the end dV is stored, dK projected (lssa / lssar) and stored. (ssmax's row terms are
-   ssmax_kernel's: their three row sums here, even in shared memory, made the D = 128 instances
-   shared by dot and ssmax spill.) */
+   rowpass_kernel's: their three row sums here, even in shared memory, made the D = 128
+   instances shared by dot and ssmax spill.) */
 template <int ST, int D, bool MMA>
 __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
@@ -1498,10 +1506,9 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
         __syncthreads();
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
-            float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
+            float w[2][4], ds[2][4];
             bwd_chunk<ST, D, MMA, FULL>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
-                                        dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs,
-                                        fj);
+                                        dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds);
             stage16<MMA>(Ws, LDP, 16 * warp, kk, w, lane);
             stage16<MMA>(dSs, LDP, 16 * warp, kk, ds, lane);
         }
@@ -1598,78 +1605,6 @@ __global__ void __launch_bounds__(NT) dq_finish_kernel(const bwd_args a) {
     finish_tile<D>(Gs, a.dq, a.q, rqs, g_off, HD, bq, cos, a.io_bf16);
 }
 
-/* 2b. ssmax with ds wanted (a.rowds): each row's term of ds. A CTA per (b, h, 64 query rows) walks
-   key tiles 0..qt as rowsums_kernel does, recomputes the blocks (bwd_chunk, the dK/dV kernel's
-   bits) and sums per lane A = sum dx S, Bs = sum res, C = sum f S (flash_ssmax_acc; the chunk's
-   columns in t order into tile partials); per key tile the quad tree, added to the row's running
-   sums in key-tile order (the emulation's bwd_dq_cta); rowds = flash_ssmax_ds_row of A - Bs C.
-   Two more products per block (S, dW) for the ssmax kinds only: in the dK/dV kernel, the row sums
-   made the instances that dot and ssmax share spill at D = 128. */
-template <int ST, int D, bool MMA>
-__global__ void __launch_bounds__(NT, 1) ssmax_kernel(const bwd_args a) {
-    typedef typename Op<MMA>::T T;
-    constexpr int LD = Tile<MMA, D>::LD;
-    FLASH_DYNAMIC_SHARED(smem);
-    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
-    float *rks = reinterpret_cast<float *>(dYs + 64 * LD);
-
-    flash_params fp, fpr;
-    kind_params<ST>(a.fp, fp, fpr);
-    const int H = a.H, T_ = a.T, bh = blockIdx.x, b = bh / H, h = bh % H;
-    const int qt = (int)gridDim.y - 1 - (int)blockIdx.y;
-    const int r0 = qt * 64;
-    const int HD = H * D;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-    const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;
-
-    bool valid[2];
-    flash_row rw[2];
-    float bs[2][FLASH_NBSTAT];
-    bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
-    float RA[2] = {0.0f, 0.0f}, RB[2] = {0.0f, 0.0f}, RC[2] = {0.0f, 0.0f};  // the rows' running sums
-
-    auto tile = [&](int kt, auto full) {
-        constexpr bool FULL = decltype(full)::value;
-        const int j0 = kt * 64, nk = min(64, T_ - j0);
-        __syncthreads();
-        load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, st_norms(ST));
-        __syncthreads();
-        float pA[2] = {0.0f, 0.0f}, pB[2] = {0.0f, 0.0f}, pC[2] = {0.0f, 0.0f};  // the lane's tile partials
-#pragma unroll 1
-        for (int kk = 0; kk < 4; kk++) {
-            float w[2][4], ds[2][4], dxs[2][4], sc[2][4], rs[2][4], fj[2][4];
-            bwd_chunk<ST, D, MMA, FULL>(fp, rw, bs, valid, r0 + 16 * warp, Qs + 16 * warp * LD,
-                                        dYs + 16 * warp * LD, Ks, Vs, rks, j0, kk, lane, w, ds, dxs, sc, rs,
-                                        fj);
-#pragma unroll
-            for (int u = 0; u < 2; u++)
-#pragma unroll
-                for (int t = 0; t < 4; t++) {  // the lane's columns of the chunk in t order
-                    const int cc = t >> 1, el = 2 * u + (t & 1);
-                    flash_ssmax_acc(dxs[cc][el], rs[cc][el], fj[cc][el], sc[cc][el], &pA[u], &pB[u], &pC[u]);
-                }
-        }
-#pragma unroll
-        for (int u = 0; u < 2; u++) {
-            const float qa = quad_sum(pA[u]), qb = quad_sum(pB[u]), qc = quad_sum(pC[u]);
-            RA[u] = kt ? RA[u] + qa : qa;
-            RB[u] = kt ? RB[u] + qb : qb;
-            RC[u] = kt ? RC[u] + qc : qc;
-        }
-    };
-    for (int kt = 0; kt < qt; kt++) tile(kt, Full<true>());  // rows past T: their own sums, unused
-    tile(qt, Full<false>());                                 // the diagonal
-#pragma unroll
-    for (int u = 0; u < 2; u++) {
-        const int i = r0 + 16 * warp + g + 8 * u;
-        if (valid[u] && tq == 0)
-            a.rowds[flash_row_index(b, h, i, H, T_)] =
-                flash_ssmax_ds_row(&fp, i, flash_ssmax_row_term(RA[u], RB[u], RC[u]));
-    }
-}
-
 /* 3. ssmax: ds_h = sum over (b, i) of rowds (B, H, T), in double. One CTA per head: thread t sums
    a contiguous run of the B * T terms in index order, then a fixed halving tree over the threads
    (the same order on every run; it differs from the emulation's single running sum only in double
@@ -1746,9 +1681,9 @@ static int launch_bwd(const bwd_args &a, dim3 grid, cudaStream_t st) {
     size_t smem = Tile<MMA, D>::ROWSUMS;
     int rc;
     if constexpr (st_rowsums(ST)) {  // the row constants first (the emulation's step 0b)
-        if ((rc = prepare(rowsums_kernel<ST, D, MMA>, smem, "rowsums_kernel"))) return rc;
-        FLASH_LAUNCH(grid, NT, smem, st, rowsums_kernel<ST, D, MMA>)(a);
-        if ((rc = launched("the launch of rowsums_kernel"))) return rc;
+        if ((rc = prepare(rowpass_kernel<ST, D, MMA, PASS_RS>, smem, "rowpass_kernel"))) return rc;
+        FLASH_LAUNCH(grid, NT, smem, st, rowpass_kernel<ST, D, MMA, PASS_RS>)(a);
+        if ((rc = launched("the launch of rowpass_kernel (row sums)"))) return rc;
     }
     const int nsem = (int)(grid.x * grid.y);
     FLASH_LAUNCH((unsigned)((nsem + 255) / 256), 256, 0, st, sem_zero_kernel)(a.sem, nsem);
@@ -1763,9 +1698,9 @@ static int launch_bwd(const bwd_args &a, dim3 grid, cudaStream_t st) {
     if constexpr (!st_cos(ST) && !st_unnormed(ST)) {  // the instances ssmax shares with dot
         if (a.rowds) {
             smem = Tile<MMA, D>::ROWSUMS;
-            if ((rc = prepare(ssmax_kernel<ST, D, MMA>, smem, "ssmax_kernel"))) return rc;
-            FLASH_LAUNCH(grid, NT, smem, st, ssmax_kernel<ST, D, MMA>)(a);
-            if ((rc = launched("the launch of ssmax_kernel"))) return rc;
+            if ((rc = prepare(rowpass_kernel<ST, D, MMA, PASS_SSMAX>, smem, "rowpass_kernel"))) return rc;
+            FLASH_LAUNCH(grid, NT, smem, st, rowpass_kernel<ST, D, MMA, PASS_SSMAX>)(a);
+            if ((rc = launched("the launch of rowpass_kernel (ssmax)"))) return rc;
         }
     }
     return LSSAR_OK;
