@@ -347,7 +347,7 @@ static __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const uint16_t 
 
 // ================================================================ warp products
 
-/* The MMA steps of c = A B^T (c zeroed by the caller): for each of the D / 16 k-steps, A's fragment
+/* The MMA steps of c = A B^T (c zeroed here): for each of the D / 16 k-steps, A's fragment
    from a_kstep(kk, a), then the n8 blocks of Bt (8 NNB rows, row-major in shared memory, stride
    LD) by ldmatrix: matrices (n8 block nb, nb + 1) x (cols 0-7, 8-15) give b0, b1 of both blocks;
    lane l: row 8 nb + l % 8 + 8 (l / 16), col 8 ((l / 8) % 2). */
@@ -355,6 +355,11 @@ template <int D, int NNB, typename AK>
 static __device__ __forceinline__ void mm_abt_mma(float (&c)[NNB][4], AK a_kstep, const uint16_t *Bt, int lane) {
     constexpr int LD = Tile<true, D>::LD;
     static_assert(NNB % 2 == 0, "ldmatrix.x4 loads two n8 blocks");
+#pragma unroll
+    for (int nb = 0; nb < NNB; nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) c[nb][e] = 0.0f;
+    __syncwarp();  // ldmatrix and mma.sync.aligned: the whole warp, converged
     const uint16_t *pb = Bt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
 #pragma unroll
     for (int kk = 0; kk < D / 16; kk++) {
@@ -379,16 +384,15 @@ static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const typename
                                               const typename Op<MMA>::T *Bt, int lane) {
     constexpr int LD = Tile<MMA, D>::LD;
     const int g = lane >> 2, tq = lane & 3;
-#pragma unroll
-    for (int nb = 0; nb < NNB; nb++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) c[nb][e] = 0.0f;
     if constexpr (MMA) {
-        __syncwarp();  // ldmatrix and mma.sync.aligned: the whole warp, converged
         // A: matrices (rows 0-7, 8-15) x (cols 0-7, 8-15) give a0..a3; lane l: row l % 16, col 8 (l / 16).
         const uint16_t *pa = A + (lane & 15) * LD + 8 * (lane >> 4);
         mm_abt_mma<D, NNB>(c, [&](int kk, uint32_t (&a)[4]) { ldsm_x4<false>(a, pa + 16 * kk); }, Bt, lane);
     } else {
+#pragma unroll
+        for (int nb = 0; nb < NNB; nb++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) c[nb][e] = 0.0f;
         const float *a0 = A + g * LD, *a1 = a0 + 8 * LD;
 #pragma unroll 2
         for (int d = 0; d < D; d += 4) {
@@ -444,11 +448,6 @@ template <bool MMA, int D, int NNB, bool REG>
 static __device__ __forceinline__ void mm_abt(float (&c)[NNB][4], const QOperand<MMA, D, REG> &q,
                                               const typename Op<MMA>::T *Bt, int lane) {
     if constexpr (REG) {
-#pragma unroll
-        for (int nb = 0; nb < NNB; nb++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) c[nb][e] = 0.0f;
-        __syncwarp();
         mm_abt_mma<D, NNB>(
             c, [&](int kk, uint32_t (&a)[4]) {
 #pragma unroll
