@@ -45,7 +45,7 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 BUILD   ?= build-sanitize
 endif
 BUILD   ?= build
-WARN    := -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare
+WARN    := -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Werror=pointer-arith
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fopenmp $(OPT) $(SAN) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(CFLAGS)
 LIBS    := $(SAN) $(PKG_LIBS) -fopenmp -lmvec -lm -lpthread
 

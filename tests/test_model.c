@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
+#include "core/fastmath.h"
 #include "core/util.h"
 #include "model/gpt.h"
 #include "model/gpt_dp.h"
@@ -503,12 +504,177 @@ static void test_dp_bucketed_sum(void) {
     CHECK(n0 == n1, "bucketed sum: norm %.9g without recompute, %.9g with", n0, n1);
 }
 
+/* ---- The CPU backend with its activations stored in bf16: each call widens its activation inputs
+   to float, runs the CPU backend's function and rounds its activation outputs to nearest even
+   (outputs that are accumulated into or rewritten in place are widened first). The model's byte
+   layout, its offsets (gpt_act_at), the KV cache's copies and the host transfers meet 2-byte
+   activations here, which a float32 backend cannot show: an offset or a size counted in floats
+   lands on other rows. */
+static const nn_backend *CPU = &nn_backend_cpu;
+static float *widen(const nn_act *x, size_t n) {   // x NULL: zeros, for an output
+    float *f = calloc(n ? n : 1, sizeof(float));
+    for (size_t i = 0; f && x && i < n; i++) f[i] = fm_bf16_float(((const uint16_t *)x)[i]);
+    return f;
+}
+static void narrow(nn_act *dst, float *f, size_t n) {   // and frees f
+    for (size_t i = 0; dst && i < n; i++) ((uint16_t *)dst)[i] = fm_bf16_rne(f[i]);
+    free(f);
+}
+static lssar_dtype h_act_dtype(nn_ctx *c) { (void)c; return LSSAR_BF16; }
+static void h_upload_act(nn_ctx *c, nn_act *dst, const float *src, size_t n) {
+    (void)c;
+    float *f = widen(NULL, n);
+    memcpy(f, src, n * sizeof(float));
+    narrow(dst, f, n);
+}
+static void h_download_act(nn_ctx *c, float *dst, const nn_act *src, size_t n) {
+    (void)c;
+    float *f = widen(src, n);
+    memcpy(dst, f, n * sizeof(float));
+    free(f);
+}
+static void h_matmul_forward(nn_ctx *c, nn_act *out, const nn_act *inp, const float *w, const float *b, int N,
+                             int IC, int OC) {
+    float *o = widen(NULL, (size_t)N * OC), *i = widen(inp, (size_t)N * IC);
+    CPU->matmul_forward(c, o, i, w, b, N, IC, OC);
+    narrow(out, o, (size_t)N * OC);
+    free(i);
+}
+static void h_matmul_backward(nn_ctx *c, nn_act *dinp, float *dw, float *db, const nn_act *dout,
+                              const nn_act *inp, const float *w, int N, int IC, int OC, int acc) {
+    float *di = dinp ? widen(acc ? dinp : NULL, (size_t)N * IC) : NULL;
+    float *d = widen(dout, (size_t)N * OC), *i = widen(inp, (size_t)N * IC);
+    CPU->matmul_backward(c, di, dw, db, d, i, w, N, IC, OC, acc);
+    if (di) narrow(dinp, di, (size_t)N * IC);
+    free(d); free(i);
+}
+static void h_ln_fwd(nn_ctx *c, nn_act *out, float *mean, float *rstd, const nn_act *inp, const float *w,
+                     const float *b, int N, int C) {
+    float *o = widen(NULL, (size_t)N * C), *i = widen(inp, (size_t)N * C);
+    CPU->layernorm_forward(c, o, mean, rstd, i, w, b, N, C);
+    narrow(out, o, (size_t)N * C);
+    free(i);
+}
+static void h_ln_bwd(nn_ctx *c, nn_act *dinp, float *dw, float *db, const nn_act *dout, const nn_act *inp,
+                     const float *w, const float *mean, const float *rstd, int N, int C) {
+    size_t n = (size_t)N * C;
+    float *di = widen(dinp, n), *d = widen(dout, n), *i = widen(inp, n);
+    CPU->layernorm_backward(c, di, dw, db, d, i, w, mean, rstd, N, C);
+    narrow(dinp, di, n);
+    free(d); free(i);
+}
+static void h_gelu_fwd(nn_ctx *c, nn_act *out, const nn_act *inp, size_t n) {
+    float *o = widen(NULL, n), *i = widen(inp, n);
+    CPU->gelu_forward(c, o, i, n);
+    narrow(out, o, n);
+    free(i);
+}
+static void h_gelu_bwd(nn_ctx *c, nn_act *dinp, const nn_act *inp, const nn_act *dout, size_t n) {
+    float *di = widen(NULL, n), *i = widen(inp, n), *d = widen(dout, n);
+    CPU->gelu_backward(c, di, i, d, n);
+    narrow(dinp, di, n);
+    free(i); free(d);
+}
+static void h_residual(nn_ctx *c, nn_act *out, const nn_act *a, const nn_act *b, size_t n) {
+    float *o = widen(NULL, n), *x = widen(a, n), *y = widen(b, n);
+    CPU->residual_forward(c, o, x, y, n);
+    narrow(out, o, n);
+    free(x); free(y);
+}
+static void h_emb_fwd(nn_ctx *c, nn_act *out, const uint16_t *tok, float *const *wte, const float *wpe, int B,
+                      int T, int Ch, int C) {
+    float *o = widen(NULL, (size_t)B * T * C);
+    CPU->embedding_forward(c, o, tok, wte, wpe, B, T, Ch, C);
+    narrow(out, o, (size_t)B * T * C);
+}
+static void h_emb_bwd(nn_ctx *c, float *const *dwte, float *dwpe, const nn_act *dout, const uint16_t *tok, int B,
+                      int T, int Ch, int C) {
+    float *d = widen(dout, (size_t)B * T * C);
+    CPU->embedding_backward(c, dwte, dwpe, d, tok, B, T, Ch, C);
+    free(d);
+}
+static void h_rope_fwd(nn_ctx *c, nn_act *x, const float *cs, const float *sn, int B, int T, int NH, int HS,
+                       int pos0) {
+    size_t n = (size_t)B * T * NH * HS;
+    float *f = widen(x, n);
+    CPU->rope_forward(c, f, cs, sn, B, T, NH, HS, pos0);
+    narrow(x, f, n);
+}
+static void h_rope_bwd(nn_ctx *c, nn_act *dx, const float *cs, const float *sn, int B, int T, int NH, int HS) {
+    size_t n = (size_t)B * T * NH * HS;
+    float *f = widen(dx, n);
+    CPU->rope_backward(c, f, cs, sn, B, T, NH, HS);
+    narrow(dx, f, n);
+}
+static int h_attn_fwd(nn_ctx *c, nn_act *out, float *stats, const nn_act *q, const nn_act *k, const nn_act *v,
+                      const lssar_attn_desc *d, int B, int Tq, int Tk, int kvs, int NH, int HS) {
+    size_t nq = (size_t)B * Tq * NH * HS, nk = (size_t)B * kvs * NH * HS;
+    float *o = widen(NULL, nq), *fq = widen(q, nq), *fk = widen(k, nk), *fv = widen(v, nk);
+    int rc = CPU->attention_forward(c, o, stats, fq, fk, fv, d, B, Tq, Tk, kvs, NH, HS);
+    narrow(out, o, nq);
+    free(fq); free(fk); free(fv);
+    return rc;
+}
+static int h_attn_bwd(nn_ctx *c, nn_act *dq, nn_act *dk, nn_act *dv, float *dscale, const nn_act *dout,
+                      const nn_act *q, const nn_act *k, const nn_act *v, const nn_act *out, const float *stats,
+                      const lssar_attn_desc *d, int B, int T, int NH, int HS) {
+    size_t n = (size_t)B * T * NH * HS;
+    float *g[3] = {widen(NULL, n), widen(NULL, n), widen(NULL, n)};
+    float *fd = widen(dout, n), *fq = widen(q, n), *fk = widen(k, n), *fv = widen(v, n), *fo = widen(out, n);
+    int rc = CPU->attention_backward(c, g[0], g[1], g[2], dscale, fd, fq, fk, fv, fo, stats, d, B, T, NH, HS);
+    narrow(dq, g[0], n); narrow(dk, g[1], n); narrow(dv, g[2], n);
+    free(fd); free(fq); free(fk); free(fv); free(fo);
+    return rc;
+}
+static void h_xent_fwd(nn_ctx *c, nn_act *logits, float *losses, uint16_t *argmax, const uint16_t *targets,
+                       int tstride, int ostride, int R, int V, double *acc) {
+    float *f = widen(logits, (size_t)R * V);
+    CPU->xent_forward(c, f, losses, argmax, targets, tstride, ostride, R, V, acc);
+    narrow(logits, f, (size_t)R * V);
+}
+static void h_xent_bwd(nn_ctx *c, nn_act *probs, const uint16_t *targets, int tstride, int R, int V, float gs,
+                       const double *acc) {
+    float *f = widen(probs, (size_t)R * V);
+    CPU->xent_backward(c, f, targets, tstride, R, V, gs, acc);
+    narrow(probs, f, (size_t)R * V);
+}
+static nn_backend bf16_acts;
+static const nn_backend *bf16_acts_backend(void) {
+    bf16_acts = nn_backend_cpu;
+    bf16_acts.name = "cpu-bf16-activations";
+    bf16_acts.act_dtype = h_act_dtype;
+    bf16_acts.upload_act = h_upload_act;
+    bf16_acts.download_act = h_download_act;
+    bf16_acts.matmul_forward = h_matmul_forward;
+    bf16_acts.matmul_backward = h_matmul_backward;
+    bf16_acts.layernorm_forward = h_ln_fwd;
+    bf16_acts.layernorm_backward = h_ln_bwd;
+    bf16_acts.gelu_forward = h_gelu_fwd;
+    bf16_acts.gelu_backward = h_gelu_bwd;
+    bf16_acts.residual_forward = h_residual;
+    bf16_acts.embedding_forward = h_emb_fwd;
+    bf16_acts.embedding_backward = h_emb_bwd;
+    bf16_acts.rope_forward = h_rope_fwd;
+    bf16_acts.rope_backward = h_rope_bwd;
+    bf16_acts.attention_forward = h_attn_fwd;
+    bf16_acts.attention_backward = h_attn_bwd;
+    bf16_acts.xent_forward = h_xent_fwd;
+    bf16_acts.xent_backward = h_xent_bwd;
+    return &bf16_acts;
+}
+// Run m on backend be from here on (before any reserve: the layout follows the activation type).
+static void use_backend(gpt *m, const nn_backend *be) {
+    m->be = be;
+    m->act_dt = be->act_dtype(m->ctx);
+}
+
 /* Activation recomputation (gpt_set_recompute): a few AdamW steps with and without it give every
    gradient and parameter bit for bit the same, through gpt_backward and through two calls of
    gpt_backward_hidden (the second recomputes the last block too), with the option switched on
    after the first step as a resumed run may. Negative controls: the shared layout without the
    recomputation, and a perturbed saved block input, change the gradients. */
 enum { RC_PLAIN, RC_ON, RC_ON_AFTER_1, RC_NO_RERUN, RC_PERTURB };
+static const nn_backend *rc_backend;   // NULL: the CPU backend; else the backend the runs use
 static float *recompute_run(gpt_config cfg, int how, int hidden, int B, int T) {
     int Ch = cfg.channels, C = cfg.dim, steps = 3;
     size_t ntok = (size_t)B * T * Ch, nh = (size_t)B * T * C;
@@ -520,7 +686,9 @@ static float *recompute_run(gpt_config cfg, int how, int hidden, int B, int T) {
     lssar_rng_seed(&r, 5);
     for (size_t i = 0; i < nh; i++) dh[i] = (float)lssar_rng_uniform(&r) - 0.5f;
     gpt *m = NULL;
-    int ok = gpt_create(&cfg, 11, &m) == 0 && gpt_reserve(m, B, T, 1) == 0;
+    int ok = gpt_create(&cfg, 11, &m) == 0;
+    if (ok && rc_backend) use_backend(m, rc_backend);
+    ok = ok && gpt_reserve(m, B, T, 1) == 0;
     if (ok && how != RC_PLAIN && how != RC_ON_AFTER_1) ok = gpt_set_recompute(m, 1) == 0;   // re-lays out the reserve
     for (int s = 1; s <= steps && ok; s++) {
         if (s == 2 && how == RC_ON_AFTER_1) ok = gpt_set_recompute(m, 1) == 0;
@@ -531,9 +699,10 @@ static float *recompute_run(gpt_config cfg, int how, int hidden, int B, int T) {
         if (ok && how == RC_NO_RERUN) m->acts.recompute = 0;   // keep the shared set, skip the rerun
         if (ok && how == RC_PERTURB && s == steps) {   // one float of block 0's output, block 1's input
             float v;
-            m->be->download(m->ctx, &v, m->acts.h[0].res2 + 5, sizeof v);
+            nn_act *at = gpt_act_at(m, m->acts.h[0].res2, 5);
+            m->be->download_act(m->ctx, &v, at, 1);
             v += 0.01f * (1.0f + fabsf(v));   // (one ulp may round away in LayerNorm)
-            m->be->upload(m->ctx, m->acts.h[0].res2 + 5, &v, sizeof v);
+            m->be->upload_act(m->ctx, at, &v, 1);
         }
         if (hidden) ok = ok && gpt_backward_hidden(m, dh, 0.5f) == 0 && gpt_backward_hidden(m, dh, 0.25f) == 0;
         else ok = ok && gpt_backward(m, 1.0f) == 0;
@@ -558,6 +727,8 @@ static float *recompute_run(gpt_config cfg, int how, int hidden, int B, int T) {
 static void test_recompute(void) {
     const lssar_attn_kind kinds[] = {LSSAR_ATTN_SOFTMAX, LSSAR_ATTN_LSSAR};
     const lssar_pos poss[] = {LSSAR_POS_LEARNED, LSSAR_POS_ROPE};
+    const nn_backend *backends[2] = {NULL, bf16_acts_backend()};   // float32 and bf16 activations
+    for (int bi = 0; bi < 2; bi++)
     for (int ki = 0; ki < 2; ki++)
         for (int pi = 0; pi < 2; pi++)
             for (int hidden = 0; hidden < 2; hidden++) {
@@ -568,12 +739,14 @@ static void test_recompute(void) {
                 CHECK_OK(gpt_create_empty(&cfg, &m));
                 size_t n = 2 * gpt_num_params(m);
                 gpt_free(m);
+                rc_backend = backends[bi];
                 float *ref = recompute_run(cfg, RC_PLAIN, hidden, B, T);
                 float *on = recompute_run(cfg, RC_ON, hidden, B, T);
                 float *late = recompute_run(cfg, RC_ON_AFTER_1, hidden, B, T);
                 float *norerun = recompute_run(cfg, RC_NO_RERUN, hidden, B, T);
                 float *pert = recompute_run(cfg, RC_PERTURB, hidden, B, T);
-                const char *what = hidden ? "gpt_backward_hidden x 2" : "gpt_backward";
+                const char *what = hidden ? bi ? "gpt_backward_hidden x 2, bf16 activations" : "gpt_backward_hidden x 2"
+                                   : bi ? "gpt_backward, bf16 activations" : "gpt_backward";
                 if (ref && on && late && norerun && pert) {
                     CHECK(!memcmp(ref, on, n * sizeof(float)), "%s %s %s: recompute changes the bits",
                           lssar_attn_name(cfg.attn), lssar_pos_name(cfg.pos), what);
@@ -587,6 +760,7 @@ static void test_recompute(void) {
                 }
                 free(ref); free(on); free(late); free(norerun); free(pert);
             }
+    rc_backend = NULL;
 }
 
 /* gpt_activation_bytes: recompute keeps one full block set instead of L, so the saving is exactly
@@ -597,21 +771,30 @@ static void test_recompute_bytes(void) {
     cfg.layers = 5; cfg.dim = 24; cfg.heads = 3; cfg.max_seq = 64;
     const int B = 3, T = 37;   // row counts that are not multiples of 16: the rounding counts
     gpt *m = NULL;
+    for (int bf = 0; bf < 2; bf++) {   // float32 activations, then bf16 ones
+        CHECK_OK(gpt_create_empty(&cfg, &m));
+        if (!m) return;
+        if (bf) use_backend(m, bf16_acts_backend());
+        size_t e = bf ? 2 : 4;
+#define LINE(bytes) (((bytes) + 63) & ~(size_t)63)   // every tensor starts on a 64-byte line
+        size_t N = (size_t)B * T, NC = N * cfg.dim;
+        lssar_attn_desc d = gpt_attn_desc(m, 0);
+        size_t ns = m->be->attention_stats_floats(&d, 1, (int)N, cfg.heads, cfg.dim / cfg.heads);
+        // a block set without res2, in bytes: the activations ln1 q k v att res1 ln2 (N, C), fch
+        // fch_gelu (N, 4C); the floats: four LayerNorm statistics (N), the attention statistics
+        size_t set = 7 * LINE(NC * e) + 2 * LINE(4 * NC * e) + 4 * LINE(N * 4) + LINE(ns * 4);
+#undef LINE
+        size_t plain = gpt_activation_bytes(m, B, T, 1);
+        CHECK_OK(gpt_set_recompute(m, 1));
+        size_t re = gpt_activation_bytes(m, B, T, 1);
+        CHECK(plain - re == (cfg.layers - 1) * set, "%s activations: saving %zu bytes, expected (L - 1) x %zu",
+              bf ? "bf16" : "float32", plain - re, set);
+        gpt_free(m);
+    }
     CHECK_OK(gpt_create_empty(&cfg, &m));
     if (!m) return;
-#define R16(n) (((n) + 15) & ~(size_t)15)   // every tensor starts on a 64-byte line
-    size_t N = (size_t)B * T, NC = N * cfg.dim;
-    lssar_attn_desc d = gpt_attn_desc(m, 0);
-    size_t ns = m->be->attention_stats_floats(&d, 1, (int)N, cfg.heads, cfg.dim / cfg.heads);
-    // a block set without res2, in floats: ln1 q k v att res1 ln2 (N, C), fch fch_gelu (N, 4C),
-    // four LayerNorm statistics (N), the attention statistics
-    size_t set = 7 * R16(NC) + 2 * R16(4 * NC) + 4 * R16(N) + R16(ns);
-#undef R16
-    size_t plain = gpt_activation_bytes(m, B, T, 1), ev = gpt_activation_bytes(m, B, T, 0);
+    size_t ev = gpt_activation_bytes(m, B, T, 0);
     CHECK_OK(gpt_set_recompute(m, 1));
-    size_t re = gpt_activation_bytes(m, B, T, 1);
-    CHECK(plain - re == (cfg.layers - 1) * set * sizeof(float), "saving %zu bytes, expected (L - 1) x %zu floats",
-          plain - re, set);
     CHECK(gpt_activation_bytes(m, B, T, 0) == ev, "recompute leaves evaluation memory alone");
     CHECK(gpt_activation_bytes(m, 0, T, 1) == 0 && gpt_activation_bytes(NULL, B, T, 1) == 0, "bad arguments give 0");
     CHECK(gpt_set_recompute(m, 2) != 0 && strstr(lssar_errmsg(), "0 or 1"), "on = 2 is refused: %s", lssar_errmsg());
@@ -1170,6 +1353,73 @@ static float overfit_lr(int s) {
     return (float)(lo + 0.5 * (peak - lo) * (1 + cos(M_PI * f)));
 }
 
+/* The model on bf16 activations (bf16_acts_backend; test_recompute and test_recompute_bytes run on
+   it too): training runs and lowers the loss; the hidden states come back as bf16 values; two
+   equal sequences decoded side by side through the KV cache give the same bits at every step
+   (sequence b's rows of the cache start b * cap * C activations in: an offset or a copy counted
+   in floats would hand the second sequence other rows), and two different ones do not. */
+static void test_bf16_activations(void) {
+    gpt_config cfg = tiny(LSSAR_ATTN_LSSAR, LSSAR_POS_ROPE, 0, 2);
+    enum { B = 2, T = 8 };
+    const int Ch = cfg.channels, C = cfg.dim, V = cfg.vocab;
+    gpt *m = NULL;
+    CHECK_OK(gpt_create(&cfg, 9, &m));
+    if (!m) return;
+    use_backend(m, bf16_acts_backend());
+    CHECK_OK(gpt_reserve(m, B, T, 1));
+    uint16_t in[B * T * 2], tg[B * T * 2];
+    random_tokens(in, B * T * Ch, V, 61);
+    random_tokens(tg, B * T * Ch, V, 62);
+    float first = NAN, loss = NAN;
+    int ok = 1;
+    for (int s = 1; s <= 30 && ok; s++) {
+        ok = gpt_zero_grad(m) == 0 && gpt_forward(m, in, tg, B, T, &loss) == 0 && gpt_backward(m, 1.0f) == 0 &&
+             gpt_adamw_step(m, s, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.0f) == 0;
+        if (s == 1) first = loss;
+    }
+    printf("  bf16 activations: 30 steps on one batch, loss %.4f -> %.4f\n", first, loss);
+    CHECK(ok && loss < first, "bf16 activations: training does not lower the loss (%g -> %g) %s", first, loss,
+          ok ? "" : lssar_errmsg());
+    float *h = malloc(sizeof(float) * B * T * C);
+    CHECK_OK(gpt_forward_hidden(m, in, B, T));
+    CHECK_OK(gpt_get_hidden(m, h));
+    size_t bad = 0;
+    for (int i = 0; i < B * T * C; i++) {
+        uint32_t u;
+        memcpy(&u, &h[i], sizeof u);
+        bad += (u & 0xFFFF) != 0 || !isfinite(h[i]);
+    }
+    CHECK(bad == 0, "bf16 activations: %zu of %d hidden values are not finite bf16 values", bad, B * T * C);
+    free(h);
+    gpt_kvcache *kv = NULL;
+    CHECK_OK(gpt_kvcache_create(m, 2, T, &kv));
+    if (kv) {
+        float lg[2 * 2 * 64];   // (2 sequences, Ch, V)
+        for (int same = 1; same >= 0; same--) {
+            gpt_kvcache_clear(kv);
+            int differ = 0, steps_equal = 0;
+            for (int t = 0; t < T; t++) {
+                uint16_t tok[2 * 2];   // (2, Ch): position t of sequence 0 in both, or of 0 and 1
+                for (int ch = 0; ch < Ch; ch++) {
+                    tok[ch] = in[t * Ch + ch];
+                    tok[Ch + ch] = in[((same ? 0 : T) + t) * Ch + ch];
+                }
+                CHECK_OK(gpt_decode(m, kv, tok, 1, lg));
+                int eq = !memcmp(lg, lg + Ch * V, sizeof(float) * Ch * V);
+                steps_equal += eq;
+                differ |= !eq;
+            }
+            if (same)
+                CHECK(steps_equal == T, "bf16 activations: two equal sequences decode to the same logits at %d of %d "
+                      "positions", steps_equal, T);
+            else
+                CHECK(differ, "bf16 activations: two different sequences decode to the same logits at every position");
+        }
+        gpt_kvcache_free(kv);
+    }
+    gpt_free(m);
+}
+
 static void test_overfit(void) {
     for (int k = 0; k <= LSSAR_ATTN_RELU; k++) {
         lssar_attn_kind kind = (lssar_attn_kind)k;
@@ -1268,6 +1518,7 @@ int main(void) {
     RUN(test_dp_bucketed_sum);
     RUN(test_recompute);
     RUN(test_recompute_bytes);
+    RUN(test_bf16_activations);
     RUN(test_gradients);
     RUN(test_overfit);
     return test_summary("test_model");

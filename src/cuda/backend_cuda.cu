@@ -414,10 +414,22 @@ static void cuda_copy(nn_ctx *c, void *dst, const void *src, size_t bytes) {
     if (!c->err && bytes) CU(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
 }
 
-static void cuda_zero(nn_ctx *c, float *x, size_t n) {
+static void cuda_zero(nn_ctx *c, void *x, size_t bytes) {
     wrote(c, x);
-    if (!c->err && n) CU(c, cudaMemsetAsync(x, 0, n * sizeof(float), c->stream));
+    if (!c->err && bytes) CU(c, cudaMemsetAsync(x, 0, bytes, c->stream));
 }
+
+// Activations (nn_act) are float32 in every context of this backend, NN_BF16 included (the
+// operands are rounded to bf16 inside the products): their transfers are copies.
+static lssar_dtype cuda_act_dtype(nn_ctx *c) { (void)c; return LSSAR_F32; }
+static void cuda_upload_act(nn_ctx *c, nn_act *dst, const float *src, size_t n) {
+    cuda_upload(c, dst, src, n * sizeof(float));
+}
+static void cuda_download_act(nn_ctx *c, float *dst, const nn_act *src, size_t n) {
+    cuda_download(c, dst, src, n * sizeof(float));
+}
+static float *act32(nn_act *p) { return static_cast<float *>(p); }
+static const float *act32(const nn_act *p) { return static_cast<const float *>(p); }
 
 /* ---- matmul through cuBLASLt. Row-major X (r, c) is column-major X^T (c, r) with ld c, so every
    product below is written for column-major matrices as cuBLASLt sees them.
@@ -426,10 +438,11 @@ static void cuda_zero(nn_ctx *c, float *x, size_t n) {
    fp32 accumulation (CUBLAS_COMPUTE_32F), fp32 output D and bias, so the tensor cores read half
    the bytes: the weights' bf16 copies (weight_bf16) and the activations cast into scratch just
    before the product (cuda_to_bf16), both rounded to nearest even, the rounding flash_bf16 and the
-   fake GPU apply. Activations are still stored fp32 between layers: every seam buffer is float
-   (backend.h), and layernorm, GELU, the residual stream and attention read and write fp32. Storing
-   them bf16 (half the activation memory and traffic) needs a bf16 activation type in the seam,
-   the elementwise kernels reading and writing it, and the GEMMs writing bf16 D: the next step. */
+   fake GPU apply. Activations are still stored fp32 between layers (cuda_act_dtype), and
+   layernorm, GELU, the residual stream and attention read and write fp32. The seam carries the
+   activation type (nn_act, act_dtype); storing them bf16 (half the activation memory and traffic)
+   needs the elementwise kernels reading and writing bf16 and the GEMMs writing bf16 D: the next
+   step. */
 
 // the largest power of two (<= 256) dividing the address: cuBLASLt assumes 256 unless told
 static uint32_t align_of(const void *p) {
@@ -604,9 +617,11 @@ static int cast_rows(int N, size_t row_bytes) { return km_cast_rows(N, row_bytes
 // out (N, OC) = inp (N, IC) @ W^T + bias. W stored (OC, IC) row-major is (IC, OC) column-major,
 // so D = out^T (OC, N) = op_T(W) (OC, IC) x inp^T (IC, N), and the bias (OC) runs down D's
 // columns: along each output row.
-static void cuda_matmul_forward(nn_ctx *c, float *out, const float *inp, const float *weight,
+static void cuda_matmul_forward(nn_ctx *c, nn_act *out_, const nn_act *inp_, const float *weight,
                                 const float *bias, int N, int IC, int OC) {
     if (c->err || N <= 0 || OC <= 0) return;
+    float *out = act32(out_);
+    const float *inp = act32(inp_);
     wrote(c, out);
     if (c->precision != NN_BF16 || IC <= 0) {
         note(c, gemm(c, out, op32(weight, IC), op32(inp, IC), bias, 1, 0, OC, N, IC, OC, 0.0f));
@@ -657,10 +672,12 @@ static int matmul_backward_bf16(nn_ctx *c, float *dinp, float *dweight, const fl
 // dweight (OC, IC) += dout^T @ inp:      D (IC, OC) = inp^T (IC, N) x op_T(dout^T) (N, OC), beta 1
 // dbias (OC) += column sums of dout: kernels_reduce.cu's fixed two-pass sum (the BGRADB epilogue
 // writes rather than accumulates, and its order is the library's)
-static void cuda_matmul_backward(nn_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                                 const float *inp, const float *weight, int N, int IC, int OC,
+static void cuda_matmul_backward(nn_ctx *c, nn_act *dinp_, float *dweight, float *dbias, const nn_act *dout_,
+                                 const nn_act *inp_, const float *weight, int N, int IC, int OC,
                                  int accumulate) {
     if (c->err || N <= 0 || OC <= 0 || IC <= 0) return;
+    float *dinp = act32(dinp_);
+    const float *dout = act32(dout_), *inp = act32(inp_);
     wrote(c, dinp);
     wrote(c, dweight);
     wrote(c, dbias);
@@ -682,38 +699,40 @@ static void cuda_matmul_backward(nn_ctx *c, float *dinp, float *dweight, float *
 }
 
 /* ---- layers */
-static void cuda_layernorm_forward_(nn_ctx *c, float *out, float *mean, float *rstd, const float *inp,
+static void cuda_layernorm_forward_(nn_ctx *c, nn_act *out, float *mean, float *rstd, const nn_act *inp,
                                     const float *weight, const float *bias, int N, int C) {
     wrote(c, out); wrote(c, mean); wrote(c, rstd);
-    if (!c->err) note(c, cuda_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, c->stream));
+    if (!c->err)
+        note(c, cuda_layernorm_forward(act32(out), mean, rstd, act32(inp), weight, bias, N, C, c->stream));
 }
-static void cuda_layernorm_backward_(nn_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                                     const float *inp, const float *weight, const float *mean,
+static void cuda_layernorm_backward_(nn_ctx *c, nn_act *dinp, float *dweight, float *dbias, const nn_act *dout,
+                                     const nn_act *inp, const float *weight, const float *mean,
                                      const float *rstd, int N, int C) {
     wrote(c, dinp); wrote(c, dweight); wrote(c, dbias);
     if (c->err) return;
     void *s = scratch(c, cuda_layernorm_backward_scratch(N, C));
     if (!s) return;
-    note(c, cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, s, c->stream));
+    note(c, cuda_layernorm_backward(act32(dinp), dweight, dbias, act32(dout), act32(inp), weight, mean, rstd, N,
+                                    C, s, c->stream));
 }
-static void cuda_gelu_forward_(nn_ctx *c, float *out, const float *inp, size_t n) {
+static void cuda_gelu_forward_(nn_ctx *c, nn_act *out, const nn_act *inp, size_t n) {
     wrote(c, out);
-    if (!c->err) note(c, cuda_gelu_forward(out, inp, n, c->stream));
+    if (!c->err) note(c, cuda_gelu_forward(act32(out), act32(inp), n, c->stream));
 }
-static void cuda_gelu_backward_(nn_ctx *c, float *dinp, const float *inp, const float *dout, size_t n) {
+static void cuda_gelu_backward_(nn_ctx *c, nn_act *dinp, const nn_act *inp, const nn_act *dout, size_t n) {
     wrote(c, dinp);
-    if (!c->err) note(c, cuda_gelu_backward(dinp, inp, dout, n, c->stream));
+    if (!c->err) note(c, cuda_gelu_backward(act32(dinp), act32(inp), act32(dout), n, c->stream));
 }
-static void cuda_residual_forward_(nn_ctx *c, float *out, const float *a, const float *b, size_t n) {
+static void cuda_residual_forward_(nn_ctx *c, nn_act *out, const nn_act *a, const nn_act *b, size_t n) {
     wrote(c, out);
-    if (!c->err) note(c, cuda_residual_forward(out, a, b, n, c->stream));
+    if (!c->err) note(c, cuda_residual_forward(act32(out), act32(a), act32(b), n, c->stream));
 }
-static void cuda_embedding_forward_(nn_ctx *c, float *out, const uint16_t *tokens, float *const *wte,
+static void cuda_embedding_forward_(nn_ctx *c, nn_act *out, const uint16_t *tokens, float *const *wte,
                                     const float *wpe, int B, int T, int Ch, int C) {
     wrote(c, out);
-    if (!c->err) note(c, cuda_embedding_forward(out, tokens, wte, wpe, B, T, Ch, C, c->stream));
+    if (!c->err) note(c, cuda_embedding_forward(act32(out), tokens, wte, wpe, B, T, Ch, C, c->stream));
 }
-static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe, const float *dout,
+static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe, const nn_act *dout,
                                      const uint16_t *tokens, int B, int T, int Ch, int C) {
     for (int ch = 0; ch < Ch; ch++) wrote(c, dwte[ch]);
     wrote(c, dwpe);
@@ -723,25 +742,25 @@ static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe,
     if (rc) { note(c, rc); return; }
     void *s = scratch(c, bytes);
     if (!s) return;
-    note(c, cuda_embedding_backward(dwte, dwpe, dout, tokens, B, T, Ch, C, s, c->scratch_bytes, c->stream));
+    note(c, cuda_embedding_backward(dwte, dwpe, act32(dout), tokens, B, T, Ch, C, s, c->scratch_bytes, c->stream));
 }
-static void cuda_rope_forward_(nn_ctx *c, float *x, const float *cos_t, const float *sin_t, int B, int T,
+static void cuda_rope_forward_(nn_ctx *c, nn_act *x, const float *cos_t, const float *sin_t, int B, int T,
                                int NH, int HS, int pos0) {
     wrote(c, x);
-    if (!c->err) note(c, cuda_rope(x, cos_t, sin_t, B, T, NH, HS, pos0, 0, c->stream));
+    if (!c->err) note(c, cuda_rope(act32(x), cos_t, sin_t, B, T, NH, HS, pos0, 0, c->stream));
 }
-static void cuda_rope_backward_(nn_ctx *c, float *dx, const float *cos_t, const float *sin_t, int B, int T,
+static void cuda_rope_backward_(nn_ctx *c, nn_act *dx, const float *cos_t, const float *sin_t, int B, int T,
                                 int NH, int HS) {
     wrote(c, dx);
-    if (!c->err) note(c, cuda_rope(dx, cos_t, sin_t, B, T, NH, HS, 0, 1, c->stream));
+    if (!c->err) note(c, cuda_rope(act32(dx), cos_t, sin_t, B, T, NH, HS, 0, 1, c->stream));
 }
 
 /* ---- attention: flash_attn.h (the statistics the forward saves are the backward's input) */
 static size_t cuda_attention_stats_floats(const lssar_attn_desc *d, int B, int T, int NH, int HS) {
     return cuda_attn_stats_floats(d, B, T, NH, HS);
 }
-static int cuda_attention_forward(nn_ctx *c, float *out, float *stats, const float *q, const float *k,
-                                  const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
+static int cuda_attention_forward(nn_ctx *c, nn_act *out, float *stats, const nn_act *q, const nn_act *k,
+                                  const nn_act *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
                                   int kv_stride, int NH, int HS) {
     wrote(c, out); wrote(c, stats);
     if (c->err) return c->err;
@@ -751,41 +770,41 @@ static int cuda_attention_forward(nn_ctx *c, float *out, float *stats, const flo
         size_t db = cuda_attn_decode_scratch_bytes(d, 0, B, Tq, Tk, NH, HS);
         void *s = db ? scratch(c, db) : NULL;
         if (db && !s) return c->err;
-        return cuda_attn_decode_forward(d, c->precision == NN_BF16, 0, B, Tq, Tk, kv_stride, NH, HS, q, k, v,
-                                        out, s, c->stream);
+        return cuda_attn_decode_forward(d, c->precision == NN_BF16, 0, B, Tq, Tk, kv_stride, NH, HS, act32(q),
+                                        act32(k), act32(v), act32(out), s, c->stream);
     }
     size_t bytes = cuda_attn_scratch_bytes(d, B, Tq, Tk, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
     if (bytes && !s) return c->err;
-    return cuda_attn_forward(d, c->precision == NN_BF16, B, Tq, Tk, kv_stride, NH, HS, q, k, v, out, stats, s,
-                             c->stream);
+    return cuda_attn_forward(d, c->precision == NN_BF16, B, Tq, Tk, kv_stride, NH, HS, act32(q), act32(k),
+                             act32(v), act32(out), stats, s, c->stream);
 }
-static int cuda_attention_backward(nn_ctx *c, float *dq, float *dk, float *dv, float *dscale,
-                                   const float *dout, const float *q, const float *k, const float *v,
-                                   const float *out, const float *stats, const lssar_attn_desc *d, int B,
+static int cuda_attention_backward(nn_ctx *c, nn_act *dq, nn_act *dk, nn_act *dv, float *dscale,
+                                   const nn_act *dout, const nn_act *q, const nn_act *k, const nn_act *v,
+                                   const nn_act *out, const float *stats, const lssar_attn_desc *d, int B,
                                    int T, int NH, int HS) {
     wrote(c, dq); wrote(c, dk); wrote(c, dv); wrote(c, dscale);
     if (c->err) return c->err;
     size_t bytes = cuda_attn_scratch_bytes(d, B, T, T, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
     if (bytes && !s) return c->err;
-    return cuda_attn_backward(d, c->precision == NN_BF16, B, T, NH, HS, q, k, v, out, stats, dout, dq, dk, dv,
-                              dscale, s, c->stream);
+    return cuda_attn_backward(d, c->precision == NN_BF16, B, T, NH, HS, act32(q), act32(k), act32(v), act32(out),
+                              stats, act32(dout), act32(dq), act32(dk), act32(dv), dscale, s, c->stream);
 }
 
 /* ---- cross-entropy, optimiser */
-static void cuda_xent_forward_(nn_ctx *c, float *logits, float *losses, uint16_t *argmax,
+static void cuda_xent_forward_(nn_ctx *c, nn_act *logits, float *losses, uint16_t *argmax,
                                const uint16_t *targets, int tstride, int ostride, int R, int V, double *acc) {
     wrote(c, logits); wrote(c, losses); wrote(c, argmax); wrote(c, acc);
     if (c->err) return;
     void *s = scratch(c, cuda_xent_forward_scratch(R));
     if (!s) return;
-    note(c, cuda_xent_forward(logits, losses, argmax, targets, tstride, ostride, R, V, acc, s, c->stream));
+    note(c, cuda_xent_forward(act32(logits), losses, argmax, targets, tstride, ostride, R, V, acc, s, c->stream));
 }
-static void cuda_xent_backward_(nn_ctx *c, float *probs, const uint16_t *targets, int tstride, int R, int V,
+static void cuda_xent_backward_(nn_ctx *c, nn_act *probs, const uint16_t *targets, int tstride, int R, int V,
                                 float grad_scale, const double *acc) {
     wrote(c, probs);
-    if (!c->err) note(c, cuda_xent_backward(probs, targets, tstride, R, V, grad_scale, acc, c->stream));
+    if (!c->err) note(c, cuda_xent_backward(act32(probs), targets, tstride, R, V, grad_scale, acc, c->stream));
 }
 static void cuda_adamw_(nn_ctx *c, float *params, const float *grads, float *m, float *v, size_t n, int t,
                         float lr, float beta1, float beta2, float eps, float wd) {
@@ -867,6 +886,9 @@ extern "C" const nn_backend nn_backend_cuda = {
     cuda_download,                 // download
     cuda_copy,                     // copy
     cuda_zero,                     // zero
+    cuda_act_dtype,                // act_dtype
+    cuda_upload_act,               // upload_act
+    cuda_download_act,             // download_act
     cuda_matmul_forward,           // matmul_forward
     cuda_matmul_backward,          // matmul_backward
     cuda_layernorm_forward_,       // layernorm_forward

@@ -236,6 +236,7 @@ int gpt_create_empty(const gpt_config *cfg, gpt **out) {
     // A GPU computes its matmuls and attention with bf16 operands (fp32 accumulation, docs/CUDA.md)
     nn_precision prec = cfg->device == LSSAR_DEVICE_CUDA ? NN_BF16 : NN_FP32;
     if ((rc = be->ctx_create(&m->ctx, prec))) { free(m); return rc; }
+    m->act_dt = be->act_dtype(m->ctx);
     m->t = calloc(num_tensors_for(cfg), sizeof(gpt_tensor));
     m->hp = calloc(cfg->layers, sizeof(gpt_block_params));
     m->hg = calloc(cfg->layers, sizeof(gpt_block_params));
@@ -392,26 +393,29 @@ static size_t stats_floats(const gpt *m, int l0, int l1, size_t N) {
 }
 
 /* Lay the activations out in one block; base == NULL only counts (and leaves a alone). Returns the
-   float count. Block sets: evaluation reuses one for every block; training keeps one per block,
+   byte count; every tensor starts on a 64-byte line. Block sets: evaluation reuses one for every block; training keeps one per block,
    or with recompute one shared set plus each block's output res2 (N, C), the next block's input,
    from which the backward runs the block forward again. */
-static size_t act_layout(const gpt *m, gpt_acts *a, float *base, size_t N, int train, int recompute) {
+static size_t act_layout(const gpt *m, gpt_acts *a, char *base, size_t N, int train, int recompute) {
     const gpt_config *c = &m->cfg;
     size_t C = c->dim, off = 0;
     int L = c->layers;
-#define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += round16(n); } while (0)
+    // TAKE: n activations (the context's type); TAKEF: n floats
+#define TAKE_BYTES(ptr, bytes) do { if (base) (ptr) = (void *)(base + off); off += ((bytes) + 63) & ~(size_t)63; } while (0)
+#define TAKE(ptr, n) TAKE_BYTES(ptr, (n) * nn_dtype_bytes(m->act_dt))
+#define TAKEF(ptr, n) TAKE_BYTES(ptr, (n) * sizeof(float))
     recompute = train && recompute;
     int nsets = train && !recompute ? L : 1;
     for (int l = 0; l < nsets; l++) {
         gpt_block_acts b = {0};
-        TAKE(b.ln1, N * C); TAKE(b.ln1_mean, N); TAKE(b.ln1_rstd, N);
+        TAKE(b.ln1, N * C); TAKEF(b.ln1_mean, N); TAKEF(b.ln1_rstd, N);
         TAKE(b.q, N * C); TAKE(b.k, N * C); TAKE(b.v, N * C); TAKE(b.att, N * C);
         if (train) {   // a shared set serves every layer
             size_t ns = recompute ? stats_floats(m, 0, L, N) : stats_floats(m, l, l + 1, N);
-            if (ns) TAKE(b.att_stats, ns);
+            if (ns) TAKEF(b.att_stats, ns);
         }
         TAKE(b.res1, N * C);
-        TAKE(b.ln2, N * C); TAKE(b.ln2_mean, N); TAKE(b.ln2_rstd, N);
+        TAKE(b.ln2, N * C); TAKEF(b.ln2_mean, N); TAKEF(b.ln2_rstd, N);
         TAKE(b.fch, N * 4 * C); TAKE(b.fch_gelu, N * 4 * C);
         if (!recompute) TAKE(b.res2, N * C);
         if (base) a->h[l] = b;
@@ -420,7 +424,7 @@ static size_t act_layout(const gpt *m, gpt_acts *a, float *base, size_t N, int t
         if (base) a->h[l] = a->h[0];
     for (int l = 0; l < L && recompute; l++) TAKE(a->h[l].res2, N * C);
     TAKE(a->encoded, N * C);
-    TAKE(a->lnf, N * C); TAKE(a->lnf_mean, N); TAKE(a->lnf_rstd, N);
+    TAKE(a->lnf, N * C); TAKEF(a->lnf_mean, N); TAKEF(a->lnf_rstd, N);
     TAKE(a->scratch, N * C);
     // logits: chunks of the backend's eval_rows, in training as in evaluation (the backward makes
     // each chunk's logits again, gpt_backward), so memory stays linear in T with a 50k vocabulary
@@ -432,13 +436,13 @@ static size_t act_layout(const gpt *m, gpt_acts *a, float *base, size_t N, int t
         TAKE(a->dq, N * C); TAKE(a->dk, N * C); TAKE(a->dv, N * C);
         TAKE(a->dfch, N * 4 * C);
     }
-    TAKE(a->losses, N * c->channels);
+    TAKEF(a->losses, N * c->channels);
     // the tokens and the loss accumulator share the block: five uint16 arrays of nt16 entries
     // (whole 64-byte lines each: two sets of inputs and targets, argmax), then two doubles
     size_t nt16 = (N * c->channels + 31) & ~(size_t)31;
-    float *tok = NULL, *acc = NULL;
-    TAKE(tok, 5 * nt16 / 2);
-    TAKE(acc, 4);
+    void *tok = NULL, *acc = NULL;
+    TAKE_BYTES(tok, 5 * nt16 * sizeof(uint16_t));
+    TAKE_BYTES(acc, 2 * sizeof(double));
     if (base) {
         for (int k = 0; k < 2; k++) {
             a->tok_in[k] = (uint16_t *)tok + 2 * k * nt16;
@@ -451,7 +455,9 @@ static size_t act_layout(const gpt *m, gpt_acts *a, float *base, size_t N, int t
         a->nt16 = nt16;
         a->loss_acc = (double *)acc;
     }
+#undef TAKEF
 #undef TAKE
+#undef TAKE_BYTES
     return off;
 }
 
@@ -461,11 +467,11 @@ int gpt_acts_alloc(gpt *m, int N, int T, int train, gpt_acts *a) {
     if (!a->h) return lssar_fail(LSSAR_E_NOMEM, "gpt: out of memory");
     int recompute = train && m->recompute;
     size_t n = act_layout(m, a, NULL, N, train, recompute);
-    a->mem = alloc_floats(m, n);
+    a->mem = m->be->alloc(m->ctx, n);
     if (!a->mem) {
         free(a->h); a->h = NULL;
         return lssar_fail(LSSAR_E_NOMEM, "gpt: cannot allocate %zu MiB of activations for %d rows; use a "
-                          "smaller batch or T", n * 4 >> 20, N);
+                          "smaller batch or T", n >> 20, N);
     }
     act_layout(m, a, a->mem, N, train, recompute);
     a->N = N; a->T = T; a->train = train;
@@ -537,7 +543,7 @@ int gpt_set_recompute(gpt *m, int on) {
 
 size_t gpt_activation_bytes(const gpt *m, int B, int T, int train) {
     if (!m || B < 1 || T < 1) return 0;
-    return act_layout(m, NULL, NULL, (size_t)B * T, train ? 1 : 0, m->recompute) * sizeof(float);
+    return act_layout(m, NULL, NULL, (size_t)B * T, train ? 1 : 0, m->recompute);
 }
 
 /* ------------------------------------------------------------- forward */
@@ -565,7 +571,7 @@ lssar_attn_desc gpt_attn_desc(const gpt *m, int l) {
    res1 = x + c_proj(attn(rope(c_attn(ln_1(x)))));  res2 = res1 + c_proj(gelu(c_fc(ln_2(res1)))).
    With a KV cache the T rows are positions pos0.. of each sequence: their keys and values are
    appended to the cache and the queries attend over all pos0 + T of them. */
-static int block_forward(gpt *m, int l, gpt_block_acts *a, float *scratch, const float *x, int B, int T,
+static int block_forward(gpt *m, int l, gpt_block_acts *a, nn_act *scratch, const nn_act *x, int B, int T,
                          const gpt_kvcache *kv) {
     const nn_backend *be = m->be;
     nn_ctx *ctx = m->ctx;
@@ -588,17 +594,17 @@ static int block_forward(gpt *m, int l, gpt_block_acts *a, float *scratch, const
         int rc = gpt_probe_call(m, l, a->q, a->k, B, T, &d);
         if (rc) return rc;
     }
-    const float *keys = a->k, *values = a->v;
+    const nn_act *keys = a->k, *values = a->v;
     int Tk = T, stride = T;
     if (kv) {   // append to the cache: sequence b's rows go to (l, b, pos0..pos0+T-1)
-        size_t lay = (size_t)l * kv->B * kv->cap * C;
+        size_t lay = (size_t)l * kv->B * kv->cap * C, rows = (size_t)T * C;
         for (int b = 0; b < B; b++) {
             size_t at = lay + ((size_t)b * kv->cap + pos0) * C;
-            be->copy(ctx, kv->k + at, a->k + (size_t)b * T * C, (size_t)T * C * sizeof(float));
-            be->copy(ctx, kv->v + at, a->v + (size_t)b * T * C, (size_t)T * C * sizeof(float));
+            be->copy(ctx, gpt_act_at(m, kv->k, at), gpt_act_at(m, a->k, b * rows), rows * nn_dtype_bytes(m->act_dt));
+            be->copy(ctx, gpt_act_at(m, kv->v, at), gpt_act_at(m, a->v, b * rows), rows * nn_dtype_bytes(m->act_dt));
         }
-        keys = kv->k + lay;
-        values = kv->v + lay;
+        keys = gpt_act_at(m, kv->k, lay);
+        values = gpt_act_at(m, kv->v, lay);
         Tk = pos0 + T;
         stride = kv->cap;
     }
@@ -618,7 +624,7 @@ static int block_forward(gpt *m, int l, gpt_block_acts *a, float *scratch, const
 /* One block, backward: acts->dres (N, C) holds the gradient on the block's output res2 and
    receives the gradient on its input x; the parameter gradients of block l are accumulated.
    dres passes through the residual additions unchanged (so no residual backward is needed). */
-static int block_backward(gpt *m, int l, gpt_acts *acts, const float *x, int B, int T) {
+static int block_backward(gpt *m, int l, gpt_acts *acts, const nn_act *x, int B, int T) {
     const nn_backend *be = m->be;
     nn_ctx *ctx = m->ctx;
     const gpt_config *c = &m->cfg;
@@ -627,7 +633,7 @@ static int block_backward(gpt *m, int l, gpt_acts *acts, const float *x, int B, 
     const gpt_block_acts *a = &acts->h[l];
     int N = B * T, C = c->dim, NH = c->heads, HS = C / NH;
     size_t CC = (size_t)C * C;
-    float *dres = acts->dres, *dln = acts->dln;
+    nn_act *dres = acts->dres, *dln = acts->dln;
     // MLP
     be->matmul_backward(ctx, acts->dfch, g->fcprojw, g->fcprojb, dres, a->fch_gelu, w->fcprojw, N, 4 * C, C,
                         0);
@@ -659,7 +665,7 @@ int gpt_trunk_forward(gpt *m, gpt_acts *a, int B, int T, const gpt_kvcache *kv) 
     int N = B * T, C = c->dim;
     const float *wpe = m->params.wpe ? m->params.wpe + (size_t)(kv ? kv->len : 0) * C : NULL;
     be->embedding_forward(m->ctx, a->encoded, a->inputs, m->params.wte, wpe, B, T, c->channels, C);
-    const float *x = a->encoded;   // the residual stream (N, C)
+    const nn_act *x = a->encoded;   // the residual stream (N, C)
     a->held = -1;
     for (int l = 0; l < c->layers; l++) {
         int rc = block_forward(m, l, &a->h[l], a->scratch, x, B, T, kv);
@@ -753,11 +759,11 @@ static int forward_trunk(gpt *m, const uint16_t *inputs, const uint16_t *targets
 
 /* The logits of channel ch's head for rows [r0, r0 + rr) of the final hidden states lnf (N, C):
    a->logits + ch R V, (rr, V). The forward and the backward's recomputation both make them here. */
-static float *head_logits(gpt *m, gpt_acts *a, int ch, int r0, int rr) {
+static nn_act *head_logits(gpt *m, gpt_acts *a, int ch, int r0, int rr) {
     const gpt_config *c = &m->cfg;
-    float *lg = a->logits + (size_t)ch * a->logit_rows * c->vocab;
-    m->be->matmul_forward(m->ctx, lg, a->lnf + (size_t)r0 * c->dim, m->params.head[ch], NULL, rr, c->dim,
-                          c->vocab);
+    nn_act *lg = gpt_act_at(m, a->logits, (size_t)ch * a->logit_rows * c->vocab);
+    m->be->matmul_forward(m->ctx, lg, gpt_act_at(m, a->lnf, (size_t)r0 * c->dim), m->params.head[ch], NULL, rr,
+                          c->dim, c->vocab);
     return lg;
 }
 
@@ -766,7 +772,7 @@ static float *head_logits(gpt *m, gpt_acts *a, int ch, int r0, int rr) {
 static void heads_forward(gpt *m, gpt_acts *a, int r0, int rr, int with_targets) {
     int Ch = m->cfg.channels;
     for (int ch = 0; ch < Ch; ch++) {
-        float *lg = head_logits(m, a, ch, r0, rr);
+        nn_act *lg = head_logits(m, a, ch, r0, rr);
         size_t o = (size_t)r0 * Ch + ch;
         m->be->xent_forward(m->ctx, lg, a->losses + o, a->argmax + o, with_targets ? a->targets + o : NULL,
                             Ch, Ch, rr, m->cfg.vocab, a->loss_acc);
@@ -779,7 +785,7 @@ int gpt_forward(gpt *m, const uint16_t *inputs, const uint16_t *targets, int B, 
     if (rc) return rc;
     gpt_acts *a = &m->acts;
     int N = B * T, R = a->logit_rows;
-    m->be->zero(m->ctx, (float *)a->loss_acc, 4);
+    m->be->zero(m->ctx, a->loss_acc, 2 * sizeof(double));
     for (int r0 = 0; r0 < N; r0 += R)   // the whole batch, R rows of logits at a time
         heads_forward(m, a, r0, N - r0 < R ? N - r0 : R, with_targets);
     m->last.outputs = 1;
@@ -826,7 +832,7 @@ int gpt_forward_hidden(gpt *m, const uint16_t *inputs, int B, int T) {
 int gpt_get_hidden(const gpt *m, float *out) {
     if (!m || !out) return lssar_fail(LSSAR_E_NULL, "gpt_get_hidden: NULL argument");
     if (!m->last.hidden) return lssar_fail(LSSAR_E_ARG, "gpt_get_hidden: no forward pass has run");
-    m->be->download(m->ctx, out, m->acts.lnf, sizeof(float) * (size_t)m->last.B * m->last.T * m->cfg.dim);
+    m->be->download_act(m->ctx, out, m->acts.lnf, (size_t)m->last.B * m->last.T * m->cfg.dim);
     return 0;
 }
 
@@ -836,7 +842,7 @@ int gpt_zero_grad(gpt *m) {
     if (!m) return lssar_fail(LSSAR_E_NULL, "gpt_zero_grad: model is NULL");
     int rc = ensure_opt_state(m);
     if (rc) return rc;
-    m->be->zero(m->ctx, m->grads_mem, m->nfloats);
+    m->be->zero(m->ctx, m->grads_mem, m->nfloats * sizeof(float));
     return 0;
 }
 
@@ -854,7 +860,7 @@ static size_t grads_final_from(const gpt *m, int layer) {
    backward that follows is the one of the stored activations exactly. It also writes the block's
    res2 again, which nothing in this backward reads any more. The probe saw the block in the
    forward already: it must not see it twice. */
-static int recompute_block(gpt *m, int l, const float *x, int B, int T) {
+static int recompute_block(gpt *m, int l, const nn_act *x, int B, int T) {
     gpt_acts *a = &m->acts;
     if (a->held == l) return 0;   // the last block, which the forward just ran
     struct gpt_probe_state *probe = m->probe;
@@ -874,13 +880,13 @@ static int backward_trunk(gpt *m) {
     const gpt_config *c = &m->cfg;
     gpt_acts *a = &m->acts;
     int B = m->last.B, T = m->last.T, N = B * T, C = c->dim, L = c->layers;
-    be->zero(m->ctx, a->dres, (size_t)N * C);
+    be->zero(m->ctx, a->dres, (size_t)N * C * nn_dtype_bytes(m->act_dt));
     be->layernorm_backward(m->ctx, a->dres, m->grads.lnfw, m->grads.lnfb, a->dln, a->h[L - 1].res2,
                            m->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C);
     int rc = m->grads_ready ? m->grads_ready(m->grads_ready_user, grads_final_from(m, L)) : 0;
     if (rc) return rc;
     for (int l = L - 1; l >= 0; l--) {
-        const float *x = l ? a->h[l - 1].res2 : a->encoded;   // the block's input (N, C)
+        const nn_act *x = l ? a->h[l - 1].res2 : a->encoded;   // the block's input (N, C)
         if (a->recompute && (rc = recompute_block(m, l, x, B, T))) return rc;
         if ((rc = block_backward(m, l, a, x, B, T))) return rc;
         if (m->grads_ready && (rc = m->grads_ready(m->grads_ready_user, grads_final_from(m, l)))) return rc;
@@ -906,14 +912,14 @@ static void heads_backward(gpt *m, gpt_acts *a, int N, float grad_scale) {
     int C = c->dim, V = c->vocab, Ch = c->channels, R = a->logit_rows;
     for (int r0 = 0; r0 < N; r0 += R) {
         int rr = N - r0 < R ? N - r0 : R;
-        const float *lnf = a->lnf + (size_t)r0 * C;   // (rr, C)
+        const nn_act *lnf = gpt_act_at(m, a->lnf, (size_t)r0 * C);   // (rr, C)
         for (int ch = 0; ch < Ch; ch++) {
-            float *lg = head_logits(m, a, ch, r0, rr);   // (rr, V)
+            nn_act *lg = head_logits(m, a, ch, r0, rr);   // (rr, V)
             // probabilities only: without targets nothing is added to loss_acc
             m->be->xent_forward(m->ctx, lg, NULL, NULL, NULL, Ch, Ch, rr, V, a->loss_acc);
             m->be->xent_backward(m->ctx, lg, a->targets + (size_t)r0 * Ch + ch, Ch, rr, V, grad_scale,
                                  a->loss_acc);
-            m->be->matmul_backward(m->ctx, a->dln + (size_t)r0 * C, m->grads.head[ch], NULL, lg, lnf,
+            m->be->matmul_backward(m->ctx, gpt_act_at(m, a->dln, (size_t)r0 * C), m->grads.head[ch], NULL, lg, lnf,
                                    m->params.head[ch], rr, C, V, ch > 0);
         }
     }
@@ -937,7 +943,7 @@ int gpt_backward_hidden(gpt *m, const float *dhidden, float grad_scale) {
     int rc = ensure_opt_state(m);
     if (rc) return rc;
     size_t n = (size_t)m->last.B * m->last.T * m->cfg.dim;
-    m->be->upload(m->ctx, m->acts.dln, dhidden, n * sizeof(float));
+    m->be->upload_act(m->ctx, m->acts.dln, dhidden, n);
     m->be->scale(m->ctx, m->acts.dln, n, grad_scale);
     return backward_trunk(m);
 }

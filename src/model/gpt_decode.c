@@ -27,14 +27,14 @@ int gpt_kvcache_create(gpt *m, int B, int max_T, gpt_kvcache **out) {
     kv->m = m;
     kv->B = B;
     kv->cap = max_T;
-    size_t n = (size_t)c->layers * B * max_T * c->dim;   // (L, B, max_T, C)
-    kv->k = m->be->alloc(m->ctx, n * sizeof(float));
-    kv->v = m->be->alloc(m->ctx, n * sizeof(float));
+    size_t n = (size_t)c->layers * B * max_T * c->dim * nn_dtype_bytes(m->act_dt);   // (L, B, max_T, C)
+    kv->k = m->be->alloc(m->ctx, n);
+    kv->v = m->be->alloc(m->ctx, n);
     if (!kv->k || !kv->v) {
         gpt_kvcache_free(kv);
         return lssar_fail(LSSAR_E_NOMEM,
                           "gpt_kvcache_create: cannot allocate 2 x %zu MiB for a cache of %d x %d positions",
-                          n * 4 >> 20, B, max_T);
+                          n >> 20, B, max_T);
     }
     *out = kv;
     return 0;
@@ -75,9 +75,9 @@ int gpt_decode(gpt *m, gpt_kvcache *kv, const uint16_t *tokens, int T, float *lo
     // output heads on the last fed position of each sequence only: (Ch, V) per sequence
     for (int b = 0; b < B && logits; b++)
         for (int ch = 0; ch < Ch; ch++) {
-            const float *h = a->lnf + ((size_t)b * T + T - 1) * C;   // (C)
+            const nn_act *h = gpt_act_at(m, a->lnf, ((size_t)b * T + T - 1) * C);   // (C)
             m->be->matmul_forward(m->ctx, a->logits, h, m->params.head[ch], NULL, 1, C, V);
-            m->be->download(m->ctx, logits + ((size_t)b * Ch + ch) * V, a->logits, (size_t)V * sizeof(float));
+            m->be->download_act(m->ctx, logits + ((size_t)b * Ch + ch) * V, a->logits, V);
         }
     return 0;
 }

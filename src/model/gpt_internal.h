@@ -49,17 +49,20 @@ typedef struct {
     size_t field;        // offsetof the float * it binds to
 } gpt_tensor;
 
-/* The activations of one block, each (N, ...) with N = B * T rows. */
+/* The activations of one block, each (N, ...) with N = B * T rows: nn_act tensors have the
+   context's activation type (m->act_dt), the per-row statistics are float32. */
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd;   // (N, C), (N), (N)
-    float *q, *k, *v;                   // (N, C) each = (B, T, NH, HS), after RoPE
-    float *att;                         // (N, C) attention output
+    nn_act *ln1;                        // (N, C)
+    float *ln1_mean, *ln1_rstd;         // (N), (N)
+    nn_act *q, *k, *v;                  // (N, C) each = (B, T, NH, HS), after RoPE
+    nn_act *att;                        // (N, C) attention output
     float *att_stats;                   // what the backend's attention backward needs from the
                                         // forward (attention_stats_floats; training only, may be NULL)
-    float *res1;                        // (N, C) residual after attention
-    float *ln2, *ln2_mean, *ln2_rstd;   // (N, C), (N), (N)
-    float *fch, *fch_gelu;              // (N, 4C) each
-    float *res2;                        // (N, C) residual after the MLP (the block's output)
+    nn_act *res1;                       // (N, C) residual after attention
+    nn_act *ln2;                        // (N, C)
+    float *ln2_mean, *ln2_rstd;         // (N), (N)
+    nn_act *fch, *fch_gelu;             // (N, 4C) each
+    nn_act *res2;                       // (N, C) residual after the MLP (the block's output)
 } gpt_block_acts;
 
 /* Activations for batches of up to N rows, T positions (llm.c's ActivationTensors). In evaluation
@@ -74,15 +77,16 @@ typedef struct {
     int held;                           // recompute: the block whose activations the shared set
                                         // holds (-1: none), so the backward of the last block,
                                         // which the forward just left there, reruns nothing
-    float *mem;                         // the one allocation the float tensors live in
+    void *mem;                          // the one allocation every tensor below lives in
     gpt_block_acts *h;                  // (L), host array of device pointers
-    float *encoded;                     // (N, C)
-    float *lnf, *lnf_mean, *lnf_rstd;   // (N, C), (N), (N): the final hidden states
-    float *scratch;                     // (N, C)
-    float *logits;                      // (Ch, R, V), R = logit_rows
+    nn_act *encoded;                    // (N, C)
+    nn_act *lnf;                        // (N, C): the final hidden states
+    float *lnf_mean, *lnf_rstd;         // (N), (N)
+    nn_act *scratch;                    // (N, C)
+    nn_act *logits;                     // (Ch, R, V), R = logit_rows
     int logit_rows;
-    float *dres, *dln, *datt, *dq, *dk, *dv;   // (N, C) each, training only
-    float *dfch;                        // (N, 4C), training only
+    nn_act *dres, *dln, *datt, *dq, *dk, *dv;   // (N, C) each, training only
+    nn_act *dfch;                       // (N, 4C), training only
     uint16_t *inputs, *targets, *argmax;   // (N, Ch) each; inputs, targets: tok_in / tok_tg[tok_cur]
     // two sets of token arrays: gpt_prefetch uploads the next batch into the set not in use while
     // the compute reads the other; in each set the targets follow the inputs (tok_tg = tok_in +
@@ -125,6 +129,7 @@ struct gpt {
     gpt_params params, grads;           // bound to params_mem, grads_mem
     gpt_block_params *hp, *hg;          // (L) each, host: params.h, grads.h
     gpt_acts acts;                      // gpt_reserve's
+    lssar_dtype act_dt;                 // the context's activation type (be->act_dtype)
     float *rope_cos, *rope_sin;         // (rope_T, HS/2)
     int rope_T;
     gpt_forward_state last;             // what the last forward left in acts
@@ -149,12 +154,16 @@ struct gpt {
 struct gpt_kvcache {
     gpt *m;
     int B, cap, len;                    // sequences, positions each can hold, positions held
-    float *k, *v;                       // (L, B, cap, C) each, after RoPE
+    nn_act *k, *v;                      // (L, B, cap, C) each, after RoPE
     gpt_acts acts;                      // evaluation activations for the positions fed per call
 };
 
 /* The sums of squares of x's (n floats, backend memory) blocks of GPT_NORM_BLOCK, into m->norm_ss
    (grown as needed; backend memory, nothing waits); *nb of them. 0 or LSSAR_E_NOMEM. */
+/* Element i of activation tensor p (the context's activation type). */
+static inline nn_act *gpt_act_at(const gpt *m, const nn_act *p, size_t i) {
+    return (char *)p + i * nn_dtype_bytes(m->act_dt);
+}
 int gpt_block_sums(gpt *m, const float *x, size_t n, size_t *nb);
 /* The parameters changed (a step, a written tensor): the stored forward can no longer run a backward. */
 void gpt_params_changed(gpt *m);
@@ -175,6 +184,6 @@ int gpt_check_tokens(const gpt *m, const uint16_t *tok, size_t n, int allow_igno
 int gpt_trunk_forward(gpt *m, gpt_acts *a, int B, int T, const gpt_kvcache *kv);
 /* Hand layer l's queries and keys (backend memory, (B, T, NH, HS)) to the probe set on m, as host
    copies (gpt_probe.c). */
-int gpt_probe_call(gpt *m, int l, const float *q, const float *k, int B, int T, const lssar_attn_desc *d);
+int gpt_probe_call(gpt *m, int l, const nn_act *q, const nn_act *k, int B, int T, const lssar_attn_desc *d);
 
 #endif

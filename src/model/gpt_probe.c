@@ -13,12 +13,12 @@ struct gpt_probe_state {
     float *scales;    // (NH) host copy of its SSMax scales
 };
 
-int gpt_probe_call(gpt *m, int l, const float *q, const float *k, int B, int T, const lssar_attn_desc *d) {
+int gpt_probe_call(gpt *m, int l, const nn_act *q, const nn_act *k, int B, int T, const lssar_attn_desc *d) {
     struct gpt_probe_state *p = m->probe;
     const gpt_config *c = &m->cfg;
     size_t n = (size_t)B * T * c->dim;
-    m->be->download(m->ctx, p->q, q, n * sizeof(float));
-    m->be->download(m->ctx, p->k, k, n * sizeof(float));
+    m->be->download_act(m->ctx, p->q, q, n);
+    m->be->download_act(m->ctx, p->k, k, n);
     lssar_attn_desc hd = *d;
     if (d->ssmax_s) {
         m->be->download(m->ctx, p->scales, d->ssmax_s, c->heads * sizeof(float));

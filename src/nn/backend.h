@@ -12,8 +12,10 @@
  * run in order and a download waits for what came before it). Several backends can be built into
  * one binary and chosen at run time (nn_backend_open), so tests can compare them.
  *
- * Conventions (row-major float32, "dx +=" accumulates, reductions in a fixed order) and the shapes
- * in the comments are those of the CPU layer functions (src/nn/nn.h), which the CPU backend wraps.
+ * Conventions (row-major, "dx +=" accumulates, reductions in a fixed order) and the shapes in the
+ * comments are those of the CPU layer functions (src/nn/nn.h), which the CPU backend wraps.
+ * Parameters, their gradients, the optimiser state and the per-row statistics are float32;
+ * activations (nn_act, below) have the context's activation type.
  */
 #ifndef LSSAR_NN_BACKEND_H
 #define LSSAR_NN_BACKEND_H
@@ -24,9 +26,20 @@
 
 typedef struct nn_ctx nn_ctx;        /* one backend context (CUDA: a stream); opaque */
 
+/* An activation tensor: what the model keeps per row (the residual stream, every layer's input and
+   output, q, k, v, the logits) and the gradients on them. Its elements have the context's
+   activation type (act_dtype); void, as the public API's tensors are, so that float arrays pass as
+   they are to a context whose activations are float32. Only the backend reads the elements: the
+   host sees them through upload_act and download_act. */
+typedef void nn_act;
+
+/* Bytes of one element of type t. */
+static inline size_t nn_dtype_bytes(lssar_dtype t) { return t == LSSAR_BF16 ? 2 : 4; }
+
 /* Arithmetic of a context. NN_FP32: float32 everywhere (CUDA matches the CPU backend to ~1e-5).
    NN_BF16: matmul and attention operands rounded to bf16, fp32 accumulation, everything else
-   fp32 (docs/CUDA.md). The CPU backend always computes in float32. Tensors are float32 in both. */
+   fp32 (docs/CUDA.md). The CPU backend always computes in float32. act_dtype says how a context
+   stores its activations. */
 typedef enum { NN_FP32 = 0, NN_BF16 = 1 } nn_precision;
 
 /* What device_stats reports. held: bytes the context holds now (alloc, and the backend's own
@@ -52,52 +65,58 @@ typedef struct nn_backend {
     void (*upload)(nn_ctx *ctx, void *dst, const void *src, size_t bytes);
     void (*download)(nn_ctx *ctx, void *dst, const void *src, size_t bytes);
     void (*copy)(nn_ctx *ctx, void *dst, const void *src, size_t bytes);
-    // x (n) = 0 (not x *= 0, which would keep NaN and inf)
-    void (*zero)(nn_ctx *ctx, float *x, size_t n);
+    // bytes of x set to 0 (all-zero bytes are 0 in float32, bf16, double and the integers; not
+    // x *= 0, which would keep NaN and inf)
+    void (*zero)(nn_ctx *ctx, void *x, size_t bytes);
+    // the element type of the context's activations: LSSAR_F32, or LSSAR_BF16
+    lssar_dtype (*act_dtype)(nn_ctx *ctx);
+    // dst (n) = src (n host floats) rounded to the activation type; host dst (n floats) = src (n)
+    void (*upload_act)(nn_ctx *ctx, nn_act *dst, const float *src, size_t n);
+    void (*download_act)(nn_ctx *ctx, float *dst, const nn_act *src, size_t n);
 
     /* ---- matmul (linear layer) */
     // out (N, OC) = inp (N, IC) @ weight^T + bias;  weight (OC, IC), bias (OC) or NULL
-    void (*matmul_forward)(nn_ctx *ctx, float *out, const float *inp, const float *weight,
+    void (*matmul_forward)(nn_ctx *ctx, nn_act *out, const nn_act *inp, const float *weight,
                            const float *bias, int N, int IC, int OC);
     // dinp (N, IC) = (or += if accumulate) dout (N, OC) @ weight; dinp may be NULL
     // dweight (OC, IC) += dout^T @ inp;  dbias (OC) += column sums of dout (either may be NULL)
-    void (*matmul_backward)(nn_ctx *ctx, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const float *weight,
+    void (*matmul_backward)(nn_ctx *ctx, nn_act *dinp, float *dweight, float *dbias,
+                            const nn_act *dout, const nn_act *inp, const float *weight,
                             int N, int IC, int OC, int accumulate);
 
     /* ---- layernorm (eps 1e-5, biased variance, like PyTorch) */
     // out (N, C) = (inp - mean) * rstd * weight + bias;  mean, rstd (N) saved (may be NULL)
-    void (*layernorm_forward)(nn_ctx *ctx, float *out, float *mean, float *rstd, const float *inp,
+    void (*layernorm_forward)(nn_ctx *ctx, nn_act *out, float *mean, float *rstd, const nn_act *inp,
                               const float *weight, const float *bias, int N, int C);
     // dinp (N, C) += ...;  dweight, dbias (C) += ...
-    void (*layernorm_backward)(nn_ctx *ctx, float *dinp, float *dweight, float *dbias,
-                               const float *dout, const float *inp, const float *weight,
+    void (*layernorm_backward)(nn_ctx *ctx, nn_act *dinp, float *dweight, float *dbias,
+                               const nn_act *dout, const nn_act *inp, const float *weight,
                                const float *mean, const float *rstd, int N, int C);
 
     /* ---- GELU (tanh approximation) and the residual add */
     // out (n) = gelu(inp)
-    void (*gelu_forward)(nn_ctx *ctx, float *out, const float *inp, size_t n);
+    void (*gelu_forward)(nn_ctx *ctx, nn_act *out, const nn_act *inp, size_t n);
     // dinp (n) = dout * gelu'(inp)   (dinp may alias dout)
-    void (*gelu_backward)(nn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n);
+    void (*gelu_backward)(nn_ctx *ctx, nn_act *dinp, const nn_act *inp, const nn_act *dout, size_t n);
     // out (n) = a + b  (out may alias a)
-    void (*residual_forward)(nn_ctx *ctx, float *out, const float *a, const float *b, size_t n);
+    void (*residual_forward)(nn_ctx *ctx, nn_act *out, const nn_act *a, const nn_act *b, size_t n);
 
     /* ---- token + position embedding, Ch channels summed */
     // out (B*T, C) = sum_ch wte[ch][tokens[(b*T + t)*Ch + ch]] + (wpe ? wpe[t] : 0)
     // tokens (B, T, Ch) on the device, already validated < V; wte: Ch device pointers to (V, C);
     // wpe (T, C) the rows of the positions fed (decoding passes wpe + pos0 * C)
-    void (*embedding_forward)(nn_ctx *ctx, float *out, const uint16_t *tokens, float *const *wte,
+    void (*embedding_forward)(nn_ctx *ctx, nn_act *out, const uint16_t *tokens, float *const *wte,
                               const float *wpe, int B, int T, int Ch, int C);
     // dwte[ch] (V, C) += scatter of dout (B*T, C);  dwpe (maxT, C) += (if non-NULL)
-    void (*embedding_backward)(nn_ctx *ctx, float *const *dwte, float *dwpe, const float *dout,
+    void (*embedding_backward)(nn_ctx *ctx, float *const *dwte, float *dwpe, const nn_act *dout,
                                const uint16_t *tokens, int B, int T, int Ch, int C);
 
     /* ---- rotary position embedding; tables cos_t, sin_t (maxT, HS/2) uploaded by the model */
     // x (B, T, NH, HS) rotated in place; row t uses table row pos0 + t
-    void (*rope_forward)(nn_ctx *ctx, float *x, const float *cos_t, const float *sin_t,
+    void (*rope_forward)(nn_ctx *ctx, nn_act *x, const float *cos_t, const float *sin_t,
                          int B, int T, int NH, int HS, int pos0);
     // dx (B, T, NH, HS) in place: the inverse rotation
-    void (*rope_backward)(nn_ctx *ctx, float *dx, const float *cos_t, const float *sin_t,
+    void (*rope_backward)(nn_ctx *ctx, nn_act *dx, const float *cos_t, const float *sin_t,
                           int B, int T, int NH, int HS);
 
     /* ---- causal attention (the math: docs/attention.md). d->ssmax_s points to device memory. */
@@ -109,14 +128,14 @@ typedef struct nn_backend {
     // there, a full forward Tq = Tk = kv_stride). stats (attention_stats_floats(d, B, Tq, NH, HS)
     // floats) receives what the backward needs; NULL when no backward follows (evaluation,
     // decoding). Returns 0 or an lssar_err.
-    int (*attention_forward)(nn_ctx *ctx, float *out, float *stats, const float *q, const float *k,
-                             const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
+    int (*attention_forward)(nn_ctx *ctx, nn_act *out, float *stats, const nn_act *q, const nn_act *k,
+                             const nn_act *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
                              int kv_stride, int NH, int HS);
     // dq, dk, dv (B, T, NH, HS) written; dscale (NH) += d(loss)/d(ssmax_s) for SSMax (else NULL).
     // out and stats are the forward's (Tq = Tk = kv_stride = T).
-    int (*attention_backward)(nn_ctx *ctx, float *dq, float *dk, float *dv, float *dscale,
-                              const float *dout, const float *q, const float *k, const float *v,
-                              const float *out, const float *stats, const lssar_attn_desc *d,
+    int (*attention_backward)(nn_ctx *ctx, nn_act *dq, nn_act *dk, nn_act *dv, float *dscale,
+                              const nn_act *dout, const nn_act *q, const nn_act *k, const nn_act *v,
+                              const nn_act *out, const float *stats, const lssar_attn_desc *d,
                               int B, int T, int NH, int HS);
 
     /* ---- softmax cross-entropy over the vocabulary, one row per position */
@@ -125,12 +144,12 @@ typedef struct nn_backend {
     // argmax[r * ostride] = index of the largest logit (either may be NULL).
     // acc (2 doubles, device) += {sum of the counted losses, number of counted rows}: the loss
     // stays on the device until the model downloads acc.
-    void (*xent_forward)(nn_ctx *ctx, float *logits, float *losses, uint16_t *argmax,
+    void (*xent_forward)(nn_ctx *ctx, nn_act *logits, float *losses, uint16_t *argmax,
                          const uint16_t *targets, int tstride, int ostride, int R, int V,
                          double *acc);
     // probs (R, V) replaced in place by dlogits = (grad_scale / count) * (probs - onehot(target))
     // with count = acc[1] (all 0 when count is 0); rows whose target is NN_IGNORE become 0
-    void (*xent_backward)(nn_ctx *ctx, float *probs, const uint16_t *targets, int tstride, int R,
+    void (*xent_backward)(nn_ctx *ctx, nn_act *probs, const uint16_t *targets, int tstride, int R,
                           int V, float grad_scale, const double *acc);
 
     /* ---- optimiser */

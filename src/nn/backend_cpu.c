@@ -37,58 +37,72 @@ static void cpu_memcpy(nn_ctx *ctx, void *dst, const void *src, size_t bytes) {
     (void)ctx;
     if (bytes) memcpy(dst, src, bytes);
 }
-static void cpu_zero(nn_ctx *ctx, float *x, size_t n) { (void)ctx; zero_fill(x, n); }
+// whole floats by the threads that will use them (as cpu_alloc touches them), the tail bytes after
+static void cpu_zero(nn_ctx *ctx, void *x, size_t bytes) {
+    (void)ctx;
+    size_t n = bytes / sizeof(float);
+    zero_fill(x, n);
+    if (bytes > n * sizeof(float)) memset((char *)x + n * sizeof(float), 0, bytes - n * sizeof(float));
+}
+// activations are float32 here: their transfers are copies
+static lssar_dtype cpu_act_dtype(nn_ctx *ctx) { (void)ctx; return LSSAR_F32; }
+static void cpu_upload_act(nn_ctx *ctx, nn_act *dst, const float *src, size_t n) {
+    cpu_memcpy(ctx, dst, src, n * sizeof(float));
+}
+static void cpu_download_act(nn_ctx *ctx, float *dst, const nn_act *src, size_t n) {
+    cpu_memcpy(ctx, dst, src, n * sizeof(float));
+}
 
-static void cpu_matmul_forward(nn_ctx *ctx, float *out, const float *inp, const float *weight,
+static void cpu_matmul_forward(nn_ctx *ctx, nn_act *out, const nn_act *inp, const float *weight,
                                const float *bias, int N, int IC, int OC) {
     (void)ctx;
     matmul_forward(out, inp, weight, bias, N, IC, OC);
 }
-static void cpu_matmul_backward(nn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
-                                const float *inp, const float *weight, int N, int IC, int OC,
+static void cpu_matmul_backward(nn_ctx *ctx, nn_act *dinp, float *dweight, float *dbias, const nn_act *dout,
+                                const nn_act *inp, const float *weight, int N, int IC, int OC,
                                 int accumulate) {
     (void)ctx;
     matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, IC, OC, accumulate);
 }
-static void cpu_layernorm_forward(nn_ctx *ctx, float *out, float *mean, float *rstd, const float *inp,
+static void cpu_layernorm_forward(nn_ctx *ctx, nn_act *out, float *mean, float *rstd, const nn_act *inp,
                                   const float *weight, const float *bias, int N, int C) {
     (void)ctx;
     layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
 }
-static void cpu_layernorm_backward(nn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
-                                   const float *inp, const float *weight, const float *mean,
+static void cpu_layernorm_backward(nn_ctx *ctx, nn_act *dinp, float *dweight, float *dbias, const nn_act *dout,
+                                   const nn_act *inp, const float *weight, const float *mean,
                                    const float *rstd, int N, int C) {
     (void)ctx;
     layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
-static void cpu_gelu_forward(nn_ctx *ctx, float *out, const float *inp, size_t n) {
+static void cpu_gelu_forward(nn_ctx *ctx, nn_act *out, const nn_act *inp, size_t n) {
     (void)ctx;
     gelu_forward(out, inp, n);
 }
-static void cpu_gelu_backward(nn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n) {
+static void cpu_gelu_backward(nn_ctx *ctx, nn_act *dinp, const nn_act *inp, const nn_act *dout, size_t n) {
     (void)ctx;
     gelu_backward(dinp, inp, dout, n);
 }
-static void cpu_residual_forward(nn_ctx *ctx, float *out, const float *a, const float *b, size_t n) {
+static void cpu_residual_forward(nn_ctx *ctx, nn_act *out, const nn_act *a, const nn_act *b, size_t n) {
     (void)ctx;
     residual_forward(out, a, b, n);
 }
-static void cpu_embedding_forward(nn_ctx *ctx, float *out, const uint16_t *tokens, float *const *wte,
+static void cpu_embedding_forward(nn_ctx *ctx, nn_act *out, const uint16_t *tokens, float *const *wte,
                                   const float *wpe, int B, int T, int Ch, int C) {
     (void)ctx;
     embedding_forward(out, tokens, wte, wpe, B, T, Ch, C);
 }
-static void cpu_embedding_backward(nn_ctx *ctx, float *const *dwte, float *dwpe, const float *dout,
+static void cpu_embedding_backward(nn_ctx *ctx, float *const *dwte, float *dwpe, const nn_act *dout,
                                    const uint16_t *tokens, int B, int T, int Ch, int C) {
     (void)ctx;
     embedding_backward(dwte, dwpe, dout, tokens, B, T, Ch, C);
 }
-static void cpu_rope_forward(nn_ctx *ctx, float *x, const float *cos_t, const float *sin_t, int B, int T,
+static void cpu_rope_forward(nn_ctx *ctx, nn_act *x, const float *cos_t, const float *sin_t, int B, int T,
                              int NH, int HS, int pos0) {
     (void)ctx;
     rope_forward(x, cos_t, sin_t, B, T, NH, HS, pos0);
 }
-static void cpu_rope_backward(nn_ctx *ctx, float *dx, const float *cos_t, const float *sin_t, int B, int T,
+static void cpu_rope_backward(nn_ctx *ctx, nn_act *dx, const float *cos_t, const float *sin_t, int B, int T,
                               int NH, int HS) {
     (void)ctx;
     rope_backward(dx, cos_t, sin_t, B, T, NH, HS, 0);
@@ -99,16 +113,16 @@ static size_t cpu_attention_stats_floats(const lssar_attn_desc *d, int B, int T,
     (void)d; (void)B; (void)T; (void)NH; (void)HS;
     return 0;
 }
-static int cpu_attention_forward(nn_ctx *ctx, float *out, float *stats, const float *q, const float *k,
-                                 const float *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
+static int cpu_attention_forward(nn_ctx *ctx, nn_act *out, float *stats, const nn_act *q, const nn_act *k,
+                                 const nn_act *v, const lssar_attn_desc *d, int B, int Tq, int Tk,
                                  int kv_stride, int NH, int HS) {
     (void)ctx; (void)stats;
     return attn_forward_cached(d, B, Tq, Tk, kv_stride, NH, HS, q, k, v, out);
 }
 
-static int cpu_attention_backward(nn_ctx *ctx, float *dq, float *dk, float *dv, float *dscale,
-                                  const float *dout, const float *q, const float *k, const float *v,
-                                  const float *out, const float *stats, const lssar_attn_desc *d,
+static int cpu_attention_backward(nn_ctx *ctx, nn_act *dq, nn_act *dk, nn_act *dv, float *dscale,
+                                  const nn_act *dout, const nn_act *q, const nn_act *k, const nn_act *v,
+                                  const nn_act *out, const float *stats, const lssar_attn_desc *d,
                                   int B, int T, int NH, int HS) {
     (void)ctx; (void)out; (void)stats;
     float ds_stack[64], *ds = NULL;
@@ -123,14 +137,14 @@ static int cpu_attention_backward(nn_ctx *ctx, float *dq, float *dk, float *dv, 
     return rc;
 }
 
-static void cpu_xent_forward(nn_ctx *ctx, float *logits, float *losses, uint16_t *argmax,
+static void cpu_xent_forward(nn_ctx *ctx, nn_act *logits, float *losses, uint16_t *argmax,
                              const uint16_t *targets, int tstride, int ostride, int R, int V, double *acc) {
     (void)ctx;
     long count = 0;
     acc[0] += softmax_xent_forward(logits, losses, argmax, targets, tstride, ostride, R, V, &count);
     acc[1] += (double)count;
 }
-static void cpu_xent_backward(nn_ctx *ctx, float *probs, const uint16_t *targets, int tstride, int R, int V,
+static void cpu_xent_backward(nn_ctx *ctx, nn_act *probs, const uint16_t *targets, int tstride, int R, int V,
                               float grad_scale, const double *acc) {
     (void)ctx;
     float scale = acc[1] > 0 ? grad_scale / (float)acc[1] : 0.0f;
@@ -187,6 +201,9 @@ const nn_backend nn_backend_cpu = {
     .download = cpu_memcpy,
     .copy = cpu_memcpy,
     .zero = cpu_zero,
+    .act_dtype = cpu_act_dtype,
+    .upload_act = cpu_upload_act,
+    .download_act = cpu_download_act,
     .matmul_forward = cpu_matmul_forward,
     .matmul_backward = cpu_matmul_backward,
     .layernorm_forward = cpu_layernorm_forward,

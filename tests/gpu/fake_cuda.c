@@ -147,9 +147,14 @@ static void *f_alloc(nn_ctx *c, size_t bytes) {
 }
 static void f_release(nn_ctx *c, void *p) { (void)c; fake_free(p); }
 static void f_memcpy(nn_ctx *c, void *d, const void *s, size_t n) { (void)c; if (n) memcpy(d, s, n); }
-static void f_zero(nn_ctx *c, float *x, size_t n) { (void)c; memset(x, 0, n * sizeof(float)); }
+static void f_zero(nn_ctx *c, void *x, size_t bytes) { (void)c; memset(x, 0, bytes); }
+/* activations are float32, as in the CUDA backend's contexts */
+static lssar_dtype f_act_dtype(nn_ctx *c) { (void)c; return LSSAR_F32; }
+static void f_upload_act(nn_ctx *c, nn_act *d, const float *s, size_t n) { f_memcpy(c, d, s, n * sizeof(float)); }
+static void f_download_act(nn_ctx *c, float *d, const nn_act *s, size_t n) { f_memcpy(c, d, s, n * sizeof(float)); }
 
-static void f_matmul_forward(nn_ctx *c, float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC) {
+static void f_matmul_forward(nn_ctx *c, nn_act *out_, const nn_act *inp, const float *w, const float *bias, int N, int IC, int OC) {
+    float *out = out_;
     float last = out[(size_t)N * OC - 1];
     if (c->prec == NN_BF16) {
         float *ri = rounded_copy(inp, (size_t)N * IC), *rw = rounded_copy(w, (size_t)OC * IC);
@@ -158,7 +163,7 @@ static void f_matmul_forward(nn_ctx *c, float *out, const float *inp, const floa
     } else matmul_forward(out, inp, w, bias, N, IC, OC);
     fault("matmul_forward", out, last, (size_t)N * OC);
 }
-static void f_matmul_backward(nn_ctx *c, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+static void f_matmul_backward(nn_ctx *c, nn_act *dinp, float *dw, float *db, const nn_act *dout, const nn_act *inp,
                               const float *w, int N, int IC, int OC, int acc) {
     if (c->prec == NN_BF16) {
         float *rd = rounded_copy(dout, (size_t)N * OC), *ri = rounded_copy(inp, (size_t)N * IC), *rw = rounded_copy(w, (size_t)OC * IC);
@@ -170,52 +175,56 @@ static void f_matmul_backward(nn_ctx *c, float *dinp, float *dw, float *db, cons
         if (db) kemu_colsum(db, dout, N, OC);
     }
 }
-static void f_ln_fwd(nn_ctx *c, float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b, int N, int C) {
+static void f_ln_fwd(nn_ctx *c, nn_act *out_, float *mean, float *rstd, const nn_act *inp, const float *w, const float *b, int N, int C) {
     (void)c;
+    float *out = out_;
     float last = out[(size_t)N * C - 1];
     kemu_layernorm_forward(out, mean, rstd, inp, w, b, N, C);
     fault("layernorm_forward", out, last, (size_t)N * C);
 }
-static void f_ln_bwd(nn_ctx *c, float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
+static void f_ln_bwd(nn_ctx *c, nn_act *dinp, float *dw, float *db, const nn_act *dout, const nn_act *inp, const float *w,
                      const float *mean, const float *rstd, int N, int C) {
     (void)c;
     kemu_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
-static void f_gelu_fwd(nn_ctx *c, float *out, const float *inp, size_t n) {
+static void f_gelu_fwd(nn_ctx *c, nn_act *out_, const nn_act *inp, size_t n) {
     (void)c;
+    float *out = out_;
     float last = n ? out[n - 1] : 0;
     kemu_gelu_forward(out, inp, n);
     fault("gelu_forward", out, last, n);
 }
-static void f_gelu_bwd(nn_ctx *c, float *dinp, const float *inp, const float *dout, size_t n) { (void)c; kemu_gelu_backward(dinp, inp, dout, n); }
-static void f_residual(nn_ctx *c, float *out, const float *a, const float *b, size_t n) { (void)c; kemu_residual_forward(out, a, b, n); }
-static void f_emb_fwd(nn_ctx *c, float *out, const uint16_t *tok, float *const *wte, const float *wpe, int B, int T, int Ch, int C) {
+static void f_gelu_bwd(nn_ctx *c, nn_act *dinp, const nn_act *inp, const nn_act *dout, size_t n) { (void)c; kemu_gelu_backward(dinp, inp, dout, n); }
+static void f_residual(nn_ctx *c, nn_act *out, const nn_act *a, const nn_act *b, size_t n) { (void)c; kemu_residual_forward(out, a, b, n); }
+static void f_emb_fwd(nn_ctx *c, nn_act *out, const uint16_t *tok, float *const *wte, const float *wpe, int B, int T, int Ch, int C) {
     (void)c;
     kemu_embedding_forward(out, tok, wte, wpe, B, T, Ch, C);
 }
-static void f_emb_bwd(nn_ctx *c, float *const *dwte, float *dwpe, const float *dout, const uint16_t *tok, int B, int T, int Ch, int C) {
+static void f_emb_bwd(nn_ctx *c, float *const *dwte, float *dwpe, const nn_act *dout, const uint16_t *tok, int B, int T, int Ch, int C) {
     (void)c;
     if (kemu_embedding_backward(dwte, dwpe, dout, tok, B, T, Ch, C)) { fprintf(stderr, "fake_cuda: embedding backward: out of memory\n"); abort(); }
 }
-static void f_rope_fwd(nn_ctx *c, float *x, const float *cs, const float *sn, int B, int T, int NH, int HS, int pos0) {
+static void f_rope_fwd(nn_ctx *c, nn_act *x, const float *cs, const float *sn, int B, int T, int NH, int HS, int pos0) {
     (void)c;
     kemu_rope(x, cs, sn, B, T, NH, HS, pos0, 0);
 }
-static void f_rope_bwd(nn_ctx *c, float *dx, const float *cs, const float *sn, int B, int T, int NH, int HS) {
+static void f_rope_bwd(nn_ctx *c, nn_act *dx, const float *cs, const float *sn, int B, int T, int NH, int HS) {
     (void)c;
     kemu_rope(dx, cs, sn, B, T, NH, HS, 0, 1);
 }
 static size_t f_stats(const lssar_attn_desc *d, int B, int T, int NH, int HS) { return flash_emu_stats_floats(d, B, T, NH, HS); }
-static int f_attn_fwd(nn_ctx *c, float *out, float *stats, const float *q, const float *k, const float *v, const lssar_attn_desc *d,
+static int f_attn_fwd(nn_ctx *c, nn_act *out_, float *stats, const nn_act *q, const nn_act *k, const nn_act *v, const lssar_attn_desc *d,
                       int B, int Tq, int Tk, int kvs, int NH, int HS) {
+    float *out = out_;
     size_t n = (size_t)B * Tq * NH * HS;
     float last = out[n - 1];
     int rc = flash_emu_forward(d, c->prec == NN_BF16 ? FLASH_BF16 : FLASH_FP32, B, Tq, Tk, kvs, NH, HS, q, k, v, out, stats);
     fault("attention_forward", out, last, n);
     return rc;
 }
-static int f_attn_bwd(nn_ctx *c, float *dq, float *dk, float *dv, float *dscale, const float *dout, const float *q, const float *k,
-                      const float *v, const float *out, const float *stats, const lssar_attn_desc *d, int B, int T, int NH, int HS) {
+static int f_attn_bwd(nn_ctx *c, nn_act *dq_, nn_act *dk, nn_act *dv, float *dscale, const nn_act *dout, const nn_act *q, const nn_act *k,
+                      const nn_act *v, const nn_act *out, const float *stats, const lssar_attn_desc *d, int B, int T, int NH, int HS) {
+    float *dq = dq_;
     size_t n = (size_t)B * T * NH * HS;
     float last = dq[n - 1], ds[256];
     if (NH > 256) return lssar_fail(LSSAR_E_SIZE, "fake cuda: NH > 256");
@@ -226,12 +235,12 @@ static int f_attn_bwd(nn_ctx *c, float *dq, float *dk, float *dv, float *dscale,
     fault("attention_backward", dq, last, n);
     return rc;
 }
-static void f_xent_fwd(nn_ctx *c, float *logits, float *losses, uint16_t *argmax, const uint16_t *targets, int tstride, int ostride,
+static void f_xent_fwd(nn_ctx *c, nn_act *logits, float *losses, uint16_t *argmax, const uint16_t *targets, int tstride, int ostride,
                        int R, int V, double *acc) {
     (void)c;
     kemu_xent_forward(logits, losses, argmax, targets, tstride, ostride, R, V, acc);
 }
-static void f_xent_bwd(nn_ctx *c, float *probs, const uint16_t *targets, int tstride, int R, int V, float gs, const double *acc) {
+static void f_xent_bwd(nn_ctx *c, nn_act *probs, const uint16_t *targets, int tstride, int R, int V, float gs, const double *acc) {
     (void)c;
     kemu_xent_backward(probs, targets, tstride, R, V, gs, acc);
 }
@@ -276,6 +285,7 @@ const nn_backend fake_backend_cuda = {
     .eval_rows = 128,
     .ctx_create = f_ctx_create, .ctx_free = f_ctx_free, .alloc = f_alloc, .release = f_release,
     .upload = f_memcpy, .download = f_memcpy, .copy = f_memcpy, .zero = f_zero,
+    .act_dtype = f_act_dtype, .upload_act = f_upload_act, .download_act = f_download_act,
     .matmul_forward = f_matmul_forward, .matmul_backward = f_matmul_backward,
     .layernorm_forward = f_ln_fwd, .layernorm_backward = f_ln_bwd,
     .gelu_forward = f_gelu_fwd, .gelu_backward = f_gelu_bwd, .residual_forward = f_residual,

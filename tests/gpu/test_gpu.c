@@ -461,7 +461,7 @@ static void test_memory(void) {
     }
     size_t n = 100003;
     float *x = dnan(n);
-    GB->zero(G, x, n);
+    GB->zero(G, x, n * sizeof(float));
     float *h = dget(x, n), *zf = hf(n);
     memset(zf, 0, n * sizeof(float));
     check_bits(h, zf, n * sizeof(float), 4, "mem zero %zu floats (over NaN)", n);
@@ -1472,7 +1472,7 @@ static void test_edge(void) {
     use_ctx(NN_FP32);
     size_t n = 10007;
     float *x = hrandn(n, 1.0), *x_ = dput(x, n);
-    GB->zero(G, x_ + 1, n - 2);
+    GB->zero(G, x_ + 1, (n - 2) * sizeof(float));
     float *h = dget(x_, n);
     int ok = h[0] == x[0] && h[n - 1] == x[n - 1];
     for (size_t i = 1; i + 1 < n; i++) ok &= h[i] == 0.0f && !signbit(h[i]);
