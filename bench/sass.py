@@ -52,9 +52,9 @@ def dyn_smem(kernel, D, mma):
     tile = 64 * (D + pad) * es
     stage = 64 * (64 + pad) * es
     pw = 0 if mma else 4 * 16 * 24 * 4
-    nbuf = 2 if mma and D <= 64 else 1  # the forward's K / V buffers (Tile<MMA, D>::NBUF)
-    return {"fwd": (1 + 2 * nbuf) * tile + nbuf * 256 + pw, "rowsums": 4 * tile + 256,
-            "dkdv": 4 * tile + 2 * stage + 256, "ssmax": 4 * tile + 256}[kernel]
+    nbuf = 2 if mma and D <= 64 else 1  # the walked tiles' buffers (Tile<MMA, D>::NBUF)
+    return {"fwd": (1 + 2 * nbuf) * tile + nbuf * 256 + pw, "rowsums": (2 + 2 * nbuf) * tile + 256,
+            "dkdv": (2 + 2 * nbuf) * tile + 2 * stage + 256, "ssmax": (2 + 2 * nbuf) * tile + 256}[kernel]
 
 
 def run(cmd):

@@ -201,8 +201,10 @@ template <bool MMA, int D> struct Tile {
     static constexpr size_t EPI = (size_t)64 * LDG * sizeof(float);
     // SIMT: each warp's (16, PW_LD) scratch for the weights entering P V (mm_pv16)
     static constexpr size_t PW = MMA ? 0 : (size_t)FLASH_WARPS * 16 * PW_LD * sizeof(float);
-    // forward K / V buffers: two in MMA mode (the next tile's cp.async beside the current one), one
-    // at D = 128, where the lssar forward's registers leave no room for the copies' addresses
+    // buffers of the tiles a kernel walks (the forward's and the row pass's K / V, dK / dV's Q / dY):
+    // two in MMA mode (the next tile's cp.async beside the current one), one at D = 128, where the
+    // lssar forward's registers leave no room for the copies' addresses and two more tiles would
+    // leave dK / dV one CTA per SM
     static constexpr int NBUF = MMA && D <= 64 ? 2 : 1;
     // the forward and dK / dV split their tiles into full ones and the diagonal (the causal mask
     // only there) up to D = 64; at D = 128 their registers leave no room for the second copy of
@@ -210,8 +212,8 @@ template <bool MMA, int D> struct Tile {
     static constexpr bool SPLIT = D <= 64;
     static constexpr size_t FWD =
         (1 + 2 * NBUF) * TILE + NBUF * 64 * sizeof(float) + PW;  // Q (K V)* rk* (Pw)
-    static constexpr size_t ROWSUMS = 4 * TILE + 64 * sizeof(float);             // Q dY K V rk
-    static constexpr size_t DKDV = 4 * TILE + 2 * STAGE + 64 * sizeof(float);    // + W, dS
+    static constexpr size_t ROWSUMS = (2 + 2 * NBUF) * TILE + 64 * sizeof(float);           // Q dY (K V)* rk
+    static constexpr size_t DKDV = (2 + 2 * NBUF) * TILE + 2 * STAGE + 64 * sizeof(float);  // K V Q* dY* W dS rk
     static_assert(EPI <= 2 * TILE, "the fp32 epilogue rows reuse two operand tiles");
     static_assert(TILE % 16 == 0 && STAGE % 16 == 0, "16-byte aligned tiles");
 };
@@ -845,13 +847,32 @@ static __device__ __forceinline__ void fwd_rw_pass1(const fwd_args &a, const fla
         p.xn[u] = p.rkm[u] = INFINITY;
         p.lj[u] = -1;
     }
+    // bf16 storage into bf16 tiles: key tile kt + 1 copied by cp.async into the K slot of the other
+    // (K, V) buffer while tile kt is computed on (the key tiles run 0, 1, ..., nkt - 1)
+    constexpr int LD = Tile<MMA, D>::LD, NBUF = Tile<MMA, D>::NBUF;
+    const bool async = NBUF == 2 && a.io_bf16;
+    auto copy_k = [&](int kt) {
+        if constexpr (NBUF == 2) {
+            load_tile_async<D>(Ks + (kt & 1) * 2 * 64 * LD, a.k, c.kv_base + (int64_t)kt * 64 * c.HD, c.HD,
+                               min(64, a.Tk - kt * 64));
+            cp_async_commit();
+        }
+    };
+    if (async) copy_k(0);
     auto tile = [&](int kt, auto full) {
         const int j0 = kt * 64, nk = min(64, a.Tk - j0);
-        __syncthreads();  // the previous tile's readers are done
-        load_tile<MMA, D>(Ks, a.k, c.kv_base + (int64_t)j0 * c.HD, c.HD, nk, a.io_bf16);
+        typename Op<MMA>::T *const Kt = Ks + (async ? kt & 1 : 0) * 2 * 64 * LD;
+        __syncthreads();  // the previous tile's readers (of the buffer the next copy goes to) are done
+        if (async) {
+            if (kt + 1 < c.nkt) copy_k(kt + 1);
+            if (kt + 1 < c.nkt) cp_async_wait<1>();
+            else cp_async_wait<0>();
+        } else {
+            load_tile<MMA, D>(Kt, a.k, c.kv_base + (int64_t)j0 * c.HD, c.HD, nk, a.io_bf16);
+        }
         load_rk(rks, a.rk, c.rk_base + j0, nk, true);
         __syncthreads();
-        fwd_rw_pass1_tile<ST, D, MMA, decltype(full)::value>(fp, c, r, p, Qw, Ks, rks, j0);
+        fwd_rw_pass1_tile<ST, D, MMA, decltype(full)::value>(fp, c, r, p, Qw, Kt, rks, j0);
     };
     if constexpr (Tile<MMA, D>::SPLIT) {
         for (int kt = 0; kt < c.nfull; kt++) tile(kt, Full<true>());
@@ -1248,18 +1269,21 @@ __global__ void bwd_rows_kernel(const bwd_args a, int D) {
     flash_bwd_row(&fp, &rw, dyv, dyy, dye, st[FLASH_ST_S], a.bstat + ri * FLASH_NBSTAT);
 }
 
-// Query tile r0..: Q and dY into shared memory (the caller syncs before they are read), and the
-// constants of this lane's two rows (flash_row_load from the saved stats) with their pre-pass
-// values; rows past the end stay masked (valid = false).
+// Query tile r0..: Q and dY into shared memory (tiles: here; else the caller's cp.async copied
+// them; the caller syncs before they are read), and the constants of this lane's two rows
+// (flash_row_load from the saved stats) with their pre-pass values; rows past the end stay masked
+// (valid = false).
 template <int ST, int D, bool MMA>
 static __device__ __forceinline__ void bwd_load_rows(const bwd_args &a, const flash_params &fpr, int b, int h,
                                                      int r0, int warp, int g, typename Op<MMA>::T *Qs,
-                                                     typename Op<MMA>::T *dYs, bool (&valid)[2],
+                                                     typename Op<MMA>::T *dYs, bool tiles, bool (&valid)[2],
                                                      flash_row (&rw)[2], float (&bs)[2][FLASH_NBSTAT]) {
     const int HD = a.H * D, bq = min(64, a.T - r0);
     const int64_t off = ((int64_t)b * a.T + r0) * HD + (int64_t)h * D;
-    load_tile<MMA, D>(Qs, a.q, off, HD, bq, a.io_bf16);
-    load_tile<MMA, D>(dYs, a.dout, off, HD, bq, a.io_bf16);
+    if (tiles) {
+        load_tile<MMA, D>(Qs, a.q, off, HD, bq, a.io_bf16);
+        load_tile<MMA, D>(dYs, a.dout, off, HD, bq, a.io_bf16);
+    }
     const float s_h = a.fp.score == LSSAR_SCORE_SSMAX ? a.ssmax_s[h] : 0.0f;
 #pragma unroll
     for (int u = 0; u < 2; u++) {
@@ -1375,10 +1399,11 @@ enum { PASS_RS = 0, PASS_SSMAX = 1 };
 template <int ST, int D, bool MMA, int PASS>
 __global__ void __launch_bounds__(NT, 1) rowpass_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
-    constexpr int LD = Tile<MMA, D>::LD;
+    constexpr int LD = Tile<MMA, D>::LD, NBUF = Tile<MMA, D>::NBUF;
     FLASH_DYNAMIC_SHARED(smem);
-    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
-    float *rks = reinterpret_cast<float *>(dYs + 64 * LD);
+    // Q, dY, then NBUF (K, V) pairs
+    T *Qs = reinterpret_cast<T *>(smem), *dYs = Qs + 64 * LD, *K0 = dYs + 64 * LD;
+    float *rks = reinterpret_cast<float *>(K0 + NBUF * 2 * 64 * LD);
 
     flash_params fp, fpr;
     kind_params<ST>(a.fp, fp, fpr);
@@ -1393,15 +1418,35 @@ __global__ void __launch_bounds__(NT, 1) rowpass_kernel(const bwd_args a) {
     bool valid[2];
     flash_row rw[2];
     float bs[2][FLASH_NBSTAT];
-    bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
+    bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, true, valid, rw, bs);
     float L[3][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};  // the lane's running sums
 
+    // key tile kt's K and V into buffer kt & 1, one cp.async group (bf16 storage into bf16 tiles:
+    // tile kt + 1's copies run beside tile kt's products)
+    const bool async = NBUF == 2 && a.io_bf16;
+    auto copy_kv = [&](int kt) {
+        if constexpr (NBUF == 2) {
+            const int64_t o = head + (int64_t)kt * 64 * HD;
+            const int nk = min(64, T_ - kt * 64), off = (kt & 1) * 2 * 64 * LD;
+            load_tile_async<D>(K0 + off, a.k, o, HD, nk);
+            load_tile_async<D>(K0 + off + 64 * LD, a.v, o, HD, nk);
+            cp_async_commit();
+        }
+    };
+    if (async) copy_kv(0);
     auto tile = [&](int kt, auto full) {
         constexpr bool FULL = decltype(full)::value;
         const int j0 = kt * 64, nk = min(64, T_ - j0);
-        __syncthreads();
-        load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
-        load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        T *const Ks = K0 + (async ? kt & 1 : 0) * 2 * 64 * LD, *const Vs = Ks + 64 * LD;
+        __syncthreads();  // the readers of the buffer the next copy goes to (tile kt - 1's) are done
+        if (async) {      // the key tiles run 0, 1, ..., qt
+            if (kt < qt) copy_kv(kt + 1);
+            if (kt < qt) cp_async_wait<1>();
+            else cp_async_wait<0>();
+        } else {
+            load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+            load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
+        }
         load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, st_norms(ST));
         __syncthreads();
         float p[3][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};  // tile partials
@@ -1464,15 +1509,17 @@ template <int D> constexpr int DQ_PIECE = D > 64 ? D / 16 : D / 8;
    added theirs (key tile 0 stores its part: nothing is before it), adds, and counts itself in.
    At the end dV is stored, dK projected (lssa / lssar) and stored. (ssmax's row terms are
    rowpass_kernel's: their three row sums here, even in shared memory, made the D = 128
-   instances shared by dot and ssmax spill.) */
+   instances shared by dot and ssmax spill.) bf16 storage into bf16 tiles (NBUF = 2): Q, dY of
+   query tile qt + 1 copied by cp.async into the other buffer while tile qt is computed on. */
 template <int ST, int D, bool MMA>
 __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     typedef typename Op<MMA>::T T;
-    constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP;
+    constexpr int LD = Tile<MMA, D>::LD, LDP = Tile<MMA, D>::LDP, NBUF = Tile<MMA, D>::NBUF;
     constexpr bool NORMS = st_norms(ST), COS = st_cos(ST);
     FLASH_DYNAMIC_SHARED(smem);
-    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Qs = Vs + 64 * LD, *dYs = Qs + 64 * LD;
-    T *Ws = dYs + 64 * LD, *dSs = Ws + 64 * LDP;  // (64 query rows, 64 keys) each
+    // K, V, then NBUF Q tiles and NBUF dY tiles
+    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 64 * LD, *Q0 = Vs + 64 * LD, *dY0 = Q0 + NBUF * 64 * LD;
+    T *Ws = dY0 + NBUF * 64 * LD, *dSs = Ws + 64 * LDP;  // (64 query rows, 64 keys) each
     float *rks = reinterpret_cast<float *>(dSs + 64 * LDP);
 
     flash_params fp, fpr;
@@ -1484,6 +1531,18 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
     const int64_t head = (int64_t)b * T_ * HD + (int64_t)h * D;  // element of x[b][0][h][0]
 
+    // query tile qt's Q and dY into buffer (qt - kt) & 1, one cp.async group
+    const bool async = NBUF == 2 && a.io_bf16;
+    auto copy_rows = [&](int qt) {
+        if constexpr (NBUF == 2) {
+            const int64_t o = head + (int64_t)qt * 64 * HD;
+            const int bq = min(64, T_ - qt * 64), off = ((qt - kt) & 1) * 64 * LD;
+            load_tile_async<D>(Q0 + off, a.q, o, HD, bq);
+            load_tile_async<D>(dY0 + off, a.dout, o, HD, bq);
+            cp_async_commit();
+        }
+    };
+    if (async) copy_rows(kt);  // beside the key tile's loads
     load_tile<MMA, D>(Ks, a.k, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
     load_tile<MMA, D>(Vs, a.v, head + (int64_t)j0 * HD, HD, nk, a.io_bf16);
     load_rk(rks, a.rk, ((int64_t)b * H + h) * T_ + j0, nk, NORMS);
@@ -1496,12 +1555,19 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
 
     auto tile = [&](int qt, auto full) {
         constexpr bool FULL = decltype(full)::value;
-        const int r0 = qt * 64;
-        __syncthreads();  // the previous query tile's readers of Qs, dYs, Ws, dSs are done
+        const int r0 = qt * 64, buf = async ? (qt - kt) & 1 : 0;
+        T *const Qs = Q0 + buf * 64 * LD, *const dYs = dY0 + buf * 64 * LD;
+        __syncthreads();  // the previous query tile's readers of its Q, dY (the buffer the next
+                          // copy goes to), Ws, dSs are done
+        if (async) {      // the query tiles run kt, kt + 1, ..., nt - 1 in every order below
+            if (qt + 1 < nt) copy_rows(qt + 1);
+            if (qt + 1 < nt) cp_async_wait<1>();  // tile qt's group done, tile qt + 1's may run on
+            else cp_async_wait<0>();
+        }
         bool valid[2];
         flash_row rw[2];
         float bs[2][FLASH_NBSTAT];
-        bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, valid, rw, bs);
+        bwd_load_rows<ST, D, MMA>(a, fpr, b, h, r0, warp, g, Qs, dYs, !async, valid, rw, bs);
         __syncthreads();
 #pragma unroll 1
         for (int kk = 0; kk < 4; kk++) {
@@ -1569,7 +1635,7 @@ __global__ void __launch_bounds__(NT, 1) dkdv_kernel(const bwd_args a) {
             for (int nb = 0; nb < D / 8; nb++)
                 store2(a.dv, o + 8 * nb, a.io_bf16, dV[nb][2 * u], dV[nb][2 * u + 1]);
         }
-    float *Gs = reinterpret_cast<float *>(Qs);  // Qs and dYs are free now (after the barrier below)
+    float *Gs = reinterpret_cast<float *>(Q0);  // the Q and dY tiles are free now (after the barrier below)
     __syncthreads();
     stage_acc<D>(Gs, 16 * warp, dK, lane);
     // rx for the projection: rks holds 1/|k| of the tile's keys (1 where unused)

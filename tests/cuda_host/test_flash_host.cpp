@@ -961,6 +961,11 @@ int main(int argc, char **argv) {
             if (full_mode || mma) run_decode(kind, mma, 1, 66, 131, 140, 1, 64, 4000 + 10 * kind + mma);
         }
     for (int kind = 0; kind < NKINDS; kind++) if (fused_ok(kind)) run_api(kind, 1, 70, 2, 32, 5000 + kind);
+    // bf16 storage over four tiles: the cp.async double buffers of the forward's and the row
+    // pass's key tiles and dK / dV's query tiles each take their third tile into a reused buffer
+    for (int kind = 0; kind < NKINDS; kind++)
+        if (fused_ok(kind) && (full_mode || kind == LSSAR_ATTN_SOFTMAX || kind == LSSAR_ATTN_LSSAR))
+            run_api(kind, 1, 200, 1, kind == LSSAR_ATTN_LSSAR ? 64 : 16, 5100 + kind);
     // non-finite inputs: NaN in q (rows without an argmax), k (key 1: rows 1 and 2 have lssar's
     // o = 0) and v; +inf in q (lssa / lssar: every logit NaN), -inf in k
     // (quick: each case in one of the two modes, alternating)
