@@ -56,6 +56,7 @@ struct nn_ctx {
     cudaStream_t stream;
     cublasLtHandle_t lt;
     nn_precision precision;
+    lssar_dtype act;   // the activations' element type (cuda_act_dtype)
     void *workspace;          // cuBLASLt's, LT_WORKSPACE bytes
     void *scratch;            // transient device memory of the kernels; grows, never shrinks
     size_t scratch_bytes;
@@ -249,6 +250,9 @@ static int cuda_ctx_create(nn_ctx **out, nn_precision precision) {
     nn_ctx *c = (nn_ctx *)calloc(1, sizeof *c);
     if (!c) return lssar_fail(LSSAR_E_NOMEM, "cuda backend: out of memory");
     c->precision = precision;
+    // float32 in both modes still: the kernels take bf16 activations, but the GEMMs, attention and
+    // the transfers of this file do not yet (docs/CUDA.md)
+    c->act = LSSAR_F32;
     int rc = 0;
     cublasStatus_t st;
 #define CREATE_TRY(call)                                               \
@@ -419,9 +423,10 @@ static void cuda_zero(nn_ctx *c, void *x, size_t bytes) {
     if (!c->err && bytes) CU(c, cudaMemsetAsync(x, 0, bytes, c->stream));
 }
 
-// Activations (nn_act) are float32 in every context of this backend, NN_BF16 included (the
-// operands are rounded to bf16 inside the products): their transfers are copies.
-static lssar_dtype cuda_act_dtype(nn_ctx *c) { (void)c; return LSSAR_F32; }
+// Activations (nn_act) are float32 in every context of this backend still, NN_BF16 included (the
+// operands are rounded to bf16 inside the products): their transfers are copies, and the GEMMs
+// and attention read them as float (act32). The layer kernels take the context's type (c->act).
+static lssar_dtype cuda_act_dtype(nn_ctx *c) { return c->act; }
 static void cuda_upload_act(nn_ctx *c, nn_act *dst, const float *src, size_t n) {
     cuda_upload(c, dst, src, n * sizeof(float));
 }
@@ -438,11 +443,9 @@ static const float *act32(const nn_act *p) { return static_cast<const float *>(p
    fp32 accumulation (CUBLAS_COMPUTE_32F), fp32 output D and bias, so the tensor cores read half
    the bytes: the weights' bf16 copies (weight_bf16) and the activations cast into scratch just
    before the product (cuda_to_bf16), both rounded to nearest even, the rounding flash_bf16 and the
-   fake GPU apply. Activations are still stored fp32 between layers (cuda_act_dtype), and
-   layernorm, GELU, the residual stream and attention read and write fp32. The seam carries the
-   activation type (nn_act, act_dtype); storing them bf16 (half the activation memory and traffic)
-   needs the elementwise kernels reading and writing bf16 and the GEMMs writing bf16 D: the next
-   step. */
+   fake GPU apply. Activations are still stored fp32 between layers (c->act): the layer kernels
+   and attention take bf16 too, but storing them bf16 (half the activation memory and traffic)
+   needs these GEMMs reading bf16 activations as they are and writing bf16 D (docs/CUDA.md). */
 
 // the largest power of two (<= 256) dividing the address: cuBLASLt assumes 256 unless told
 static uint32_t align_of(const void *p) {
@@ -598,7 +601,7 @@ static int gemm(nn_ctx *c, float *D, mm_op A, mm_op B, const float *bias, int tr
         rc = lt_matmul(c, D, a, b, bf, bias, transa, transb, m, n, k, lda, ldb, ldd, beta);
         if (rc == -1 && bias) {
             rc = lt_matmul(c, D, a, b, bf, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta);
-            if (rc == 0) rc = cuda_add_bias(D, bias, n, m, c->stream);
+            if (rc == 0) rc = cuda_add_bias(LSSAR_F32, D, bias, n, m, c->stream);
         }
     }
     if (rc != -1) return rc;
@@ -693,7 +696,7 @@ static void cuda_matmul_backward(nn_ctx *c, nn_act *dinp_, float *dweight, float
     if (!rc && dbias && !c->err) {
         void *s = scratch(c, cuda_colsum_scratch(N, OC));
         if (!s) return;
-        rc = cuda_colsum(dbias, dout, N, OC, s, c->stream);
+        rc = cuda_colsum(c->act, dbias, dout, N, OC, s, c->stream);
     }
     note(c, rc);
 }
@@ -703,7 +706,7 @@ static void cuda_layernorm_forward_(nn_ctx *c, nn_act *out, float *mean, float *
                                     const float *weight, const float *bias, int N, int C) {
     wrote(c, out); wrote(c, mean); wrote(c, rstd);
     if (!c->err)
-        note(c, cuda_layernorm_forward(act32(out), mean, rstd, act32(inp), weight, bias, N, C, c->stream));
+        note(c, cuda_layernorm_forward(c->act, out, mean, rstd, inp, weight, bias, N, C, c->stream));
 }
 static void cuda_layernorm_backward_(nn_ctx *c, nn_act *dinp, float *dweight, float *dbias, const nn_act *dout,
                                      const nn_act *inp, const float *weight, const float *mean,
@@ -712,25 +715,25 @@ static void cuda_layernorm_backward_(nn_ctx *c, nn_act *dinp, float *dweight, fl
     if (c->err) return;
     void *s = scratch(c, cuda_layernorm_backward_scratch(N, C));
     if (!s) return;
-    note(c, cuda_layernorm_backward(act32(dinp), dweight, dbias, act32(dout), act32(inp), weight, mean, rstd, N,
-                                    C, s, c->stream));
+    note(c, cuda_layernorm_backward(c->act, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, s,
+                                    c->stream));
 }
 static void cuda_gelu_forward_(nn_ctx *c, nn_act *out, const nn_act *inp, size_t n) {
     wrote(c, out);
-    if (!c->err) note(c, cuda_gelu_forward(act32(out), act32(inp), n, c->stream));
+    if (!c->err) note(c, cuda_gelu_forward(c->act, out, inp, n, c->stream));
 }
 static void cuda_gelu_backward_(nn_ctx *c, nn_act *dinp, const nn_act *inp, const nn_act *dout, size_t n) {
     wrote(c, dinp);
-    if (!c->err) note(c, cuda_gelu_backward(act32(dinp), act32(inp), act32(dout), n, c->stream));
+    if (!c->err) note(c, cuda_gelu_backward(c->act, dinp, inp, dout, n, c->stream));
 }
 static void cuda_residual_forward_(nn_ctx *c, nn_act *out, const nn_act *a, const nn_act *b, size_t n) {
     wrote(c, out);
-    if (!c->err) note(c, cuda_residual_forward(act32(out), act32(a), act32(b), n, c->stream));
+    if (!c->err) note(c, cuda_residual_forward(c->act, out, a, b, n, c->stream));
 }
 static void cuda_embedding_forward_(nn_ctx *c, nn_act *out, const uint16_t *tokens, float *const *wte,
                                     const float *wpe, int B, int T, int Ch, int C) {
     wrote(c, out);
-    if (!c->err) note(c, cuda_embedding_forward(act32(out), tokens, wte, wpe, B, T, Ch, C, c->stream));
+    if (!c->err) note(c, cuda_embedding_forward(c->act, out, tokens, wte, wpe, B, T, Ch, C, c->stream));
 }
 static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe, const nn_act *dout,
                                      const uint16_t *tokens, int B, int T, int Ch, int C) {
@@ -742,17 +745,18 @@ static void cuda_embedding_backward_(nn_ctx *c, float *const *dwte, float *dwpe,
     if (rc) { note(c, rc); return; }
     void *s = scratch(c, bytes);
     if (!s) return;
-    note(c, cuda_embedding_backward(dwte, dwpe, act32(dout), tokens, B, T, Ch, C, s, c->scratch_bytes, c->stream));
+    note(c, cuda_embedding_backward(c->act, dwte, dwpe, dout, tokens, B, T, Ch, C, s, c->scratch_bytes,
+                                    c->stream));
 }
 static void cuda_rope_forward_(nn_ctx *c, nn_act *x, const float *cos_t, const float *sin_t, int B, int T,
                                int NH, int HS, int pos0) {
     wrote(c, x);
-    if (!c->err) note(c, cuda_rope(act32(x), cos_t, sin_t, B, T, NH, HS, pos0, 0, c->stream));
+    if (!c->err) note(c, cuda_rope(c->act, x, cos_t, sin_t, B, T, NH, HS, pos0, 0, c->stream));
 }
 static void cuda_rope_backward_(nn_ctx *c, nn_act *dx, const float *cos_t, const float *sin_t, int B, int T,
                                 int NH, int HS) {
     wrote(c, dx);
-    if (!c->err) note(c, cuda_rope(act32(dx), cos_t, sin_t, B, T, NH, HS, 0, 1, c->stream));
+    if (!c->err) note(c, cuda_rope(c->act, dx, cos_t, sin_t, B, T, NH, HS, 0, 1, c->stream));
 }
 
 /* ---- attention: flash_attn.h (the statistics the forward saves are the backward's input) */
@@ -765,8 +769,9 @@ static int cuda_attention_forward(nn_ctx *c, nn_act *out, float *stats, const nn
     wrote(c, out); wrote(c, stats);
     if (c->err) return c->err;
     // decoding (a few query rows against a long cache, no statistics): the keys split over CTAs,
-    // since one CTA per (b, h, 64 query rows) would leave most SMs idle (flash_decode.h)
-    if (cuda_attn_decode_applies(d, B, Tq, Tk, NH, HS, stats != NULL)) {
+    // since one CTA per (b, h, 64 query rows) would leave most SMs idle (flash_decode.h). That
+    // kernel reads float32 only: bf16 activations take the tile forward, which decodes too.
+    if (c->act == LSSAR_F32 && cuda_attn_decode_applies(d, B, Tq, Tk, NH, HS, stats != NULL)) {
         size_t db = cuda_attn_decode_scratch_bytes(d, 0, B, Tq, Tk, NH, HS);
         void *s = db ? scratch(c, db) : NULL;
         if (db && !s) return c->err;
@@ -776,8 +781,8 @@ static int cuda_attention_forward(nn_ctx *c, nn_act *out, float *stats, const nn
     size_t bytes = cuda_attn_scratch_bytes(d, B, Tq, Tk, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
     if (bytes && !s) return c->err;
-    return cuda_attn_forward(d, c->precision == NN_BF16, B, Tq, Tk, kv_stride, NH, HS, act32(q), act32(k),
-                             act32(v), act32(out), stats, s, c->stream);
+    return cuda_attn_forward(d, c->precision == NN_BF16, c->act, B, Tq, Tk, kv_stride, NH, HS, q, k, v, out,
+                             stats, s, c->stream);
 }
 static int cuda_attention_backward(nn_ctx *c, nn_act *dq, nn_act *dk, nn_act *dv, float *dscale,
                                    const nn_act *dout, const nn_act *q, const nn_act *k, const nn_act *v,
@@ -788,8 +793,8 @@ static int cuda_attention_backward(nn_ctx *c, nn_act *dq, nn_act *dk, nn_act *dv
     size_t bytes = cuda_attn_scratch_bytes(d, B, T, T, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;
     if (bytes && !s) return c->err;
-    return cuda_attn_backward(d, c->precision == NN_BF16, B, T, NH, HS, act32(q), act32(k), act32(v), act32(out),
-                              stats, act32(dout), act32(dq), act32(dk), act32(dv), dscale, s, c->stream);
+    return cuda_attn_backward(d, c->precision == NN_BF16, c->act, B, T, NH, HS, q, k, v, out, stats, dout, dq,
+                              dk, dv, dscale, s, c->stream);
 }
 
 /* ---- cross-entropy, optimiser */
@@ -799,12 +804,13 @@ static void cuda_xent_forward_(nn_ctx *c, nn_act *logits, float *losses, uint16_
     if (c->err) return;
     void *s = scratch(c, cuda_xent_forward_scratch(R));
     if (!s) return;
-    note(c, cuda_xent_forward(act32(logits), losses, argmax, targets, tstride, ostride, R, V, acc, s, c->stream));
+    note(c, cuda_xent_forward(c->act, logits, losses, argmax, targets, tstride, ostride, R, V, acc, s,
+                              c->stream));
 }
 static void cuda_xent_backward_(nn_ctx *c, nn_act *probs, const uint16_t *targets, int tstride, int R, int V,
                                 float grad_scale, const double *acc) {
     wrote(c, probs);
-    if (!c->err) note(c, cuda_xent_backward(act32(probs), targets, tstride, R, V, grad_scale, acc, c->stream));
+    if (!c->err) note(c, cuda_xent_backward(c->act, probs, targets, tstride, R, V, grad_scale, acc, c->stream));
 }
 static void cuda_adamw_(nn_ctx *c, float *params, const float *grads, float *m, float *v, size_t n, int t,
                         float lr, float beta1, float beta2, float eps, float wd) {

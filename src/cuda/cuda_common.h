@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <type_traits>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include "lssar.h"
@@ -82,17 +83,26 @@ static __device__ __forceinline__ float cuda_bf16_round(float x) {
 }
 #endif
 
-/* ---- launchers (kernels_*.cu) */
+/* f(tag) with tag a null pointer to the element type of activations of type at: float, or
+   uint16_t for bf16 (km_ld / km_st); the launchers of the activation kernels instantiate their
+   kernels through it. */
+template <typename F> static inline int cuda_by_act(lssar_dtype at, F f) {
+    return at == LSSAR_BF16 ? f(static_cast<uint16_t *>(nullptr)) : f(static_cast<float *>(nullptr));
+}
+#define CUDA_ACT_T(tag) std::remove_pointer_t<decltype(tag)>
+
+/* ---- launchers (kernels_*.cu). at: the element type of the activation arguments (void *): the
+   input and output rows, logits, dout; parameters, statistics and their gradients are float. */
 // kernels_layernorm.cu
-int cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
-                           const float *bias, int N, int C, cudaStream_t stream);
+int cuda_layernorm_forward(lssar_dtype at, void *out, float *mean, float *rstd, const void *inp,
+                           const float *weight, const float *bias, int N, int C, cudaStream_t stream);
 size_t cuda_layernorm_backward_scratch(int N, int C);
-int cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, const float *mean, const float *rstd, int N, int C,
-                            void *scratch, cudaStream_t stream);
+int cuda_layernorm_backward(lssar_dtype at, void *dinp, float *dweight, float *dbias, const void *dout,
+                            const void *inp, const float *weight, const float *mean, const float *rstd, int N,
+                            int C, void *scratch, cudaStream_t stream);
 // kernels_reduce.cu: dst (C) += column sums of x (N, C); sum of squares into *out (device double)
 size_t cuda_colsum_scratch(int N, int C);
-int cuda_colsum(float *dst, const float *x, int N, int C, void *scratch, cudaStream_t stream);
+int cuda_colsum(lssar_dtype at, float *dst, const void *x, int N, int C, void *scratch, cudaStream_t stream);
 // dst (C) += sum over c < nchunks of part[c][.] in order (the second pass of every column sum)
 int cuda_col_finish(float *dst, const float *part, int nchunks, int C, cudaStream_t stream);
 size_t cuda_sum_squares_scratch(size_t n);
@@ -108,33 +118,36 @@ int cuda_clip_norm(float *x, size_t n, const double *ss, size_t nb, float clip, 
                    cudaStream_t stream);
 // kernels_xent.cu
 size_t cuda_xent_forward_scratch(int R);
-int cuda_xent_forward(float *logits, float *losses, uint16_t *argmax, const uint16_t *targets, int tstride,
-                      int ostride, int R, int V, double *acc, void *scratch, cudaStream_t stream);
-int cuda_xent_backward(float *probs, const uint16_t *targets, int tstride, int R, int V, float grad_scale,
-                       const double *acc, cudaStream_t stream);
+int cuda_xent_forward(lssar_dtype at, void *logits, float *losses, uint16_t *argmax, const uint16_t *targets,
+                      int tstride, int ostride, int R, int V, double *acc, void *scratch, cudaStream_t stream);
+int cuda_xent_backward(lssar_dtype at, void *probs, const uint16_t *targets, int tstride, int R, int V,
+                       float grad_scale, const double *acc, cudaStream_t stream);
 // kernels_elementwise.cu
-int cuda_gelu_forward(float *out, const float *inp, size_t n, cudaStream_t stream);
-int cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, cudaStream_t stream);
-int cuda_residual_forward(float *out, const float *a, const float *b, size_t n, cudaStream_t stream);
+int cuda_gelu_forward(lssar_dtype at, void *out, const void *inp, size_t n, cudaStream_t stream);
+int cuda_gelu_backward(lssar_dtype at, void *dinp, const void *inp, const void *dout, size_t n,
+                       cudaStream_t stream);
+int cuda_residual_forward(lssar_dtype at, void *out, const void *a, const void *b, size_t n,
+                          cudaStream_t stream);
 int cuda_scale(float *x, size_t n, float s, cudaStream_t stream);
 // x (n) *= *s, a factor in device memory; 1 leaves x untouched
 int cuda_scale_by(float *x, size_t n, const float *s, cudaStream_t stream);
 int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, float ibc1, float ibc2, cudaStream_t stream);
 // out (N, OC) += bias on every row (the matmul's fallback when the bias epilogue is refused)
-int cuda_add_bias(float *out, const float *bias, int N, int OC, cudaStream_t stream);
+int cuda_add_bias(lssar_dtype at, void *out, const float *bias, int N, int OC, cudaStream_t stream);
 // out (rows, ldo) bf16 bits = in (rows, cols) rounded to nearest even (km_bf16_rne), ldo >= cols:
 // the GEMMs' bf16 operands (kemu_to_bf16 emulates it)
 int cuda_to_bf16(uint16_t *out, const float *in, int rows, int cols, int ldo, cudaStream_t stream);
 // kernels_embedding.cu (wte, dwte: Ch device pointers in a host array)
-int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe, int B,
-                           int T, int Ch, int C, cudaStream_t stream);
+int cuda_embedding_forward(lssar_dtype at, void *out, const uint16_t *tokens, float *const *wte,
+                           const float *wpe, int B, int T, int Ch, int C, cudaStream_t stream);
 // 0 and *bytes, or an lssar_err (the sort's size query failed)
 int cuda_embedding_backward_scratch(int B, int T, size_t *bytes);
-int cuda_embedding_backward(float *const *dwte, float *dwpe, const float *dout, const uint16_t *tokens, int B,
-                            int T, int Ch, int C, void *scratch, size_t scratch_bytes, cudaStream_t stream);
+int cuda_embedding_backward(lssar_dtype at, float *const *dwte, float *dwpe, const void *dout,
+                            const uint16_t *tokens, int B, int T, int Ch, int C, void *scratch,
+                            size_t scratch_bytes, cudaStream_t stream);
 // kernels_rope.cu: x (B, T, NH, HS) in place, table rows pos0 + t; inverse = the backward
-int cuda_rope(float *x, const float *cos_t, const float *sin_t, int B, int T, int NH, int HS, int pos0,
-              int inverse, cudaStream_t stream);
+int cuda_rope(lssar_dtype at, void *x, const float *cos_t, const float *sin_t, int B, int T, int NH, int HS,
+              int pos0, int inverse, cudaStream_t stream);
 
 #endif

@@ -1996,20 +1996,23 @@ static int attn_backward(const char *fn, const lssar_attn_desc *d, int mma, int 
     return LSSAR_OK;
 }
 
-extern "C" int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, int B, int Tq, int Tk,
-                                 int kv_stride, int H, int D, const float *q, const float *k, const float *v,
-                                 float *out, float *stats, void *scratch, cudaStream_t stream) {
-    return attn_forward("attention forward (CUDA)", d, bf16_products != 0, 0, B, Tq, Tk, kv_stride, H, D, q,
-                        k, v, out, stats, scratch, stream);
+extern "C" int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, lssar_dtype storage, int B,
+                                 int Tq, int Tk, int kv_stride, int H, int D, const void *q, const void *k,
+                                 const void *v, void *out, float *stats, void *scratch, cudaStream_t stream) {
+    // bf16 storage feeds the tensor cores as it is: bf16 products
+    const int io = storage == LSSAR_BF16;
+    return attn_forward("attention forward (CUDA)", d, bf16_products != 0 || io, io, B, Tq, Tk, kv_stride, H, D,
+                        q, k, v, out, stats, scratch, stream);
 }
 
-extern "C" int cuda_attn_backward(const lssar_attn_desc *d, int bf16_products, int B, int T, int H, int D,
-                                  const float *q, const float *k, const float *v, const float *out,
-                                  const float *stats, const float *dout, float *dq, float *dk, float *dv,
-                                  float *dscale, void *scratch, cudaStream_t stream) {
-    return attn_backward("attention backward (CUDA)", d, bf16_products != 0, 0, B, T, H, D, q, k, v, out,
-                         stats, dout, dq, dk, dv, d && attn_ssmax_kind(d->kind) ? dscale : NULL, 1, scratch,
-                         stream);
+extern "C" int cuda_attn_backward(const lssar_attn_desc *d, int bf16_products, lssar_dtype storage, int B,
+                                  int T, int H, int D, const void *q, const void *k, const void *v,
+                                  const void *out, const float *stats, const void *dout, void *dq, void *dk,
+                                  void *dv, float *dscale, void *scratch, cudaStream_t stream) {
+    const int io = storage == LSSAR_BF16;
+    return attn_backward("attention backward (CUDA)", d, bf16_products != 0 || io, io, B, T, H, D, q, k, v,
+                         out, stats, dout, dq, dk, dv, d && attn_ssmax_kind(d->kind) ? dscale : NULL, 1,
+                         scratch, stream);
 }
 
 // ---------------------------------------------------------------- the public API (lssar.h)

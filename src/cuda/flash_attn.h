@@ -6,10 +6,11 @@
  * accumulation order; the per-element math is src/attn/flash.h's FM_FN functions. The design
  * contract is docs/CUDA.md.
  *
- * Every pointer is device memory. q, k, v, out, dout, dq, dk, dv are float32 (B, T, H, D) rows
- * of H * D floats (k and v of the forward: sequence b starts at row b * kv_stride). d->ssmax_s
- * (H floats) is device memory too. bf16_products = 0: fp32 SIMT products (the result matches the
- * CPU backend to ~1e-5 relative); 1: operands rounded to bf16 for mma.sync, fp32 accumulation.
+ * Every pointer is device memory. q, k, v, out, dout, dq, dk, dv are (B, T, H, D) rows of H * D
+ * elements of type `storage` (LSSAR_F32 or LSSAR_BF16; k and v of the forward: sequence b starts
+ * at row b * kv_stride); stats and d->ssmax_s (H floats) are float32. bf16_products = 0: fp32 SIMT
+ * products (the result matches the CPU backend to ~1e-5 relative); 1: operands rounded to bf16 for
+ * mma.sync, fp32 accumulation (bf16 storage always takes these).
  * Every call is asynchronous on `stream` and returns 0 or an lssar_err (lssar_errmsg says why).
  * Pointers must be 16-byte aligned (cudaMalloc's are); D must be 16, 32, 64 or 128.
  */
@@ -39,17 +40,17 @@ size_t cuda_attn_scratch_bytes(const lssar_attn_desc *d, int B, int Tq, int Tk, 
    (kv_stride >= Tk). stats: cuda_attn_stats_floats(d, B, Tq, H, D) floats for the backward, or
    NULL (evaluation, decoding: nothing is saved). scratch: cuda_attn_scratch_bytes(d, B, Tq, Tk,
    H, D) bytes. The decode case (Tq < Tk, Tq = 1 included) works; the backward needs Tq = Tk. */
-int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, int B, int Tq, int Tk, int kv_stride,
-                      int H, int D, const float *q, const float *k, const float *v, float *out,
+int cuda_attn_forward(const lssar_attn_desc *d, int bf16_products, lssar_dtype storage, int B, int Tq, int Tk,
+                      int kv_stride, int H, int D, const void *q, const void *k, const void *v, void *out,
                       float *stats, void *scratch, cudaStream_t stream);
 
 /* dq, dk, dv (B, T, H, D) written from the forward's out and stats (Tq = Tk = kv_stride = T).
    dscale (H floats): SSMax only, += d(loss)/d(ssmax_s); may be NULL. scratch as for the forward
    (cuda_attn_scratch_bytes(d, B, T, T, H, D)). */
-int cuda_attn_backward(const lssar_attn_desc *d, int bf16_products, int B, int T, int H, int D,
-                       const float *q, const float *k, const float *v, const float *out,
-                       const float *stats, const float *dout, float *dq, float *dk, float *dv,
-                       float *dscale, void *scratch, cudaStream_t stream);
+int cuda_attn_backward(const lssar_attn_desc *d, int bf16_products, lssar_dtype storage, int B, int T, int H,
+                       int D, const void *q, const void *k, const void *v, const void *out, const float *stats,
+                       const void *dout, void *dq, void *dk, void *dv, float *dscale, void *scratch,
+                       cudaStream_t stream);
 
 #ifdef __cplusplus
 }

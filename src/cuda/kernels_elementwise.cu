@@ -13,15 +13,17 @@ static inline unsigned ew_blocks(size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (size_t)gridDim.x * blockDim.x)
 
-static __global__ void gelu_forward_kernel(float *out, const float *inp, size_t n) {
-    EW_LOOP(i, n) out[i] = km_gelu(inp[i]);
+// A: the activations' element type (km_ld / km_st)
+template <typename A> static __global__ void gelu_forward_kernel(A *out, const A *inp, size_t n) {
+    EW_LOOP(i, n) km_st(out, i, km_gelu(km_ld(inp, i)));
 }
 // dinp may alias dout: each thread reads its value before writing it
-static __global__ void gelu_backward_kernel(float *dinp, const float *inp, const float *dout, size_t n) {
-    EW_LOOP(i, n) dinp[i] = km_gelu_grad(inp[i], dout[i]);
+template <typename A>
+static __global__ void gelu_backward_kernel(A *dinp, const A *inp, const A *dout, size_t n) {
+    EW_LOOP(i, n) km_st(dinp, i, km_gelu_grad(km_ld(inp, i), km_ld(dout, i)));
 }
-static __global__ void residual_forward_kernel(float *out, const float *a, const float *b, size_t n) {
-    EW_LOOP(i, n) out[i] = KM_ADD(a[i], b[i]);
+template <typename A> static __global__ void residual_forward_kernel(A *out, const A *a, const A *b, size_t n) {
+    EW_LOOP(i, n) km_st(out, i, KM_ADD(km_ld(a, i), km_ld(b, i)));
 }
 static __global__ void scale_kernel(float *x, size_t n, float s) {
     EW_LOOP(i, n) x[i] = KM_MUL(x[i], s);
@@ -43,8 +45,8 @@ static __global__ void adamw_kernel(float *params, const float *grads, float *m,
         v[i] = vi;
     }
 }
-static __global__ void add_bias_kernel(float *out, const float *bias, size_t n, int OC) {
-    EW_LOOP(i, n) out[i] = KM_ADD(out[i], bias[i % OC]);
+template <typename A> static __global__ void add_bias_kernel(A *out, const float *bias, size_t n, int OC) {
+    EW_LOOP(i, n) km_st(out, i, KM_ADD(km_ld(out, i), bias[i % OC]));
 }
 // out (rows, ldo) = in (rows, cols) rounded to bf16 (km_bf16_rne); out's columns cols..ldo-1 are
 // left as they are (the GEMMs never read them). blockIdx.y strides over rows, x over columns: no
@@ -58,23 +60,36 @@ static __global__ void to_bf16_kernel(uint16_t *out, const float *in, int rows, 
     }
 }
 
-int cuda_gelu_forward(float *out, const float *inp, size_t n, cudaStream_t stream) {
+int cuda_gelu_forward(lssar_dtype at, void *out, const void *inp, size_t n, cudaStream_t stream) {
     if (!n) return 0;
-    gelu_forward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(out, inp, n);
-    CUDA_LAUNCHED("gelu_forward_kernel");
-    return 0;
+    return cuda_by_act(at, [&](auto tag) {
+        typedef CUDA_ACT_T(tag) A;
+        gelu_forward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>((A *)out, (const A *)inp, n);
+        CUDA_LAUNCHED("gelu_forward_kernel");
+        return 0;
+    });
 }
-int cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, cudaStream_t stream) {
+int cuda_gelu_backward(lssar_dtype at, void *dinp, const void *inp, const void *dout, size_t n,
+                       cudaStream_t stream) {
     if (!n) return 0;
-    gelu_backward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(dinp, inp, dout, n);
-    CUDA_LAUNCHED("gelu_backward_kernel");
-    return 0;
+    return cuda_by_act(at, [&](auto tag) {
+        typedef CUDA_ACT_T(tag) A;
+        gelu_backward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>((A *)dinp, (const A *)inp,
+                                                                         (const A *)dout, n);
+        CUDA_LAUNCHED("gelu_backward_kernel");
+        return 0;
+    });
 }
-int cuda_residual_forward(float *out, const float *a, const float *b, size_t n, cudaStream_t stream) {
+int cuda_residual_forward(lssar_dtype at, void *out, const void *a, const void *b, size_t n,
+                          cudaStream_t stream) {
     if (!n) return 0;
-    residual_forward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(out, a, b, n);
-    CUDA_LAUNCHED("residual_forward_kernel");
-    return 0;
+    return cuda_by_act(at, [&](auto tag) {
+        typedef CUDA_ACT_T(tag) A;
+        residual_forward_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>((A *)out, (const A *)a,
+                                                                            (const A *)b, n);
+        CUDA_LAUNCHED("residual_forward_kernel");
+        return 0;
+    });
 }
 int cuda_scale(float *x, size_t n, float s, cudaStream_t stream) {
     if (!n) return 0;
@@ -96,12 +111,15 @@ int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, 
     CUDA_LAUNCHED("adamw_kernel");
     return 0;
 }
-int cuda_add_bias(float *out, const float *bias, int N, int OC, cudaStream_t stream) {
+int cuda_add_bias(lssar_dtype at, void *out, const float *bias, int N, int OC, cudaStream_t stream) {
     size_t n = (size_t)N * OC;
     if (!n) return 0;
-    add_bias_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>(out, bias, n, OC);
-    CUDA_LAUNCHED("add_bias_kernel");
-    return 0;
+    return cuda_by_act(at, [&](auto tag) {
+        typedef CUDA_ACT_T(tag) A;
+        add_bias_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>((A *)out, bias, n, OC);
+        CUDA_LAUNCHED("add_bias_kernel");
+        return 0;
+    });
 }
 int cuda_to_bf16(uint16_t *out, const float *in, int rows, int cols, int ldo, cudaStream_t stream) {
     if (rows <= 0 || cols <= 0) return 0;

@@ -11,8 +11,10 @@
 struct emb_tables { const float *p[EMB_MAXCH]; };
 
 // out (B*T, C): one thread per value. Launch ch0 = 0 writes wte[0] (+ wpe) + wte[1..]; a later
-// launch (ch0 > 0) adds its channels to out: the order of embedding.c's loop in every case.
-static __global__ void embedding_forward_kernel(float *out, const uint16_t *tokens, emb_tables wte,
+// launch (ch0 > 0) adds its channels to out: the order of embedding.c's loop in every case. A: the
+// element type of out (km_ld / km_st); the model's channels (GPT_MAX_CHANNELS) take one launch.
+template <typename A>
+static __global__ void embedding_forward_kernel(A *out, const uint16_t *tokens, emb_tables wte,
                                                 const float *wpe, size_t n, int T, int Ch, int ch0, int nch,
                                                 int C) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -26,14 +28,14 @@ static __global__ void embedding_forward_kernel(float *out, const uint16_t *toke
             if (wpe) o = KM_ADD(o, wpe[(bt % T) * C + c]);
             k0 = 1;
         } else {
-            o = out[i];
+            o = km_ld(out, i);
         }
         // unrolled with constant indices, so the tables stay in the parameter bank (a dynamic
         // index into a by-value struct copies it to local memory)
 #pragma unroll
         for (int k = 0; k < EMB_MAXCH; k++)
             if (k >= k0 && k < nch) o = KM_ADD(o, wte.p[k][(size_t)tok[k] * C + c]);
-        out[i] = o;
+        km_st(out, i, o);
     }
 }
 
@@ -46,8 +48,9 @@ static __global__ void emb_gather_kernel(uint16_t *keys, int *rows, const uint16
 
 // One block per sorted position i; the block of a run's first position adds the run's rows to
 // dwte[token] (C columns, KM_EMB_THREADS at a time); the others leave at once.
-static __global__ void emb_run_kernel(float *dwte, const float *dout, const uint16_t *keys, const int *rows,
-                                      int n, int C) {
+template <typename A>
+static __global__ void emb_run_kernel(float *dwte, const A *dout, const uint16_t *keys, const int *rows, int n,
+                                      int C) {
     int i = blockIdx.x;
     if (!km_emb_run_start(keys, i)) return;
     int e = km_emb_run_end(keys, n, i);
@@ -56,7 +59,7 @@ static __global__ void emb_run_kernel(float *dwte, const float *dout, const uint
 }
 
 // dwpe (T, C) += the rows of position t over b in order: one thread per value
-static __global__ void emb_pos_kernel(float *dwpe, const float *dout, int B, int T, int C) {
+template <typename A> static __global__ void emb_pos_kernel(float *dwpe, const A *dout, int B, int T, int C) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < (size_t)T * C) {
         int t = (int)(i / C), c = (int)(i % C);
@@ -64,8 +67,8 @@ static __global__ void emb_pos_kernel(float *dwpe, const float *dout, int B, int
     }
 }
 
-int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte, const float *wpe, int B,
-                           int T, int Ch, int C, cudaStream_t stream) {
+int cuda_embedding_forward(lssar_dtype at, void *out, const uint16_t *tokens, float *const *wte,
+                           const float *wpe, int B, int T, int Ch, int C, cudaStream_t stream) {
     size_t n = (size_t)B * T * C;
     if (!n || Ch <= 0) return 0;
     size_t nb = (n + KM_EW_THREADS - 1) / KM_EW_THREADS;
@@ -74,9 +77,14 @@ int cuda_embedding_forward(float *out, const uint16_t *tokens, float *const *wte
         int nch = Ch - ch0 < EMB_MAXCH ? Ch - ch0 : EMB_MAXCH;
         emb_tables tb = {};
         for (int k = 0; k < nch; k++) tb.p[k] = wte[ch0 + k];
-        embedding_forward_kernel<<<blocks, KM_EW_THREADS, 0, stream>>>(out, tokens, tb, wpe, n, T, Ch, ch0,
-                                                                       nch, C);
-        CUDA_LAUNCHED("embedding_forward_kernel");
+        int rc = cuda_by_act(at, [&](auto tag) {
+            typedef CUDA_ACT_T(tag) A;
+            embedding_forward_kernel<<<blocks, KM_EW_THREADS, 0, stream>>>((A *)out, tokens, tb, wpe, n, T, Ch,
+                                                                           ch0, nch, C);
+            CUDA_LAUNCHED("embedding_forward_kernel");
+            return 0;
+        });
+        if (rc) return rc;
     }
     return 0;
 }
@@ -100,8 +108,9 @@ int cuda_embedding_backward_scratch(int B, int T, size_t *bytes) {
     return 0;
 }
 
-int cuda_embedding_backward(float *const *dwte, float *dwpe, const float *dout, const uint16_t *tokens, int B,
-                            int T, int Ch, int C, void *scratch, size_t scratch_bytes, cudaStream_t stream) {
+int cuda_embedding_backward(lssar_dtype at, float *const *dwte, float *dwpe, const void *dout,
+                            const uint16_t *tokens, int B, int T, int Ch, int C, void *scratch,
+                            size_t scratch_bytes, cudaStream_t stream) {
     int n = B * T, rc;
     if (n <= 0 || C <= 0) return 0;
     size_t tmp = 0;
@@ -121,13 +130,20 @@ int cuda_embedding_backward(float *const *dwte, float *dwpe, const float *dout, 
             kin, rin, tokens, n, Ch, ch);
         CUDA_LAUNCHED("emb_gather_kernel");
         CUDA_TRY(cub::DeviceRadixSort::SortPairs(sort_tmp, tmp, kin, kout, rin, rout, n, 0, 16, stream));
-        emb_run_kernel<<<n, KM_EMB_THREADS, 0, stream>>>(dwte[ch], dout, kout, rout, n, C);
-        CUDA_LAUNCHED("emb_run_kernel");
+        rc = cuda_by_act(at, [&](auto tag) {
+            typedef CUDA_ACT_T(tag) A;
+            emb_run_kernel<<<n, KM_EMB_THREADS, 0, stream>>>(dwte[ch], (const A *)dout, kout, rout, n, C);
+            CUDA_LAUNCHED("emb_run_kernel");
+            return 0;
+        });
+        if (rc) return rc;
     }
-    if (dwpe) {
+    if (!dwpe) return 0;
+    return cuda_by_act(at, [&](auto tag) {
+        typedef CUDA_ACT_T(tag) A;
         emb_pos_kernel<<<cuda_blocks((size_t)T * C, KM_EW_THREADS), KM_EW_THREADS, 0, stream>>>(
-            dwpe, dout, B, T, C);
+            dwpe, (const A *)dout, B, T, C);
         CUDA_LAUNCHED("emb_pos_kernel");
-    }
-    return 0;
+        return 0;
+    });
 }

@@ -127,11 +127,11 @@ void kemu_xent_forward(float *logits, float *losses, uint16_t *argmax, const uin
             bad |= b;
         }
         am = km_xent_argmax(mx, am, V);
-        float xt = tg != KM_IGNORE ? x[tg] : 0.0f;   // read before the exponentials overwrite it
-        for (int t = 0; t < NT; t++) z[t] = km_xent_thread_exp(x, V, t, mx);
+        float xt = tg != KM_IGNORE ? x[tg] : 0.0f;   // read before the probabilities overwrite it
+        for (int t = 0; t < NT; t++) z[t] = km_xent_thread_z(x, V, t, mx);
         float zs = kemu_block_sum_f(z, NT);
         float inv = KM_DIV(1.0f, zs);
-        for (int t = 0; t < NT; t++) km_xent_thread_scale(x, V, t, inv);
+        for (int t = 0; t < NT; t++) km_xent_thread_probs(x, V, t, mx, inv);
         float l = km_xent_loss(zs, xt, mx, tg, bad);
         if (losses) losses[(size_t)r * ostride] = l;
         if (argmax) argmax[(size_t)r * ostride] = (uint16_t)am;

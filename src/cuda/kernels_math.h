@@ -49,6 +49,36 @@
 #define KM_DMUL(a, b) ((a) * (b))
 #endif
 
+/* ---- the bf16 operands of the GEMMs (NN_BF16): x rounded to the nearest bfloat16, ties to even,
+   as its 16 bits. On the device the conversion instruction (cvt.rn.bf16.f32 through
+   __float2bfloat16_rn, sm_80 and later: no .ftz, so subnormals round as on the host); on the host
+   fm_bf16_rne (core/fastmath.h), the rounding of flash_bf16 and the fake GPU too. The device's
+   NaN may differ in sign or payload from the host's 0x7FFF but is a NaN, which is all a product
+   needs. */
+FM_FN uint16_t km_bf16_rne(float x) {
+#ifdef __CUDA_ARCH__
+    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+#else
+    return fm_bf16_rne(x);
+#endif
+}
+/* ---- activation storage: float32, or bf16 (its 16 bits as uint16_t). km_ld widens an element to
+   float, km_st rounds a float into one (nearest even). The loops below that read or write
+   activations are, under nvcc, templates over that element type (KM_ACT_FN, type km_act), and in
+   C plain functions on float: so the kernels of either type run the emulation's code, with only
+   the loads and stores changed, and a bf16 kernel computes what the float emulation computes on
+   the widened inputs, rounded where it stores. */
+FM_FN float km_ld(const float *p, size_t i) { return p[i]; }
+FM_FN void km_st(float *p, size_t i, float v) { p[i] = v; }
+#ifdef __cplusplus
+FM_FN float km_ld(const uint16_t *p, size_t i) { return fm_bf16_float(p[i]); }
+FM_FN void km_st(uint16_t *p, size_t i, float v) { p[i] = km_bf16_rne(v); }
+#define KM_ACT_FN template <typename km_act> FM_FN
+#else
+typedef float km_act;
+#define KM_ACT_FN FM_FN
+#endif
+
 #define KM_IGNORE 0xFFFF          /* = NN_IGNORE (nn.h; kernels_emu.c checks) */
 #define KM_LN_EPS 1e-5f           /* layernorm eps, as src/nn/layernorm.c */
 #define KM_GELU_K 0.7978845608028654f   /* sqrt(2 / pi), as src/nn/gelu.c */
@@ -81,16 +111,16 @@ FM_FN double km_tree_d(double *v, int n) {
 }
 
 /* ---- layernorm: lane `lane` of the row's warp owns columns lane, lane + 32, ... */
-FM_FN float km_ln_lane_sum(const float *x, int C, int lane) {
+KM_ACT_FN float km_ln_lane_sum(const km_act *x, int C, int lane) {
     float s = 0.0f;
-    for (int i = lane; i < C; i += KM_WARP) s = KM_ADD(s, x[i]);
+    for (int i = lane; i < C; i += KM_WARP) s = KM_ADD(s, km_ld(x, i));
     return s;
 }
 // sum of (x - m)^2 over the lane's columns: the variance about the mean, as layernorm.c (two passes)
-FM_FN float km_ln_lane_sqdev(const float *x, int C, int lane, float m) {
+KM_ACT_FN float km_ln_lane_sqdev(const km_act *x, int C, int lane, float m) {
     float s = 0.0f;
     for (int i = lane; i < C; i += KM_WARP) {
-        float d = KM_SUB(x[i], m);
+        float d = KM_SUB(km_ld(x, i), m);
         s = KM_ADD(s, KM_MUL(d, d));
     }
     return s;
@@ -100,13 +130,13 @@ FM_FN float km_ln_out(float x, float m, float s, float w, float b) {
     return KM_ADD(KM_MUL(KM_MUL(KM_SUB(x, m), s), w), b);
 }
 // the row sums of the input gradient: g = dout * w, gm += g, gxm += g * (x - m) * s
-FM_FN void km_ln_bwd_lane(const float *x, const float *d, const float *w, float m, float s, int C, int lane,
-                          float *gm, float *gxm) {
+KM_ACT_FN void km_ln_bwd_lane(const km_act *x, const km_act *d, const float *w, float m, float s, int C,
+                              int lane, float *gm, float *gxm) {
     float a = 0.0f, b = 0.0f;
     for (int i = lane; i < C; i += KM_WARP) {
-        float g = KM_MUL(d[i], w[i]);
+        float g = KM_MUL(km_ld(d, i), w[i]);
         a = KM_ADD(a, g);
-        b = KM_ADD(b, KM_MUL(KM_MUL(g, KM_SUB(x[i], m)), s));
+        b = KM_ADD(b, KM_MUL(KM_MUL(g, KM_SUB(km_ld(x, i), m)), s));
     }
     *gm = a;
     *gxm = b;
@@ -119,13 +149,13 @@ FM_FN float km_ln_dx(float dx, float d, float w, float x, float m, float s, floa
 }
 // parameter-gradient partials of thread (., ty) of chunk `chunk` for column j: rows
 // chunk * KM_COL_ROWS + ty + 8 k in order; aw += dout * (x - m) * s, ab += dout
-FM_FN void km_ln_param_thread(const float *dout, const float *inp, const float *mean, const float *rstd,
-                              int N, int C, int chunk, int ty, int j, float *aw, float *ab) {
+KM_ACT_FN void km_ln_param_thread(const km_act *dout, const km_act *inp, const float *mean, const float *rstd,
+                                  int N, int C, int chunk, int ty, int j, float *aw, float *ab) {
     float a = 0.0f, b = 0.0f;
     int r1 = (chunk + 1) * KM_COL_ROWS < N ? (chunk + 1) * KM_COL_ROWS : N;
     for (int r = chunk * KM_COL_ROWS + ty; r < r1; r += KM_COL_TY) {
-        float d = dout[(size_t)r * C + j];
-        a = KM_ADD(a, KM_MUL(KM_MUL(d, KM_SUB(inp[(size_t)r * C + j], mean[r])), rstd[r]));
+        float d = km_ld(dout, (size_t)r * C + j);
+        a = KM_ADD(a, KM_MUL(KM_MUL(d, KM_SUB(km_ld(inp, (size_t)r * C + j), mean[r])), rstd[r]));
         b = KM_ADD(b, d);
     }
     *aw = a;
@@ -133,10 +163,10 @@ FM_FN void km_ln_param_thread(const float *dout, const float *inp, const float *
 }
 
 /* ---- column sums (matmul dbias) and the finish of every column reduction */
-FM_FN float km_colsum_thread(const float *x, int N, int C, int chunk, int ty, int j) {
+KM_ACT_FN float km_colsum_thread(const km_act *x, int N, int C, int chunk, int ty, int j) {
     float s = 0.0f;
     int r1 = (chunk + 1) * KM_COL_ROWS < N ? (chunk + 1) * KM_COL_ROWS : N;
-    for (int r = chunk * KM_COL_ROWS + ty; r < r1; r += KM_COL_TY) s = KM_ADD(s, x[(size_t)r * C + j]);
+    for (int r = chunk * KM_COL_ROWS + ty; r < r1; r += KM_COL_TY) s = KM_ADD(s, km_ld(x, (size_t)r * C + j));
     return s;
 }
 FM_FN int km_col_chunks(int N) { return (N + KM_COL_ROWS - 1) / KM_COL_ROWS; }
@@ -154,11 +184,11 @@ FM_FN float km_col_finish(const float *part, int nchunks, int C, int j) {
    (the index xent.c's `while (x[am] != mx)` finds), m = x[i] exactly. A NaN never wins a strict
    comparison; if x[0] is NaN every thread keeps it and the row's max is NaN: then xent.c's search
    runs to V - 1, which km_xent_argmax reproduces. */
-FM_FN void km_xent_thread_max(const float *x, int V, int t, float *m, int *idx, int *nonfinite) {
-    float mx = x[0];
+KM_ACT_FN void km_xent_thread_max(const km_act *x, int V, int t, float *m, int *idx, int *nonfinite) {
+    float mx = km_ld(x, 0);
     int am = 0, bad = 0;
     for (int j = t; j < V; j += KM_XENT_THREADS) {
-        float v = x[j];
+        float v = km_ld(x, j);
         if (v > mx) { mx = v; am = j; }
         bad |= !(KM_SUB(v, v) == 0.0f);   // inf - inf and NaN - NaN are NaN
     }
@@ -169,18 +199,16 @@ FM_FN void km_xent_thread_max(const float *x, int V, int t, float *m, int *idx, 
 // does (m2, i2) beat (m1, i1)?
 FM_FN int km_xent_better(float m1, int i1, float m2, int i2) { return m2 > m1 || (m2 == m1 && i2 < i1); }
 FM_FN int km_xent_argmax(float mx, int idx, int V) { return mx == mx ? idx : V - 1; }
-// e = exp(x - max) written in place; returns the thread's partial sum of e
-FM_FN float km_xent_thread_exp(float *x, int V, int t, float mx) {
+// the thread's partial sum of e = exp(x - max); e is made again for the probabilities rather than
+// kept in place, where a bf16 row would round it before the division
+KM_ACT_FN float km_xent_thread_z(const km_act *x, int V, int t, float mx) {
     float z = 0.0f;
-    for (int j = t; j < V; j += KM_XENT_THREADS) {
-        float e = fm_exp(x[j] - mx);
-        x[j] = e;
-        z = KM_ADD(z, e);
-    }
+    for (int j = t; j < V; j += KM_XENT_THREADS) z = KM_ADD(z, fm_exp(km_ld(x, j) - mx));
     return z;
 }
-FM_FN void km_xent_thread_scale(float *x, int V, int t, float inv) {
-    for (int j = t; j < V; j += KM_XENT_THREADS) x[j] = KM_MUL(x[j], inv);
+// x = e / z in place (inv = 1 / z)
+KM_ACT_FN void km_xent_thread_probs(km_act *x, int V, int t, float mx, float inv) {
+    for (int j = t; j < V; j += KM_XENT_THREADS) km_st(x, j, KM_MUL(fm_exp(km_ld(x, j) - mx), inv));
 }
 // -log p[tg] = log z - (x_t - max) in double, as xent.c; 0 for an ignored row; NaN if any logit is
 // not finite (xent.c tests the sum of the logits instead: the same rows, except that a sum of
@@ -234,16 +262,16 @@ FM_FN int km_emb_run_end(const uint16_t *keys, int n, int i) {
 }
 // the run [i, e) of column c into acc (the stored gradient); a counted loop, so that nvcc can
 // unroll it and have several rows' loads in flight while the additions stay in order
-FM_FN float km_emb_run_col(float acc, const float *dout, const int *rows, int i, int e, int C, int c) {
+KM_ACT_FN float km_emb_run_col(float acc, const km_act *dout, const int *rows, int i, int e, int C, int c) {
 #ifdef __CUDA_ARCH__
 #pragma unroll 8
 #endif
-    for (int j = i; j < e; j++) acc = KM_ADD(acc, dout[(size_t)rows[j] * C + c]);
+    for (int j = i; j < e; j++) acc = KM_ADD(acc, km_ld(dout, (size_t)rows[j] * C + c));
     return acc;
 }
 // dwpe[t][c] += dout[b * T + t][c] for b in order (embedding.c's row order again)
-FM_FN float km_emb_pos_col(float acc, const float *dout, int B, int T, int C, int t, int c) {
-    for (int b = 0; b < B; b++) acc = KM_ADD(acc, dout[((size_t)b * T + t) * C + c]);
+KM_ACT_FN float km_emb_pos_col(float acc, const km_act *dout, int B, int T, int C, int t, int c) {
+    for (int b = 0; b < B; b++) acc = KM_ADD(acc, km_ld(dout, ((size_t)b * T + t) * C + c));
     return acc;
 }
 
@@ -279,19 +307,6 @@ FM_FN void km_adamw(float *p, float *m, float *v, float g, float lr, float beta1
 }
 
 
-/* ---- the bf16 operands of the GEMMs (NN_BF16): x rounded to the nearest bfloat16, ties to even,
-   as its 16 bits. On the device the conversion instruction (cvt.rn.bf16.f32 through
-   __float2bfloat16_rn, sm_80 and later: no .ftz, so subnormals round as on the host); on the host
-   fm_bf16_rne (core/fastmath.h), the rounding of flash_bf16 and the fake GPU too. The device's
-   NaN may differ in sign or payload from the host's 0x7FFF but is a NaN, which is all a product
-   needs. */
-FM_FN uint16_t km_bf16_rne(float x) {
-#ifdef __CUDA_ARCH__
-    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-#else
-    return fm_bf16_rne(x);
-#endif
-}
 // leading dimension (elements) of a bf16 copy of rows of n values: n rounded up to 8, so that every
 // row starts 16-byte aligned (the tensor-core GEMM kernels' alignment) whatever n is (V = 50257)
 FM_FN int km_bf16_ld(int n) { return (n + 7) / 8 * 8; }

@@ -7,8 +7,8 @@
 #include "nn/gradnorm.h"
 
 // part (chunks, C): grid (ceil(C / 32), chunks of 256 rows), block (32, 8), as the layernorm
-// parameter partials (kernels_layernorm.cu)
-static __global__ void colsum_partials_kernel(float *part, const float *x, int N, int C) {
+// parameter partials (kernels_layernorm.cu); x: activations of element type A (km_ld)
+template <typename A> static __global__ void colsum_partials_kernel(float *part, const A *x, int N, int C) {
     __shared__ float sh[KM_COL_TY][KM_COL_TX];
     int tx = threadIdx.x, ty = threadIdx.y, j = blockIdx.x * KM_COL_TX + tx, chunk = blockIdx.y;
     sh[ty][tx] = j < C ? km_colsum_thread(x, N, C, chunk, ty, j) : 0.0f;
@@ -36,14 +36,18 @@ size_t cuda_colsum_scratch(int N, int C) {
     return cuda_round256(sizeof(float) * (size_t)km_col_chunks(N) * C);
 }
 
-int cuda_colsum(float *dst, const float *x, int N, int C, void *scratch, cudaStream_t stream) {
+int cuda_colsum(lssar_dtype at, float *dst, const void *x, int N, int C, void *scratch, cudaStream_t stream) {
     if (N <= 0 || C <= 0) return 0;
     int nch = km_col_chunks(N);
     float *part = (float *)scratch;
     dim3 grid(cuda_blocks(C, KM_COL_TX), nch), block(KM_COL_TX, KM_COL_TY);
-    colsum_partials_kernel<<<grid, block, 0, stream>>>(part, x, N, C);
-    CUDA_LAUNCHED("colsum_partials_kernel");
-    return cuda_col_finish(dst, part, nch, C, stream);
+    int rc = cuda_by_act(at, [&](auto tag) {
+        typedef CUDA_ACT_T(tag) A;
+        colsum_partials_kernel<<<grid, block, 0, stream>>>(part, (const A *)x, N, C);
+        CUDA_LAUNCHED("colsum_partials_kernel");
+        return 0;
+    });
+    return rc ? rc : cuda_col_finish(dst, part, nch, C, stream);
 }
 
 // Sum of squares, stage 1: block b sums chunk b (KM_SS_CHUNK values) into part[b] (double)

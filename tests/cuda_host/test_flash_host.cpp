@@ -508,9 +508,9 @@ static void run_case(int kind, int mma, int B, int T, int H, int D, uint64_t see
     // (exact: two floats within a factor 2 of each other subtract exactly), which also checks that
     // the kernel adds rather than overwrites
     for (int h = 0; h < H; h++) dsc.f()[h] = -eds[h];
-    int rc = cuda_attn_forward(&dd, mma, B, T, T, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), scr.p(), NULL);
+    int rc = cuda_attn_forward(&dd, mma, LSSAR_F32, B, T, T, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), scr.p(), NULL);
     if (!rc)
-        rc = cuda_attn_backward(&dd, mma, B, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), ddy.f(), gq.f(), gk.f(),
+        rc = cuda_attn_backward(&dd, mma, LSSAR_F32, B, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), ddy.f(), gq.f(), gk.f(),
                                 gv.f(), is_ssmax(kind) ? dsc.f() : NULL, scr.p(), NULL);
     if (rc) {
         result(false, "%-44s kernels failed: %s", name.c_str(), lssar_errmsg());
@@ -554,9 +554,9 @@ static void run_case(int kind, int mma, int B, int T, int H, int D, uint64_t see
     check_guards(name, {&dq_, &dk_, &dv_, &ddy, &dsc, &out, &st, &gq, &gk, &gv, &scr, &ssd});
     if (rerun) {
         DevBuf out2(n * 4), st2(ns * 4), gq2(n * 4), gk2(n * 4), gv2(n * 4), dsc2((size_t)H * 4, 0);
-        rc = cuda_attn_forward(&dd, mma, B, T, T, T, H, D, dq_.f(), dk_.f(), dv_.f(), out2.f(), st2.f(), scr.p(), NULL);
+        rc = cuda_attn_forward(&dd, mma, LSSAR_F32, B, T, T, T, H, D, dq_.f(), dk_.f(), dv_.f(), out2.f(), st2.f(), scr.p(), NULL);
         if (!rc)
-            rc = cuda_attn_backward(&dd, mma, B, T, H, D, dq_.f(), dk_.f(), dv_.f(), out2.f(), st2.f(), ddy.f(), gq2.f(),
+            rc = cuda_attn_backward(&dd, mma, LSSAR_F32, B, T, H, D, dq_.f(), dk_.f(), dv_.f(), out2.f(), st2.f(), ddy.f(), gq2.f(),
                                     gk2.f(), gv2.f(), is_ssmax(kind) ? dsc2.f() : NULL, scr.p(), NULL);
         if (rc) { result(false, "%-44s rerun failed: %s", name.c_str(), lssar_errmsg()); return; }
         std::vector<float> a, b;
@@ -626,9 +626,9 @@ static void run_nonfinite(int kind, int mma, int tensor, int t0, float val, uint
     memcpy(ssd.p(), ss.data(), (size_t)H * 4);
     lssar_attn_desc dd = d;
     if (is_ssmax(kind)) dd.ssmax_s = ssd.f();
-    int rc = cuda_attn_forward(&dd, mma, B, T, T, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), scr.p(), NULL);
+    int rc = cuda_attn_forward(&dd, mma, LSSAR_F32, B, T, T, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), scr.p(), NULL);
     if (!rc)
-        rc = cuda_attn_backward(&dd, mma, B, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), ddy.f(), gq.f(), gk.f(),
+        rc = cuda_attn_backward(&dd, mma, LSSAR_F32, B, T, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), ddy.f(), gq.f(), gk.f(),
                                 gv.f(), is_ssmax(kind) ? dsc.f() : NULL, scr.p(), NULL);
     if (rc) {
         result(false, "%-44s kernels failed: %s", name.c_str(), lssar_errmsg());
@@ -669,8 +669,8 @@ static void run_decode(int kind, int mma, int B, int Tq, int Tk, int kvs, int H,
     memcpy(ssd.p(), ss.data(), (size_t)H * 4);
     lssar_attn_desc dd = d;
     if (is_ssmax(kind)) dd.ssmax_s = ssd.f();
-    int rc = cuda_attn_forward(&dd, mma, B, Tq, Tk, kvs, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), scr.p(), NULL);
-    if (!rc) rc = cuda_attn_forward(&dd, mma, B, Tq, Tk, kvs, H, D, dq_.f(), dk_.f(), dv_.f(), out2.f(), NULL, scr.p(), NULL);
+    int rc = cuda_attn_forward(&dd, mma, LSSAR_F32, B, Tq, Tk, kvs, H, D, dq_.f(), dk_.f(), dv_.f(), out.f(), st.f(), scr.p(), NULL);
+    if (!rc) rc = cuda_attn_forward(&dd, mma, LSSAR_F32, B, Tq, Tk, kvs, H, D, dq_.f(), dk_.f(), dv_.f(), out2.f(), NULL, scr.p(), NULL);
     if (rc) { result(false, "%-44s kernels failed: %s", name.c_str(), lssar_errmsg()); return; }
     check(name, "out", diff(out.f(), eo.data(), nq, D), m.fwd);
     check_stats(name, kind, st.f(), es.data(), B, Tq, H, D, m.fwd);
@@ -736,9 +736,9 @@ static void run_api(int kind, int B, int T, int H, int D, uint64_t seed) {
         rc = lssar_attn_backward_cuda(&dd, LSSAR_F32, B, T, H, D, fq.p(), fk.p(), fv.p(), fo.p(), fdy.p(), fdq.p(), fdk.p(),
                                       fdv.p(), is_ssmax(kind) ? fds.f() : NULL, ws32.p(), NULL);
     DevBuf co(n * 4), cst(ns * 4), cdq(n * 4), cdk(n * 4), cdv(n * 4), cds((size_t)H * 4, 0), cscr(cuda_attn_scratch_bytes(&d, B, T, T, H, D));
-    if (!rc) rc = cuda_attn_forward(&dd, 0, B, T, T, T, H, D, fq.f(), fk.f(), fv.f(), co.f(), cst.f(), cscr.p(), NULL);
+    if (!rc) rc = cuda_attn_forward(&dd, 0, LSSAR_F32, B, T, T, T, H, D, fq.f(), fk.f(), fv.f(), co.f(), cst.f(), cscr.p(), NULL);
     if (!rc)
-        rc = cuda_attn_backward(&dd, 0, B, T, H, D, fq.f(), fk.f(), fv.f(), co.f(), cst.f(), fdy.f(), cdq.f(), cdk.f(), cdv.f(),
+        rc = cuda_attn_backward(&dd, 0, LSSAR_F32, B, T, H, D, fq.f(), fk.f(), fv.f(), co.f(), cst.f(), fdy.f(), cdq.f(), cdk.f(), cdv.f(),
                                 is_ssmax(kind) ? cds.f() : NULL, cscr.p(), NULL);
     if (rc) { result(false, "%-44s api failed: %s", name32.c_str(), lssar_errmsg()); return; }
     std::vector<float> a, b;
@@ -759,20 +759,20 @@ static void run_host_checks() {
     const int B = 1, T = 70, H = 2;
     DevBuf x((size_t)B * T * H * 128 * 4, 0), y((size_t)B * T * H * 128 * 4), st(1 << 20), scr(1 << 20), ws(1 << 22);
     unsigned long l0 = cuda_host_device.launches;
-    int rc = cuda_attn_forward(&d, 0, B, T, T, T, H, 48, x.f(), x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
+    int rc = cuda_attn_forward(&d, 0, LSSAR_F32, B, T, T, T, H, 48, x.f(), x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
     result(rc == LSSAR_E_UNSUPPORTED && cuda_host_device.launches == l0, "%-44s D = 48 refused (%d: %s), nothing launched",
            name.c_str(), rc, lssar_errmsg());
-    rc = cuda_attn_forward(&d, 0, B, T, T, T, H, 32, x.f() + 1, x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
+    rc = cuda_attn_forward(&d, 0, LSSAR_F32, B, T, T, T, H, 32, x.f() + 1, x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
     result(rc == LSSAR_E_ARG && cuda_host_device.launches == l0, "%-44s unaligned q refused (%d: %s)", name.c_str(), rc,
            lssar_errmsg());
-    rc = cuda_attn_forward(&d, 0, B, T, T, T, H, 32, x.f(), x.f(), x.f(), y.f(), st.f(), NULL, NULL);
+    rc = cuda_attn_forward(&d, 0, LSSAR_F32, B, T, T, T, H, 32, x.f(), x.f(), x.f(), y.f(), st.f(), NULL, NULL);
     result(rc == LSSAR_E_NULL && cuda_host_device.launches == l0, "%-44s NULL scratch refused (%d: %s)", name.c_str(), rc,
            lssar_errmsg());
     lssar_attn_desc sd = make_desc(LSSAR_ATTN_SSMAX, ss, 2);
     sd.ssmax_s = NULL;
-    rc = cuda_attn_forward(&sd, 0, B, T, T, T, H, 32, x.f(), x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
+    rc = cuda_attn_forward(&sd, 0, LSSAR_F32, B, T, T, T, H, 32, x.f(), x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
     result(rc == LSSAR_E_SSMAX, "%-44s ssmax without scales refused (%d)", name.c_str(), rc);
-    rc = cuda_attn_forward(&d, 0, B, 65536 * 64, 65536 * 64, 65536 * 64, H, 32, x.f(), x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
+    rc = cuda_attn_forward(&d, 0, LSSAR_F32, B, 65536 * 64, 65536 * 64, 65536 * 64, H, 32, x.f(), x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
     result(rc == LSSAR_E_SIZE && cuda_host_device.launches == l0, "%-44s T = 2^22 (grid.y > 65535) refused (%d)", name.c_str(), rc);
     rc = lssar_attn_forward_cuda(&d, (lssar_dtype)7, B, T, H, 32, x.p(), x.p(), x.p(), y.p(), ws.p(), NULL);
     result(rc == LSSAR_E_ARG, "%-44s api: unknown dtype refused (%d)", name.c_str(), rc);
@@ -784,10 +784,10 @@ static void run_host_checks() {
     // kernel's tiles; the forward (105 KB) fits. prepare() must say so before launching anything.
     cuda_host_device.smem_optin = 166912;
     DevBuf g((size_t)B * T * H * 128 * 4);
-    rc = cuda_attn_forward(&d, 0, B, T, T, T, H, 128, x.f(), x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
+    rc = cuda_attn_forward(&d, 0, LSSAR_F32, B, T, T, T, H, 128, x.f(), x.f(), x.f(), y.f(), st.f(), scr.p(), NULL);
     result(rc == 0, "%-44s A100 limit: SIMT D = 128 forward runs (%d)", name.c_str(), rc);
     l0 = cuda_host_device.launches;
-    rc = cuda_attn_backward(&d, 0, B, T, H, 128, x.f(), x.f(), x.f(), y.f(), st.f(), x.f(), g.f(), g.f(), g.f(), NULL, scr.p(), NULL);
+    rc = cuda_attn_backward(&d, 0, LSSAR_F32, B, T, H, 128, x.f(), x.f(), x.f(), y.f(), st.f(), x.f(), g.f(), g.f(), g.f(), NULL, scr.p(), NULL);
     const char *msg = lssar_errmsg();
     result(rc == LSSAR_E_UNSUPPORTED && strstr(msg, "shared memory"), "%-44s A100 limit: SIMT D = 128 backward refused (%d: %s)",
            name.c_str(), rc, msg);
@@ -909,8 +909,8 @@ static void run_refused(int kind) {
     bool ok_b =
         named(lssar_attn_backward_cuda(&d, LSSAR_F32, 1, 4, 2, 16, p, p, p, p, p, p, p, p, ssd.f(), ws.p(), NULL));
     float *f = buf.f();
-    bool ok_i = named(cuda_attn_forward(&d, 0, 1, 4, 4, 4, 2, 16, f, f, f, f, f, ws.p(), NULL)) &&
-                named(cuda_attn_backward(&d, 0, 1, 4, 2, 16, f, f, f, f, f, f, f, f, f, ssd.f(), ws.p(),
+    bool ok_i = named(cuda_attn_forward(&d, 0, LSSAR_F32, 1, 4, 4, 4, 2, 16, f, f, f, f, f, ws.p(), NULL)) &&
+                named(cuda_attn_backward(&d, 0, LSSAR_F32, 1, 4, 2, 16, f, f, f, f, f, f, f, f, f, ssd.f(), ws.p(),
                                          NULL));
     result(ok_ws && ok_f && ok_b && ok_i && cuda_host_device.launches == l0,
            "%-44s workspace %zu (%d), forward %d, backward %d, internal %d: LSSAR_E_UNSUPPORTED, no launch",
