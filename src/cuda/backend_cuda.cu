@@ -38,6 +38,7 @@ extern "C" {
 // A GEMM shape's heuristic answer, asked once: its algorithm, or none (ok = 0: the caller falls back)
 typedef struct {
     int transa, transb, m, n, k, lda, ldb, ldd, epilogue, bf16;   // bf16: the operands' type
+    int d16;                                                      // D (and the bias) bf16
     uint32_t align_a, align_b, align_d;
     int ok;
     cublasLtMatmulAlgo_t algo;
@@ -423,15 +424,29 @@ static void cuda_zero(nn_ctx *c, void *x, size_t bytes) {
     if (!c->err && bytes) CU(c, cudaMemsetAsync(x, 0, bytes, c->stream));
 }
 
-// Activations (nn_act) are float32 in every context of this backend still, NN_BF16 included (the
-// operands are rounded to bf16 inside the products): their transfers are copies, and the GEMMs
-// and attention read them as float (act32). The layer kernels take the context's type (c->act).
+// Activations (nn_act) have the context's type c->act. bf16 crosses to and from the host's floats
+// through a host copy of the bits, rounded to nearest even on the way up (km_bf16_rne, the kernels'
+// rounding); these transfers are small (a probe's q and k, the hidden states, one row of logits).
 static lssar_dtype cuda_act_dtype(nn_ctx *c) { return c->act; }
 static void cuda_upload_act(nn_ctx *c, nn_act *dst, const float *src, size_t n) {
-    cuda_upload(c, dst, src, n * sizeof(float));
+    if (c->act == LSSAR_F32) { cuda_upload(c, dst, src, n * sizeof(float)); return; }
+    uint16_t *h = static_cast<uint16_t *>(malloc((n ? n : 1) * sizeof(uint16_t)));
+    if (!h) { note(c, lssar_fail(LSSAR_E_NOMEM, "cuda backend: out of host memory")); return; }
+    for (size_t i = 0; i < n; i++) h[i] = km_bf16_rne(src[i]);
+    cuda_upload(c, dst, h, n * sizeof(uint16_t));   // staged before it returns: h may go
+    free(h);
 }
 static void cuda_download_act(nn_ctx *c, float *dst, const nn_act *src, size_t n) {
-    cuda_download(c, dst, src, n * sizeof(float));
+    if (c->act == LSSAR_F32) { cuda_download(c, dst, src, n * sizeof(float)); return; }
+    uint16_t *h = static_cast<uint16_t *>(malloc((n ? n : 1) * sizeof(uint16_t)));
+    if (!h) {
+        note(c, lssar_fail(LSSAR_E_NOMEM, "cuda backend: out of host memory"));
+        memset(dst, 0xFF, n * sizeof(float));   // NaN, as a failed download
+        return;
+    }
+    cuda_download(c, h, src, n * sizeof(uint16_t));   // 0xFFFF (NaN) after a failure
+    for (size_t i = 0; i < n; i++) dst[i] = fm_bf16_float(h[i]);
+    free(h);
 }
 static float *act32(nn_act *p) { return static_cast<float *>(p); }
 static const float *act32(const nn_act *p) { return static_cast<const float *>(p); }
@@ -459,11 +474,13 @@ static uint32_t align_of(const void *p) {
 // that it has none, so a fallback of gemm() is never silent.
 static void log_shape(const mm_entry *e) {
     if (lssar_dist_rank() != 0) return;
-    fprintf(stderr, "lssar cuda: GEMM %d x %d x %d op %c%c %s operands %s compute 32F: ", e->m, e->n, e->k,
-            e->transa ? 'T' : 'N', e->transb ? 'T' : 'N', e->epilogue ? "bias epilogue" : "no epilogue",
-            e->bf16 ? "bf16" : "fp32");
+    fprintf(stderr, "lssar cuda: GEMM %d x %d x %d op %c%c %s operands %s D %s compute 32F: ", e->m, e->n,
+            e->k, e->transa ? 'T' : 'N', e->transb ? 'T' : 'N', e->epilogue ? "bias epilogue" : "no epilogue",
+            e->bf16 ? "bf16" : "fp32", e->d16 ? "bf16" : "fp32");
     if (!e->ok) {
-        const char *to = e->epilogue ? " to the bias kernel" : e->bf16 ? " to fp32 operands (slower)" : "";
+        const char *to = e->epilogue          ? " to the bias kernel"
+                         : e->bf16 && !e->d16 ? " to fp32 operands (slower)"
+                                              : "";
         fprintf(stderr, "no algorithm (alignments %u %u %u); gemm falls back%s\n", e->align_a, e->align_b,
                 e->align_d, to);
         return;
@@ -479,11 +496,11 @@ static void log_shape(const mm_entry *e) {
     fprintf(stderr, "algo %d tile %d stages %d split-k %d reduction %d\n", v[0], v[1], v[2], v[3], v[4]);
 }
 
-// D (m, n) = op(A) (m, k) op(B) (k, n) + beta D [+ bias (m) on every column], column-major, fp32 D
-// and bias, A and B fp32 or bf16 (bf16: their element type), compute CUBLAS_COMPUTE_32F. Returns 0,
-// an lssar_err, or -1 when cuBLASLt has no algorithm for it (CUBLAS_STATUS_NOT_SUPPORTED), for
-// gemm's fallbacks.
-static int lt_matmul(nn_ctx *c, float *D, const void *A, const void *B, int bf16, const float *bias,
+// D (m, n) = op(A) (m, k) op(B) (k, n) + beta D [+ bias (m) on every column], column-major, D and
+// bias fp32 or bf16 (d16; cuBLASLt's bias has D's type), A and B fp32 or bf16 (bf16: their element
+// type), compute CUBLAS_COMPUTE_32F. Returns 0, an lssar_err, or -1 when cuBLASLt has no algorithm
+// for it (CUBLAS_STATUS_NOT_SUPPORTED), for gemm's fallbacks.
+static int lt_matmul(nn_ctx *c, void *D, int d16, const void *A, const void *B, int bf16, const void *bias,
                      int transa, int transb, int m, int n, int k, int lda, int ldb, int ldd, float beta) {
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
@@ -506,7 +523,7 @@ static int lt_matmul(nn_ctx *c, float *D, const void *A, const void *B, int bf16
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     if (epi) {
         cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
-        int32_t bt = CUDA_R_32F;   // D's type, cuBLASLt's default: stated, as it must stay fp32
+        int32_t bt = d16 ? CUDA_R_16BF : CUDA_R_32F;   // D's type, cuBLASLt's default, stated
         LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
         LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
         LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
@@ -514,12 +531,12 @@ static int lt_matmul(nn_ctx *c, float *D, const void *A, const void *B, int bf16
     // the stored matrices: A is (m, k), or (k, m) when transposed; B (k, n) or (n, k)
     LT(cublasLtMatrixLayoutCreate(&la, ab, transa ? k : m, transa ? m : k, lda));
     LT(cublasLtMatrixLayoutCreate(&lb, ab, transb ? n : k, transb ? k : n, ldb));
-    LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, ldd));
+    LT(cublasLtMatrixLayoutCreate(&ld, d16 ? CUDA_R_16BF : CUDA_R_32F, m, n, ldd));
     for (int i = 0; i < c->ncache && !hit; i++) {
         const mm_entry *e = &c->cache[i];
         if (e->transa == transa && e->transb == transb && e->m == m && e->n == n && e->k == k &&
             e->lda == lda && e->ldb == ldb && e->ldd == ldd && e->epilogue == epi && e->bf16 == bf16 &&
-            e->align_a == aa && e->align_b == abl && e->align_d == ad)
+            e->d16 == d16 && e->align_a == aa && e->align_b == abl && e->align_d == ad)
             hit = e;
     }
     if (hit) {
@@ -548,7 +565,7 @@ static int lt_matmul(nn_ctx *c, float *D, const void *A, const void *B, int bf16
             goto done;
         }
         // the answer, yes or no, is kept (a shape beyond the cache asks again: logged again)
-        mm_entry e = {transa, transb, m, n, k, lda, ldb, ldd, epi, bf16, aa, abl, ad,
+        mm_entry e = {transa, transb, m, n, k, lda, ldb, ldd, epi, bf16, d16, aa, abl, ad,
                       st == CUBLAS_STATUS_SUCCESS, res.algo};
         if (c->ncache < MM_CACHE) c->cache[c->ncache++] = e;
         log_shape(&e);
@@ -569,7 +586,8 @@ done:
     return rc;
 }
 
-// A GEMM operand: the fp32 matrix f (leading dimension ld) and, in NN_BF16, its bf16 copy h (ldh)
+// A GEMM operand: the fp32 matrix f (leading dimension ld) and, in NN_BF16, its bf16 copy h (ldh);
+// a bf16 activation has h alone (f NULL)
 typedef struct {
     const float *f;
     const uint16_t *h;
@@ -583,6 +601,10 @@ static mm_op op16(const float *f, int ld, const uint16_t *h) {
     mm_op o = {f, h, ld, km_bf16_ld(ld)};
     return o;
 }
+static mm_op opb(const void *h, int ldh) {
+    mm_op o = {NULL, static_cast<const uint16_t *>(h), 0, ldh};
+    return o;
+}
 
 // The context's GEMM, the bias through the epilogue: bf16 operands when both have a copy, else
 // fp32. Where cuBLASLt has no algorithm for a shape and alignment: without the epilogue, then the
@@ -592,22 +614,27 @@ static mm_op op16(const float *f, int ld, const uint16_t *h) {
 // otherwise end a run hours in, the fallback changes no result beyond the bf16 bounds, and
 // lt_matmul logs each step of it once (log_shape), so it is never silent. Only a shape with no
 // fp32 algorithm either fails, naming the shape.
-static int gemm(nn_ctx *c, float *D, mm_op A, mm_op B, const float *bias, int transa, int transb, int m,
-                int n, int k, int ldd, float beta) {
-    int rc = -1;
-    for (int bf = A.h && B.h; bf >= 0 && rc == -1; bf--) {
+// D of type dt (the activations' for a layer's output, fp32 for a weight gradient). A bf16 D takes
+// the bias's bf16 copy in the epilogue (bias16), or, where that has no algorithm, the fp32 bias by
+// the kernel (a second rounding); bf16 activations have no fp32 operands to fall back to.
+static int gemm(nn_ctx *c, void *D, lssar_dtype dt, mm_op A, mm_op B, const float *bias,
+                const uint16_t *bias16, int transa, int transb, int m, int n, int k, int ldd, float beta) {
+    int rc = -1, d16 = dt == LSSAR_BF16;
+    for (int bf = A.h && B.h; bf >= (A.f && B.f ? 0 : 1) && rc == -1; bf--) {
         const void *a = bf ? (const void *)A.h : A.f, *b = bf ? (const void *)B.h : B.f;
         int lda = bf ? A.ldh : A.ld, ldb = bf ? B.ldh : B.ld;
-        rc = lt_matmul(c, D, a, b, bf, bias, transa, transb, m, n, k, lda, ldb, ldd, beta);
+        const void *ebias = d16 ? (const void *)bias16 : bias;
+        rc = lt_matmul(c, D, d16, a, b, bf, ebias, transa, transb, m, n, k, lda, ldb, ldd, beta);
         if (rc == -1 && bias) {
-            rc = lt_matmul(c, D, a, b, bf, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta);
-            if (rc == 0) rc = cuda_add_bias(LSSAR_F32, D, bias, n, m, c->stream);
+            rc = lt_matmul(c, D, d16, a, b, bf, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta);
+            if (rc == 0) rc = cuda_add_bias(dt, D, bias, n, m, ldd, c->stream);   // D's columns are its rows
         }
     }
     if (rc != -1) return rc;
     return lssar_fail(LSSAR_E_UNSUPPORTED, "cuBLASLt has no algorithm for the %d x %d x %d product (op %c%c, "
-                      "alignments %u %u %u)", m, n, k, transa ? 'T' : 'N', transb ? 'T' : 'N', align_of(A.f),
-                      align_of(B.f), align_of(D));
+                      "alignments %u %u %u)", m, n, k, transa ? 'T' : 'N', transb ? 'T' : 'N',
+                      align_of(A.f ? (const void *)A.f : A.h), align_of(B.f ? (const void *)B.f : B.h),
+                      align_of(D));
 }
 
 // Rows of activations cast per product in NN_BF16 (km_cast_rows): all N, unless their bf16
@@ -617,17 +644,107 @@ static int gemm(nn_ctx *c, float *D, mm_op A, mm_op B, const float *bias, int tr
 #define CAST_CAP ((size_t)128 << 20)
 static int cast_rows(int N, size_t row_bytes) { return km_cast_rows(N, row_bytes, CAST_CAP); }
 
+/* ---- the GEMMs of bf16 activations: operands read as they are where their rows start 16-byte
+   aligned (a multiple of 8 elements wide, as the model's C and 4C are), else copied first into
+   scratch rows of km_bf16_ld(cols) (the classifier's V); a bf16 D likewise written in place or
+   into padded scratch rows and copied out. Row chunks of R (cast_rows) bound the scratch. */
+static int act_aligned(const void *x, int cols) { return cols % 8 == 0 && (uintptr_t)x % 16 == 0; }
+// rows (rr, cols) of bf16 activations as an operand: themselves, or their copy into dst (rr, ldh)
+static mm_op act_op(nn_ctx *c, const void *x, int rr, int cols, uint16_t *dst, int *rc) {
+    if (act_aligned(x, cols)) return opb(x, cols);
+    int ldh = km_bf16_ld(cols);
+    if (!*rc)
+        *rc = c->err ? c->err
+                     : CU(c, cudaMemcpy2DAsync(dst, (size_t)ldh * 2, x, (size_t)cols * 2, (size_t)cols * 2, rr,
+                                               cudaMemcpyDeviceToDevice, c->stream));
+    return opb(dst, ldh);
+}
+// The two copies of a padded D: its rows (rr, cols) into dst (rr, ldh) before an accumulating
+// product, or back out to x afterwards
+static int act_pad_copy(nn_ctx *c, void *to, int ldt, const void *from, int ldf, int rr, int cols) {
+    return c->err ? c->err
+                  : CU(c, cudaMemcpy2DAsync(to, (size_t)ldt * 2, from, (size_t)ldf * 2, (size_t)cols * 2, rr,
+                                            cudaMemcpyDeviceToDevice, c->stream));
+}
+
+// out (N, OC) = inp (N, IC) @ W^T + bias, all of it bf16 but W's fp32 master and the fp32 bias,
+// whose bf16 copies the product reads (weight_bf16: a bias is a 1 x OC weight)
+static int matmul_forward_act16(nn_ctx *c, uint16_t *out, const uint16_t *inp, const float *weight,
+                                const float *bias, int N, int IC, int OC) {
+    const int pin = !act_aligned(inp, IC), pout = !act_aligned(out, OC);
+    const int ldi = km_bf16_ld(IC), ldo = km_bf16_ld(OC);
+    const int R = cast_rows(N, (size_t)((pin ? ldi : 0) + (pout ? ldo : 0)) * 2 + 2);
+    const uint16_t *wb = weight_bf16(c, weight, OC, IC), *bb = bias ? weight_bf16(c, bias, 1, OC) : NULL;
+    if (!wb || (bias && !bb)) return c->err;
+    size_t ib = cuda_round256((size_t)R * (pin ? ldi : 0) * 2);
+    char *s = pin || pout ? (char *)scratch(c, ib + (size_t)R * (pout ? ldo : 0) * 2) : NULL;
+    if ((pin || pout) && !s) return c->err;
+    int rc = 0;
+    for (int r0 = 0; !rc && r0 < N; r0 += R) {
+        const int rr = N - r0 < R ? N - r0 : R;
+        mm_op x = act_op(c, inp + (size_t)r0 * IC, rr, IC, (uint16_t *)s, &rc);
+        uint16_t *d = pout ? (uint16_t *)(s + ib) : out + (size_t)r0 * OC;
+        if (!rc)
+            rc = gemm(c, d, LSSAR_BF16, op16(weight, IC, wb), x, bias, bb, 1, 0, OC, rr, IC, pout ? ldo : OC,
+                      0.0f);
+        if (!rc && pout) rc = act_pad_copy(c, out + (size_t)r0 * OC, OC, d, ldo, rr, OC);
+    }
+    return rc;
+}
+
+// The backward's products on bf16 activations: dinp (bf16, accumulated in place when asked) and
+// dweight (fp32), from dout's and inp's rows (padded copies where they need them)
+static int matmul_backward_act16(nn_ctx *c, uint16_t *dinp, float *dweight, const uint16_t *dout,
+                                 const uint16_t *inp, const float *weight, int N, int IC, int OC,
+                                 int accumulate) {
+    const int pd = !act_aligned(dout, OC), pi = dweight && !act_aligned(inp, IC),
+              px = dinp && !act_aligned(dinp, IC);
+    const int ldo = km_bf16_ld(OC), ldi = km_bf16_ld(IC);
+    const int R = cast_rows(N, (size_t)((pd ? ldo : 0) + (pi ? ldi : 0) + (px ? ldi : 0)) * 2 + 2);
+    const uint16_t *wb = dinp ? weight_bf16(c, weight, OC, IC) : NULL;
+    if (dinp && !wb) return c->err;
+    size_t ob = cuda_round256((size_t)R * (pd ? ldo : 0) * 2),
+           ib = cuda_round256((size_t)R * (pi ? ldi : 0) * 2);
+    size_t bytes = ob + ib + (size_t)R * (px ? ldi : 0) * 2;
+    char *s = bytes ? (char *)scratch(c, bytes) : NULL;
+    if (bytes && !s) return c->err;
+    int rc = 0;
+    for (int r0 = 0; !rc && r0 < N; r0 += R) {
+        const int rr = N - r0 < R ? N - r0 : R;
+        mm_op d = act_op(c, dout + (size_t)r0 * OC, rr, OC, (uint16_t *)s, &rc);
+        if (!rc && dinp) {
+            uint16_t *g = dinp + (size_t)r0 * IC, *gp = px ? (uint16_t *)(s + ob + ib) : g;
+            if (px && accumulate) rc = act_pad_copy(c, gp, ldi, g, IC, rr, IC);
+            if (!rc)
+                rc = gemm(c, gp, LSSAR_BF16, op16(weight, IC, wb), d, NULL, NULL, 0, 0, IC, rr, OC,
+                          px ? ldi : IC, accumulate ? 1.0f : 0.0f);
+            if (!rc && px) rc = act_pad_copy(c, g, IC, gp, ldi, rr, IC);
+        }
+        if (!rc && dweight) {
+            mm_op x = act_op(c, inp + (size_t)r0 * IC, rr, IC, (uint16_t *)(s + ob), &rc);
+            if (!rc) rc = gemm(c, dweight, LSSAR_F32, x, d, NULL, NULL, 0, 1, IC, OC, rr, IC, 1.0f);
+        }
+    }
+    return rc;
+}
+
 // out (N, OC) = inp (N, IC) @ W^T + bias. W stored (OC, IC) row-major is (IC, OC) column-major,
 // so D = out^T (OC, N) = op_T(W) (OC, IC) x inp^T (IC, N), and the bias (OC) runs down D's
 // columns: along each output row.
 static void cuda_matmul_forward(nn_ctx *c, nn_act *out_, const nn_act *inp_, const float *weight,
                                 const float *bias, int N, int IC, int OC) {
     if (c->err || N <= 0 || OC <= 0) return;
+    wrote(c, out_);
+    if (c->act == LSSAR_BF16 && IC > 0) {
+        note(c, matmul_forward_act16(c, static_cast<uint16_t *>(out_), static_cast<const uint16_t *>(inp_),
+                                     weight, bias, N, IC, OC));
+        return;
+    }
     float *out = act32(out_);
     const float *inp = act32(inp_);
-    wrote(c, out);
     if (c->precision != NN_BF16 || IC <= 0) {
-        note(c, gemm(c, out, op32(weight, IC), op32(inp, IC), bias, 1, 0, OC, N, IC, OC, 0.0f));
+        note(c,
+             gemm(c, out, LSSAR_F32, op32(weight, IC), op32(inp, IC), bias, NULL, 1, 0, OC, N, IC, OC, 0.0f));
         return;
     }
     int ldi = km_bf16_ld(IC), R = cast_rows(N, (size_t)ldi * sizeof(uint16_t));
@@ -638,8 +755,8 @@ static void cuda_matmul_forward(nn_ctx *c, nn_act *out_, const nn_act *inp_, con
         const float *x = inp + (size_t)r0 * IC;
         int rc = cuda_to_bf16(ib, x, rr, IC, ldi, c->stream);
         if (!rc)
-            rc = gemm(c, out + (size_t)r0 * OC, op16(weight, IC, wb), op16(x, IC, ib), bias, 1, 0, OC, rr, IC,
-                      OC, 0.0f);
+            rc = gemm(c, out + (size_t)r0 * OC, LSSAR_F32, op16(weight, IC, wb), op16(x, IC, ib), bias, NULL, 1,
+                      0, OC, rr, IC, OC, 0.0f);
         note(c, rc);
     }
 }
@@ -663,10 +780,11 @@ static int matmul_backward_bf16(nn_ctx *c, float *dinp, float *dweight, const fl
         rc = cuda_to_bf16(db16, d, rr, OC, ldo, c->stream);
         if (!rc && dweight) rc = cuda_to_bf16(ib16, x, rr, IC, ldi, c->stream);
         if (!rc && dinp)
-            rc = gemm(c, dinp + (size_t)r0 * IC, op16(weight, IC, wb), op16(d, OC, db16), NULL, 0, 0, IC, rr,
-                      OC, IC, accumulate ? 1.0f : 0.0f);
+            rc = gemm(c, dinp + (size_t)r0 * IC, LSSAR_F32, op16(weight, IC, wb), op16(d, OC, db16), NULL, NULL,
+                      0, 0, IC, rr, OC, IC, accumulate ? 1.0f : 0.0f);
         if (!rc && dweight)
-            rc = gemm(c, dweight, op16(x, IC, ib16), op16(d, OC, db16), NULL, 0, 1, IC, OC, rr, IC, 1.0f);
+            rc = gemm(c, dweight, LSSAR_F32, op16(x, IC, ib16), op16(d, OC, db16), NULL, NULL, 0, 1, IC, OC, rr,
+                      IC, 1.0f);
     }
     return rc;
 }
@@ -685,13 +803,20 @@ static void cuda_matmul_backward(nn_ctx *c, nn_act *dinp_, float *dweight, float
     wrote(c, dweight);
     wrote(c, dbias);
     int rc = 0;
-    if (c->precision == NN_BF16) {
+    if (c->act == LSSAR_BF16) {
+        rc = matmul_backward_act16(c, static_cast<uint16_t *>(dinp_), dweight,
+                                   static_cast<const uint16_t *>(dout_), static_cast<const uint16_t *>(inp_),
+                                   weight, N, IC, OC, accumulate);
+    } else if (c->precision == NN_BF16) {
         rc = matmul_backward_bf16(c, dinp, dweight, dout, inp, weight, N, IC, OC, accumulate);
     } else {
         float bi = accumulate ? 1.0f : 0.0f;
-        if (dinp) rc = gemm(c, dinp, op32(weight, IC), op32(dout, OC), NULL, 0, 0, IC, N, OC, IC, bi);
+        if (dinp)
+            rc =
+                gemm(c, dinp, LSSAR_F32, op32(weight, IC), op32(dout, OC), NULL, NULL, 0, 0, IC, N, OC, IC, bi);
         if (!rc && dweight)
-            rc = gemm(c, dweight, op32(inp, IC), op32(dout, OC), NULL, 0, 1, IC, OC, N, IC, 1.0f);
+            rc = gemm(c, dweight, LSSAR_F32, op32(inp, IC), op32(dout, OC), NULL, NULL, 0, 1, IC, OC, N, IC,
+                      1.0f);
     }
     if (!rc && dbias && !c->err) {
         void *s = scratch(c, cuda_colsum_scratch(N, OC));

@@ -133,8 +133,9 @@ int cuda_scale(float *x, size_t n, float s, cudaStream_t stream);
 int cuda_scale_by(float *x, size_t n, const float *s, cudaStream_t stream);
 int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, float ibc1, float ibc2, cudaStream_t stream);
-// out (N, OC) += bias on every row (the matmul's fallback when the bias epilogue is refused)
-int cuda_add_bias(lssar_dtype at, void *out, const float *bias, int N, int OC, cudaStream_t stream);
+// out (N, OC), rows ld apart, += bias on every row (the matmul's fallback when the bias epilogue is
+// refused)
+int cuda_add_bias(lssar_dtype at, void *out, const float *bias, int N, int OC, int ld, cudaStream_t stream);
 // out (rows, ldo) bf16 bits = in (rows, cols) rounded to nearest even (km_bf16_rne), ldo >= cols:
 // the GEMMs' bf16 operands (kemu_to_bf16 emulates it)
 int cuda_to_bf16(uint16_t *out, const float *in, int rows, int cols, int ldo, cudaStream_t stream);

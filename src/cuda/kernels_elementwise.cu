@@ -45,8 +45,13 @@ static __global__ void adamw_kernel(float *params, const float *grads, float *m,
         v[i] = vi;
     }
 }
-template <typename A> static __global__ void add_bias_kernel(A *out, const float *bias, size_t n, int OC) {
-    EW_LOOP(i, n) km_st(out, i, KM_ADD(km_ld(out, i), bias[i % OC]));
+// out rows ld apart, OC values each
+template <typename A>
+static __global__ void add_bias_kernel(A *out, const float *bias, size_t n, int OC, size_t ld) {
+    EW_LOOP(i, n) {
+        const size_t o = i / OC * ld + i % OC;
+        km_st(out, o, KM_ADD(km_ld(out, o), bias[i % OC]));
+    }
 }
 // out (rows, ldo) = in (rows, cols) rounded to bf16 (km_bf16_rne); out's columns cols..ldo-1 are
 // left as they are (the GEMMs never read them). blockIdx.y strides over rows, x over columns: no
@@ -111,12 +116,12 @@ int cuda_adamw(float *params, const float *grads, float *m, float *v, size_t n, 
     CUDA_LAUNCHED("adamw_kernel");
     return 0;
 }
-int cuda_add_bias(lssar_dtype at, void *out, const float *bias, int N, int OC, cudaStream_t stream) {
+int cuda_add_bias(lssar_dtype at, void *out, const float *bias, int N, int OC, int ld, cudaStream_t stream) {
     size_t n = (size_t)N * OC;
     if (!n) return 0;
     return cuda_by_act(at, [&](auto tag) {
         typedef CUDA_ACT_T(tag) A;
-        add_bias_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>((A *)out, bias, n, OC);
+        add_bias_kernel<<<ew_blocks(n), KM_EW_THREADS, 0, stream>>>((A *)out, bias, n, OC, (size_t)ld);
         CUDA_LAUNCHED("add_bias_kernel");
         return 0;
     });
