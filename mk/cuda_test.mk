@@ -94,11 +94,12 @@ gpu-portable: $(BUILD)/gpu-portable/test_gpu $(BUILD)/gpu-portable/gpu_attn $(BU
 # ---- the host self-test of the test program (a fake GPU; needs only the CUDA headers)
 GPU_FAKE_FLAGS = -DLSSAR_CUDA -DLSSAR_GPU_FAKE -I$(CUDA_HOME)/include
 
-$(BUILD)/tests/gpu/test_gpu_fake: tests/gpu/test_gpu.c tests/gpu/fake_cuda.c $(GPU_TEST_DEPS)
+$(BUILD)/tests/gpu/test_gpu_fake: tests/gpu/test_gpu.c tests/gpu/fake_cuda.c tests/bf16_acts.h $(GPU_TEST_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(GPU_FAKE_FLAGS) -o $@ tests/gpu/test_gpu.c tests/gpu/fake_cuda.c $(BUILD)/liblssar.a $(LIBS)
 
-$(BUILD)/tests/gpu/gpu_attn_fake: bench/gpu_attn.c tests/gpu/fake_cuda.c include/lssar.h $(BUILD)/liblssar.a
+$(BUILD)/tests/gpu/gpu_attn_fake: bench/gpu_attn.c tests/gpu/fake_cuda.c tests/bf16_acts.h include/lssar.h \
+                                  $(BUILD)/liblssar.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(GPU_FAKE_FLAGS) -o $@ bench/gpu_attn.c tests/gpu/fake_cuda.c $(BUILD)/liblssar.a $(LIBS)
 

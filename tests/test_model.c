@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
-#include "core/fastmath.h"
 #include "core/util.h"
 #include "model/gpt.h"
 #include "model/gpt_dp.h"
@@ -504,162 +503,16 @@ static void test_dp_bucketed_sum(void) {
     CHECK(n0 == n1, "bucketed sum: norm %.9g without recompute, %.9g with", n0, n1);
 }
 
-/* ---- The CPU backend with its activations stored in bf16: each call widens its activation inputs
-   to float, runs the CPU backend's function and rounds its activation outputs to nearest even
-   (outputs that are accumulated into or rewritten in place are widened first). The model's byte
-   layout, its offsets (gpt_act_at), the KV cache's copies and the host transfers meet 2-byte
-   activations here, which a float32 backend cannot show: an offset or a size counted in floats
-   lands on other rows. */
-static const nn_backend *CPU = &nn_backend_cpu;
-static float *widen(const nn_act *x, size_t n) {   // x NULL: zeros, for an output
-    float *f = calloc(n ? n : 1, sizeof(float));
-    for (size_t i = 0; f && x && i < n; i++) f[i] = fm_bf16_float(((const uint16_t *)x)[i]);
-    return f;
-}
-static void narrow(nn_act *dst, float *f, size_t n) {   // and frees f
-    for (size_t i = 0; dst && i < n; i++) ((uint16_t *)dst)[i] = fm_bf16_rne(f[i]);
-    free(f);
-}
-static lssar_dtype h_act_dtype(nn_ctx *c) { (void)c; return LSSAR_BF16; }
-static void h_upload_act(nn_ctx *c, nn_act *dst, const float *src, size_t n) {
-    (void)c;
-    float *f = widen(NULL, n);
-    memcpy(f, src, n * sizeof(float));
-    narrow(dst, f, n);
-}
-static void h_download_act(nn_ctx *c, float *dst, const nn_act *src, size_t n) {
-    (void)c;
-    float *f = widen(src, n);
-    memcpy(dst, f, n * sizeof(float));
-    free(f);
-}
-static void h_matmul_forward(nn_ctx *c, nn_act *out, const nn_act *inp, const float *w, const float *b, int N,
-                             int IC, int OC) {
-    float *o = widen(NULL, (size_t)N * OC), *i = widen(inp, (size_t)N * IC);
-    CPU->matmul_forward(c, o, i, w, b, N, IC, OC);
-    narrow(out, o, (size_t)N * OC);
-    free(i);
-}
-static void h_matmul_backward(nn_ctx *c, nn_act *dinp, float *dw, float *db, const nn_act *dout,
-                              const nn_act *inp, const float *w, int N, int IC, int OC, int acc) {
-    float *di = dinp ? widen(acc ? dinp : NULL, (size_t)N * IC) : NULL;
-    float *d = widen(dout, (size_t)N * OC), *i = widen(inp, (size_t)N * IC);
-    CPU->matmul_backward(c, di, dw, db, d, i, w, N, IC, OC, acc);
-    if (di) narrow(dinp, di, (size_t)N * IC);
-    free(d); free(i);
-}
-static void h_ln_fwd(nn_ctx *c, nn_act *out, float *mean, float *rstd, const nn_act *inp, const float *w,
-                     const float *b, int N, int C) {
-    float *o = widen(NULL, (size_t)N * C), *i = widen(inp, (size_t)N * C);
-    CPU->layernorm_forward(c, o, mean, rstd, i, w, b, N, C);
-    narrow(out, o, (size_t)N * C);
-    free(i);
-}
-static void h_ln_bwd(nn_ctx *c, nn_act *dinp, float *dw, float *db, const nn_act *dout, const nn_act *inp,
-                     const float *w, const float *mean, const float *rstd, int N, int C) {
-    size_t n = (size_t)N * C;
-    float *di = widen(dinp, n), *d = widen(dout, n), *i = widen(inp, n);
-    CPU->layernorm_backward(c, di, dw, db, d, i, w, mean, rstd, N, C);
-    narrow(dinp, di, n);
-    free(d); free(i);
-}
-static void h_gelu_fwd(nn_ctx *c, nn_act *out, const nn_act *inp, size_t n) {
-    float *o = widen(NULL, n), *i = widen(inp, n);
-    CPU->gelu_forward(c, o, i, n);
-    narrow(out, o, n);
-    free(i);
-}
-static void h_gelu_bwd(nn_ctx *c, nn_act *dinp, const nn_act *inp, const nn_act *dout, size_t n) {
-    float *di = widen(NULL, n), *i = widen(inp, n), *d = widen(dout, n);
-    CPU->gelu_backward(c, di, i, d, n);
-    narrow(dinp, di, n);
-    free(i); free(d);
-}
-static void h_residual(nn_ctx *c, nn_act *out, const nn_act *a, const nn_act *b, size_t n) {
-    float *o = widen(NULL, n), *x = widen(a, n), *y = widen(b, n);
-    CPU->residual_forward(c, o, x, y, n);
-    narrow(out, o, n);
-    free(x); free(y);
-}
-static void h_emb_fwd(nn_ctx *c, nn_act *out, const uint16_t *tok, float *const *wte, const float *wpe, int B,
-                      int T, int Ch, int C) {
-    float *o = widen(NULL, (size_t)B * T * C);
-    CPU->embedding_forward(c, o, tok, wte, wpe, B, T, Ch, C);
-    narrow(out, o, (size_t)B * T * C);
-}
-static void h_emb_bwd(nn_ctx *c, float *const *dwte, float *dwpe, const nn_act *dout, const uint16_t *tok, int B,
-                      int T, int Ch, int C) {
-    float *d = widen(dout, (size_t)B * T * C);
-    CPU->embedding_backward(c, dwte, dwpe, d, tok, B, T, Ch, C);
-    free(d);
-}
-static void h_rope_fwd(nn_ctx *c, nn_act *x, const float *cs, const float *sn, int B, int T, int NH, int HS,
-                       int pos0) {
-    size_t n = (size_t)B * T * NH * HS;
-    float *f = widen(x, n);
-    CPU->rope_forward(c, f, cs, sn, B, T, NH, HS, pos0);
-    narrow(x, f, n);
-}
-static void h_rope_bwd(nn_ctx *c, nn_act *dx, const float *cs, const float *sn, int B, int T, int NH, int HS) {
-    size_t n = (size_t)B * T * NH * HS;
-    float *f = widen(dx, n);
-    CPU->rope_backward(c, f, cs, sn, B, T, NH, HS);
-    narrow(dx, f, n);
-}
-static int h_attn_fwd(nn_ctx *c, nn_act *out, float *stats, const nn_act *q, const nn_act *k, const nn_act *v,
-                      const lssar_attn_desc *d, int B, int Tq, int Tk, int kvs, int NH, int HS) {
-    size_t nq = (size_t)B * Tq * NH * HS, nk = (size_t)B * kvs * NH * HS;
-    float *o = widen(NULL, nq), *fq = widen(q, nq), *fk = widen(k, nk), *fv = widen(v, nk);
-    int rc = CPU->attention_forward(c, o, stats, fq, fk, fv, d, B, Tq, Tk, kvs, NH, HS);
-    narrow(out, o, nq);
-    free(fq); free(fk); free(fv);
-    return rc;
-}
-static int h_attn_bwd(nn_ctx *c, nn_act *dq, nn_act *dk, nn_act *dv, float *dscale, const nn_act *dout,
-                      const nn_act *q, const nn_act *k, const nn_act *v, const nn_act *out, const float *stats,
-                      const lssar_attn_desc *d, int B, int T, int NH, int HS) {
-    size_t n = (size_t)B * T * NH * HS;
-    float *g[3] = {widen(NULL, n), widen(NULL, n), widen(NULL, n)};
-    float *fd = widen(dout, n), *fq = widen(q, n), *fk = widen(k, n), *fv = widen(v, n), *fo = widen(out, n);
-    int rc = CPU->attention_backward(c, g[0], g[1], g[2], dscale, fd, fq, fk, fv, fo, stats, d, B, T, NH, HS);
-    narrow(dq, g[0], n); narrow(dk, g[1], n); narrow(dv, g[2], n);
-    free(fd); free(fq); free(fk); free(fv); free(fo);
-    return rc;
-}
-static void h_xent_fwd(nn_ctx *c, nn_act *logits, float *losses, uint16_t *argmax, const uint16_t *targets,
-                       int tstride, int ostride, int R, int V, double *acc) {
-    float *f = widen(logits, (size_t)R * V);
-    CPU->xent_forward(c, f, losses, argmax, targets, tstride, ostride, R, V, acc);
-    narrow(logits, f, (size_t)R * V);
-}
-static void h_xent_bwd(nn_ctx *c, nn_act *probs, const uint16_t *targets, int tstride, int R, int V, float gs,
-                       const double *acc) {
-    float *f = widen(probs, (size_t)R * V);
-    CPU->xent_backward(c, f, targets, tstride, R, V, gs, acc);
-    narrow(probs, f, (size_t)R * V);
-}
+/* The CPU backend with its activations stored in bf16 (bf16_acts.h): the model's byte layout, its
+   offsets (gpt_act_at), the KV cache's copies and the host transfers meet 2-byte activations,
+   which a float32 backend cannot show: an offset or a size counted in floats lands on other rows. */
+#define BA_BASE (&nn_backend_cpu)
+#define BA_ON(c) ((void)(c), 1)
+#include "bf16_acts.h"
 static nn_backend bf16_acts;
 static const nn_backend *bf16_acts_backend(void) {
-    bf16_acts = nn_backend_cpu;
+    ba_make(&bf16_acts);
     bf16_acts.name = "cpu-bf16-activations";
-    bf16_acts.act_dtype = h_act_dtype;
-    bf16_acts.upload_act = h_upload_act;
-    bf16_acts.download_act = h_download_act;
-    bf16_acts.matmul_forward = h_matmul_forward;
-    bf16_acts.matmul_backward = h_matmul_backward;
-    bf16_acts.layernorm_forward = h_ln_fwd;
-    bf16_acts.layernorm_backward = h_ln_bwd;
-    bf16_acts.gelu_forward = h_gelu_fwd;
-    bf16_acts.gelu_backward = h_gelu_bwd;
-    bf16_acts.residual_forward = h_residual;
-    bf16_acts.embedding_forward = h_emb_fwd;
-    bf16_acts.embedding_backward = h_emb_bwd;
-    bf16_acts.rope_forward = h_rope_fwd;
-    bf16_acts.rope_backward = h_rope_bwd;
-    bf16_acts.attention_forward = h_attn_fwd;
-    bf16_acts.attention_backward = h_attn_bwd;
-    bf16_acts.xent_forward = h_xent_fwd;
-    bf16_acts.xent_backward = h_xent_bwd;
     return &bf16_acts;
 }
 // Run m on backend be from here on (before any reserve: the layout follows the activation type).

@@ -140,8 +140,8 @@ static void *scratch(nn_ctx *c, size_t bytes) {
     return c->scratch;
 }
 
-/* ---- bf16 weight copies (NN_BF16). The GEMMs read bf16 operands (docs/CUDA.md): activations are
-   cast into scratch just before each product, weights are kept here as bf16 copies, made by the
+/* ---- bf16 weight copies (NN_BF16). The GEMMs read bf16 operands (docs/CUDA.md): the activations
+   are bf16 already, weights (and biases) are kept here as bf16 copies, made by the
    first product that reads a weight and cast again only after its fp32 master changed. "Changed":
    every seam call that writes device memory names what it writes (wrote), and the copies whose
    source lies in the allocation written turn stale (a whole allocation: the seam does not always
@@ -251,9 +251,8 @@ static int cuda_ctx_create(nn_ctx **out, nn_precision precision) {
     nn_ctx *c = (nn_ctx *)calloc(1, sizeof *c);
     if (!c) return lssar_fail(LSSAR_E_NOMEM, "cuda backend: out of memory");
     c->precision = precision;
-    // float32 in both modes still: the kernels take bf16 activations, but the GEMMs, attention and
-    // the transfers of this file do not yet (docs/CUDA.md)
-    c->act = LSSAR_F32;
+    // NN_BF16 stores the activations in bf16 (half their memory and traffic; docs/CUDA.md)
+    c->act = precision == NN_BF16 ? LSSAR_BF16 : LSSAR_F32;
     int rc = 0;
     cublasStatus_t st;
 #define CREATE_TRY(call)                                               \
@@ -454,13 +453,10 @@ static const float *act32(const nn_act *p) { return static_cast<const float *>(p
 /* ---- matmul through cuBLASLt. Row-major X (r, c) is column-major X^T (c, r) with ld c, so every
    product below is written for column-major matrices as cuBLASLt sees them.
 
-   Precision. NN_FP32: fp32 operands, CUBLAS_COMPUTE_32F. NN_BF16: bf16 operands (CUDA_R_16BF),
-   fp32 accumulation (CUBLAS_COMPUTE_32F), fp32 output D and bias, so the tensor cores read half
-   the bytes: the weights' bf16 copies (weight_bf16) and the activations cast into scratch just
-   before the product (cuda_to_bf16), both rounded to nearest even, the rounding flash_bf16 and the
-   fake GPU apply. Activations are still stored fp32 between layers (c->act): the layer kernels
-   and attention take bf16 too, but storing them bf16 (half the activation memory and traffic)
-   needs these GEMMs reading bf16 activations as they are and writing bf16 D (docs/CUDA.md). */
+   Precision. NN_FP32: fp32 operands and D, CUBLAS_COMPUTE_32F. NN_BF16: bf16 operands
+   (CUDA_R_16BF), fp32 accumulation (CUBLAS_COMPUTE_32F), so the tensor cores read half the bytes:
+   the weights' bf16 copies (weight_bf16, rounded to nearest even) and the bf16 activations as they
+   are; a layer's output D bf16, a weight gradient's fp32 (docs/CUDA.md). */
 
 // the largest power of two (<= 256) dividing the address: cuBLASLt assumes 256 unless told
 static uint32_t align_of(const void *p) {
@@ -586,63 +582,48 @@ done:
     return rc;
 }
 
-// A GEMM operand: the fp32 matrix f (leading dimension ld) and, in NN_BF16, its bf16 copy h (ldh);
-// a bf16 activation has h alone (f NULL)
+// A GEMM operand: a matrix of fp32 or (bf16) bf16 elements, leading dimension ld
 typedef struct {
-    const float *f;
-    const uint16_t *h;
-    int ld, ldh;
+    const void *p;
+    int ld, bf16;
 } mm_op;
 static mm_op op32(const float *f, int ld) {
-    mm_op o = {f, NULL, ld, 0};
+    mm_op o = {f, ld, 0};
     return o;
 }
-static mm_op op16(const float *f, int ld, const uint16_t *h) {
-    mm_op o = {f, h, ld, km_bf16_ld(ld)};
-    return o;
-}
-static mm_op opb(const void *h, int ldh) {
-    mm_op o = {NULL, static_cast<const uint16_t *>(h), 0, ldh};
+static mm_op opb(const void *h, int ld) {
+    mm_op o = {h, ld, 1};
     return o;
 }
 
-// The context's GEMM, the bias through the epilogue: bf16 operands when both have a copy, else
-// fp32. Where cuBLASLt has no algorithm for a shape and alignment: without the epilogue, then the
-// bias kernel (the same one rounding of acc + bias as the epilogue); and for bf16 operands, at
-// last, the fp32 ones (more accurate, slower). Falling back, not failing, is what a user wants:
-// a shape first met mid-run (an evaluation chunk, a short last batch, decoding's one row) would
-// otherwise end a run hours in, the fallback changes no result beyond the bf16 bounds, and
-// lt_matmul logs each step of it once (log_shape), so it is never silent. Only a shape with no
-// fp32 algorithm either fails, naming the shape.
-// D of type dt (the activations' for a layer's output, fp32 for a weight gradient). A bf16 D takes
-// the bias's bf16 copy in the epilogue (bias16), or, where that has no algorithm, the fp32 bias by
-// the kernel (a second rounding); bf16 activations have no fp32 operands to fall back to.
+// The context's GEMM, D of type dt (a layer's output: the activations'; a weight gradient: fp32),
+// the bias through the epilogue (a bf16 D's is bf16: bias16, the bias's copy). Where cuBLASLt has
+// no algorithm for a shape and alignment: without the epilogue and with the bias kernel (the fp32
+// bias; on a bf16 D a second rounding). Falling back, not failing, is what a user wants: a shape
+// first met mid-run (an evaluation chunk, a short last batch, decoding's one row) would otherwise
+// end a run hours in, and lt_matmul logs each step of it once (log_shape), so it is never silent.
+// A shape with no algorithm even then fails, naming the shape.
 static int gemm(nn_ctx *c, void *D, lssar_dtype dt, mm_op A, mm_op B, const float *bias,
                 const uint16_t *bias16, int transa, int transb, int m, int n, int k, int ldd, float beta) {
-    int rc = -1, d16 = dt == LSSAR_BF16;
-    for (int bf = A.h && B.h; bf >= (A.f && B.f ? 0 : 1) && rc == -1; bf--) {
-        const void *a = bf ? (const void *)A.h : A.f, *b = bf ? (const void *)B.h : B.f;
-        int lda = bf ? A.ldh : A.ld, ldb = bf ? B.ldh : B.ld;
-        const void *ebias = d16 ? (const void *)bias16 : bias;
-        rc = lt_matmul(c, D, d16, a, b, bf, ebias, transa, transb, m, n, k, lda, ldb, ldd, beta);
-        if (rc == -1 && bias) {
-            rc = lt_matmul(c, D, d16, a, b, bf, NULL, transa, transb, m, n, k, lda, ldb, ldd, beta);
-            if (rc == 0) rc = cuda_add_bias(dt, D, bias, n, m, ldd, c->stream);   // D's columns are its rows
-        }
+    const int d16 = dt == LSSAR_BF16, bf = A.bf16;
+    const void *ebias = d16 ? (const void *)bias16 : bias;
+    int rc = lt_matmul(c, D, d16, A.p, B.p, bf, ebias, transa, transb, m, n, k, A.ld, B.ld, ldd, beta);
+    if (rc == -1 && bias) {
+        rc = lt_matmul(c, D, d16, A.p, B.p, bf, NULL, transa, transb, m, n, k, A.ld, B.ld, ldd, beta);
+        if (rc == 0) rc = cuda_add_bias(dt, D, bias, n, m, ldd, c->stream);   // D's columns are its rows
     }
     if (rc != -1) return rc;
     return lssar_fail(LSSAR_E_UNSUPPORTED, "cuBLASLt has no algorithm for the %d x %d x %d product (op %c%c, "
-                      "alignments %u %u %u)", m, n, k, transa ? 'T' : 'N', transb ? 'T' : 'N',
-                      align_of(A.f ? (const void *)A.f : A.h), align_of(B.f ? (const void *)B.f : B.h),
-                      align_of(D));
+                      "alignments %u %u %u)", m, n, k, transa ? 'T' : 'N', transb ? 'T' : 'N', align_of(A.p),
+                      align_of(B.p), align_of(D));
 }
 
-// Rows of activations cast per product in NN_BF16 (km_cast_rows): all N, unless their bf16
-// copies (row_bytes each) exceed CAST_CAP; then chunks, each its own product. Only the
-// classifier's backward chunks at GPT-2 sizes (dlogits (B T, V)); a chunked dweight adds the
-// chunks' products in order (beta 1), a fixed order: the same bits on every run.
+// Rows per product of bf16 activations (km_cast_rows): all N, unless their padded copies
+// (row_bytes each) exceed CAST_CAP; then chunks, each its own product. Only the classifier's rows
+// are padded (V wide); a chunked dweight adds the chunks' products in order (beta 1), a fixed
+// order: the same bits on every run.
 #define CAST_CAP ((size_t)128 << 20)
-static int cast_rows(int N, size_t row_bytes) { return km_cast_rows(N, row_bytes, CAST_CAP); }
+static int cast_rows(int N, size_t row_bytes) { return row_bytes ? km_cast_rows(N, row_bytes, CAST_CAP) : N; }
 
 /* ---- the GEMMs of bf16 activations: operands read as they are where their rows start 16-byte
    aligned (a multiple of 8 elements wide, as the model's C and 4C are), else copied first into
@@ -673,7 +654,7 @@ static int matmul_forward_act16(nn_ctx *c, uint16_t *out, const uint16_t *inp, c
                                 const float *bias, int N, int IC, int OC) {
     const int pin = !act_aligned(inp, IC), pout = !act_aligned(out, OC);
     const int ldi = km_bf16_ld(IC), ldo = km_bf16_ld(OC);
-    const int R = cast_rows(N, (size_t)((pin ? ldi : 0) + (pout ? ldo : 0)) * 2 + 2);
+    const int R = cast_rows(N, (size_t)((pin ? ldi : 0) + (pout ? ldo : 0)) * 2);
     const uint16_t *wb = weight_bf16(c, weight, OC, IC), *bb = bias ? weight_bf16(c, bias, 1, OC) : NULL;
     if (!wb || (bias && !bb)) return c->err;
     size_t ib = cuda_round256((size_t)R * (pin ? ldi : 0) * 2);
@@ -685,7 +666,7 @@ static int matmul_forward_act16(nn_ctx *c, uint16_t *out, const uint16_t *inp, c
         mm_op x = act_op(c, inp + (size_t)r0 * IC, rr, IC, (uint16_t *)s, &rc);
         uint16_t *d = pout ? (uint16_t *)(s + ib) : out + (size_t)r0 * OC;
         if (!rc)
-            rc = gemm(c, d, LSSAR_BF16, op16(weight, IC, wb), x, bias, bb, 1, 0, OC, rr, IC, pout ? ldo : OC,
+            rc = gemm(c, d, LSSAR_BF16, opb(wb, km_bf16_ld(IC)), x, bias, bb, 1, 0, OC, rr, IC, pout ? ldo : OC,
                       0.0f);
         if (!rc && pout) rc = act_pad_copy(c, out + (size_t)r0 * OC, OC, d, ldo, rr, OC);
     }
@@ -700,7 +681,7 @@ static int matmul_backward_act16(nn_ctx *c, uint16_t *dinp, float *dweight, cons
     const int pd = !act_aligned(dout, OC), pi = dweight && !act_aligned(inp, IC),
               px = dinp && !act_aligned(dinp, IC);
     const int ldo = km_bf16_ld(OC), ldi = km_bf16_ld(IC);
-    const int R = cast_rows(N, (size_t)((pd ? ldo : 0) + (pi ? ldi : 0) + (px ? ldi : 0)) * 2 + 2);
+    const int R = cast_rows(N, (size_t)((pd ? ldo : 0) + (pi ? ldi : 0) + (px ? ldi : 0)) * 2);
     const uint16_t *wb = dinp ? weight_bf16(c, weight, OC, IC) : NULL;
     if (dinp && !wb) return c->err;
     size_t ob = cuda_round256((size_t)R * (pd ? ldo : 0) * 2),
@@ -716,7 +697,7 @@ static int matmul_backward_act16(nn_ctx *c, uint16_t *dinp, float *dweight, cons
             uint16_t *g = dinp + (size_t)r0 * IC, *gp = px ? (uint16_t *)(s + ob + ib) : g;
             if (px && accumulate) rc = act_pad_copy(c, gp, ldi, g, IC, rr, IC);
             if (!rc)
-                rc = gemm(c, gp, LSSAR_BF16, op16(weight, IC, wb), d, NULL, NULL, 0, 0, IC, rr, OC,
+                rc = gemm(c, gp, LSSAR_BF16, opb(wb, km_bf16_ld(IC)), d, NULL, NULL, 0, 0, IC, rr, OC,
                           px ? ldi : IC, accumulate ? 1.0f : 0.0f);
             if (!rc && px) rc = act_pad_copy(c, g, IC, gp, ldi, rr, IC);
         }
@@ -735,58 +716,15 @@ static void cuda_matmul_forward(nn_ctx *c, nn_act *out_, const nn_act *inp_, con
                                 const float *bias, int N, int IC, int OC) {
     if (c->err || N <= 0 || OC <= 0) return;
     wrote(c, out_);
-    if (c->act == LSSAR_BF16 && IC > 0) {
-        note(c, matmul_forward_act16(c, static_cast<uint16_t *>(out_), static_cast<const uint16_t *>(inp_),
-                                     weight, bias, N, IC, OC));
+    if (c->act == LSSAR_BF16) {
+        uint16_t *out = static_cast<uint16_t *>(out_);
+        const uint16_t *inp = static_cast<const uint16_t *>(inp_);
+        note(c, IC > 0 ? matmul_forward_act16(c, out, inp, weight, bias, N, IC, OC)
+                       : lssar_fail(LSSAR_E_SIZE, "cuda matmul: IC = %d; need >= 1", IC));
         return;
     }
-    float *out = act32(out_);
-    const float *inp = act32(inp_);
-    if (c->precision != NN_BF16 || IC <= 0) {
-        note(c,
-             gemm(c, out, LSSAR_F32, op32(weight, IC), op32(inp, IC), bias, NULL, 1, 0, OC, N, IC, OC, 0.0f));
-        return;
-    }
-    int ldi = km_bf16_ld(IC), R = cast_rows(N, (size_t)ldi * sizeof(uint16_t));
-    const uint16_t *wb = weight_bf16(c, weight, OC, IC);
-    uint16_t *ib = wb ? (uint16_t *)scratch(c, (size_t)R * ldi * sizeof(uint16_t)) : NULL;   // (R, ldi)
-    for (int r0 = 0; ib && r0 < N && !c->err; r0 += R) {
-        int rr = N - r0 < R ? N - r0 : R;
-        const float *x = inp + (size_t)r0 * IC;
-        int rc = cuda_to_bf16(ib, x, rr, IC, ldi, c->stream);
-        if (!rc)
-            rc = gemm(c, out + (size_t)r0 * OC, LSSAR_F32, op16(weight, IC, wb), op16(x, IC, ib), bias, NULL, 1,
-                      0, OC, rr, IC, OC, 0.0f);
-        note(c, rc);
-    }
-}
-
-// The two products of the backward in NN_BF16 over row chunks of R (cast_rows): dout's rows cast
-// into scratch (R, ldo), inp's (for dweight) after them (R, ldi); then the products as below.
-static int matmul_backward_bf16(nn_ctx *c, float *dinp, float *dweight, const float *dout, const float *inp,
-                                const float *weight, int N, int IC, int OC, int accumulate) {
-    int ldo = km_bf16_ld(OC), ldi = km_bf16_ld(IC);
-    int R = cast_rows(N, (size_t)(ldo + (dweight ? ldi : 0)) * sizeof(uint16_t));
-    size_t ob = cuda_round256((size_t)R * ldo * sizeof(uint16_t));
-    const uint16_t *wb = dinp ? weight_bf16(c, weight, OC, IC) : NULL;
-    size_t bytes = ob + (dweight ? (size_t)R * ldi * sizeof(uint16_t) : 0);
-    char *s = dinp && !wb ? NULL : (char *)scratch(c, bytes);
-    if (!s) return 0;   // the error is the context's already
-    uint16_t *db16 = (uint16_t *)s, *ib16 = (uint16_t *)(s + ob);
-    int rc = 0;
-    for (int r0 = 0; !rc && r0 < N; r0 += R) {
-        int rr = N - r0 < R ? N - r0 : R;
-        const float *d = dout + (size_t)r0 * OC, *x = inp + (size_t)r0 * IC;
-        rc = cuda_to_bf16(db16, d, rr, OC, ldo, c->stream);
-        if (!rc && dweight) rc = cuda_to_bf16(ib16, x, rr, IC, ldi, c->stream);
-        if (!rc && dinp)
-            rc = gemm(c, dinp + (size_t)r0 * IC, LSSAR_F32, op16(weight, IC, wb), op16(d, OC, db16), NULL, NULL,
-                      0, 0, IC, rr, OC, IC, accumulate ? 1.0f : 0.0f);
-        if (!rc && dweight)
-            rc = gemm(c, dweight, LSSAR_F32, op16(x, IC, ib16), op16(d, OC, db16), NULL, NULL, 0, 1, IC, OC, rr,
-                      IC, 1.0f);
-    }
-    return rc;
+    note(c, gemm(c, out_, LSSAR_F32, op32(weight, IC), op32(act32(inp_), IC), bias, NULL, 1, 0, OC, N, IC, OC,
+                 0.0f));
 }
 
 // dinp (N, IC) = / += dout (N, OC) @ W:  D (IC, N) = W (IC, OC) x dout^T (OC, N)
@@ -807,8 +745,6 @@ static void cuda_matmul_backward(nn_ctx *c, nn_act *dinp_, float *dweight, float
         rc = matmul_backward_act16(c, static_cast<uint16_t *>(dinp_), dweight,
                                    static_cast<const uint16_t *>(dout_), static_cast<const uint16_t *>(inp_),
                                    weight, N, IC, OC, accumulate);
-    } else if (c->precision == NN_BF16) {
-        rc = matmul_backward_bf16(c, dinp, dweight, dout, inp, weight, N, IC, OC, accumulate);
     } else {
         float bi = accumulate ? 1.0f : 0.0f;
         if (dinp)

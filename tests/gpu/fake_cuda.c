@@ -8,7 +8,8 @@
  *   - fake_backend_cuda: an nn_backend table over host memory whose functions are the CPU
  *     emulations of the CUDA kernels (src/cuda/kernels_emu.c, src/attn/flash_emu.c: the same
  *     algorithms, orders and bf16 roundings as the kernels), and for matmul the CPU sgemm on
- *     bf16-rounded operands in an NN_BF16 context (the backend's cast kernel rounds the same operands),
+ *     bf16-rounded operands in an NN_BF16 context (the weights' copies, the bf16 activations),
+ *     an NN_BF16 context's activations stored in bf16 as the backend stores them (tests/bf16_acts.h),
  *     and dist_sum / dist_allgather for a job of one rank only (one process: no NCCL);
  *   - fake_attn_{forward,backward}_cuda, fake_attn_cuda_workspace_size, fake_cuda_device_count:
  *     the public API over flash_emu, with bf16 storage converted on the way in and out;
@@ -148,7 +149,7 @@ static void *f_alloc(nn_ctx *c, size_t bytes) {
 static void f_release(nn_ctx *c, void *p) { (void)c; fake_free(p); }
 static void f_memcpy(nn_ctx *c, void *d, const void *s, size_t n) { (void)c; if (n) memcpy(d, s, n); }
 static void f_zero(nn_ctx *c, void *x, size_t bytes) { (void)c; memset(x, 0, bytes); }
-/* activations are float32, as in the CUDA backend's contexts */
+/* the float32 functions (fake_f32); an NN_BF16 context stores bf16 activations over them (below) */
 static lssar_dtype f_act_dtype(nn_ctx *c) { (void)c; return LSSAR_F32; }
 static void f_upload_act(nn_ctx *c, nn_act *d, const float *s, size_t n) { f_memcpy(c, d, s, n * sizeof(float)); }
 static void f_download_act(nn_ctx *c, float *d, const nn_act *s, size_t n) { f_memcpy(c, d, s, n * sizeof(float)); }
@@ -279,7 +280,7 @@ static int f_dist_allgather(nn_ctx *c, float *x, const size_t *off, const size_t
     return 0;
 }
 
-const nn_backend fake_backend_cuda = {
+static const nn_backend fake_f32 = {
     .name = "cuda",
     .device = LSSAR_DEVICE_CUDA,
     .eval_rows = 128,
@@ -297,6 +298,25 @@ const nn_backend fake_backend_cuda = {
     .scale = f_scale,
     .host_alloc = f_host_alloc, .host_free = f_host_free, .upload_async = f_memcpy, .upload_wait = f_upload_wait,
     .dist_sum = f_dist_sum, .dist_allgather = f_dist_allgather,
+};
+
+/* The fake: fake_f32, with bf16 activations in an NN_BF16 context as the CUDA backend stores them
+   (tests/bf16_acts.h: the float emulation on widened inputs, rounded where it stores) */
+#define BA_BASE (&fake_f32)
+#define BA_ON(c) ((c)->prec == NN_BF16)
+#include "../bf16_acts.h"
+const nn_backend fake_backend_cuda = {
+    .name = "cuda",
+    .device = LSSAR_DEVICE_CUDA,
+    .eval_rows = 128,
+    .ctx_create = f_ctx_create, .ctx_free = f_ctx_free, .alloc = f_alloc, .release = f_release,
+    .upload = f_memcpy, .download = f_memcpy, .copy = f_memcpy, .zero = f_zero,
+    .attention_stats_floats = f_stats,
+    .adamw = f_adamw, .sum_squares = f_sumsq, .block_sum_squares = f_block_sumsq, .clip_norm = f_clip_norm,
+    .scale = f_scale,
+    .host_alloc = f_host_alloc, .host_free = f_host_free, .upload_async = f_memcpy, .upload_wait = f_upload_wait,
+    .dist_sum = f_dist_sum, .dist_allgather = f_dist_allgather,
+    BA_FUNCTIONS,
 };
 
 /* ------------------------------------------------------------------ the public API */
