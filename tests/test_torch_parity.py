@@ -6,9 +6,11 @@ The C side is tests/torch_parity_driver.c, compiled here against the built stati
 ($LSSAR_BUILD/liblssar.a, default build/). Errors are relative over whole tensors,
 ||c - ref|| / ||ref||. Tolerances (measured worst cases are printed): per-position losses 1e-4
 (measured 6e-7), gradients 1e-5 for softmax, ssmax, lssa, sigmoid and relu (measured <= 2e-6; sigmoid
-and relu with len-norm train, and row for the learned-position configs) and 1e-4 for lssar
-(measured 8e-5): LSSAR runs at the paper's p = 15, which multiplies the float32 rounding of
-u = n alpha - 1 by p.
+and relu with len-norm train, and row for the learned-position configs) and 3e-4 for the
+re-weighting kinds: they run at the paper's p = 15, which multiplies the float32 rounding of
+u = n alpha - 1 by p, and where u cancels (the near-uniform rows of this small model) that rounding
+depends on the CPU's FMA and vector paths (softmax+cos+rw: 1.4e-4 on an AVX-512 Xeon, under 1e-4 on
+the machine the earlier 1e-4 was set on; ssmax+rw 1.0e-4). A wiring fault is off by O(1).
 Prints "test_torch_parity: N passed, M failed"; exits non-zero on failure."""
 import os
 import subprocess
@@ -104,10 +106,10 @@ def run_config(exe, tmp, cfg, B, T, scale):
     loss, nll, logits = torch_ref.forward(P, cfg, torch.tensor(inputs), torch.tensor(targets))
     loss.backward()
     # The re-weighting's u = n alpha - 1 cancels on the near-uniform rows of a small-scale model and
-    # p multiplies u's relative error (docs/attention.md "Stages"); a dot or ssmax score spans less
-    # than cos's ln(D) ln(n) there, so it loses about twice as much.
-    score, _, reweight = torch_ref.stages(cfg["attn"]) if cfg["attn"] not in ("sigmoid", "relu") else ("dot", "", False)
-    tol_g = (1e-4 if score == "cos" else 2e-4) if reweight else 1e-5
+    # p multiplies u's relative error (docs/attention.md "Stages"); how much of it the rounding
+    # leaves depends on the CPU (see the module's docstring)
+    _, _, reweight = torch_ref.stages(cfg["attn"]) if cfg["attn"] not in ("sigmoid", "relu") else ("dot", "", False)
+    tol_g = 3e-4 if reweight else 1e-5
     e = rel(losses, nll.detach().numpy())
     worst["loss"] = max(worst["loss"], e)
     check(e < 1e-4, f"{name}: per-position losses rel err {e:.2e}")
