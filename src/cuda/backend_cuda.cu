@@ -830,14 +830,13 @@ static int cuda_attention_forward(nn_ctx *c, nn_act *out, float *stats, const nn
     wrote(c, out); wrote(c, stats);
     if (c->err) return c->err;
     // decoding (a few query rows against a long cache, no statistics): the keys split over CTAs,
-    // since one CTA per (b, h, 64 query rows) would leave most SMs idle (flash_decode.h). That
-    // kernel reads float32 only: bf16 activations take the tile forward, which decodes too.
-    if (c->act == LSSAR_F32 && cuda_attn_decode_applies(d, B, Tq, Tk, NH, HS, stats != NULL)) {
+    // since one CTA per (b, h, 64 query rows) would leave most SMs idle (flash_decode.h)
+    if (cuda_attn_decode_applies(d, B, Tq, Tk, NH, HS, stats != NULL)) {
         size_t db = cuda_attn_decode_scratch_bytes(d, 0, B, Tq, Tk, NH, HS);
         void *s = db ? scratch(c, db) : NULL;
         if (db && !s) return c->err;
-        return cuda_attn_decode_forward(d, c->precision == NN_BF16, 0, B, Tq, Tk, kv_stride, NH, HS, act32(q),
-                                        act32(k), act32(v), act32(out), s, c->stream);
+        return cuda_attn_decode_forward(d, c->precision == NN_BF16, c->act, 0, B, Tq, Tk, kv_stride, NH, HS, q,
+                                        k, v, out, s, c->stream);
     }
     size_t bytes = cuda_attn_scratch_bytes(d, B, Tq, Tk, NH, HS);
     void *s = bytes ? scratch(c, bytes) : NULL;

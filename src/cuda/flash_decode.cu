@@ -15,7 +15,9 @@
  *                   Re-weighting: launched twice (FD_RW1, FD_RW2); each FD_RW2 CTA first combines
  *                   pass 1's partials of its rows (fd_rw1_combine).
  *   combine_kernel  grid (B H), one thread per (row, d): the splits in order (fd_combine).
- * Deterministic (fixed orders, no atomics). No statistics for a backward are written.
+ * q, k, v and out are float32 or bf16 (storage; bf16 takes bf16 products, and 1/|q|, 1/|k| come from
+ * the shared-memory copies, which are then exact). Deterministic (fixed orders, no atomics). No
+ * statistics for a backward are written.
  */
 #include <limits.h>
 #include <math.h>
@@ -47,30 +49,36 @@ extern "C" {
 
 struct dec_args {
     flash_params fp;
-    const float *q, *k, *v;
-    float *out;
+    const void *q, *k, *v;  // float32, or bf16 (io)
+    void *out;
     const float *ssmax_s;   // (H): ssmax
     float *ps1, *ps, *pa;   // partials: pass 1's statistics; the last pass's statistics and acc
-    int B, Tq, Tk, kvs, H, ns, chunk, bf16;
+    int B, Tq, Tk, kvs, H, ns, chunk, bf16, io;
 };
 
-// Row (b, position t, h) of a (B, T, H, D) tensor whose sequences are `stride` rows apart.
-static __device__ __forceinline__ const float *row_of(const float *x, int b, int t, int h, int stride, int H,
-                                                      int D) {
-    return x + ((size_t)b * stride + t) * H * D + (size_t)h * D;
+// Element of row (b, position t, h) of a (B, T, H, D) tensor whose sequences are `stride` rows
+// apart: the row's offset, and element i of x widened to float (bf16 storage: io)
+static __device__ __forceinline__ size_t row_of(int b, int t, int h, int stride, int H, int D) {
+    return ((size_t)b * stride + t) * H * D + (size_t)h * D;
+}
+static __device__ __forceinline__ float ld_in(const dec_args &a, const void *x, size_t i) {
+    return a.io ? fm_bf16_float(__ldg(static_cast<const unsigned short *>(x) + i))
+                : __ldg(static_cast<const float *>(x) + i);
 }
 static __device__ __forceinline__ size_t ps_at(const dec_args &a, int bh, int s, int r) {
     return (((size_t)bh * a.ns + s) * a.Tq + r) * FD_NPS;
 }
 
 // The CTA's rows (threads < Tq): constants (pass 2: pass 1's partials combined), running values.
-static __device__ __forceinline__ void split_rows(const dec_args &a, int pass, int bh, int D, flash_row *RW,
-                                                  fd_rowst *RS) {
+// 1/|q| from the input row; with bf16 storage from Qs, its exact copy (rounding a bf16 value to
+// bf16 is the identity), which the caller has made visible.
+static __device__ __forceinline__ void split_rows(const dec_args &a, int pass, int bh, int D, const float *Qs,
+                                                  flash_row *RW, fd_rowst *RS) {
     const int b = bh / a.H, h = bh % a.H;
     for (int r = threadIdx.x; r < a.Tq; r += FD_NT) {
-        const float *qr = row_of(a.q, b, r, h, a.Tq, a.H, D);
         float s_h = a.fp.score == LSSAR_SCORE_SSMAX ? a.ssmax_s[h] : 0.0f;
-        float rq = flash_needs_norms(&a.fp) ? fd_inv_norm(qr, D) : 1.0f;
+        const float *q32 = static_cast<const float *>(a.q) + row_of(b, r, h, a.Tq, a.H, D);
+        float rq = !flash_needs_norms(&a.fp) ? 1.0f : fd_inv_norm(a.io ? Qs + r * D : q32, D);
         flash_row_init(&a.fp, a.Tk - a.Tq + r, s_h, rq, &RW[r]);
         if (pass == FD_RW2)
             fd_rw1_combine(&a.fp, &RW[r], a.ps1 + ps_at(a, bh, 0, r), a.ns, (size_t)a.Tq * FD_NPS);
@@ -78,7 +86,8 @@ static __device__ __forceinline__ void split_rows(const dec_args &a, int pass, i
     }
 }
 
-// K, V of the tile (rows past nk zero; bf16-rounded in BF16 mode) and 1/|k| from the fp32 inputs.
+// K, V of the tile (rows past nk zero; bf16-rounded in BF16 mode) and 1/|k| from the fp32 inputs;
+// with bf16 storage 1/|k| comes from Ks, the inputs' exact copy, after a barrier here.
 // K's rows are D + 1 floats apart in shared memory: the logits' threads read K[j][d] of 32 keys j at
 // once, which at a stride of D (a multiple of 32 floats) would all hit one bank.
 template <int D>
@@ -88,15 +97,18 @@ static __device__ __forceinline__ void load_tile(const dec_args &a, int b, int h
         int j = i / D, d = i % D;
         float kx = 0.0f, vx = 0.0f;
         if (j < nk) {
-            kx = __ldg(row_of(a.k, b, t0 + j, h, a.kvs, a.H, D) + d);
-            vx = __ldg(row_of(a.v, b, t0 + j, h, a.kvs, a.H, D) + d);
+            kx = ld_in(a, a.k, row_of(b, t0 + j, h, a.kvs, a.H, D) + d);
+            vx = ld_in(a, a.v, row_of(b, t0 + j, h, a.kvs, a.H, D) + d);
         }
         Ks[j * (D + 1) + d] = a.bf16 ? flash_bf16(kx) : kx;
         Vs[i] = a.bf16 ? flash_bf16(vx) : vx;
     }
+    if (a.io && flash_needs_norms(&a.fp)) __syncthreads();   // the rows of Ks, for their norms
     for (int j = threadIdx.x; j < FD_KT; j += FD_NT)
-        RKs[j] = j < nk && flash_needs_norms(&a.fp) ? fd_inv_norm(row_of(a.k, b, t0 + j, h, a.kvs, a.H, D), D)
-                                                    : 1.0f;
+        RKs[j] = !(j < nk && flash_needs_norms(&a.fp))
+                     ? 1.0f
+                 : a.io ? fd_inv_norm(Ks + j * (D + 1), D)
+                        : fd_inv_norm(static_cast<const float *>(a.k) + row_of(b, t0 + j, h, a.kvs, a.H, D), D);
 }
 
 template <int D>
@@ -114,11 +126,12 @@ __global__ void __launch_bounds__(FD_NT) split_kernel(dec_args a, int pass) {
     FD_SHARED_ARRAY(fd_rowst, RS, FD_MAXQ);
     const int bh = blockIdx.x, s = blockIdx.y, b = bh / a.H, h = bh % a.H, Tq = a.Tq, tid = threadIdx.x;
     const flash_params &fp = a.fp;
-    split_rows(a, pass, bh, D, RW, RS);
     for (int i = tid; i < Tq * D; i += FD_NT) {
-        float x = row_of(a.q, b, i / D, h, Tq, a.H, D)[i % D];
+        float x = ld_in(a, a.q, row_of(b, i / D, h, Tq, a.H, D) + i % D);
         Qs[i] = a.bf16 ? flash_bf16(x) : x;
     }
+    if (a.io) __syncthreads();   // Qs, for split_rows' norms
+    split_rows(a, pass, bh, D, Qs, RW, RS);
     const int dd = tid % D, r0 = tid / D;
     float acc[PER];
 #pragma unroll
@@ -175,8 +188,10 @@ __global__ void __launch_bounds__(FD_NT) combine_kernel(dec_args a, int pass, in
     for (int i = threadIdx.x; i < a.Tq * D; i += FD_NT) {
         int r = i / D, d = i % D;
         size_t o = ((size_t)b * a.Tq + r) * a.H * D + (size_t)h * D + d;
-        a.out[o] = fd_combine(&a.fp, pass, a.ps + ps_at(a, bh, 0, r), (size_t)a.Tq * FD_NPS,
-                              a.pa + ((size_t)bh * a.ns * a.Tq + r) * D + d, (size_t)a.Tq * D, a.ns);
+        float y = fd_combine(&a.fp, pass, a.ps + ps_at(a, bh, 0, r), (size_t)a.Tq * FD_NPS,
+                             a.pa + ((size_t)bh * a.ns * a.Tq + r) * D + d, (size_t)a.Tq * D, a.ns);
+        if (a.io) static_cast<uint16_t *>(a.out)[o] = fm_bf16_rne(y);
+        else static_cast<float *>(a.out)[o] = y;
     }
 }
 
@@ -255,9 +270,9 @@ static int launch_d(const dec_args &a, cudaStream_t st) {
     return e == cudaSuccess ? LSSAR_OK : cuda_fail(e, "the launch of the decode kernels");
 }
 
-extern "C" int cuda_attn_decode_forward(const lssar_attn_desc *d, int bf16_products, int nsplit, int B,
-                                        int Tq, int Tk, int kv_stride, int H, int D, const float *q,
-                                        const float *k, const float *v, float *out, void *scratch,
+extern "C" int cuda_attn_decode_forward(const lssar_attn_desc *d, int bf16_products, lssar_dtype storage,
+                                        int nsplit, int B, int Tq, int Tk, int kv_stride, int H, int D,
+                                        const void *q, const void *k, const void *v, void *out, void *scratch,
                                         cudaStream_t stream) {
     const char *fn = "attention decode forward (CUDA)";
     int rc = attn_desc_check(d, fn);
@@ -279,7 +294,8 @@ extern "C" int cuda_attn_decode_forward(const lssar_attn_desc *d, int bf16_produ
     a.fp = params_of(d, D);
     a.q = q; a.k = k; a.v = v; a.out = out;
     a.ssmax_s = a.fp.score == LSSAR_SCORE_SSMAX ? d->ssmax_s : NULL;
-    a.B = B; a.Tq = Tq; a.Tk = Tk; a.kvs = kv_stride; a.H = H; a.bf16 = bf16_products != 0;
+    a.io = storage == LSSAR_BF16;   // bf16 storage takes bf16 products (rounding its values is exact)
+    a.B = B; a.Tq = Tq; a.Tk = Tk; a.kvs = kv_stride; a.H = H; a.bf16 = bf16_products != 0 || a.io;
     a.chunk = chunk_of(nsplit, B, Tk, H);
     a.ns = fd_nsplit(Tk, a.chunk);
     carve(a.fp, a.ns, B, Tq, H, D, static_cast<char *>(scratch), &a);

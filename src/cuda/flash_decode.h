@@ -29,13 +29,14 @@ size_t cuda_attn_decode_scratch_bytes(const lssar_attn_desc *d, int nsplit, int 
 
 /* out (B, Tq, H, D) for the LAST Tq of Tk positions, as cuda_attn_forward with stats = NULL: query
    row r is position Tk - Tq + r and sees keys 0..Tk - Tq + r. q (B, Tq, H, D); k, v: sequence b at
-   k + b * kv_stride * H * D. Tq <= 16. nsplit: the requested number of key splits (0: fill the
+   k + b * kv_stride * H * D; q, k, v, out of element type `storage` (LSSAR_F32, or LSSAR_BF16,
+   which takes bf16 products). Tq <= 16. nsplit: the requested number of key splits (0: fill the
    GPU, about two CTAs per SM; the splits run are at most this, each a multiple of 32 keys).
    scratch: cuda_attn_decode_scratch_bytes(d, nsplit, B, Tq, Tk, H, D) bytes. Asynchronous on
    stream; returns 0 or an lssar_err. */
-int cuda_attn_decode_forward(const lssar_attn_desc *d, int bf16_products, int nsplit, int B, int Tq, int Tk,
-                             int kv_stride, int H, int D, const float *q, const float *k, const float *v,
-                             float *out, void *scratch, cudaStream_t stream);
+int cuda_attn_decode_forward(const lssar_attn_desc *d, int bf16_products, lssar_dtype storage, int nsplit,
+                             int B, int Tq, int Tk, int kv_stride, int H, int D, const void *q, const void *k,
+                             const void *v, void *out, void *scratch, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

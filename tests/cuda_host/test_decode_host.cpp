@@ -8,9 +8,11 @@
  * flash.h math differently in the emulation: then a relative allowance of 1e-5.)
  *
  * Checks (the last line "test_decode_host: N passed, M failed", exit 1 on a failure):
- *   exact     every kind x product mode (fp32, bf16), two (D, case) pairs each in rotation over
- *             D = 16, 32, 64, 128 and the (Tq, Tk, kv_stride, nsplit) cases; softmax and lssar fp32
- *             over every D (every case at D = 16, every third otherwise). The cases: Tk = 1, Tk
+ *   exact     every kind x mode (fp32, bf16 products; bf16 storage: q, k, v and out bf16, against
+ *             the emulation's bf16 mode on the same values, its output rounded), two (D, case)
+ *             pairs each in rotation over D = 16, 32, 64, 128 and the (Tq, Tk, kv_stride, nsplit)
+ *             cases; softmax and lssar fp32 over every D (every case at D = 16, every third
+ *             otherwise). The cases: Tk = 1, Tk
  *             not a multiple of the 32-key tile, nsplit = 1, the automatic split count, more splits
  *             than tiles, Tq = 16. The kv cache rows past Tk NaN (never read); out starts NaN (every
  *             element written); some cases run twice, the same bits (the shim's threads interleave
@@ -33,6 +35,7 @@
 #include "cuda/flash_decode.h"
 extern "C" {
 #include "attn/flash_decode_emu.h"
+#include "core/fastmath.h"
 }
 
 static int n_pass = 0, n_fail = 0;
@@ -72,19 +75,44 @@ static bool same(float a, float b) {
 
 struct Case { int Tq, Tk, kvs, nsplit; };
 
+// x as bf16 bits, and back
+static std::vector<uint16_t> to16(const float *x, size_t n) {
+    std::vector<uint16_t> h(n);
+    for (size_t i = 0; i < n; i++) h[i] = fm_bf16_rne(x[i]);
+    return h;
+}
+static std::vector<float> widened(const std::vector<uint16_t> &h) {
+    std::vector<float> x(h.size());
+    for (size_t i = 0; i < h.size(); i++) x[i] = fm_bf16_float(h[i]);
+    return x;
+}
+
 // One run of the kernel and of the emulation; returns the number of elements that differ (-1: an
-// error) and leaves the kernel's output in got.
+// error) and leaves the kernel's output in got. mode 0: fp32, 1: bf16 products, 2: bf16 storage
+// (the inputs rounded to bf16 first; the emulation's bf16 mode on those values, its output rounded).
 static long run_one(const lssar_attn_desc &a, int mode, const Case &c, int B, int H, int D, const float *q,
                     const float *k, const float *v, std::vector<float> &got) {
-    size_t no = (size_t)B * c.Tq * H * D;
+    size_t no = (size_t)B * c.Tq * H * D, nk = (size_t)B * c.kvs * H * D;
     std::vector<float> ref(no, NAN);
     got.assign(no, NAN);
     size_t sb = cuda_attn_decode_scratch_bytes(&a, c.nsplit, B, c.Tq, c.Tk, H, D);
     std::vector<unsigned char> scratch(sb + 16, 0xff);
-    int rc = cuda_attn_decode_forward(&a, mode, c.nsplit, B, c.Tq, c.Tk, c.kvs, H, D, q, k, v, got.data(),
-                                      scratch.data(), NULL);
-    int rc2 = flash_decode_emu_forward(&a, (flash_mode)mode, c.nsplit, B, c.Tq, c.Tk, c.kvs, H, D, q, k, v,
+    int rc, rc2;
+    if (mode == 2) {
+        std::vector<uint16_t> q16 = to16(q, no), k16 = to16(k, nk), v16 = to16(v, nk), o16(no, 0xFFFF);
+        std::vector<float> qf = widened(q16), kf = widened(k16), vf = widened(v16);
+        rc = cuda_attn_decode_forward(&a, 0, LSSAR_BF16, c.nsplit, B, c.Tq, c.Tk, c.kvs, H, D, q16.data(),
+                                      k16.data(), v16.data(), o16.data(), scratch.data(), NULL);
+        rc2 = flash_decode_emu_forward(&a, FLASH_BF16, c.nsplit, B, c.Tq, c.Tk, c.kvs, H, D, qf.data(),
+                                       kf.data(), vf.data(), ref.data());
+        got = widened(o16);
+        ref = widened(to16(ref.data(), no));
+    } else {
+        rc = cuda_attn_decode_forward(&a, mode, LSSAR_F32, c.nsplit, B, c.Tq, c.Tk, c.kvs, H, D, q, k, v,
+                                      got.data(), scratch.data(), NULL);
+        rc2 = flash_decode_emu_forward(&a, (flash_mode)mode, c.nsplit, B, c.Tq, c.Tk, c.kvs, H, D, q, k, v,
                                        ref.data());
+    }
     if (rc || rc2) {
         printf("  error: %s\n", lssar_errmsg());
         return -1;
@@ -126,7 +154,8 @@ static void exact_case(int kind, int mode, int D, const Case &c, int len_norm, b
     for (float y : got) nan += isnan(y);
     char what[200];
     snprintf(what, sizeof what, "exact %s %s D=%d Tq=%d Tk=%d kvs=%d nsplit=%d: %ld differ, %ld NaN%s",
-             KIND_NAME(kind), mode ? "bf16" : "fp32", D, c.Tq, c.Tk, c.kvs, c.nsplit, bad, nan,
+             KIND_NAME(kind), mode == 2 ? "bf16-storage" : mode ? "bf16" : "fp32", D, c.Tq, c.Tk, c.kvs,
+             c.nsplit, bad, nan,
              rerun ? (same_run ? ", rerun same" : ", rerun DIFFERS") : "");
     check(bad == 0 && nan == 0 && same_run, what);
 }
@@ -141,7 +170,7 @@ static void test_exact(void) {
     const int nc = (int)(sizeof cases / sizeof cases[0]), Ds[4] = {16, 32, 64, 128};
     int n = 0;
     for (int kind = 0; kind < LSSAR_ATTN_NKINDS; kind++)
-        for (int mode = 0; mode < 2; mode++, n++) {
+        for (int mode = 0; mode < 3; mode++, n++) {
             exact_case(kind, mode, Ds[n % 4], cases[n % nc], n % 2, n % 5 == 0);
             exact_case(kind, mode, Ds[(n + 1) % 4], cases[(n + 4) % nc], (n + 1) % 2, false);
         }
@@ -198,14 +227,14 @@ static void test_args(void) {
     std::vector<float> x(17 * 64 * 4, 0.0f), out(x.size());
     std::vector<unsigned char> s(1 << 20);
     unsigned long before = cuda_host_device.launches;
-    check(cuda_attn_decode_forward(&a, 0, 0, 1, 17, 64, 64, 1, 64, x.data(), x.data(), x.data(), out.data(),
-                                   s.data(), NULL) == LSSAR_E_SIZE,
+    check(cuda_attn_decode_forward(&a, 0, LSSAR_F32, 0, 1, 17, 64, 64, 1, 64, x.data(), x.data(), x.data(),
+                                   out.data(), s.data(), NULL) == LSSAR_E_SIZE,
           "args: Tq = 17 refused");
-    check(cuda_attn_decode_forward(&a, 0, 0, 1, 1, 64, 64, 1, 48, x.data(), x.data(), x.data(), out.data(),
-                                   s.data(), NULL) == LSSAR_E_UNSUPPORTED,
+    check(cuda_attn_decode_forward(&a, 0, LSSAR_F32, 0, 1, 1, 64, 64, 1, 48, x.data(), x.data(), x.data(),
+                                   out.data(), s.data(), NULL) == LSSAR_E_UNSUPPORTED,
           "args: D = 48 refused");
-    check(cuda_attn_decode_forward(&a, 0, 0, 1, 1, 64, 64, 1, 64, x.data(), x.data(), x.data(), out.data(),
-                                   NULL, NULL) == LSSAR_E_NULL,
+    check(cuda_attn_decode_forward(&a, 0, LSSAR_F32, 0, 1, 1, 64, 64, 1, 64, x.data(), x.data(), x.data(),
+                                   out.data(), NULL, NULL) == LSSAR_E_NULL,
           "args: NULL scratch refused");
     check(cuda_host_device.launches == before, "args: nothing launched");
     // the dispatch's test (the host build's device has 132 SMs)
