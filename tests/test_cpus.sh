@@ -24,15 +24,26 @@ if ! grep -q 'x86-64-v2' "$BUILD/build-flags" 2>/dev/null; then
 fi
 command -v qemu-x86_64 >/dev/null || { bad "qemu-x86_64 is installed (Debian qemu-user; scripts/deps.sh installs it)"; finish; }
 skip=test_long_rows,test_long_rows_backward,test_long_rows_unnormed,test_matches_reference_random,test_matches_reference_adversarial,test_lssar_powers,test_thread_determinism
+# One emulated CPU per core: each qemu runs one thread, so the two CPUs' runs go side by side.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+run_cpu() {  # cpu: both programs on it, each one's output and exit status into $tmp
+  local cpu=$1 t
+  for t in test_attention test_layers; do
+    [ -x "$BUILD/tests/$t" ] || { echo 127 > "$tmp/$cpu.$t.rc"; continue; }
+    # OPENBLAS_CORETYPE tells OpenBLAS which CPU to assume; under emulation that is the emulated one.
+    # (the limit only catches a hang: the longest run, test_attention on Haswell, takes minutes)
+    OPENBLAS_CORETYPE=$cpu OMP_NUM_THREADS=1 LSSAR_TEST_SKIP=$skip timeout 900 \
+      qemu-x86_64 -cpu "$cpu" "$BUILD/tests/$t" > "$tmp/$cpu.$t.out" 2>&1
+    echo $? > "$tmp/$cpu.$t.rc"
+  done
+}
+run_cpu Haswell & run_cpu Nehalem & wait
 for cpu in Haswell Nehalem; do
   for t in test_attention test_layers; do
-    [ -x "$BUILD/tests/$t" ] || { bad "$t is built"; continue; }
-    # OPENBLAS_CORETYPE tells OpenBLAS which CPU to assume; under emulation that is the emulated one.
-    # (the limit only catches a hang: the longest run, test_attention on Haswell, takes 1-2 minutes)
-    out=$(OPENBLAS_CORETYPE=$cpu OMP_NUM_THREADS=1 LSSAR_TEST_SKIP=$skip timeout 900 \
-          qemu-x86_64 -cpu "$cpu" "$BUILD/tests/$t" 2>&1); rc=$?
+    rc=$(cat "$tmp/$cpu.$t.rc"); out=$(cat "$tmp/$cpu.$t.out" 2>/dev/null)
+    [ "$rc" != 127 ] || { bad "$t is built"; continue; }
     line=$(grep -E "^$t: [0-9]+ passed, 0 failed" <<<"$out")
-    [ $rc -eq 0 ] && [ -n "$line" ] && ok "$t on an emulated $cpu (${line#*: })" || bad "$t on an emulated $cpu (exit $rc)" "$out"
+    [ "$rc" -eq 0 ] && [ -n "$line" ] && ok "$t on an emulated $cpu (${line#*: })" || bad "$t on an emulated $cpu (exit $rc)" "$out"
   done
 done
 finish
