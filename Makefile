@@ -69,7 +69,8 @@ CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=
 NVCC_FLAGS := -std=c++17 -O3 $(CUDA_ARCH) -DLSSAR_CUDA -Iinclude -Isrc \
               -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Wno-unused-parameter,-Wno-sign-compare \
               -Werror all-warnings --threads 0 $(NVCCFLAGS)
-CU_SRC    := $(sort $(wildcard src/cuda/*.cu))
+# the longest compile first: make -j starts it before the rest of the library
+CU_SRC    := src/cuda/flash_attn.cu $(filter-out src/cuda/flash_attn.cu,$(sort $(wildcard src/cuda/*.cu)))
 ifeq ($(CUDA),1)
 CU_OBJ    := $(CU_SRC:%.cu=$(CUDA_BUILD)/obj/%.o)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lnccl -lcudart -lstdc++
@@ -105,7 +106,7 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_OBJ)
+LIB_OBJ := $(CU_OBJ) $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)

@@ -5,12 +5,18 @@ heads: per-position losses, the mean loss, the argmax and the gradient of every 
 The C side is tests/torch_parity_driver.c, compiled here against the built static library
 ($LSSAR_BUILD/liblssar.a, default build/). Errors are relative over whole tensors,
 ||c - ref|| / ||ref||. Tolerances (measured worst cases are printed): per-position losses 1e-4
-(measured 6e-7), gradients 1e-5 for softmax, ssmax, lssa, sigmoid and relu (measured <= 2e-6; sigmoid
-and relu with len-norm train, and row for the learned-position configs) and 3e-4 for the
-re-weighting kinds: they run at the paper's p = 15, which multiplies the float32 rounding of
-u = n alpha - 1 by p, and where u cancels (the near-uniform rows of this small model) that rounding
-depends on the CPU's FMA and vector paths (softmax+cos+rw: 1.4e-4 on an AVX-512 Xeon, under 1e-4 on
-the machine the earlier 1e-4 was set on; ssmax+rw 1.0e-4). A wiring fault is off by O(1).
+(measured 6e-7); gradients within max(1e-5, 10 e32), where e32 is the same tensor's error when
+PyTorch evaluates the model in float32: how far the input's conditioning lets a float32 evaluation
+come, measured in the same run on the same CPU. For most kinds e32 is ~1e-6 and 1e-5 holds
+(measured <= 2e-6; sigmoid and relu with len-norm train, and row for the learned-position configs).
+The re-weighting kinds run at the paper's p = 15, which multiplies the float32 rounding of
+u = n alpha - 1 by p; where u cancels (the near-uniform rows of this small model) a gradient's
+error reaches 1e-4 to 8e-4 in either implementation, by an amount that follows the CPU's FMA and
+vector paths (a fixed tolerance set on one machine failed on another). Both are float32
+evaluations of one function: first-order errors, the problem's condition times each algorithm's
+rounding constant, so their ratio is the ratio of the constants (measured <= 3.5, printed; 10
+allows for summation orders and lengths), capped at 1e-2 so that a wiring fault, off by O(1),
+fails whatever e32 is.
 Prints "test_torch_parity: N passed, M failed"; exits non-zero on failure."""
 import os
 import subprocess
@@ -71,7 +77,7 @@ def rel(a, b):
     return np.linalg.norm(a - b) / nb if nb > 0 else np.linalg.norm(a - b)
 
 
-worst = {"loss": 0.0, "grad": 0.0}
+worst = {"loss": 0.0, "grad": 0.0, "ratio": 0.0}
 
 
 def run_config(exe, tmp, cfg, B, T, scale):
@@ -105,11 +111,10 @@ def run_config(exe, tmp, cfg, B, T, scale):
         off += n
     loss, nll, logits = torch_ref.forward(P, cfg, torch.tensor(inputs), torch.tensor(targets))
     loss.backward()
-    # The re-weighting's u = n alpha - 1 cancels on the near-uniform rows of a small-scale model and
-    # p multiplies u's relative error (docs/attention.md "Stages"); how much of it the rounding
-    # leaves depends on the CPU (see the module's docstring)
-    _, _, reweight = torch_ref.stages(cfg["attn"]) if cfg["attn"] not in ("sigmoid", "relu") else ("dot", "", False)
-    tol_g = 3e-4 if reweight else 1e-5
+    # The same model in float32 by PyTorch: its gradients' errors against float64 measure how far this
+    # input's conditioning lets any float32 evaluation come (the re-weighting's tolerance below)
+    P32 = {nm: t.detach().float().requires_grad_() for nm, t in P.items()}
+    torch_ref.forward(P32, cfg, torch.tensor(inputs), torch.tensor(targets))[0].backward()
     e = rel(losses, nll.detach().numpy())
     worst["loss"] = max(worst["loss"], e)
     check(e < 1e-4, f"{name}: per-position losses rel err {e:.2e}")
@@ -123,15 +128,16 @@ def run_config(exe, tmp, cfg, B, T, scale):
     for nm, _, _ in tensors:
         ref = P[nm].grad.numpy()
         e = rel(G[nm], ref)
-        # SSMax's scales under the re-weighting: ds_h sums terms over every (i, j) that cancel, each
-        # with u's p-amplified error, so its relative error depends on the build's rounding; the
-        # kernel's ds is held to a term-by-term float64 bound in test_attention, and here only the
-        # model's wiring of the scales is checked: a wiring fault is off by O(1).
-        tol = 1e-2 if reweight and nm.endswith("ssmax_s") else tol_g
-        if tol == tol_g:
-            worst["grad"] = max(worst["grad"], e)
-            worst[cfg["attn"]] = max(worst.get(cfg["attn"], 0.0), e)
-        check(e < tol, f"{name}: gradient of {nm}: rel err {e:.2e} (|ref| {np.linalg.norm(ref):.3g})")
+        # the re-weighting's u = n alpha - 1 cancels on near-uniform rows and p multiplies its error
+        # (docs/attention.md "Stages"); SSMax's scales sum such terms over every (i, j): e32 carries both
+        e32 = rel(P32[nm].grad.numpy(), ref)
+        tol = min(max(1e-5, 10 * e32), 1e-2)   # capped: a wiring fault fails whatever e32 is
+        worst["grad"] = max(worst["grad"], e)
+        worst[cfg["attn"]] = max(worst.get(cfg["attn"], 0.0), e)
+        if e > 1e-5:
+            worst["ratio"] = max(worst["ratio"], e / e32)
+        check(e < tol, f"{name}: gradient of {nm}: rel err {e:.2e}, PyTorch float32's {e32:.2e} "
+                       f"(|ref| {np.linalg.norm(ref):.3g})")
 
 
 def main():
@@ -150,6 +156,7 @@ def main():
                     i += 1
     print(f"  worst relative errors: per-position losses {worst['loss']:.2e}, gradients {worst['grad']:.2e} ("
           + ", ".join(f"{k} {worst.get(k, 0):.1e}" for k in torch_ref.KINDS) + ")")
+    print(f"  worst gradient error over PyTorch float32's, where above 1e-5: {worst['ratio']:.2f} (bound 10)")
     print(f"test_torch_parity: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
