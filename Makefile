@@ -289,7 +289,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_MAIN) 
 fuzz-build: $(FUZZ_BIN)
 
 fuzz: deps
-	@$(MAKE) --no-print-directory fuzz-build
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-build
 	@bash scripts/fuzz.sh --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
 
 # `make test-gpu`, the GPU benchmark and their portable copies (docs/GPU_CHECK.md); the attention
