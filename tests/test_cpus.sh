@@ -8,9 +8,9 @@
 # tolerances the tests derive from float32 error bounds. Under TCG emulation AVX2 code runs about
 # 500 times slower than natively, so test_attention runs only the tests that reach every clone's
 # vector body and tail at small sizes (odd head dims 1, 3, 24 and lengths around the 64-row block,
-# every kind, forward and backward, plus the finite differences): the random and adversarial grids,
-# the other powers, the thread-count check and the T = 16384 rows (together 15+ minutes there)
-# run in the native suite, on the same loops.
+# every kind, forward and backward, non-finite inputs, plus the finite differences): the random and
+# adversarial grids, the other powers, the temperature-D grid, the thread-count check and the
+# T = 16384 rows (together 15+ minutes there) run in the native suite, on the same loops.
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 pass=0; fail=0
@@ -23,27 +23,34 @@ if ! grep -q 'x86-64-v2' "$BUILD/build-flags" 2>/dev/null; then
   ok "native build: no clones to check"; finish
 fi
 command -v qemu-x86_64 >/dev/null || { bad "qemu-x86_64 is installed (Debian qemu-user; scripts/deps.sh installs it)"; finish; }
-skip=test_long_rows,test_long_rows_backward,test_long_rows_unnormed,test_matches_reference_random,test_matches_reference_adversarial,test_lssar_powers,test_thread_determinism
-# One emulated CPU per core: each qemu runs one thread, so the two CPUs' runs go side by side.
+skip=test_long_rows,test_long_rows_backward,test_long_rows_unnormed,test_matches_reference_random,test_matches_reference_adversarial,test_lssar_powers,test_thread_determinism,test_temp_d
+# Five runs, two at a time (each qemu runs one thread), longest first: Haswell's test_attention in
+# two parts (its non-finite inputs, every kind on every path, take as long as the rest).
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-run_cpu() {  # cpu: both programs on it, each one's output and exit status into $tmp
-  local cpu=$1 t
-  for t in test_attention test_layers; do
-    [ -x "$BUILD/tests/$t" ] || { echo 127 > "$tmp/$cpu.$t.rc"; continue; }
-    # OPENBLAS_CORETYPE tells OpenBLAS which CPU to assume; under emulation that is the emulated one.
-    # (the limit only catches a hang: the longest run, test_attention on Haswell, takes minutes)
-    OPENBLAS_CORETYPE=$cpu OMP_NUM_THREADS=1 LSSAR_TEST_SKIP=$skip timeout 900 \
-      qemu-x86_64 -cpu "$cpu" "$BUILD/tests/$t" > "$tmp/$cpu.$t.out" 2>&1
-    echo $? > "$tmp/$cpu.$t.rc"
-  done
+runs=("Haswell test_attention test_nonfinite" "Haswell test_attention -test_nonfinite"
+      "Nehalem test_attention" "Haswell test_layers" "Nehalem test_layers")
+run_one() {  # i: runs[i] = cpu, program[, only these tests | -not this one]; output and exit status into $tmp
+  local cpu t sel; read -r cpu t sel <<<"${runs[$1]}"
+  local only="" skp=$skip
+  case $sel in -*) skp=$skp,${sel#-} ;; ?*) only=$sel ;; esac
+  [ -x "$BUILD/tests/$t" ] || { echo 127 > "$tmp/$1.rc"; return; }
+  # OPENBLAS_CORETYPE tells OpenBLAS which CPU to assume; under emulation that is the emulated one.
+  # (the limit only catches a hang: the longest run takes a few minutes)
+  OPENBLAS_CORETYPE=$cpu OMP_NUM_THREADS=1 LSSAR_TEST_SKIP=$skp LSSAR_TEST_ONLY=$only timeout 900 \
+    qemu-x86_64 -cpu "$cpu" "$BUILD/tests/$t" > "$tmp/$1.out" 2>&1
+  echo $? > "$tmp/$1.rc"
 }
-run_cpu Haswell & run_cpu Nehalem & wait
-for cpu in Haswell Nehalem; do
-  for t in test_attention test_layers; do
-    rc=$(cat "$tmp/$cpu.$t.rc"); out=$(cat "$tmp/$cpu.$t.out" 2>/dev/null)
-    [ "$rc" != 127 ] || { bad "$t is built"; continue; }
-    line=$(grep -E "^$t: [0-9]+ passed, 0 failed" <<<"$out")
-    [ "$rc" -eq 0 ] && [ -n "$line" ] && ok "$t on an emulated $cpu (${line#*: })" || bad "$t on an emulated $cpu (exit $rc)" "$out"
-  done
+for i in "${!runs[@]}"; do
+  [ "$(jobs -rp | wc -l)" -lt 2 ] || wait -n
+  run_one "$i" &
+done
+wait
+for i in "${!runs[@]}"; do
+  read -r cpu t sel <<<"${runs[$i]}"
+  what="$t${sel:+ ($sel)} on an emulated $cpu"
+  rc=$(cat "$tmp/$i.rc"); out=$(cat "$tmp/$i.out" 2>/dev/null)
+  [ "$rc" != 127 ] || { bad "$t is built"; continue; }
+  line=$(grep -E "^$t: [0-9]+ passed, 0 failed" <<<"$out")
+  [ "$rc" -eq 0 ] && [ -n "$line" ] && ok "$what (${line#*: })" || bad "$what (exit $rc)" "$out"
 done
 finish
