@@ -26,12 +26,25 @@ if grep -q -- '-fsanitize=' "$BUILD/build-flags" 2>/dev/null; then
   export LSSAR_TEST_SKIP="test_noise,test_public_laws,test_fp32_long,test_long_rows,test_long_rows_backward,test_long_rows_unnormed${LSSAR_TEST_SKIP:+,$LSSAR_TEST_SKIP}"
 fi
 # The NATIVE=1 build (build-flags records -march=native) differs from the portable one only in how
-# the C source is compiled, so it runs what checks numerics: the test programs and the PyTorch
-# parity test. The shell tests and the other Python tests drive the same source through the CLI and
-# the Python package; they run in the portable build (what `make install` ships) and under the
-# sanitizers.
+# the C source is compiled (FMA contraction and vector code everywhere, not only in the hot loops'
+# clones), so it runs the numerics that this moves: the attention, layer and CUDA-emulation test
+# programs and the PyTorch parity test. The rest (the model, trainer and CLI flows, the host
+# harnesses, whose kernel object is the same in every build) runs in the portable build, what
+# `make install` ships, and under the sanitizers.
 native=
 grep -q -- '-march=native' "$BUILD/build-flags" 2>/dev/null && native=1
+native_tests=" test_attention test_flash test_flash_decode test_layers test_cuda_emu test_torch_parity.py "
+# Under the sanitizers two long end-to-end shell tests run in the normal builds only:
+# test_tokenizer_parity (the tokenizer against tiktoken on a corpus: minutes under ASan; the
+# tokenizer's memory is test_tokenizer's and two fuzz targets') and test_reproduce (a plan of
+# lssar commands that test_cli, test_recipe and test_badinput run under the sanitizers one by one).
+sanitize_skip=" test_tokenizer_parity.sh test_reproduce.sh "
+# LSSAR_TEST_ALL=1: every test program and script in every build
+if [ "${LSSAR_TEST_ALL:-0}" = 1 ]; then native=; sanitize_skip=" "; fi
+wanted() {  # test file name: whether this build runs it
+  if [ -n "$native" ]; then [[ $native_tests == *" $1 "* ]]; return; fi
+  [ -z "$sanitized" ] || [[ $sanitize_skip != *" $1 "* ]]
+}
 pass=0; fail=0; failed_suites=()
 run_suite() {  # name, command...
   local name=$1; shift
@@ -55,16 +68,17 @@ run_suite() {  # name, command...
 echo "== test suite on $BUILD ($(sed -n 's/^opt=//p' "$BUILD/build-flags" 2>/dev/null || echo "flags unknown"))"
 for t in "$BUILD"/tests/test_*; do
   [ -x "$t" ] || continue
+  wanted "$(basename "$t")" || continue
   run_suite "$(basename "$t")" "$t"
 done
 for t in tests/test_*.py; do
   [ -f "$t" ] || continue
-  [ -n "$native" ] && [ "$t" != tests/test_torch_parity.py ] && continue
+  wanted "$(basename "$t")" || continue
   run_suite "$(basename "$t")" /usr/bin/python3 "$t"
 done
 for t in tests/test_*.sh; do
   [ -f "$t" ] || continue
-  [ -n "$native" ] && continue
+  wanted "$(basename "$t")" || continue
   run_suite "$(basename "$t")" bash "$t"
 done
 # The GPU test program (tests/gpu/test_gpu.c, `make test-gpu`): built in every build so that CI
@@ -78,7 +92,7 @@ fi
 # The determinism tests compare 1 and 2 threads inside the program; run them once more with
 # OpenMP's default team forced to 1 and to 2 threads, so neither setting goes untested.
 for n in 1 2; do
-  [ -n "$sanitized" ] && break
+  [ -n "$sanitized" ] || [ -n "$native" ] && break
   for t in test_train test_model test_symreg test_orbits; do
     [ -x "$BUILD/tests/$t" ] || continue
     # symbolic regression's two long searches set their thread count themselves: not rerun
