@@ -4,8 +4,8 @@
 # layout) and compared with the emulation src/attn/flash_emu.c by tests/cuda_host/test_flash_host.cpp.
 # Included by the Makefile; uses $(BUILD), $(BUILD)/build-flags, $(BUILD)/liblssar.a (flash_emu,
 # lssar_fail), $(LIBS), $(WARN), $(SAN). The Makefile adds $(CUDA_HOST_TEST) to the test target's
-# prerequisites; tests/run.sh runs it with every other $(BUILD)/tests/test_* (quick mode, ~30 s on
-# 2 cores; LSSAR_HOST_FULL=1 $(CUDA_HOST_TEST) runs every case).
+# prerequisites; tests/run.sh runs it with the other $(BUILD)/tests/test_* in the portable and
+# sanitizer builds (quick mode; LSSAR_HOST_FULL=1 $(CUDA_HOST_TEST) runs every case).
 #
 # The host copy defines the library's CUDA entry points under other names (cuda_host.h renames
 # cuda_attn_* to cuda_host_attn_*, lssar_attn_*_cuda to lssar_host_attn_*_cuda), so it links

@@ -25,9 +25,9 @@
  *   host     argument errors and the shared-memory opt-in: the codes, and nothing launched
  *   shim     the shim itself: mma against a plain product (fragments placed by the PTX table
  *            written the other way round), shuffles, barriers with returned threads, launch limits
- * Quick mode (the default, for CI: ~30 s on 2 cores) runs a covering subset: every kind x mode,
- * every D in each mode, the tile boundaries; LSSAR_HOST_FULL=1 (or the argument `full`) runs the
- * whole grid (~2.5 min). LSSAR_HOST_FILTER=substring runs only the cases whose name contains it.
+ * Quick mode (the default, for CI) runs a covering subset: every kind x mode, every D in each
+ * mode, the tile boundaries; LSSAR_HOST_FULL=1 (or the argument `full`) runs the whole grid
+ * (several times longer). LSSAR_HOST_FILTER=substring runs only the cases whose name contains it.
  *
  * Tolerances: see `Model` below. The kernels perform the emulation's operations in the emulation's
  * order, but not bit for bit (fmaf contraction differs), so the comparison allows a few ulp per
