@@ -12,6 +12,7 @@ export BUILD LSSAR_BUILD="$BUILD" LSSAR_BIN="${LSSAR_BIN:-$BUILD/lssar}"
 # does not rebuild this directory without the sanitizers when run.sh is started by hand. LeakSanitizer
 # needs no suppressions: libgomp's thread pool is still reachable at exit, so it is not reported.
 sanitized=
+long_searches=test_noise,test_public_laws  # symbolic regression's two long searches (test_symreg)
 if grep -q -- '-fsanitize=' "$BUILD/build-flags" 2>/dev/null; then
   sanitized=1
   export SANITIZE=1
@@ -23,7 +24,7 @@ if grep -q -- '-fsanitize=' "$BUILD/build-flags" 2>/dev/null; then
   # (test_flash's fp32_long and long_rows*, test_attention's long_rows*): the sanitizer still sees
   # every tile edge, the diagonal and the multi-tile rows at T up to a few hundred. The
   # thread-count reruns below test determinism, not memory, and are left to the normal builds too.
-  export LSSAR_TEST_SKIP="test_noise,test_public_laws,test_fp32_long,test_long_rows,test_long_rows_backward,test_long_rows_unnormed${LSSAR_TEST_SKIP:+,$LSSAR_TEST_SKIP}"
+  export LSSAR_TEST_SKIP="$long_searches,test_fp32_long,test_long_rows,test_long_rows_backward,test_long_rows_unnormed${LSSAR_TEST_SKIP:+,$LSSAR_TEST_SKIP}"
 fi
 # The NATIVE=1 build (build-flags records -march=native) differs from the portable one only in how
 # the C source is compiled (FMA contraction and vector code everywhere, not only in the hot loops'
@@ -97,7 +98,7 @@ for n in 1 2; do
     [ -x "$BUILD/tests/$t" ] || continue
     # symbolic regression's two long searches set their thread count themselves: not rerun
     run_suite "$t(OMP_NUM_THREADS=$n)" env OMP_NUM_THREADS=$n \
-      LSSAR_TEST_SKIP="test_noise,test_public_laws${LSSAR_TEST_SKIP:+,$LSSAR_TEST_SKIP}" "$BUILD/tests/$t"
+      LSSAR_TEST_SKIP="$long_searches${LSSAR_TEST_SKIP:+,$LSSAR_TEST_SKIP}" "$BUILD/tests/$t"
   done
 done
 [ ${#failed_suites[@]} -gt 0 ] && echo "failed suites: ${failed_suites[*]}"
