@@ -112,7 +112,7 @@ def run_config(exe, tmp, cfg, B, T, scale):
     loss, nll, logits = torch_ref.forward(P, cfg, torch.tensor(inputs), torch.tensor(targets))
     loss.backward()
     # The same model in float32 by PyTorch: its gradients' errors against float64 measure how far this
-    # input's conditioning lets any float32 evaluation come (the re-weighting's tolerance below)
+    # input's conditioning lets any float32 evaluation come (the gradients' tolerance below)
     P32 = {nm: t.detach().float().requires_grad_() for nm, t in P.items()}
     torch_ref.forward(P32, cfg, torch.tensor(inputs), torch.tensor(targets))[0].backward()
     e = rel(losses, nll.detach().numpy())
